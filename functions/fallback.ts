@@ -1,0 +1,3 @@
+import { createFallbackHandler } from '../shared/fallback';
+
+export const handler = createFallbackHandler();

@@ -1,0 +1,22 @@
+/**
+ * Jest compiles TypeScript (and ESM-only Middy) to CommonJS with SWC: no experimental flags,
+ * and the same source runs under tsx and esbuild. See ../shared/TOOLCHAIN.md.
+ * @type {import('jest').Config}
+ */
+export default {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.(t|j)sx?$': [
+      '@swc/jest',
+      { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
+    ],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  moduleNameMapper: { '^@middy/(core|util)$': '<rootDir>/node_modules/@middy/$1/index.js' },
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  setupFiles: ['<rootDir>/test/support/env.ts'],
+  testTimeout: 30000,
+};

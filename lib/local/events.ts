@@ -1,0 +1,116 @@
+/**
+ * Builds the API Gateway HTTP API (payload 2.0) event and Lambda context a function receives,
+ * so the local gateway and the tests invoke handlers exactly as AWS does: lower-cased headers
+ * (repeated ones joined with commas), decoded rawPath and query values, raw query string,
+ * repeated query parameters joined with commas, `requestContext.http`, the stage prefix.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'aws-lambda';
+import type { ApiEvent } from '../../shared/http/response';
+
+export const LOCAL_STAGE = 'api';
+
+export interface EventInput {
+  method?: string;
+  /** Path relative to {base_url}, percent-encoded as sent on the wire, e.g. `/v1/members`. */
+  path: string;
+  /** Raw query string without `?`, or an object of parameters. */
+  query?: string | Record<string, string | string[]>;
+  headers?: Record<string, string | string[] | undefined>;
+  /** Route template that matched, e.g. `GET /v1/payment-providers/{id}`; `$default` when none. */
+  routeKey?: string;
+  /** Raw (still encoded) path parameters. */
+  pathParameters?: Record<string, string>;
+  requestId?: string;
+  sourceIp?: string;
+  stage?: string;
+}
+
+const safeDecode = (value: string): string => {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+};
+
+const toRawQuery = (query: EventInput['query']): string => {
+  if (query === undefined) return '';
+  if (typeof query === 'string') return query;
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    for (const one of Array.isArray(value) ? value : [value]) params.append(name, one);
+  }
+  return params.toString();
+};
+
+export const buildEvent = (input: EventInput): ApiEvent => {
+  const method = (input.method ?? 'GET').toUpperCase();
+  const stage = input.stage ?? LOCAL_STAGE;
+  const rawQueryString = toRawQuery(input.query);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(input.headers ?? {})) {
+    if (value === undefined) continue;
+    const key = name.toLowerCase();
+    const joined = Array.isArray(value) ? value.join(',') : value;
+    headers[key] = headers[key] === undefined ? joined : `${headers[key]},${joined}`;
+  }
+  let queryStringParameters: Record<string, string> | undefined;
+  if (rawQueryString) {
+    queryStringParameters = {};
+    for (const [name, value] of new URLSearchParams(rawQueryString)) {
+      const previous = queryStringParameters[name];
+      queryStringParameters[name] = previous === undefined ? value : `${previous},${value}`;
+    }
+  }
+  const pathParameters = input.pathParameters
+    ? Object.fromEntries(Object.entries(input.pathParameters).map(([k, v]) => [k, safeDecode(v)]))
+    : undefined;
+  const requestId = input.requestId ?? randomUUID();
+  const rawPath = safeDecode(`/${stage}${input.path}`);
+  const now = new Date();
+  return {
+    version: '2.0',
+    routeKey: input.routeKey ?? '$default',
+    rawPath,
+    rawQueryString,
+    headers,
+    ...(queryStringParameters ? { queryStringParameters } : {}),
+    ...(pathParameters ? { pathParameters } : {}),
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: (headers.host ?? 'localhost').split('.')[0] ?? 'localhost',
+      http: {
+        method,
+        path: rawPath,
+        protocol: 'HTTP/1.1',
+        sourceIp: input.sourceIp ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId,
+      routeKey: input.routeKey ?? '$default',
+      stage,
+      time: now.toISOString(),
+      timeEpoch: now.getTime(),
+    },
+    isBase64Encoded: false,
+  };
+};
+
+/** A Lambda context like the runtime's, with a 10 s remaining-time clock as a deployed function has. */
+export const buildContext = (functionName = 'branch-api-local'): Context => ({
+  callbackWaitsForEmptyEventLoop: false,
+  functionName,
+  functionVersion: '$LATEST',
+  invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+  memoryLimitInMB: '256',
+  awsRequestId: randomUUID(),
+  logGroupName: `/aws/lambda/${functionName}`,
+  logStreamName: 'local',
+  getRemainingTimeInMillis: () => 10_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+});

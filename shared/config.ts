@@ -1,0 +1,78 @@
+/**
+ * Configuration, read once from the environment. A missing or invalid variable fails at
+ * start-up with the variable's name, never on a request.
+ */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+export const requireEnv = (env: Env, name: string): string => {
+  const value = env[name]?.trim();
+  if (!value) throw new ConfigError(`Missing required environment variable ${name}`);
+  return value;
+};
+
+export const positiveIntEnv = (env: Env, name: string, fallback: number): number => {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) {
+    throw new ConfigError(`Environment variable ${name} must be a positive integer, got "${raw}"`);
+  }
+  return value;
+};
+
+export interface TableNames {
+  readonly keys: string;
+  readonly usage: string;
+  readonly branchData: string;
+}
+
+export interface DynamoDbSettings {
+  /** Custom endpoint (dynalite, DynamoDB Local); unset means the regional AWS endpoint. */
+  readonly endpoint?: string;
+  readonly region: string;
+  /** Longest a TCP connection attempt may take. */
+  readonly connectTimeoutMs: number;
+  /** Longest a socket may stay idle waiting for DynamoDB's answer. */
+  readonly requestTimeoutMs: number;
+  /** Attempts per call, first one included (SDK standard retry with backoff). */
+  readonly maxAttempts: number;
+  /** Hard deadline for one repository call, retries included. */
+  readonly deadlineMs: number;
+}
+
+export interface Config {
+  readonly tables: TableNames;
+  readonly dynamodb: DynamoDbSettings;
+  readonly usageRetentionDays: number;
+}
+
+export const TABLE_ENV = { keys: 'KEYS_TABLE', usage: 'USAGE_TABLE', branchData: 'BRANCH_DATA_TABLE' } as const;
+
+export const readDynamoDbSettings = (env: Env): DynamoDbSettings => {
+  const endpoint = env.DYNAMODB_ENDPOINT?.trim() || undefined;
+  return {
+    ...(endpoint ? { endpoint } : {}),
+    region:
+      env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || (endpoint ? 'local' : requireEnv(env, 'AWS_REGION')),
+    connectTimeoutMs: positiveIntEnv(env, 'DYNAMODB_CONNECT_TIMEOUT_MS', 500),
+    requestTimeoutMs: positiveIntEnv(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 1000),
+    maxAttempts: positiveIntEnv(env, 'DYNAMODB_MAX_ATTEMPTS', 3),
+    deadlineMs: positiveIntEnv(env, 'DYNAMODB_DEADLINE_MS', 2000),
+  };
+};
+
+export const readTableNames = (env: Env): TableNames => ({
+  keys: requireEnv(env, TABLE_ENV.keys),
+  usage: requireEnv(env, TABLE_ENV.usage),
+  branchData: requireEnv(env, TABLE_ENV.branchData),
+});
+
+export const loadConfig = (env: Env = process.env): Config => ({
+  tables: readTableNames(env),
+  dynamodb: readDynamoDbSettings(env),
+  usageRetentionDays: positiveIntEnv(env, 'USAGE_RETENTION_DAYS', 90),
+});

@@ -1,0 +1,102 @@
+/**
+ * The DynamoDB document client and the translation of SDK failures into domain errors.
+ * Timeouts, attempts and a per-call deadline are bounded so a request can never hang.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { DynamoDbSettings } from './config';
+
+export const createDocumentClient = (settings: DynamoDbSettings, env = process.env): DynamoDBDocumentClient => {
+  const client = new DynamoDBClient({
+    region: settings.region,
+    maxAttempts: settings.maxAttempts,
+    requestHandler: new NodeHttpHandler({
+      connectionTimeout: settings.connectTimeoutMs,
+      requestTimeout: settings.requestTimeoutMs,
+    }),
+    ...(settings.endpoint
+      ? {
+          endpoint: settings.endpoint,
+          // An embedded DynamoDB accepts any credentials; don't make developers configure some.
+          ...(env.AWS_ACCESS_KEY_ID ? {} : { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+        }
+      : {}),
+  });
+  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+};
+
+/** The database could not answer in time (unreachable, throttling, stalled): worth a retry. */
+export class DataStoreUnavailableError extends Error {
+  override name = 'DataStoreUnavailableError';
+  readonly retryAfterSeconds = 1;
+}
+
+/** Any other database failure (misconfiguration, validation): a bug or an ops problem. */
+export class DataStoreError extends Error {
+  override name = 'DataStoreError';
+}
+
+const UNAVAILABLE_ERROR_NAMES = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'TimeoutError',
+  'AbortError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+]);
+const UNAVAILABLE_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+interface SdkErrorLike {
+  name?: string;
+  code?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+export const isUnavailableError = (error: unknown): boolean => {
+  if (typeof error !== 'object' || error === null) return false;
+  const { name, code, $metadata } = error as SdkErrorLike;
+  return (
+    (name !== undefined && UNAVAILABLE_ERROR_NAMES.has(name)) ||
+    (code !== undefined && UNAVAILABLE_ERROR_CODES.has(code)) ||
+    ($metadata?.httpStatusCode ?? 0) >= 500
+  );
+};
+
+/** Wraps an SDK failure in a domain error; the original is kept as `cause` for the logs only. */
+export const translateDynamoError = (error: unknown, operation: string): Error => {
+  const name = (error as SdkErrorLike | null)?.name ?? 'UnknownError';
+  return isUnavailableError(error)
+    ? new DataStoreUnavailableError(`DynamoDB ${operation} unavailable: ${name}`, { cause: error })
+    : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, { cause: error });
+};
+
+/** Base of the repositories: every call gets the deadline and the error translation. */
+export abstract class DynamoRepository {
+  constructor(
+    protected readonly client: DynamoDBDocumentClient,
+    protected readonly tableName: string,
+    private readonly deadlineMs = 2000,
+  ) {}
+
+  /** Runs one SDK call under the deadline, translating its failure into a domain error. */
+  protected async run<T>(operation: string, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+    try {
+      return await call(AbortSignal.timeout(this.deadlineMs));
+    } catch (error) {
+      throw translateDynamoError(error, operation);
+    }
+  }
+}

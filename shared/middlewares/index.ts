@@ -1,0 +1,7 @@
+export { authenticate } from './authenticate';
+export { errorHandler } from './error-handler';
+export { recordUsage } from './record-usage';
+export { requestContext } from './request-context';
+export { requireScope } from './require-scope';
+export { responseHeaders } from './response-headers';
+export type { ApiContext, ApiMiddleware, ApiRequest, AuthenticatedContext } from './types';

@@ -1,0 +1,75 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import { USAGE_WRITE_FAILED_METRIC } from '../observability';
+import type { UsageRecord } from '../repositories/usage';
+import type { ApiMiddleware, ApiRequest } from './types';
+
+export interface UsageSink {
+  put(record: UsageRecord, retentionDays: number): Promise<void>;
+}
+
+export interface RecordUsageOptions {
+  usage: UsageSink;
+  logger: Pick<Logger, 'debug' | 'info' | 'error'>;
+  metrics: Pick<Metrics, 'addMetric' | 'publishStoredMetrics'>;
+  /** Days before DynamoDB TTL removes a record. @default 90 */
+  retentionDays?: number;
+}
+
+const defaults = { retentionDays: 90 };
+
+/**
+ * One usage record per call made with a known key, success or error, written after the response
+ * is final. The write is retried by the SDK's retry strategy; if it still fails the response is
+ * unchanged and the whole record goes to the error log (to be replayed) with a metric. Calls
+ * without a known key have nothing to be recorded against: they go to the log only.
+ */
+export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
+  const { usage, logger, metrics, retentionDays } = { ...defaults, ...opts };
+
+  const recordUsageAfter = async (request: ApiRequest): Promise<void> => {
+    try {
+      await record(request);
+    } catch (error) {
+      // Whatever happens here, the caller's response stays as it is.
+      logger.error('Usage middleware failed', { request_id: request.context.requestId, error });
+    }
+  };
+
+  const record = async ({ event, context, response }: ApiRequest): Promise<void> => {
+    const status = response?.statusCode ?? 500;
+    const responseTimeMs = Math.round((performance.now() - context.startedAt) * 100) / 100;
+    const { apiKey } = context;
+    const method = event.requestContext.http.method;
+    const path = event.rawPath;
+    if (!apiKey) {
+      logger.info('Call without a known key', { request_id: context.requestId, method, path, status });
+      return;
+    }
+    const record: UsageRecord = {
+      key_id: apiKey.key_id,
+      branch_id: apiKey.branch_id,
+      method,
+      path,
+      route: context.route,
+      status,
+      response_time_ms: responseTimeMs,
+      timestamp: context.receivedAt.toISOString(),
+      request_id: context.requestId,
+    };
+    try {
+      await usage.put(record, retentionDays);
+      logger.debug('Usage recorded', { usage_record: record });
+    } catch (error) {
+      logger.error('Usage record not stored', { usage_record: record, error });
+      try {
+        metrics.addMetric(USAGE_WRITE_FAILED_METRIC, MetricUnit.Count, 1);
+        metrics.publishStoredMetrics();
+      } catch {
+        // A metric must never change the response either.
+      }
+    }
+  };
+
+  return { after: recordUsageAfter, onError: recordUsageAfter, name: 'recordUsage' };
+};

@@ -1,0 +1,14 @@
+/**
+ * Structured logs and metrics (Powertools), one instance each per container. Nothing here ever
+ * logs a request's headers: the Authorization header and key values stay out of the logs.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+
+export const SERVICE_NAME = 'branch-api';
+export const METRICS_NAMESPACE = 'BranchApi';
+/** Emitted by the usage middleware when a record could not be stored after its retries. */
+export const USAGE_WRITE_FAILED_METRIC = 'UsageRecordWriteFailed';
+
+export const logger = new Logger({ serviceName: SERVICE_NAME });
+export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME });

@@ -1,0 +1,156 @@
+import { BatchWriteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoRepository } from '../dynamodb';
+import type { Branch, Member, PaymentProvider, SeedBranch } from '../schemas';
+import { ACTIVE_PROVIDERS_INDEX } from '../tables';
+
+/** One page of a branch's items, in id order. `lastId` is where the next page starts after. */
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+  lastId?: string;
+}
+
+export interface PageRequest {
+  limit: number;
+  /** Start after this id (from a cursor). */
+  after?: string;
+}
+
+type Item = Record<string, unknown>;
+
+const BRANCH_SK = 'BRANCH';
+const MEMBER_PREFIX = 'MEMBER#';
+const PROVIDER_PREFIX = 'PROVIDER#';
+const BATCH_WRITE_LIMIT = 25;
+const SEED_TIMESTAMP = '1970-01-01T00:00:00.000Z';
+
+// Mappers pick each field by name, so table attributes (branch_id, sk, ...) never reach a response.
+const toBranch = (item: Item): Branch => ({
+  id: item.id as string,
+  object: 'branch',
+  name: item.name as string,
+  business_name: item.business_name as string,
+  timezone: item.timezone as string,
+  currency: item.currency as string,
+  address: item.address as Branch['address'],
+  created_at: item.created_at as string,
+});
+
+const toMember = (item: Item): Member => ({
+  id: item.id as string,
+  object: 'member',
+  name: item.name as string,
+  email: item.email as string,
+  role: item.role as Member['role'],
+  created_at: item.created_at as string,
+});
+
+const toPaymentProvider = (item: Item): PaymentProvider => ({
+  id: item.id as string,
+  object: 'payment_provider',
+  provider: item.provider as string,
+  name: item.name as string,
+  active: true,
+  created_at: item.created_at as string,
+});
+
+export class BranchDataRepository extends DynamoRepository {
+  async getBranch(branchId: string): Promise<Branch | undefined> {
+    const item = await this.getItem(branchId, BRANCH_SK);
+    return item ? toBranch(item) : undefined;
+  }
+
+  listMembers(branchId: string, page: PageRequest): Promise<Page<Member>> {
+    return this.queryPage(
+      {
+        KeyConditionExpression: 'branch_id = :branch AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':branch': branchId, ':prefix': MEMBER_PREFIX },
+        ...(page.after ? { ExclusiveStartKey: { branch_id: branchId, sk: MEMBER_PREFIX + page.after } } : {}),
+      },
+      page.limit,
+      toMember,
+    );
+  }
+
+  /** Active providers only, from the sparse index that holds nothing else. */
+  listActiveProviders(branchId: string, page: PageRequest): Promise<Page<PaymentProvider>> {
+    return this.queryPage(
+      {
+        IndexName: ACTIVE_PROVIDERS_INDEX,
+        KeyConditionExpression: 'branch_id = :branch',
+        ExpressionAttributeValues: { ':branch': branchId },
+        ...(page.after
+          ? {
+              ExclusiveStartKey: {
+                branch_id: branchId,
+                sk: PROVIDER_PREFIX + page.after,
+                active_provider_id: page.after,
+              },
+            }
+          : {}),
+      },
+      page.limit,
+      toPaymentProvider,
+    );
+  }
+
+  /** The provider if it exists in this branch and is active; otherwise undefined, whatever the reason. */
+  async getActiveProvider(branchId: string, providerId: string): Promise<PaymentProvider | undefined> {
+    const item = await this.getItem(branchId, PROVIDER_PREFIX + providerId);
+    return item?.active === true ? toPaymentProvider(item) : undefined;
+  }
+
+  /** Writes a branch with its members and providers (idempotent: the same input gives the same items). */
+  async putBranch(branch: SeedBranch): Promise<void> {
+    const { members, payment_providers: providers, ...details } = branch;
+    const base = { branch_id: branch.id };
+    const items: Item[] = [
+      { ...base, sk: BRANCH_SK, ...details, created_at: details.created_at ?? SEED_TIMESTAMP },
+      ...members.map((m) => ({ ...base, sk: MEMBER_PREFIX + m.id, ...m, created_at: m.created_at ?? SEED_TIMESTAMP })),
+      ...providers.map((p) => ({
+        ...base,
+        sk: PROVIDER_PREFIX + p.id,
+        ...p,
+        created_at: p.created_at ?? SEED_TIMESTAMP,
+        // Only active providers carry the sparse index's key.
+        ...(p.active ? { active_provider_id: p.id } : {}),
+      })),
+    ];
+    for (let i = 0; i < items.length; i += BATCH_WRITE_LIMIT) {
+      let pending: Record<string, { PutRequest: { Item: Item } }[]> | undefined = {
+        [this.tableName]: items.slice(i, i + BATCH_WRITE_LIMIT).map((Item) => ({ PutRequest: { Item } })),
+      };
+      for (let attempt = 0; pending && Object.keys(pending).length > 0; attempt += 1) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+        const requestItems: typeof pending = pending;
+        const result = await this.run('BatchWriteItem', (abortSignal) =>
+          this.client.send(new BatchWriteCommand({ RequestItems: requestItems }), { abortSignal }),
+        );
+        pending = result.UnprocessedItems as typeof pending;
+      }
+    }
+  }
+
+  private async getItem(branchId: string, sk: string): Promise<Item | undefined> {
+    const { Item } = await this.run('GetItem', (abortSignal) =>
+      this.client.send(new GetCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk } }), {
+        abortSignal,
+      }),
+    );
+    return Item;
+  }
+
+  /** Asks for one item more than the page holds, so `hasMore` is exact (no empty last page). */
+  private async queryPage<T extends { id: string }>(
+    query: Omit<ConstructorParameters<typeof QueryCommand>[0], 'TableName' | 'Limit'>,
+    limit: number,
+    map: (item: Item) => T,
+  ): Promise<Page<T>> {
+    const { Items = [] } = await this.run('Query', (abortSignal) =>
+      this.client.send(new QueryCommand({ ...query, TableName: this.tableName, Limit: limit + 1 }), { abortSignal }),
+    );
+    const items = Items.slice(0, limit).map(map);
+    const hasMore = Items.length > limit;
+    return { items, hasMore, ...(hasMore ? { lastId: items[items.length - 1]?.id } : {}) };
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The route table: one entry per endpoint. The CDK stack makes one function and one API route
+ * from each entry; the local gateway serves the same entries; each handler takes its scope and
+ * route template from here.
+ */
+import type { Scope } from './schemas';
+
+export interface RouteDefinition {
+  /** Stable id: the CDK construct id and the OpenAPI operationId. */
+  readonly id: 'GetBranch' | 'ListMembers' | 'ListPaymentProviders' | 'GetPaymentProvider';
+  readonly method: 'GET';
+  /** Path template relative to {base_url}, in API Gateway syntax. */
+  readonly path: string;
+  readonly scope: Scope;
+  /** Handler module, relative to the project root; it exports `handler`. */
+  readonly entry: string;
+  readonly summary: string;
+}
+
+export type RouteId = RouteDefinition['id'];
+
+export const routes: readonly RouteDefinition[] = [
+  {
+    id: 'GetBranch',
+    method: 'GET',
+    path: '/v1/branch',
+    scope: 'read',
+    entry: 'functions/get-branch.ts',
+    summary: 'The branch the key belongs to',
+  },
+  {
+    id: 'ListMembers',
+    method: 'GET',
+    path: '/v1/members',
+    scope: 'read',
+    entry: 'functions/list-members.ts',
+    summary: "The branch's team members",
+  },
+  {
+    id: 'ListPaymentProviders',
+    method: 'GET',
+    path: '/v1/payment-providers',
+    scope: 'read',
+    entry: 'functions/list-payment-providers.ts',
+    summary: "The branch's active payment providers",
+  },
+  {
+    id: 'GetPaymentProvider',
+    method: 'GET',
+    path: '/v1/payment-providers/{id}',
+    scope: 'read',
+    entry: 'functions/get-payment-provider.ts',
+    summary: 'One active payment provider of the branch',
+  },
+];
+
+/** The catch-all function: unknown paths (404) and known paths with another method (405). */
+export const fallbackEntry = 'functions/fallback.ts';
+
+export const routeKey = (route: RouteDefinition): string => `${route.method} ${route.path}`;
+
+export const getRoute = (id: RouteId): RouteDefinition => {
+  const route = routes.find((candidate) => candidate.id === id);
+  if (!route) throw new Error(`Unknown route ${id}`);
+  return route;
+};
+
+const compiled = routes.map((route) => {
+  const names: string[] = [];
+  const source = route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, (_m, name: string) => {
+    names.push(name);
+    return '([^/]+)';
+  });
+  return { route, names, pattern: new RegExp(`^${source}$`) };
+});
+
+export type RouteMatch =
+  | { kind: 'route'; route: RouteDefinition; pathParameters: Record<string, string> }
+  | { kind: 'method_not_allowed'; allow: string }
+  | { kind: 'not_found' };
+
+/** Matches a path relative to {base_url} (no stage prefix) as API Gateway would. */
+export const matchRoute = (method: string, path: string): RouteMatch => {
+  const allowed: string[] = [];
+  for (const { route, names, pattern } of compiled) {
+    const match = pattern.exec(path);
+    if (!match) continue;
+    if (route.method !== method) {
+      allowed.push(route.method);
+      continue;
+    }
+    const pathParameters: Record<string, string> = {};
+    names.forEach((name, index) => {
+      pathParameters[name] = match[index + 1] ?? '';
+    });
+    return { kind: 'route', route, pathParameters };
+  }
+  return allowed.length > 0
+    ? { kind: 'method_not_allowed', allow: [...new Set(allowed)].join(', ') }
+    : { kind: 'not_found' };
+};

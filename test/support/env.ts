@@ -1,0 +1,12 @@
+/**
+ * Runs before each test file's modules load: fresh table names per file, so files share one
+ * embedded DynamoDB (started in global-setup.ts) without seeing each other's data.
+ */
+const suffix = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+process.env.KEYS_TABLE = `test-keys-${suffix}`;
+process.env.USAGE_TABLE = `test-usage-${suffix}`;
+process.env.BRANCH_DATA_TABLE = `test-branch-data-${suffix}`;
+process.env.AWS_REGION = 'local';
+// Quiet by default; a test that reads logs turns them on with captureLogs().
+process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
+process.env.POWERTOOLS_METRICS_NAMESPACE = 'BranchApiTest';

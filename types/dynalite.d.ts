@@ -1,0 +1,14 @@
+declare module 'dynalite' {
+  import type { Server } from 'node:http';
+
+  interface DynaliteOptions {
+    /** Directory for a persistent store (LevelDB); in memory when absent. */
+    path?: string;
+    createTableMs?: number;
+    deleteTableMs?: number;
+    updateTableMs?: number;
+    maxItemSizeKb?: number;
+  }
+
+  export default function dynalite(options?: DynaliteOptions): Server;
+}
