@@ -12,49 +12,96 @@ export type Scope = z.infer<typeof ScopeSchema>;
 /** Ids of branches, members and providers: what may appear in a URL path segment. */
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, "_" or "-", 1 to 64 characters');
-const Timestamp = z.iso.datetime({ offset: false }).describe('ISO 8601 UTC timestamp');
+const Timestamp = z.iso
+  .datetime({ offset: false })
+  .meta({ description: 'ISO 8601 UTC timestamp', examples: ['2024-01-15T09:30:00.000Z'] });
 
-export const AddressSchema = z.object({
-  line1: z.string().min(1),
-  line2: z.string().min(1).optional(),
-  city: z.string().min(1),
-  postal_code: z.string().min(1),
-  country: z.string().regex(/^[A-Z]{2}$/, 'ISO 3166-1 alpha-2 country code'),
-});
+export const AddressSchema = z
+  .object({
+    line1: z
+      .string()
+      .min(1)
+      .meta({ examples: ['Keizersgracht 123'] }),
+    line2: z.string().min(1).optional().meta({ description: 'Absent when the address has no second line' }),
+    city: z
+      .string()
+      .min(1)
+      .meta({ examples: ['Amsterdam'] }),
+    postal_code: z
+      .string()
+      .min(1)
+      .meta({ examples: ['1015 CJ'] }),
+    country: z
+      .string()
+      .regex(/^[A-Z]{2}$/, 'ISO 3166-1 alpha-2 country code')
+      .meta({ description: 'ISO 3166-1 alpha-2 country code', examples: ['NL'] }),
+  })
+  .meta({ description: 'Postal address of the branch' });
 
 const BranchFields = {
-  id: Id,
-  name: z.string().min(1).max(200),
-  business_name: z.string().min(1).max(200),
-  timezone: z.string().min(1).describe('IANA time zone, e.g. Europe/Amsterdam'),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'ISO 4217 currency code'),
+  id: Id.meta({ description: 'Branch id', examples: ['br_main'] }),
+  name: z
+    .string()
+    .min(1)
+    .max(200)
+    .meta({ description: 'Name of the branch', examples: ['Amsterdam Centrum'] }),
+  business_name: z
+    .string()
+    .min(1)
+    .max(200)
+    .meta({ description: 'Business it belongs to', examples: ['Acme Coffee'] }),
+  timezone: z
+    .string()
+    .min(1)
+    .meta({ description: 'IANA time zone', examples: ['Europe/Amsterdam'] }),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'ISO 4217 currency code')
+    .meta({ description: 'ISO 4217 currency code', examples: ['EUR'] }),
   address: AddressSchema,
   created_at: Timestamp,
 };
 
 export const MEMBER_ROLES = ['owner', 'manager', 'staff'] as const;
 const MemberFields = {
-  id: Id,
-  name: z.string().min(1).max(200),
-  email: z.email(),
-  role: z.enum(MEMBER_ROLES),
+  id: Id.meta({ description: 'Member id', examples: ['mem_01'] }),
+  name: z
+    .string()
+    .min(1)
+    .max(200)
+    .meta({ description: 'Full name', examples: ['Ada Jansen'] }),
+  email: z.email().meta({ examples: ['ada@example.com'] }),
+  role: z.enum(MEMBER_ROLES).meta({ description: 'Role on the branch team', examples: ['manager'] }),
   created_at: Timestamp,
 };
 
 const PaymentProviderFields = {
-  id: Id,
-  provider: z.string().regex(/^[a-z0-9_]{1,40}$/, 'lower-case provider slug, e.g. stripe'),
-  name: z.string().min(1).max(200),
+  id: Id.meta({ description: 'Payment provider id, as used in /v1/payment-providers/{id}', examples: ['pp_stripe'] }),
+  provider: z
+    .string()
+    .regex(/^[a-z0-9_]{1,40}$/, 'lower-case provider slug, e.g. stripe')
+    .meta({ description: 'Lower-case provider slug', examples: ['stripe'] }),
+  name: z
+    .string()
+    .min(1)
+    .max(200)
+    .meta({ description: 'Display name', examples: ['Stripe'] }),
   created_at: Timestamp,
 };
 
-export const BranchSchema = z.object({ ...BranchFields, object: z.literal('branch') });
-export const MemberSchema = z.object({ ...MemberFields, object: z.literal('member') });
-export const PaymentProviderSchema = z.object({
-  ...PaymentProviderFields,
-  object: z.literal('payment_provider'),
-  active: z.literal(true).describe('Always true: inactive providers are never returned'),
-});
+export const BranchSchema = z
+  .object({ ...BranchFields, object: z.literal('branch') })
+  .meta({ description: 'The branch the API key belongs to' });
+export const MemberSchema = z
+  .object({ ...MemberFields, object: z.literal('member') })
+  .meta({ description: 'A team member of the branch' });
+export const PaymentProviderSchema = z
+  .object({
+    ...PaymentProviderFields,
+    object: z.literal('payment_provider'),
+    active: z.literal(true).describe('Always true: inactive providers are never returned'),
+  })
+  .meta({ description: 'An active payment provider configured on the branch' });
 export type Branch = z.infer<typeof BranchSchema>;
 export type Member = z.infer<typeof MemberSchema>;
 export type PaymentProvider = z.infer<typeof PaymentProviderSchema>;
@@ -63,8 +110,11 @@ export const listSchema = <T extends z.ZodType>(item: T) =>
   z.object({
     object: z.literal('list'),
     data: z.array(item),
-    has_more: z.boolean(),
-    next_cursor: z.string().nullable(),
+    has_more: z.boolean().meta({ description: 'Whether another page follows this one' }),
+    next_cursor: z
+      .string()
+      .nullable()
+      .meta({ description: 'Pass as `cursor` to get the next page; null on the last page' }),
   });
 export interface List<T> {
   object: 'list';
@@ -88,9 +138,9 @@ export const ERROR_CODES = [
 export type ErrorCode = (typeof ERROR_CODES)[number];
 export const ErrorBodySchema = z.object({
   error: z.object({
-    code: z.enum(ERROR_CODES),
-    message: z.string(),
-    request_id: z.string(),
+    code: z.enum(ERROR_CODES).meta({ description: 'Stable, machine-readable error code' }),
+    message: z.string().meta({ description: 'Human-readable explanation; may change, do not parse it' }),
+    request_id: z.string().meta({ description: 'Same as the X-Request-Id response header' }),
   }),
 });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
