@@ -5,6 +5,7 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import type { TableNames } from '../../shared/config';
 import { branchDataTable, createTableInput, keysTable, usageTable } from '../../shared/tables';
@@ -62,7 +63,12 @@ export const LOCAL_TABLE_NAMES: TableNames = {
  * Creates any of the three tables that does not exist yet and waits until all are ACTIVE.
  * TTL is not set here: dynalite has no UpdateTimeToLive (the CDK stack sets it on AWS).
  */
-export const ensureTables = async (client: DynamoDBClient, names: TableNames): Promise<string[]> => {
+export const ensureTables = async (
+  anyClient: DynamoDBClient | DynamoDBDocumentClient,
+  names: TableNames,
+): Promise<string[]> => {
+  // A document client sends plain (non-document) commands unchanged.
+  const client = anyClient as DynamoDBClient;
   const created: string[] = [];
   const pairs = [
     [keysTable, names.keys],

@@ -67,7 +67,7 @@ export const buildEvent = (input: EventInput): ApiEvent => {
     ? Object.fromEntries(Object.entries(input.pathParameters).map(([k, v]) => [k, safeDecode(v)]))
     : undefined;
   const requestId = input.requestId ?? randomUUID();
-  const rawPath = safeDecode(`/${stage}${input.path}`);
+  const rawPath = safeDecode(stage === '$default' ? input.path : `/${stage}${input.path}`);
   const now = new Date();
   return {
     version: '2.0',

@@ -1,0 +1,151 @@
+/**
+ * A small local stand-in for API Gateway: each HTTP request becomes the same HTTP API (payload
+ * 2.0) event AWS would send, routed by the shared route table to the same handler modules the
+ * CDK stack deploys; anything unmatched goes to the same catch-all function as `$default`.
+ */
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { ApiContext } from '../../shared/middlewares';
+import { fallbackEntry, matchRoute, routeKey, routes, type RouteDefinition } from '../../shared/routes';
+import { internalError } from '../../shared/http/errors';
+import { COMMON_HEADERS, errorResponse, type ApiEvent, type ApiResponse } from '../../shared/http/response';
+import { buildContext, buildEvent, LOCAL_STAGE } from './events';
+
+export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
+
+type LambdaFunction = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
+
+export interface StaticResponse {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string | Buffer;
+}
+
+export interface GatewayOptions {
+  /** 0 picks a free port. @default 3000 */
+  port?: number;
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** Served before routing, without a key (the API document and docs page). */
+  staticFiles?: (pathWithinStage: string) => StaticResponse | undefined;
+}
+
+export interface Gateway {
+  /** `{base_url}`, e.g. http://127.0.0.1:3000/api */
+  baseUrl: string;
+  port: number;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export class PortInUseError extends Error {
+  override name = 'PortInUseError';
+}
+
+interface LoadedFunctions {
+  byRoute: Map<RouteDefinition, LambdaFunction>;
+  fallback: LambdaFunction;
+}
+
+/** Imports every handler once, as a Lambda container would at init. */
+const loadFunctions = async (): Promise<LoadedFunctions> => {
+  const load = async (entry: string) =>
+    ((await import(join(PROJECT_ROOT, entry))) as { handler: LambdaFunction }).handler;
+  const byRoute = new Map<RouteDefinition, LambdaFunction>();
+  for (const route of routes) byRoute.set(route, await load(route.entry));
+  return { byRoute, fallback: await load(fallbackEntry) };
+};
+
+const STAGE_PREFIX = `/${LOCAL_STAGE}`;
+
+/** Repeated headers joined with commas, as API Gateway does (Node would drop repeated Authorization). */
+const joinHeaders = (request: IncomingMessage): Record<string, string> => {
+  const headers: Record<string, string> = {};
+  for (const [name, values] of Object.entries(request.headersDistinct)) {
+    if (values) headers[name] = values.join(',');
+  }
+  return headers;
+};
+
+const send = (response: ServerResponse, result: StaticResponse | ApiResponse): void => {
+  const body = typeof result.body === 'string' ? Buffer.from(result.body) : result.body;
+  response.writeHead(result.statusCode, { ...result.headers, 'Content-Length': String(body.length) });
+  response.end(body);
+};
+
+export const startGateway = async (options: GatewayOptions = {}): Promise<Gateway> => {
+  const functions = await loadFunctions();
+  const host = options.host ?? '127.0.0.1';
+
+  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const method = request.method ?? 'GET';
+    const target = request.url ?? '/';
+    const queryAt = target.indexOf('?');
+    const rawPath = queryAt === -1 ? target : target.slice(0, queryAt);
+    const rawQuery = queryAt === -1 ? '' : target.slice(queryAt + 1);
+    const inStage = rawPath.startsWith(`${STAGE_PREFIX}/`);
+    const path = inStage ? rawPath.slice(STAGE_PREFIX.length) : rawPath;
+
+    if (inStage && (method === 'GET' || method === 'HEAD')) {
+      const file = options.staticFiles?.(path);
+      if (file) return send(response, file);
+    }
+
+    const match = inStage ? matchRoute(method, path) : undefined;
+    const route = match?.kind === 'route' ? match.route : undefined;
+    const event = buildEvent({
+      method,
+      path: inStage ? path : rawPath,
+      stage: inStage ? LOCAL_STAGE : '$default',
+      query: rawQuery,
+      headers: joinHeaders(request),
+      requestId: randomUUID(),
+      sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+      ...(route && match?.kind === 'route'
+        ? { routeKey: routeKey(route), pathParameters: match.pathParameters }
+        : { routeKey: '$default' }),
+    });
+    const fn = (route && functions.byRoute.get(route)) ?? functions.fallback;
+    send(response, await fn(event, buildContext() as ApiContext));
+  };
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch(() => {
+      // The stack maps every error itself; this is only reached if a function crashes outright.
+      if (!response.headersSent) {
+        const requestId = randomUUID();
+        const failure = errorResponse(internalError(), requestId);
+        send(response, { ...failure, headers: { ...COMMON_HEADERS, 'X-Request-Id': requestId } });
+      } else response.destroy();
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  server.listen(options.port ?? 3000, host);
+  try {
+    await Promise.race([
+      once(server, 'listening'),
+      once(server, 'error').then(([error]) => {
+        throw error;
+      }),
+    ]);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new PortInUseError(`Port ${options.port} on ${host} is already in use; set PORT to another port`);
+    }
+    throw error;
+  }
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://${host}:${port}${STAGE_PREFIX}`,
+    port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+};

@@ -1,0 +1,78 @@
+/** `branch-api serve` / `npm start`: runs the local stack until Ctrl-C. */
+import { PortInUseError } from './gateway';
+import { startLocalStack, type LocalStackOptions } from './stack';
+
+export interface ServeOptions {
+  port: number;
+  host: string;
+  dynamodbPort: number;
+  dynamodbEndpoint?: string;
+  dataDir?: string;
+  seed?: string;
+}
+
+const loadDocs = async (): Promise<LocalStackOptions['staticFiles']> => {
+  try {
+    const docsModule = './docs'; // TEMP until lib/local/docs.ts lands
+    return ((await import(docsModule)) as { serveDocs: LocalStackOptions['staticFiles'] }).serveDocs;
+  } catch {
+    return undefined;
+  }
+};
+
+export const serve = async (options: ServeOptions): Promise<void> => {
+  const staticFiles = await loadDocs();
+  let stack;
+  try {
+    stack = await startLocalStack({
+      port: options.port,
+      host: options.host,
+      dynamoPort: options.dynamodbPort,
+      ...(options.dynamodbEndpoint ? { dynamoEndpoint: options.dynamodbEndpoint } : {}),
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      ...(options.seed ? { seedFile: options.seed } : {}),
+      ...(staticFiles ? { staticFiles } : {}),
+    });
+  } catch (error) {
+    const message = error instanceof PortInUseError || error instanceof Error ? error.message : String(error);
+    process.stderr.write(`error: ${message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const { gateway, demoKey, demoBranchId, dynamoEndpoint } = stack;
+  process.stdout.write(
+    [
+      '',
+      `Branch API is running at ${gateway.baseUrl}`,
+      `  DynamoDB:  ${dynamoEndpoint}${options.dataDir ? ` (data in ${options.dataDir})` : ' (in memory)'}`,
+      staticFiles ? `  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)` : '',
+      '',
+      `Demo key for branch ${demoBranchId} (scope: read):`,
+      `  ${demoKey}`,
+      '',
+      'Try it:',
+      `  export BRANCH_API_KEY=${demoKey}`,
+      `  curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${gateway.baseUrl}/v1/branch`,
+      '',
+      'Operate it from another terminal:',
+      `  export DYNAMODB_ENDPOINT=${dynamoEndpoint}`,
+      `  npx branch-api keys list --branch ${demoBranchId}`,
+      '',
+      'Press Ctrl-C to stop.',
+      '',
+    ]
+      .filter((line, index, lines) => line !== '' || lines[index - 1] !== '')
+      .join('\n'),
+  );
+
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      process.stdout.write('\nStopping…\n');
+      stack.close().then(resolve, resolve);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+};
