@@ -2,12 +2,18 @@
  * Test harness: the real handlers, invoked with the API Gateway v2 events and Lambda context
  * AWS would send, against the embedded DynamoDB (real SDK over HTTP), with this file's tables.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { types } from 'node:util';
+import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { readDynamoDbSettings, readTableNames } from '../../shared/config';
 import { createDocumentClient } from '../../shared/dynamodb';
 import type { ApiResponse } from '../../shared/http/response';
 import type { ApiContext } from '../../shared/middlewares';
 import type { createStack } from '../../shared/stack';
+import type * as Observability from '../../shared/observability';
+import type * as Runtime from '../../shared/runtime';
 import { BranchDataRepository } from '../../shared/repositories/branch-data';
 import { KeysRepository, type CreateKeyInput } from '../../shared/repositories/keys';
 import { UsageRepository, type UsageRecord } from '../../shared/repositories/usage';
@@ -15,6 +21,23 @@ import type { SeedBranch } from '../../shared/schemas';
 import { buildContext, buildEvent, type EventInput } from '../../lib/local/events';
 import { ensureTables } from '../../lib/local/dynamo';
 import { mainBranch, otherBranch } from './fixtures';
+
+/*
+ * Jest runs each test file in a vm context whose `Error` is not the `Error` of Node's core, so an
+ * error raised by Node itself (ECONNREFUSED, ECONNRESET) fails `instanceof Error` in the sandbox
+ * (jestjs/jest#2549). The SDK's retry middleware then swaps it for a generic "AWS SDK error
+ * wrapper" that has lost its `code`: a 503 case would look like a 500, which no Lambda ever sees.
+ * Let the sandbox's `Error` (itself only, not its subclasses) recognise native errors of any realm.
+ */
+const sandboxError = Error;
+Object.defineProperty(Error, Symbol.hasInstance, {
+  configurable: true,
+  value(this: unknown, value: unknown): boolean {
+    return (
+      Function.prototype[Symbol.hasInstance].call(this, value) || (this === sandboxError && types.isNativeError(value))
+    );
+  },
+});
 
 export const tableNames = readTableNames(process.env);
 const settings = readDynamoDbSettings(process.env);
@@ -81,26 +104,129 @@ export const usageOf = async (branchId = mainBranch.id): Promise<UsageRecord[]> 
 export const usageRecordFor = async (requestId: string, branchId = mainBranch.id) =>
   (await usageOf(branchId)).find((record) => record.request_id === requestId);
 
+export interface SentCommand {
+  /** e.g. `GetItemCommand`. */
+  command: string;
+  input: Record<string, any>;
+}
+
 /**
  * Counts the SDK commands a DynamoDB client sends, by adding a step to the real client's
- * middleware stack (nothing is stubbed: the calls still go to the database).
+ * middleware stack (nothing is stubbed: the calls still go to the database). SDK retries happen
+ * below this step, so each command counts once however many attempts it takes.
  */
 export const countCommands = (client: { middlewareStack: { add: Function } }) => {
-  const commands: string[] = [];
+  const sent: SentCommand[] = [];
   client.middlewareStack.add(
-    (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => (args: unknown) => {
-      commands.push(context.commandName ?? 'unknown');
-      return next(args);
-    },
+    (next: (args: { input: unknown }) => Promise<unknown>, context: { commandName?: string }) =>
+      (args: { input: unknown }) => {
+        sent.push({ command: context.commandName ?? 'unknown', input: args.input as Record<string, any> });
+        return next(args);
+      },
     { step: 'initialize', name: `countCommands${Math.random()}` },
   );
   return {
     get commands() {
-      return [...commands];
+      return sent.map((one) => one.command);
     },
-    reset: () => void commands.splice(0),
+    get sent() {
+      return [...sent];
+    },
+    reset: () => void sent.splice(0),
   };
 };
+
+/** Every item of a table as DynamoDB stores it (raw attribute values, no unmarshalling). */
+export const scanRaw = async (tableName: string): Promise<Record<string, AttributeValue>[]> => {
+  const client = new DynamoDBClient({
+    endpoint: settings.endpoint,
+    region: settings.region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  const items: Record<string, AttributeValue>[] = [];
+  let startKey: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await client.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }));
+    items.push(...(page.Items ?? []));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  client.destroy();
+  return items;
+};
+
+/** An endpoint on which nothing listens: connections to it are refused. */
+export const closedPortEndpoint = async (): Promise<string> => {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+};
+
+/** The five functions and the container state of one module registry. */
+export interface Service {
+  getBranch: Handler;
+  listMembers: Handler;
+  listProviders: Handler;
+  getProvider: Handler;
+  fallback: Handler;
+  /** That registry's runtime: `documentClient`, repositories, config. */
+  runtime: typeof Runtime;
+  /** That registry's logger, for captureLogs(). */
+  logger: typeof Observability.logger;
+}
+
+/**
+ * Loads the functions in a fresh module registry with `env` applied while they load, as a new
+ * Lambda container with that configuration would (config is read once, at module load). The
+ * process environment is restored afterwards; the loaded container keeps what it read.
+ * A value of `undefined` removes the variable.
+ */
+export const loadService = async (env: Record<string, string | undefined> = {}): Promise<Service> => {
+  const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]));
+  const apply = (values: Record<string, string | undefined>) => {
+    for (const [name, value] of Object.entries(values)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+  apply(env);
+  try {
+    let service: Service | undefined;
+    await jest.isolateModulesAsync(async () => {
+      const [getBranch, listMembers, listProviders, getProvider, fallback, runtime, observability] = await Promise.all([
+        import('../../functions/get-branch'),
+        import('../../functions/list-members'),
+        import('../../functions/list-payment-providers'),
+        import('../../functions/get-payment-provider'),
+        import('../../functions/fallback'),
+        import('../../shared/runtime'),
+        import('../../shared/observability'),
+      ]);
+      service = {
+        getBranch: getBranch.handler,
+        listMembers: listMembers.handler,
+        listProviders: listProviders.handler,
+        getProvider: getProvider.handler,
+        fallback: fallback.handler,
+        runtime,
+        logger: observability.logger,
+      };
+    });
+    return service!;
+  } finally {
+    apply(saved);
+  }
+};
+
+/** Settings that make a fault surface in a few hundred milliseconds instead of seconds. */
+export const FAST_FAILURE_ENV = {
+  DYNAMODB_CONNECT_TIMEOUT_MS: '100',
+  DYNAMODB_REQUEST_TIMEOUT_MS: '150',
+  DYNAMODB_MAX_ATTEMPTS: '2',
+  DYNAMODB_DEADLINE_MS: '400',
+} as const;
 
 /** Captures every line written to stdout/stderr (Powertools logs) at the given level. */
 export const captureLogs = (logger: { setLogLevel(level: string): void }, level = 'DEBUG') => {

@@ -1,0 +1,94 @@
+import { ConfigError, loadConfig } from '../shared/config';
+import { loadService } from './support/harness';
+
+const complete = {
+  KEYS_TABLE: 'keys',
+  USAGE_TABLE: 'usage',
+  BRANCH_DATA_TABLE: 'branch-data',
+  AWS_REGION: 'eu-west-1',
+};
+
+const failureOf = (env: Record<string, string | undefined>): Error => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('loadConfig did not fail');
+};
+
+describe('loadConfig', () => {
+  it('reads the table names, region and the bounded DynamoDB defaults', () => {
+    expect(loadConfig(complete)).toEqual({
+      tables: { keys: 'keys', usage: 'usage', branchData: 'branch-data' },
+      dynamodb: {
+        region: 'eu-west-1',
+        connectTimeoutMs: 500,
+        requestTimeoutMs: 1000,
+        maxAttempts: 3,
+        deadlineMs: 2000,
+      },
+      usageRetentionDays: 90,
+    });
+  });
+
+  it.each(['KEYS_TABLE', 'USAGE_TABLE', 'BRANCH_DATA_TABLE', 'AWS_REGION'])(
+    'fails with the name of a missing %s',
+    (name) => {
+      const error = failureOf({ ...complete, [name]: undefined });
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toBe(`Missing required environment variable ${name}`);
+      // Blank counts as missing.
+      expect(failureOf({ ...complete, [name]: '  ' }).message).toContain(name);
+    },
+  );
+
+  it('needs no region with a custom endpoint, and prefers AWS_REGION, then AWS_DEFAULT_REGION', () => {
+    const { AWS_REGION: _region, ...noRegion } = complete;
+    const local = loadConfig({ ...noRegion, DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000' });
+    expect(local.dynamodb).toMatchObject({ endpoint: 'http://127.0.0.1:8000', region: 'local' });
+    expect(loadConfig({ ...noRegion, AWS_DEFAULT_REGION: 'us-east-1' }).dynamodb.region).toBe('us-east-1');
+    expect(loadConfig({ ...complete, AWS_DEFAULT_REGION: 'us-east-1' }).dynamodb.region).toBe('eu-west-1');
+    expect(loadConfig(complete).dynamodb).not.toHaveProperty('endpoint');
+  });
+
+  it('reads the timeouts, attempts, deadline and retention from the environment', () => {
+    const config = loadConfig({
+      ...complete,
+      DYNAMODB_CONNECT_TIMEOUT_MS: '50',
+      DYNAMODB_REQUEST_TIMEOUT_MS: '60',
+      DYNAMODB_MAX_ATTEMPTS: '1',
+      DYNAMODB_DEADLINE_MS: '70',
+      USAGE_RETENTION_DAYS: '7',
+    });
+    expect(config.dynamodb).toMatchObject({
+      connectTimeoutMs: 50,
+      requestTimeoutMs: 60,
+      maxAttempts: 1,
+      deadlineMs: 70,
+    });
+    expect(config.usageRetentionDays).toBe(7);
+  });
+
+  it.each([
+    ['DYNAMODB_CONNECT_TIMEOUT_MS', '0'],
+    ['DYNAMODB_REQUEST_TIMEOUT_MS', '-5'],
+    ['DYNAMODB_MAX_ATTEMPTS', '1.5'],
+    ['DYNAMODB_DEADLINE_MS', 'soon'],
+    ['USAGE_RETENTION_DAYS', '1e400'],
+  ])('refuses %s=%s with the name and the value', (name, value) => {
+    const error = failureOf({ ...complete, [name]: value });
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toBe(`Environment variable ${name} must be a positive integer, got "${value}"`);
+  });
+});
+
+describe('a function container', () => {
+  it('fails to load, naming the variable, when a table name is missing', async () => {
+    await expect(loadService({ USAGE_TABLE: undefined })).rejects.toThrow(
+      'Missing required environment variable USAGE_TABLE',
+    );
+    // The environment of the other tests is left as it was.
+    expect(process.env.USAGE_TABLE).toMatch(/^test-usage-/);
+  });
+});
