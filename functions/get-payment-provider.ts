@@ -3,7 +3,7 @@ import { notFound } from '../shared/http/errors';
 import { jsonResponse, type ApiEvent } from '../shared/http/response';
 import type { AuthenticatedContext } from '../shared/middlewares';
 import { branchData } from '../shared/runtime';
-import { ID_PATTERN } from '../shared/schemas';
+import { ID_PATTERN } from '../shared/ids';
 
 const lambdaHandler = async (event: ApiEvent, { apiKey }: AuthenticatedContext) => {
   const id = event.pathParameters?.id ?? '';

@@ -4,13 +4,13 @@
  * document is generated from them.
  */
 import { z } from 'zod';
+import { ID_PATTERN } from './ids';
 
 export const SCOPES = ['read', 'write', 'webhooks', 'team:read', 'billing:read'] as const;
 export const ScopeSchema = z.enum(SCOPES);
 export type Scope = z.infer<typeof ScopeSchema>;
 
-/** Ids of branches, members and providers: what may appear in a URL path segment. */
-export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export { ID_PATTERN };
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, "_" or "-", 1 to 64 characters');
 const Timestamp = z.iso
   .datetime({ offset: false })

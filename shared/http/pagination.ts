@@ -5,7 +5,8 @@
  * branch, so even a forged cursor could only start a listing elsewhere in that same branch.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ID_PATTERN, type List } from '../schemas';
+import { ID_PATTERN } from '../ids';
+import type { List } from '../schemas';
 import type { Page, PageRequest } from '../repositories/branch-data';
 import { invalidRequest } from './errors';
 import type { ApiEvent } from './response';
