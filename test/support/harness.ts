@@ -88,6 +88,34 @@ export const invoke = async (handler: Handler, input: EventInput & { key?: strin
   return { ...response, json: JSON.parse(response.body), requestId: event.requestContext.requestId };
 };
 
+/** A response header by name, case-insensitively (HTTP header names are). */
+export const headerOf = (res: ApiResponse, name: string): string | undefined =>
+  Object.entries(res.headers).find(([candidate]) => candidate.toLowerCase() === name.toLowerCase())?.[1];
+
+/** The headers DESIGN puts on every response, success or error; X-Request-Id is the event's request id. */
+export const expectCommonHeaders = (res: InvokeResult): void => {
+  expect({
+    'content-type': headerOf(res, 'content-type'),
+    'cache-control': headerOf(res, 'cache-control'),
+    'x-content-type-options': headerOf(res, 'x-content-type-options'),
+    'x-request-id': headerOf(res, 'x-request-id'),
+  }).toEqual({
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'x-request-id': res.requestId,
+  });
+};
+
+/** An error response of DESIGN's shape: exactly {error:{code,message,request_id}}, and the common headers. */
+export const expectError = (res: InvokeResult, status: number, code: string): void => {
+  expect({ status: res.statusCode, body: res.json }).toEqual({
+    status,
+    body: { error: { code, message: expect.stringMatching(/\S/), request_id: res.requestId } },
+  });
+  expectCommonHeaders(res);
+};
+
 /** All usage records of a branch, newest first. */
 export const usageOf = async (branchId = mainBranch.id): Promise<UsageRecord[]> => {
   const records: UsageRecord[] = [];
