@@ -133,7 +133,9 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
     ]);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new PortInUseError(`Port ${options.port} on ${host} is already in use; set PORT to another port`);
+      throw new PortInUseError(`Port ${options.port} on ${host} is already in use; set PORT to another port`, {
+        cause: error,
+      });
     }
     throw error;
   }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createOperatorContext } from '../operator/context';
 import { createKey, seed } from '../operator/operations';
 import { ensureTables, startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
-import { PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
+import { PortInUseError, PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
 
 export const DEMO_SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
 /** The demo key's branch: the first branch of the seed file. */
@@ -50,8 +50,9 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        throw new Error(
+        throw new PortInUseError(
           `DynamoDB port ${options.dynamoPort ?? 8000} is already in use; set DYNAMODB_PORT to another port`,
+          { cause: error },
         );
       }
       throw error;

@@ -1,0 +1,20 @@
+/**
+ * The CDK app: one Branch API stack per deployment name (`-c stage=<name>`, default `prod`),
+ * checked by cdk-nag's AwsSolutions pack (an unacknowledged finding fails `cdk synth`).
+ * Context options are listed in docs/deploy.md.
+ */
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { BranchApiStack } from '../lib/infra/branch-api-stack';
+import { readAppSettings } from '../lib/infra/context';
+
+const app = new App();
+const { stage, stackProps } = readAppSettings(app.node);
+
+new BranchApiStack(app, `BranchApi-${stage}`, {
+  ...stackProps,
+  // Account and region of the credentials in use; without credentials (offline synth), env-agnostic.
+  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+});
+
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

@@ -1,0 +1,272 @@
+/**
+ * The `branch-api` CLI end to end: each command in a child process, against the embedded
+ * DynamoDB of the test run and this file's own tables (env from test/support/env.ts).
+ */
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashApiKey, isWellFormedApiKey } from '../../shared/api-key';
+import { runCli, PROJECT_ROOT } from '../support/cli';
+import { fixtureBranchData, fixtureKeys, fixtureUsage } from '../support/harness';
+
+const DEMO_SEED = join(PROJECT_ROOT, 'seed', 'demo.json');
+let tmp: string;
+
+const oneLineError = (stderr: string) => {
+  const lines = stderr.split('\n').filter((line) => line && !line.includes('nodedir'));
+  expect(lines.length).toBeGreaterThanOrEqual(1);
+  expect(lines[0]).toMatch(/^error: /);
+  expect(stderr).not.toMatch(/\n\s+at /); // no stack trace
+  return lines[0];
+};
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'branch-api-cli-'));
+});
+
+describe('tables create', () => {
+  it('creates the three tables, then reports them as already there', async () => {
+    const first = await runCli(['tables', 'create', '--json']);
+    expect(first.code).toBe(0);
+    expect(first.json.created.sort()).toEqual(
+      [process.env.KEYS_TABLE, process.env.USAGE_TABLE, process.env.BRANCH_DATA_TABLE].sort(),
+    );
+    const again = await runCli(['tables', 'create']);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('Created: none');
+  });
+});
+
+describe('seed', () => {
+  it('loads a file and is idempotent', async () => {
+    const first = await runCli(['seed', DEMO_SEED, '--json']);
+    expect(first.code).toBe(0);
+    expect(first.json).toEqual({ branch_ids: ['br_demo', 'br_second'], branches: 2, members: 6, payment_providers: 5 });
+    const before = await fixtureBranchData.listMembers('br_demo', { limit: 100 });
+    const again = await runCli(['seed', DEMO_SEED]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('Loaded 2 branch(es), 6 member(s), 5 payment provider(s)');
+    expect(await fixtureBranchData.listMembers('br_demo', { limit: 100 })).toEqual(before);
+    expect((await fixtureBranchData.listActiveProviders('br_demo', { limit: 100 })).items.map((p) => p.id)).toEqual([
+      'pp_adyen',
+      'pp_mollie',
+      'pp_stripe',
+    ]);
+  });
+
+  it('writes nothing from an invalid file and names each bad entry', async () => {
+    const file = join(tmp, 'bad.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        branches: [
+          {
+            id: 'br_bad_file',
+            name: 'Bad',
+            business_name: 'Bad B.V.',
+            timezone: 'Europe/Amsterdam',
+            currency: 'EUR',
+            address: { line1: 'x', city: 'y', postal_code: 'z', country: 'NL' },
+            members: [{ id: 'mem_1', name: 'A', email: 'not-an-email', role: 'owner' }],
+            payment_providers: [{ id: 'pp 1', provider: 'stripe', name: 'S', active: true }],
+          },
+        ],
+      }),
+    );
+    const result = await runCli(['seed', file]);
+    expect(result.code).toBe(1);
+    const message = oneLineError(result.stderr);
+    expect(message).toContain('branches.0.members.0.email');
+    expect(message).toContain('branches.0.payment_providers.0.id');
+    expect(await fixtureBranchData.getBranch('br_bad_file')).toBeUndefined();
+  });
+
+  it('refuses an unreadable file and a file that is not JSON', async () => {
+    const missing = await runCli(['seed', join(tmp, 'missing.json')]);
+    expect(missing.code).toBe(1);
+    expect(oneLineError(missing.stderr)).toContain('Cannot read seed file');
+    const notJson = join(tmp, 'not.json');
+    await writeFile(notJson, '{ branches: ');
+    const broken = await runCli(['seed', notJson]);
+    expect(broken.code).toBe(1);
+    expect(oneLineError(broken.stderr)).toContain('is not valid JSON');
+  });
+});
+
+describe('keys', () => {
+  it('creates a key, printing its value once, storing only its hash', async () => {
+    const result = await runCli([
+      'keys',
+      'create',
+      '--branch',
+      'br_demo',
+      '--scopes',
+      'read,team:read',
+      '--expires',
+      '2099-01-01T00:00:00Z',
+      '--name',
+      'ci',
+      '--json',
+    ]);
+    expect(result.code).toBe(0);
+    const { key, key_id, scopes, expires_at, branch_id, name } = result.json;
+    expect(isWellFormedApiKey(key)).toBe(true);
+    expect({ scopes, expires_at, branch_id, name }).toEqual({
+      scopes: ['read', 'team:read'],
+      expires_at: '2099-01-01T00:00:00.000Z',
+      branch_id: 'br_demo',
+      name: 'ci',
+    });
+    const stored = await fixtureKeys.getByHash(hashApiKey(key));
+    expect(stored?.key_id).toBe(key_id);
+    expect(JSON.stringify(stored)).not.toContain(key);
+  });
+
+  it('prints the key once in readable form too', async () => {
+    const result = await runCli(['keys', 'create', '--branch', 'br_demo', '--scopes', 'read']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.match(/wsk_[0-9A-Za-z]{49}/g)).toHaveLength(1);
+    expect(result.stdout).toContain('shown only once');
+  });
+
+  it.each([
+    [['--scopes', 'read,admin'], 'Unknown scope "admin"'],
+    [['--scopes', ''], '--scopes needs at least one'],
+    [['--scopes', 'read', '--expires', 'next week'], '--expires must be an ISO 8601'],
+    [['--scopes', 'read', '--expires', '2027-02-30'], '--expires must be an ISO 8601'],
+    [['--scopes', 'read', '--expires', '2001-01-01T00:00:00Z'], '--expires must be in the future'],
+  ])('refuses bad input %j with one line', async (args, message) => {
+    const result = await runCli(['keys', 'create', '--branch', 'br_demo', ...args]);
+    expect(result.code).toBe(1);
+    expect(oneLineError(result.stderr)).toContain(message);
+  });
+
+  it('refuses an unknown branch', async () => {
+    const result = await runCli(['keys', 'create', '--branch', 'br_nowhere', '--scopes', 'read']);
+    expect(result.code).toBe(1);
+    expect(oneLineError(result.stderr)).toBe('error: Unknown branch "br_nowhere"');
+  });
+
+  it('lists and revokes keys', async () => {
+    const created = (await runCli(['keys', 'create', '--branch', 'br_second', '--scopes', 'read', '--json'])).json;
+    const listed = await runCli(['keys', 'list', '--branch', 'br_second', '--json']);
+    expect(listed.code).toBe(0);
+    const entry = listed.json.find((k: { key_id: string }) => k.key_id === created.key_id);
+    expect(entry).toMatchObject({ status: 'active', last_used_at: null, start: created.key.slice(0, 8) });
+    expect(listed.stdout).not.toContain(created.key);
+
+    const readable = await runCli(['keys', 'list', '--branch', 'br_second']);
+    expect(readable.stdout.split('\n')[0]).toMatch(
+      /^ID\s+NAME\s+START\s+SCOPES\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED$/,
+    );
+
+    const revoked = await runCli(['keys', 'revoke', created.key_id, '--json']);
+    expect(revoked.code).toBe(0);
+    expect(revoked.json.revoked_at).toEqual(expect.any(String));
+    const after = await runCli(['keys', 'list', '--branch', 'br_second', '--json']);
+    expect(after.json.find((k: { key_id: string }) => k.key_id === created.key_id).status).toBe('revoked');
+  });
+
+  it('refuses to revoke an unknown key id and to list an unknown branch', async () => {
+    const revoke = await runCli(['keys', 'revoke', 'key_doesnotexist']);
+    expect(revoke.code).toBe(1);
+    expect(oneLineError(revoke.stderr)).toBe('error: Unknown key id "key_doesnotexist"');
+    const list = await runCli(['keys', 'list', '--branch', 'br_nowhere']);
+    expect(list.code).toBe(1);
+    expect(oneLineError(list.stderr)).toBe('error: Unknown branch "br_nowhere"');
+  });
+
+  it('says which option is missing', async () => {
+    const result = await runCli(['keys', 'create', '--scopes', 'read']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("required option '--branch <id>' not specified");
+  });
+});
+
+describe('usage', () => {
+  let keyA: string;
+  let keyB: string;
+
+  beforeAll(async () => {
+    keyA = (await fixtureKeys.create({ branchId: 'br_demo', scopes: ['read'] })).record.key_id;
+    keyB = (await fixtureKeys.create({ branchId: 'br_demo', scopes: ['read'] })).record.key_id;
+    const statuses = [200, 200, 200, 404, 401, 200, 403, 200, 200, 400];
+    for (const [i, status] of statuses.entries()) {
+      await fixtureUsage.put(
+        {
+          key_id: i % 2 === 0 ? keyA : keyB,
+          branch_id: 'br_demo',
+          method: 'GET',
+          path: '/api/v1/branch',
+          route: 'GET /v1/branch',
+          status,
+          response_time_ms: i + 1,
+          timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+          request_id: `req-${i}`,
+        },
+        90,
+      );
+    }
+  });
+
+  it('shows the log newest first with a summary', async () => {
+    const result = await runCli(['usage', '--branch', 'br_demo', '--json']);
+    expect(result.code).toBe(0);
+    expect(result.json.records.map((r: { request_id: string }) => r.request_id)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `req-${9 - i}`),
+    );
+    expect(result.json.summary).toEqual({
+      count: 10,
+      by_status: { 200: 6, 400: 1, 401: 1, 403: 1, 404: 1 },
+      p50_ms: 5,
+      p95_ms: 10,
+    });
+    const readable = await runCli(['usage', '--branch', 'br_demo']);
+    expect(readable.stdout).toContain('10 call(s) — 200: 6, 400: 1, 401: 1, 403: 1, 404: 1');
+    expect(readable.stdout).toContain('p50 5 ms, p95 10 ms');
+  });
+
+  it('filters by key, time and count', async () => {
+    const byKey = await runCli(['usage', '--branch', 'br_demo', '--key', keyB, '--json']);
+    expect(byKey.json.records.map((r: { request_id: string }) => r.request_id)).toEqual([
+      'req-9',
+      'req-7',
+      'req-5',
+      'req-3',
+      'req-1',
+    ]);
+    const since = await runCli(['usage', '--branch', 'br_demo', '--since', '2026-01-01T00:00:07Z', '--json']);
+    expect(since.json.summary.count).toBe(3);
+    const limited = await runCli(['usage', '--branch', 'br_demo', '--limit', '2', '--json']);
+    expect(limited.json.records.map((r: { request_id: string }) => r.request_id)).toEqual(['req-9', 'req-8']);
+  });
+
+  it.each([
+    [['--since', 'yesterday'], '--since must be an ISO 8601'],
+    [['--key', 'key_unknown'], 'Unknown key id "key_unknown" for branch "br_demo"'],
+  ])('refuses bad input %j', async (args, message) => {
+    const result = await runCli(['usage', '--branch', 'br_demo', ...args]);
+    expect(result.code).toBe(1);
+    expect(oneLineError(result.stderr)).toContain(message);
+  });
+
+  it('refuses a bad limit and an unknown branch', async () => {
+    const limit = await runCli(['usage', '--branch', 'br_demo', '--limit', '0']);
+    expect(limit.code).toBe(1);
+    expect(limit.stderr).toContain('must be a whole number');
+    const branch = await runCli(['usage', '--branch', 'br_nowhere']);
+    expect(branch.code).toBe(1);
+    expect(oneLineError(branch.stderr)).toBe('error: Unknown branch "br_nowhere"');
+  });
+});
+
+describe('targets', () => {
+  it('says clearly when no DynamoDB is reachable', async () => {
+    const result = await runCli(['keys', 'list', '--branch', 'br_demo'], {
+      DYNAMODB_ENDPOINT: 'http://127.0.0.1:9',
+      DYNAMODB_MAX_ATTEMPTS: '1',
+    });
+    expect(result.code).toBe(1);
+    expect(oneLineError(result.stderr)).toContain('DynamoDB is not reachable');
+  });
+});

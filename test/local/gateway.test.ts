@@ -1,0 +1,88 @@
+/**
+ * The local gateway in-process: real HTTP requests become API Gateway v2 events for the same
+ * handlers, routed by the shared route table; unmatched requests get the catch-all function.
+ */
+import { request as httpRequest } from 'node:http';
+import { startGateway, type Gateway } from '../../lib/local/gateway';
+import { mainBranch } from '../support/fixtures';
+import { createKey, createTables, seedBranches, usageRecordFor } from '../support/harness';
+
+let gateway: Gateway;
+let key: string;
+
+beforeAll(async () => {
+  await createTables();
+  await seedBranches();
+  ({ key } = await createKey());
+  gateway = await startGateway({ port: 0 });
+});
+afterAll(() => gateway.close());
+
+const get = (path: string, init: RequestInit = {}) =>
+  fetch(`${gateway.baseUrl}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string>) },
+  });
+
+const expectError = async (response: Response, status: number, code: string) => {
+  expect(response.status).toBe(status);
+  expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  expect(response.headers.get('cache-control')).toBe('no-store');
+  expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+  const body = await response.json();
+  expect(body).toEqual({
+    error: { code, message: expect.any(String), request_id: response.headers.get('x-request-id') },
+  });
+};
+
+it('serves each route with the stage prefix in the recorded path', async () => {
+  const response = await get('/v1/branch');
+  expect(response.status).toBe(200);
+  expect((await response.json()).id).toBe(mainBranch.id);
+  const record = await usageRecordFor(response.headers.get('x-request-id')!);
+  expect(record).toMatchObject({ method: 'GET', path: '/api/v1/branch', route: 'GET /v1/branch', status: 200 });
+});
+
+it('decodes path parameters as API Gateway does', async () => {
+  const response = await get('/v1/payment-providers/pp%5Fstripe');
+  expect(response.status).toBe(200);
+  expect((await response.json()).id).toBe('pp_stripe');
+});
+
+it.each(['/v1/nope', '/v2/branch', '/v1/branch/', '/v1/payment-providers/a%2F..%2Fb', '/v1/payment-providers/a/b'])(
+  'answers %s with a JSON 404',
+  async (path) => {
+    await expectError(await get(path), 404, 'not_found');
+  },
+);
+
+it('answers a path outside the stage with a JSON 404', async () => {
+  const response = await fetch(`${gateway.baseUrl.replace(/\/api$/, '')}/v1/branch`);
+  await expectError(response, 404, 'not_found');
+});
+
+it.each(['POST', 'PUT', 'PATCH', 'DELETE'])('answers %s on a known path with 405 and Allow: GET', async (method) => {
+  const response = await get('/v1/members', { method });
+  expect(response.headers.get('allow')).toBe('GET');
+  await expectError(response, 405, 'method_not_allowed');
+});
+
+it('joins repeated query parameters, so a repeated limit is a 400', async () => {
+  await expectError(await get('/v1/members?limit=1&limit=2'), 400, 'invalid_request');
+});
+
+it('joins repeated Authorization headers as API Gateway does, which is never a valid key', async () => {
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = httpRequest(`${gateway.baseUrl}/v1/branch`, {
+      // An array value is sent as two header lines.
+      headers: { authorization: [`Bearer ${key}`, `Bearer ${key}`] },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  expect(status).toBe(401);
+});

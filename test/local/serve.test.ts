@@ -1,0 +1,80 @@
+/**
+ * `npm start` (= `branch-api serve`) as a user runs it: a child process on free ports, its
+ * printed demo key used for a real request, Ctrl-C (SIGINT) ending it with exit code 0.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { CLI, PROJECT_ROOT } from '../support/cli';
+
+const startServe = (env: Record<string, string>) => {
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, DYNAMODB_ENDPOINT: '', KEYS_TABLE: '', USAGE_TABLE: '', BRANCH_DATA_TABLE: '', ...env },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += String(chunk)));
+  child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+  const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
+  const ready = new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', () => stdout.includes('Press Ctrl-C') && resolve(stdout));
+    void exited.then(() => reject(new Error(`serve exited early: ${stderr}`)));
+  });
+  ready.catch(() => undefined); // a test that expects an early exit never awaits `ready`
+  return { child, ready, exited, output: () => ({ stdout, stderr }) };
+};
+
+let running: ChildProcess | undefined;
+afterEach(() => {
+  if (running && running.exitCode === null) running.kill('SIGKILL');
+});
+
+it('serves the API with a working demo key and stops cleanly on Ctrl-C', async () => {
+  const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0' });
+  running = serve.child;
+  const stdout = await serve.ready;
+  const baseUrl = /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)?.[1];
+  const key = /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)?.[1];
+  expect(baseUrl).toBeDefined();
+  expect(key).toBeDefined();
+  expect(stdout).toContain(`curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${baseUrl}/v1/branch`);
+
+  const ok = await fetch(`${baseUrl}/v1/branch`, { headers: { authorization: `Bearer ${key}` } });
+  expect(ok.status).toBe(200);
+  expect(await ok.json()).toMatchObject({ id: 'br_demo', object: 'branch' });
+  const providers = await fetch(`${baseUrl}/v1/payment-providers`, { headers: { authorization: `Bearer ${key}` } });
+  expect((await providers.json()).data.map((p: { id: string }) => p.id)).toEqual([
+    'pp_adyen',
+    'pp_mollie',
+    'pp_stripe',
+  ]);
+  const noKey = await fetch(`${baseUrl}/v1/branch`);
+  expect(noKey.status).toBe(401);
+
+  serve.child.kill('SIGINT');
+  const [code] = await serve.exited;
+  expect(code).toBe(0);
+});
+
+it('reports a busy port in one line, without a stack trace', async () => {
+  const blocker = createServer();
+  blocker.listen(0, '127.0.0.1');
+  await once(blocker, 'listening');
+  const port = (blocker.address() as { port: number }).port;
+  try {
+    const serve = startServe({ PORT: String(port), DYNAMODB_PORT: '0' });
+    running = serve.child;
+    const [code] = await serve.exited;
+    expect(code).toBe(1);
+    const { stderr } = serve.output();
+    expect(
+      stderr
+        .trim()
+        .split('\n')
+        .filter((l) => !l.includes('nodedir')),
+    ).toEqual([`error: Port ${port} on 127.0.0.1 is already in use; set PORT to another port`]);
+  } finally {
+    blocker.close();
+  }
+});
