@@ -13,7 +13,8 @@ export default {
       { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
     ],
   },
-  transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  // openapi-backend (contract tests) requires the ESM-only @apidevtools/json-schema-ref-parser.
+  transformIgnorePatterns: ['/node_modules/(?!(@middy|@apidevtools/json-schema-ref-parser)/)'],
   moduleNameMapper: { '^@middy/(core|util)$': '<rootDir>/node_modules/@middy/$1/index.js' },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

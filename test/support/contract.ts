@@ -1,0 +1,205 @@
+/**
+ * Contract checks: a response, as the caller got it, against the committed OpenAPI document
+ * (docs/openapi.json). Status code (documented for the operation; 404 for an unknown path, 405
+ * for a known path with another method), headers and JSON body are validated with openapi-backend's
+ * validator running on Ajv's JSON Schema draft 2020-12 engine (the dialect of OpenAPI 3.1), with
+ * ajv-formats. Validators are compiled once per process.
+ *
+ *   expectToMatchContract({ method: 'GET', path: '/v1/branch', statusCode, headers, body });
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { OpenAPIValidator, SetMatchType, type Document } from 'openapi-backend';
+
+export const OPENAPI_FILE = join(import.meta.dirname, '..', '..', 'docs', 'openapi.json');
+
+/** A response as the caller sees it. `path` is relative to {base_url}, as requested (query allowed). */
+export interface ContractResponse {
+  method: string;
+  path: string;
+  statusCode: number;
+  headers: Readonly<Record<string, string | undefined>> | undefined;
+  /** The raw body, or the already-parsed JSON. */
+  body: unknown;
+}
+
+type Json = Record<string, any>;
+
+interface PathEntry {
+  template: string;
+  pattern: RegExp;
+  item: Json;
+}
+
+interface Contract {
+  document: Json;
+  validator: OpenAPIValidator;
+  paths: PathEntry[];
+}
+
+/** Resolves the document's internal `$ref`s (it has no external ones and no cycles). */
+const dereference = (root: Json): Json => {
+  const lookup = (pointer: string): unknown => {
+    if (!pointer.startsWith('#/')) throw new Error(`Only internal $refs are supported: ${pointer}`);
+    return pointer
+      .slice(2)
+      .split('/')
+      .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .reduce<any>((node, key) => node?.[key], root);
+  };
+  const resolve = (node: unknown, trail: readonly string[]): unknown => {
+    if (Array.isArray(node)) return node.map((child) => resolve(child, trail));
+    if (node === null || typeof node !== 'object') return node;
+    const { $ref, ...rest } = node as Json;
+    const siblings = Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, resolve(value, trail)]));
+    if (typeof $ref !== 'string') return siblings;
+    if (trail.includes($ref)) throw new Error(`Circular $ref ${$ref}`);
+    const target = lookup($ref);
+    if (target === undefined) throw new Error(`Unresolved $ref ${$ref}`);
+    return { ...(resolve(target, [...trail, $ref]) as Json), ...siblings };
+  };
+  return resolve(root, []) as Json;
+};
+
+const templatePattern = (template: string): RegExp =>
+  new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
+
+/** Builds a contract from a document (the committed one by default). */
+export const createContract = (source: Json = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8'))): Contract => {
+  const document = dereference(source);
+  const validator = new OpenAPIValidator({
+    definition: document as Document,
+    ajvOpts: { allErrors: true },
+    customizeAjv: (_draft07, options) => {
+      const ajv = new Ajv2020({ ...options, strict: false });
+      addFormats(ajv);
+      return ajv as never;
+    },
+  });
+  const paths = Object.entries(document.paths as Record<string, Json>).map(([template, item]) => ({
+    template,
+    pattern: templatePattern(template),
+    item,
+  }));
+  return { document, validator, paths };
+};
+
+let shared: Contract | undefined;
+const committedContract = (): Contract => (shared ??= createContract());
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+const operationsOf = (item: Json): Json[] =>
+  HTTP_METHODS.filter((method) => item[method]).map((method) => item[method] as Json);
+
+interface AjvError {
+  instancePath: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+const describeErrors = (where: string, errors: readonly AjvError[] | null | undefined): string[] =>
+  (errors ?? []).map((error) => {
+    const params = error.params ?? {};
+    const detail =
+      'additionalProperty' in params
+        ? ` '${String(params.additionalProperty)}'`
+        : 'allowedValues' in params
+          ? `: ${JSON.stringify(params.allowedValues)}`
+          : 'allowedValue' in params
+            ? `: ${JSON.stringify(params.allowedValue)}`
+            : '';
+    return `${where}${error.instancePath || ''}: ${error.message ?? 'is not valid'}${detail}`;
+  });
+
+/** Every way the response departs from the contract; empty when it matches. */
+export const contractViolations = (response: ContractResponse, contract = committedContract()): string[] => {
+  const method = response.method.toLowerCase();
+  const path = response.path.split('?')[0] ?? '';
+  const entry = contract.paths.find((candidate) => candidate.pattern.test(path));
+
+  // The operation whose responses apply, and the statuses this request may answer with.
+  let operation: Json | undefined;
+  let allowed: string[];
+  let target: string;
+  if (!entry) {
+    // Unknown path: every operation answers 404 with the same shared NotFound response.
+    operation = operationsOf(contract.paths[0]?.item ?? {})[0];
+    allowed = ['404'];
+    target = 'an unknown path';
+  } else if (entry.item[method]) {
+    operation = entry.item[method] as Json;
+    allowed = Object.keys(operation.responses ?? {});
+    target = `operation ${String(operation.operationId)} (${method.toUpperCase()} ${entry.template})`;
+  } else {
+    operation = operationsOf(entry.item)[0];
+    allowed = ['405'];
+    target = `${entry.template} with method ${method.toUpperCase()} (not documented)`;
+  }
+  const status = String(response.statusCode);
+  if (!operation || !allowed.includes(status)) {
+    return [`status ${status} is not documented for ${target}; documented: ${allowed.join(', ')}`];
+  }
+  const documented = operation.responses[status] as Json;
+  const problems: string[] = [];
+
+  const headers = Object.fromEntries(
+    Object.entries(response.headers ?? {})
+      .filter((pair): pair is [string, string] => pair[1] !== undefined)
+      .map(([name, value]) => [name.toLowerCase(), value]),
+  );
+  const headerResult = contract.validator.validateResponseHeaders(headers, operation.operationId, {
+    statusCode: response.statusCode,
+    setMatchType: SetMatchType.Superset,
+  });
+  // openapi-backend validates `{ headers }`: drop that wrapper from the paths it reports.
+  problems.push(
+    ...describeErrors(
+      'headers',
+      headerResult.errors?.map((error: AjvError) => ({
+        ...error,
+        instancePath: error.instancePath.replace(/^\/headers/, ''),
+      })),
+    ),
+  );
+
+  const mediaTypes = Object.keys(documented.content ?? {});
+  const contentType = headers['content-type'];
+  if (!mediaTypes.some((mediaType) => contentType === `${mediaType}; charset=utf-8`)) {
+    problems.push(
+      `headers/content-type: ${JSON.stringify(contentType)} is not one of ${mediaTypes
+        .map((mediaType) => `"${mediaType}; charset=utf-8"`)
+        .join(', ')}`,
+    );
+  }
+
+  let body = response.body;
+  if (typeof response.body === 'string') {
+    const text = response.body;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      problems.push(`body: not JSON: ${text.slice(0, 80)}`);
+      return problems;
+    }
+  }
+  const bodyResult = contract.validator.validateResponse(body, operation.operationId, response.statusCode);
+  problems.push(...describeErrors('body', bodyResult.errors));
+  return problems;
+};
+
+export class ContractViolation extends Error {
+  override name = 'ContractViolation';
+}
+
+/** Throws a readable error unless the response matches the OpenAPI document. */
+export const expectToMatchContract = (response: ContractResponse, contract?: Contract): void => {
+  const problems = contractViolations(response, contract);
+  if (problems.length === 0) return;
+  throw new ContractViolation(
+    `${response.method.toUpperCase()} ${response.path} → ${response.statusCode} does not match ` +
+      `docs/openapi.json:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
+  );
+};
