@@ -36,7 +36,7 @@ export interface DynamoDbSettings {
   readonly region: string;
   /** Longest a TCP connection attempt may take. */
   readonly connectTimeoutMs: number;
-  /** Longest a socket may stay idle waiting for DynamoDB's answer. */
+  /** Longest one attempt (one HTTP request to DynamoDB) may take before it is abandoned and retried. */
   readonly requestTimeoutMs: number;
   /** Attempts per call, first one included (SDK standard retry with backoff). */
   readonly maxAttempts: number;

@@ -14,6 +14,8 @@ export const createDocumentClient = (settings: DynamoDbSettings, env = process.e
     requestHandler: new NodeHttpHandler({
       connectionTimeout: settings.connectTimeoutMs,
       requestTimeout: settings.requestTimeoutMs,
+      // Without this the handler only logs a warning when requestTimeout passes and keeps waiting.
+      throwOnRequestTimeout: true,
     }),
     ...(settings.endpoint
       ? {

@@ -4,6 +4,7 @@ import { handler as listMembers } from '../functions/list-members';
 import { readBearerToken } from '../shared/middlewares/authenticate';
 import { otherBranch } from './support/fixtures';
 import {
+  CHALLENGE,
   createKey,
   createTables,
   expectCommonHeaders,
@@ -13,10 +14,6 @@ import {
   invoke,
   seedBranches,
 } from './support/harness';
-
-const CHALLENGE = 'Bearer realm="branch-api"';
-const INVALID_TOKEN = 'Bearer realm="branch-api", error="invalid_token"';
-const INSUFFICIENT_SCOPE = 'Bearer realm="branch-api", error="insufficient_scope", scope="read"';
 
 let key: string;
 let otherKey: string;
@@ -116,7 +113,7 @@ describe('401 missing_api_key: no header, or not "Bearer <token>"', () => {
     const res = await call(value?.replace('KEY', key));
     expectError(res, 401, 'missing_api_key');
     // No token was sent, so no error attribute (RFC 6750 3.1).
-    expect(headerOf(res, 'www-authenticate')).toBe(CHALLENGE);
+    expect(headerOf(res, 'www-authenticate')).toBe(CHALLENGE.noToken);
   });
 });
 
@@ -139,7 +136,7 @@ describe('401 invalid_api_key: a token that is not a known key', () => {
   ])('%s', async (_label, value) => {
     const res = await call(value.replaceAll('KEY', key).replace('HASH', hashApiKey(key)));
     expectError(res, 401, 'invalid_api_key');
-    expect(headerOf(res, 'www-authenticate')).toBe(INVALID_TOKEN);
+    expect(headerOf(res, 'www-authenticate')).toBe(CHALLENGE.invalidToken);
   });
 
   it('two Authorization headers, as API Gateway joins them', async () => {
@@ -160,7 +157,7 @@ describe('revoked and expired keys', () => {
     const { key: expired } = await createKey({ expiresAt: new Date(Date.now() - 1000) });
     const res = await call(`Bearer ${expired}`);
     expectError(res, 401, 'expired_api_key');
-    expect(headerOf(res, 'www-authenticate')).toBe(INVALID_TOKEN);
+    expect(headerOf(res, 'www-authenticate')).toBe(CHALLENGE.invalidToken);
   });
 
   it('401 revoked_api_key for a revoked key', async () => {
@@ -168,7 +165,7 @@ describe('revoked and expired keys', () => {
     await fixtureKeys.revoke(record.key_id);
     const res = await call(`Bearer ${revoked}`);
     expectError(res, 401, 'revoked_api_key');
-    expect(headerOf(res, 'www-authenticate')).toBe(INVALID_TOKEN);
+    expect(headerOf(res, 'www-authenticate')).toBe(CHALLENGE.invalidToken);
   });
 
   it('a key both revoked and expired is reported revoked (revocation is checked first)', async () => {
@@ -211,7 +208,7 @@ describe('403 insufficient_scope', () => {
       await invoke(listMembers, { path: '/v1/members', key: noRead }),
     ]) {
       expectError(res, 403, 'insufficient_scope');
-      expect(headerOf(res, 'www-authenticate')).toBe(INSUFFICIENT_SCOPE);
+      expect(headerOf(res, 'www-authenticate')).toBe(CHALLENGE.insufficientScope);
     }
   });
 

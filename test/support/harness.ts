@@ -107,6 +107,16 @@ export const expectCommonHeaders = (res: InvokeResult): void => {
   });
 };
 
+/** The WWW-Authenticate values of DESIGN (RFC 6750). */
+export const CHALLENGE = {
+  /** 401 when no token was sent. */
+  noToken: 'Bearer realm="branch-api"',
+  /** 401 when a token was sent but is not accepted. */
+  invalidToken: 'Bearer realm="branch-api", error="invalid_token"',
+  /** 403 for a key without read. */
+  insufficientScope: 'Bearer realm="branch-api", error="insufficient_scope", scope="read"',
+} as const;
+
 /** An error response of DESIGN's shape: exactly {error:{code,message,request_id}}, and the common headers. */
 export const expectError = (res: InvokeResult, status: number, code: string): void => {
   expect({ status: res.statusCode, body: res.json }).toEqual({

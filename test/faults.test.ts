@@ -1,0 +1,191 @@
+/**
+ * DynamoDB faults through the real SDK: a database that refuses connections, throttles, fails,
+ * stalls, drops connections, or goes away and comes back (test/support/fault-proxy.ts). Each
+ * case runs in its own module registry (a fresh container) with the DYNAMODB_* timeouts lowered
+ * so a fault surfaces in milliseconds; one case keeps the defaults to show their bound.
+ */
+import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
+import {
+  FAST_FAILURE_ENV,
+  captureLogs,
+  closedPortEndpoint,
+  createKey,
+  createTables,
+  expectError,
+  headerOf,
+  invoke,
+  loadService,
+  seedBranches,
+  usageRecordFor,
+  type InvokeResult,
+  type Service,
+} from './support/harness';
+
+let key: string;
+let proxy: FaultProxy;
+
+beforeAll(async () => {
+  await createTables();
+  await seedBranches();
+  ({ key } = await createKey());
+  proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
+});
+
+afterAll(() => proxy.close());
+
+beforeEach(() => {
+  proxy.clear();
+  proxy.resetLog();
+});
+
+/** A container talking to the database through the proxy. */
+const behindProxy = (env: Record<string, string> = FAST_FAILURE_ENV) =>
+  loadService({ ...env, DYNAMODB_ENDPOINT: proxy.endpoint });
+
+const timed = async (request: () => Promise<InvokeResult>) => {
+  const started = performance.now();
+  const res = await request();
+  return { res, ms: performance.now() - started };
+};
+
+const members = (service: Service) => invoke(service.listMembers, { path: '/v1/members', key });
+
+const expect503 = (res: InvokeResult) => {
+  expectError(res, 503, 'service_unavailable');
+  expect(headerOf(res, 'retry-after')).toBe('1');
+};
+
+describe('the database refuses connections', () => {
+  it('is a 503 with Retry-After, fast', async () => {
+    const service = await loadService({ ...FAST_FAILURE_ENV, DYNAMODB_ENDPOINT: await closedPortEndpoint() });
+    const { res, ms } = await timed(() => members(service));
+    expect503(res);
+    expect(ms).toBeLessThan(400);
+  });
+
+  it('is a 503 with the default settings too, in well under a second (measured ≈60 ms: 3 attempts)', async () => {
+    const service = await loadService({ DYNAMODB_ENDPOINT: await closedPortEndpoint() });
+    expect(service.runtime.config.dynamodb).toMatchObject({ maxAttempts: 3, deadlineMs: 2000 });
+    const { res, ms } = await timed(() => members(service));
+    expect503(res);
+    expect(ms).toBeLessThan(1000);
+  });
+});
+
+describe('throttling', () => {
+  it('a throttled key lookup is a 503, the SDK having seen ProvisionedThroughputExceededException', async () => {
+    const service = await behindProxy({ ...FAST_FAILURE_ENV, DYNAMODB_MAX_ATTEMPTS: '1' });
+    proxy.inject('GetItem', { kind: 'throttle' });
+    const logs = captureLogs(service.logger, 'WARN');
+    const res = await members(service).finally(logs.restore);
+    expect503(res);
+    expect(proxy.requests).toEqual([{ operation: 'GetItem', outcome: 'throttle' }]);
+    const failure = logs.entries.find((entry) => entry.message === 'Request failed');
+    expect(failure).toMatchObject({ level: 'WARN', error: { name: 'DataStoreUnavailableError' } });
+    expect(failure?.error.cause.name).toBe('ProvisionedThroughputExceededException');
+  });
+
+  it('throttling that lasts is a 503 within the deadline, retries included', async () => {
+    const service = await behindProxy();
+    proxy.inject('Query', { kind: 'throttle' });
+    const { res, ms } = await timed(() => members(service));
+    expect503(res);
+    // The SDK backs off up to 1 s after a throttle; the 400 ms deadline cuts that short.
+    expect(ms).toBeLessThan(900);
+    expect(proxy.operations().filter((op) => op === 'Query').length).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('server errors and dropped connections', () => {
+  it('a DynamoDB 500 on every attempt is a 503 after the SDK retried', async () => {
+    const service = await behindProxy();
+    proxy.inject('Query', { kind: 'error' });
+    expect503(await members(service));
+    expect(proxy.requests.filter((r) => r.operation === 'Query')).toEqual([
+      { operation: 'Query', outcome: 'error' },
+      { operation: 'Query', outcome: 'error' },
+    ]);
+  });
+
+  it('a single 500 is retried and the caller never sees it', async () => {
+    const service = await behindProxy();
+    proxy.inject('Query', { kind: 'error' }, 1);
+    const res = await members(service);
+    expect(res.statusCode).toBe(200);
+    expect(res.json.data).toHaveLength(23);
+    expect(proxy.operations()).toEqual(['GetItem', 'Query', 'Query', 'PutItem']);
+  });
+
+  it('a connection dropped on every attempt is a 503; dropped once, it is retried', async () => {
+    const service = await behindProxy();
+    proxy.inject('GetItem', { kind: 'reset' });
+    expect503(await members(service));
+    proxy.clear();
+    proxy.inject('GetItem', { kind: 'reset' }, 1);
+    expect((await members(service)).statusCode).toBe(200);
+  });
+});
+
+describe('a stalled database', () => {
+  it('each attempt ends at DYNAMODB_REQUEST_TIMEOUT_MS, not at the deadline', async () => {
+    // One attempt of 100 ms under a 5 s deadline: without throwOnRequestTimeout the SDK only
+    // logged a warning at 100 ms and waited for the deadline.
+    const service = await behindProxy({
+      DYNAMODB_REQUEST_TIMEOUT_MS: '100',
+      DYNAMODB_MAX_ATTEMPTS: '1',
+      DYNAMODB_DEADLINE_MS: '5000',
+    });
+    proxy.inject('Query', { kind: 'stall' });
+    const { res, ms } = await timed(() => members(service));
+    expect503(res);
+    expect(ms).toBeLessThan(1000);
+  });
+
+  it('a stall once is retried and answered', async () => {
+    const service = await behindProxy();
+    proxy.inject('Query', { kind: 'stall' }, 1);
+    const { res, ms } = await timed(() => members(service));
+    expect(res.statusCode).toBe(200);
+    expect(ms).toBeLessThan(700);
+    expect(proxy.requests.filter((r) => r.operation === 'Query').map((r) => r.outcome)).toEqual(['stall', 'forwarded']);
+  });
+
+  it('with the default settings a stall is a 503 at the 2 s deadline (measured ≈2.0 s)', async () => {
+    const service = await behindProxy({});
+    proxy.inject('GetItem', { kind: 'stall' });
+    const { res, ms } = await timed(() => members(service));
+    expect503(res);
+    expect(ms).toBeGreaterThan(1900);
+    expect(ms).toBeLessThan(2600);
+  });
+
+  it('a slow but answering database is not an error', async () => {
+    const service = await behindProxy();
+    proxy.inject('Query', { kind: 'delay', ms: 60 });
+    expect((await members(service)).statusCode).toBe(200);
+  });
+});
+
+describe('the database goes away and comes back', () => {
+  it('answers 503 while it is away and 200 once it is back, in the same container', async () => {
+    const service = await behindProxy();
+    expect((await members(service)).statusCode).toBe(200);
+    await proxy.stop();
+    expect503(await members(service));
+    expect503(await invoke(service.getBranch, { path: '/v1/branch', key }));
+    await proxy.start();
+    const back = await members(service);
+    expect(back.statusCode).toBe(200);
+    expect(await usageRecordFor(back.requestId)).toMatchObject({ status: 200 });
+  });
+});
+
+describe('a fault after the key was found', () => {
+  it('is a 503 that is still recorded against the key', async () => {
+    const service = await behindProxy();
+    proxy.inject('Query', { kind: 'error' });
+    const res = await members(service);
+    expect503(res);
+    expect(await usageRecordFor(res.requestId)).toMatchObject({ status: 503, route: 'GET /v1/members' });
+  });
+});
