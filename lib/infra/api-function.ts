@@ -1,0 +1,185 @@
+/**
+ * One Lambda function of the API: a NodejsFunction bundled by the local esbuild (never Docker),
+ * its own log group with retention, its own role with no managed policy, and `bindTables`,
+ * which sets the table environment variables and grants exactly the calls the handlers make.
+ */
+import * as path from 'node:path';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat, SourceMapMode, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Validations } from 'aws-cdk-lib';
+import { Construct } from 'constructs';
+import { TABLE_ENV } from '../../shared/config';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability';
+import { ACTIVE_PROVIDERS_INDEX } from '../../shared/tables';
+
+/** The project root: entries in shared/routes.ts are relative to it. */
+export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..', '..');
+
+/** Lambda runtime of every function; local development runs the same Node major (TOOLCHAIN.md). */
+export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;
+
+/** Each bundle (`index.mjs`) must stay within this many bytes: it is what a cold start parses. */
+export const BUNDLE_BUDGET_BYTES = 360 * 1024;
+
+/** Credential providers Lambda never reaches, replaced in the bundle (see unused-credential-providers.ts). */
+export const STUBBED_CREDENTIAL_PROVIDERS = [
+  '@aws-sdk/credential-provider-sso',
+  '@aws-sdk/credential-provider-ini',
+  '@aws-sdk/credential-provider-process',
+  '@aws-sdk/credential-provider-web-identity',
+] as const;
+
+/**
+ * esbuild settings shared by the stack and the bundle test. ESM with the AWS SDK inside needs
+ * `mainFields: module,main`: with esbuild's default (`main` first) the SDK's CommonJS build is
+ * bundled and fails at import with `Dynamic require of "node:https" is not supported`.
+ * Local bundling runs esbuild in the project root, so the alias path is relative to it.
+ */
+export const BUNDLING: BundlingOptions = {
+  format: OutputFormat.ESM,
+  mainFields: ['module', 'main'],
+  target: 'node24',
+  minify: true,
+  sourceMap: true,
+  sourceMapMode: SourceMapMode.EXTERNAL,
+  // Stack traces still map to file and line; the map stays small without the sources inside.
+  sourcesContent: false,
+  bundleAwsSDK: true,
+  externalModules: [],
+  esbuildArgs: {
+    '--alias': STUBBED_CREDENTIAL_PROVIDERS.map((name) => `${name}=./lib/infra/unused-credential-providers.ts`),
+  },
+  forceDockerBundling: false,
+};
+
+/**
+ * Memory: a handler holds under 100 MB, but Lambda gives CPU in proportion to memory (one full
+ * vCPU at 1,769 MB), and a cold start is CPU-bound: parsing a ~350 KB bundle and building the
+ * SDK client. 512 MB keeps that short at a small cost, since a warm request is mostly waiting
+ * on DynamoDB. Timeout: a request makes at most three DynamoDB calls in sequence (key GetItem,
+ * branch-data GetItem or Query, usage PutItem), each bounded by the SDK deadline of 2 s with
+ * its retries, so 6 s of I/O at worst; 10 s leaves room for a cold start and is well under
+ * API Gateway's 30 s integration limit.
+ */
+export const ENDPOINT_MEMORY_MB = 512;
+export const ENDPOINT_TIMEOUT = Duration.seconds(10);
+/** The catch-all function does no I/O at all: it only matches the path. */
+export const FALLBACK_MEMORY_MB = 256;
+export const FALLBACK_TIMEOUT = Duration.seconds(3);
+
+/** The three tables, as bindTables needs them. */
+export interface ApiTables {
+  readonly keys: dynamodb.ITable;
+  readonly usage: dynamodb.ITable;
+  readonly branchData: dynamodb.ITable;
+}
+
+export interface ApiFunctionProps {
+  /** Handler module relative to the project root (it exports `handler`), e.g. `functions/get-branch.ts`. */
+  readonly entry: string;
+  /**
+   * @default ENDPOINT_MEMORY_MB (512)
+   */
+  readonly memorySize?: number;
+  /**
+   * @default ENDPOINT_TIMEOUT (10 s)
+   */
+  readonly timeout?: Duration;
+  /**
+   * How long the function's log group keeps its logs.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Powertools log level (`POWERTOOLS_LOG_LEVEL`).
+   * @default 'INFO'
+   */
+  readonly logLevel?: string;
+  /**
+   * Environment variables added to the defaults (Powertools settings, source maps).
+   * @default - none
+   */
+  readonly environment?: Readonly<Record<string, string>>;
+}
+
+/** A function of the API with its log group and a role that has nothing until it is given something. */
+export class ApiFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly logGroup: logs.LogGroup;
+  readonly role: iam.Role;
+
+  constructor(scope: Construct, id: string, props: ApiFunctionProps) {
+    super(scope, id);
+
+    this.logGroup = new logs.LogGroup(this, 'LogGroup', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      // Logs belong to this deployment; a redeploy after teardown must not collide with them.
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    // An explicit role instead of AWSLambdaBasicExecutionRole: it may write to its own log
+    // group only, not create log groups anywhere.
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Runs ${props.entry}`,
+    });
+    this.allow(['logs:CreateLogStream', 'logs:PutLogEvents'], [this.logGroup.logGroupArn]);
+
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: path.join(PROJECT_ROOT, props.entry),
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      runtime: FUNCTION_RUNTIME,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memorySize ?? ENDPOINT_MEMORY_MB,
+      timeout: props.timeout ?? ENDPOINT_TIMEOUT,
+      role: this.role,
+      logGroup: this.logGroup,
+      tracing: lambda.Tracing.ACTIVE,
+      bundling: BUNDLING,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
+        NODE_OPTIONS: '--enable-source-maps',
+        ...props.environment,
+      },
+    });
+
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Active tracing adds xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level ' +
+        'permissions; every other statement of this role names its resources.',
+    });
+  }
+
+  /**
+   * Points the function at the three tables and grants exactly what the handlers call: GetItem
+   * on keys (verification), GetItem and Query on branch data and its active-providers index,
+   * PutItem on usage (the usage record). No Scan, no batch calls, no write to keys or branch data.
+   */
+  bindTables(tables: ApiTables, usageRetentionDays: number): this {
+    this.function.addEnvironment(TABLE_ENV.keys, tables.keys.tableName);
+    this.function.addEnvironment(TABLE_ENV.usage, tables.usage.tableName);
+    this.function.addEnvironment(TABLE_ENV.branchData, tables.branchData.tableName);
+    this.function.addEnvironment('USAGE_RETENTION_DAYS', String(usageRetentionDays));
+    // Explicit statements, not table.grant(): that adds `<table>/index/*` for tables with indexes.
+    this.allow(['dynamodb:GetItem'], [tables.keys.tableArn]);
+    this.allow(
+      ['dynamodb:GetItem', 'dynamodb:Query'],
+      [tables.branchData.tableArn, `${tables.branchData.tableArn}/index/${ACTIVE_PROVIDERS_INDEX}`],
+    );
+    this.allow(['dynamodb:PutItem'], [tables.usage.tableArn]);
+    return this;
+  }
+
+  private allow(actions: string[], resources: string[]): void {
+    this.role.addToPolicy(new iam.PolicyStatement({ actions, resources }));
+  }
+}

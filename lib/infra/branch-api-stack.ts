@@ -1,0 +1,198 @@
+/**
+ * The whole service in one stack: three tables, five functions (one per route of the shared
+ * route table, plus the `$default` catch-all), the HTTP API with its `api` stage, and alarms.
+ * Props are validated up front, so a bad value fails `cdk synth` with a message, not a deploy.
+ */
+import { CfnOutput, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import type { Construct } from 'constructs';
+import { fallbackEntry, routes, type RouteId } from '../../shared/routes';
+import { ApiFunction, FALLBACK_MEMORY_MB, FALLBACK_TIMEOUT } from './api-function';
+import { DataTables } from './data-tables';
+import { BranchHttpApi, type StageThrottle } from './http-api';
+import { Monitoring } from './monitoring';
+
+export const POWERTOOLS_LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
+export type PowertoolsLogLevel = (typeof POWERTOOLS_LOG_LEVELS)[number];
+
+export interface BranchApiStackProps extends StackProps {
+  /**
+   * Stage-wide throttling. HTTP APIs have no per-key usage plans, so this caps what the whole
+   * API can cost and how hard it can hit DynamoDB. At ~20 ms per warm request, 100 requests/s is
+   * a handful of concurrent executions.
+   * @default { rateLimit: 100, burstLimit: 200 }
+   */
+  readonly throttle?: Partial<StageThrottle>;
+  /**
+   * Retention of every log group (functions and API access logs).
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Delete the keys and branch-data tables with the stack (and drop their deletion protection).
+   * For throwaway stages only.
+   * @default false
+   */
+  readonly destroyData?: boolean;
+  /**
+   * Days a usage record is kept before DynamoDB TTL removes it (`USAGE_RETENTION_DAYS`).
+   * @default 90
+   */
+  readonly usageRetentionDays?: number;
+  /**
+   * Powertools log level of the functions.
+   * @default 'INFO'
+   */
+  readonly logLevel?: PowertoolsLogLevel;
+  /**
+   * SNS topic that alarms notify (alarm and recovery).
+   * @default - no alarm actions
+   */
+  readonly alarmTopicArn?: string;
+  /**
+   * Percentage of 5xx answers that raises the API alarm.
+   * @default 5
+   */
+  readonly serverErrorRatePercent?: number;
+}
+
+/** Thrown for props that can't make a working stack; the message names the prop and the value. */
+export class InvalidStackPropsError extends Error {
+  override name = 'InvalidStackPropsError';
+}
+
+export interface ResolvedStackSettings {
+  readonly throttle: StageThrottle;
+  readonly logRetention: logs.RetentionDays;
+  readonly destroyData: boolean;
+  readonly usageRetentionDays: number;
+  readonly logLevel: PowertoolsLogLevel;
+  readonly alarmTopicArn?: string;
+  readonly serverErrorRatePercent: number;
+}
+
+export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 100, burstLimit: 200 };
+const RETENTION_VALUES = new Set(Object.values(logs.RetentionDays).filter((v) => typeof v === 'number'));
+
+const fail = (message: string): never => {
+  throw new InvalidStackPropsError(`BranchApiStack: ${message}`);
+};
+const isPositiveInteger = (value: unknown): value is number => Number.isInteger(value) && (value as number) > 0;
+const show = (value: unknown) => JSON.stringify(value) ?? String(value);
+
+/** Applies the defaults and rejects any value that would not make a working, sensible stack. */
+export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedStackSettings => {
+  const throttle = { ...DEFAULT_THROTTLE, ...props.throttle };
+  if (!isPositiveInteger(throttle.rateLimit)) {
+    fail(`throttle.rateLimit must be a positive integer (requests per second), got ${show(throttle.rateLimit)}`);
+  }
+  if (!isPositiveInteger(throttle.burstLimit)) {
+    fail(`throttle.burstLimit must be a positive integer (requests), got ${show(throttle.burstLimit)}`);
+  }
+  const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+  if (!RETENTION_VALUES.has(logRetention) || logRetention === logs.RetentionDays.INFINITE) {
+    fail(
+      `logRetention must be a finite CloudWatch Logs retention in days (${[...RETENTION_VALUES].filter(Boolean).join(', ')}), got ${show(props.logRetention)}`,
+    );
+  }
+  const usageRetentionDays = props.usageRetentionDays ?? 90;
+  if (!isPositiveInteger(usageRetentionDays)) {
+    fail(`usageRetentionDays must be a positive integer, got ${show(props.usageRetentionDays)}`);
+  }
+  const logLevel = props.logLevel ?? 'INFO';
+  if (!POWERTOOLS_LOG_LEVELS.includes(logLevel)) {
+    fail(`logLevel must be one of ${POWERTOOLS_LOG_LEVELS.join(', ')}, got ${show(props.logLevel)}`);
+  }
+  const serverErrorRatePercent = props.serverErrorRatePercent ?? 5;
+  if (!(serverErrorRatePercent > 0 && serverErrorRatePercent < 100)) {
+    fail(`serverErrorRatePercent must be between 0 and 100 (exclusive), got ${show(props.serverErrorRatePercent)}`);
+  }
+  if (props.alarmTopicArn !== undefined && !/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/.test(props.alarmTopicArn)) {
+    fail(`alarmTopicArn must be an SNS topic ARN, got ${show(props.alarmTopicArn)}`);
+  }
+  return {
+    throttle,
+    logRetention,
+    destroyData: props.destroyData ?? false,
+    usageRetentionDays,
+    logLevel,
+    ...(props.alarmTopicArn ? { alarmTopicArn: props.alarmTopicArn } : {}),
+    serverErrorRatePercent,
+  };
+};
+
+export class BranchApiStack extends Stack {
+  readonly settings: ResolvedStackSettings;
+  readonly tables: DataTables;
+  readonly functions: Readonly<Record<RouteId, ApiFunction>>;
+  readonly fallback: ApiFunction;
+  readonly api: BranchHttpApi;
+  readonly monitoring: Monitoring;
+
+  constructor(scope: Construct, id: string, props: BranchApiStackProps = {}) {
+    const settings = resolveStackSettings(props);
+    super(scope, id, {
+      description: 'Branch API: read-only bearer-key HTTP API (API Gateway HTTP API, Lambda, DynamoDB)',
+      ...props,
+    });
+    this.settings = settings;
+    Tags.of(this).add('service', 'branch-api');
+
+    this.tables = new DataTables(this, 'Tables', { destroyData: settings.destroyData });
+
+    const functionOptions = { logRetention: settings.logRetention, logLevel: settings.logLevel };
+    this.functions = Object.fromEntries(
+      routes.map((route) => [
+        route.id,
+        new ApiFunction(this, route.id, { entry: route.entry, ...functionOptions }).bindTables(
+          this.tables,
+          settings.usageRetentionDays,
+        ),
+      ]),
+    ) as Record<RouteId, ApiFunction>;
+    this.fallback = new ApiFunction(this, 'Fallback', {
+      entry: fallbackEntry,
+      memorySize: FALLBACK_MEMORY_MB,
+      timeout: FALLBACK_TIMEOUT,
+      ...functionOptions,
+    });
+
+    this.api = new BranchHttpApi(this, 'Api', {
+      routes,
+      functions: Object.fromEntries(Object.entries(this.functions).map(([id, fn]) => [id, fn.function])) as Record<
+        RouteId,
+        ApiFunction['function']
+      >,
+      fallback: this.fallback.function,
+      throttle: settings.throttle,
+      accessLogRetention: settings.logRetention,
+    });
+
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      stage: this.api.stage,
+      functions: Object.fromEntries(
+        [...Object.entries(this.functions), ['Fallback', this.fallback] as const].map(([name, fn]) => [
+          name,
+          fn.function,
+        ]),
+      ),
+      tables: { Keys: this.tables.keys, Usage: this.tables.usage, BranchData: this.tables.branchData },
+      serverErrorRatePercent: settings.serverErrorRatePercent,
+      ...(settings.alarmTopicArn
+        ? { alarmTopic: sns.Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn) }
+        : {}),
+    });
+
+    new CfnOutput(this, 'ApiBaseUrl', {
+      value: this.api.baseUrl,
+      description: '{base_url} of the API (the invoke URL of the `api` stage)',
+    });
+    new CfnOutput(this, 'KeysTableName', { value: this.tables.keys.tableName, description: 'KEYS_TABLE' });
+    new CfnOutput(this, 'UsageTableName', { value: this.tables.usage.tableName, description: 'USAGE_TABLE' });
+    new CfnOutput(this, 'BranchDataTableName', {
+      value: this.tables.branchData.tableName,
+      description: 'BRANCH_DATA_TABLE',
+    });
+  }
+}

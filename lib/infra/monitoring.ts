@@ -1,0 +1,121 @@
+/**
+ * Alarms for what an operator must hear about: the API answering 5xx, functions failing or
+ * throttled, DynamoDB throttling, and usage records that could not be stored (the Powertools
+ * metric the usage middleware emits). All go to one optional SNS topic.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import { Construct } from 'constructs';
+import { METRICS_NAMESPACE, SERVICE_NAME, USAGE_WRITE_FAILED_METRIC } from '../../shared/observability';
+
+export interface MonitoringProps {
+  readonly stage: apigw.IHttpStage;
+  /** Functions by a short name used in alarm ids and descriptions. */
+  readonly functions: Readonly<Record<string, lambda.IFunction>>;
+  /** Tables by a short name used in alarm ids and descriptions. */
+  readonly tables: Readonly<Record<string, dynamodb.ITable>>;
+  /**
+   * Alarm when this percentage of requests in two consecutive 5-minute periods is a 5xx.
+   * @default 5
+   */
+  readonly serverErrorRatePercent?: number;
+  /**
+   * Topic notified when an alarm fires and when it recovers.
+   * @default - alarms only show in the CloudWatch console
+   */
+  readonly alarmTopic?: sns.ITopic;
+}
+
+const PERIOD = Duration.minutes(5);
+
+export class Monitoring extends Construct {
+  readonly alarms: cloudwatch.Alarm[] = [];
+  private readonly alarmTopic?: sns.ITopic;
+
+  constructor(scope: Construct, id: string, props: MonitoringProps) {
+    super(scope, id);
+    this.alarmTopic = props.alarmTopic;
+    const { stage } = props;
+
+    const serverErrorRate = new cloudwatch.MathExpression({
+      expression: 'IF(requests > 0, 100 * errors / requests, 0)',
+      usingMetrics: {
+        errors: stage.metricServerError({ period: PERIOD, statistic: 'Sum' }),
+        requests: stage.metricCount({ period: PERIOD, statistic: 'Sum' }),
+      },
+      label: '5xx rate (%)',
+      period: PERIOD,
+    });
+    this.add('Api5xxRate', serverErrorRate, {
+      threshold: props.serverErrorRatePercent ?? 5,
+      evaluationPeriods: 2,
+      description: 'More than the threshold percentage of API requests answered 5xx in two 5-minute periods.',
+    });
+
+    for (const [name, fn] of Object.entries(props.functions)) {
+      this.add(`${name}Errors`, fn.metricErrors({ period: PERIOD, statistic: 'Sum' }), {
+        threshold: 0,
+        description: `The ${name} function failed (an unhandled error or a timeout, not an API error response).`,
+      });
+      this.add(`${name}Throttles`, fn.metricThrottles({ period: PERIOD, statistic: 'Sum' }), {
+        threshold: 0,
+        description: `Invocations of the ${name} function were throttled (account or function concurrency).`,
+      });
+    }
+
+    for (const [name, table] of Object.entries(props.tables)) {
+      const throttles = new cloudwatch.MathExpression({
+        expression: 'FILL(reads, 0) + FILL(writes, 0)',
+        usingMetrics: {
+          reads: table.metric('ReadThrottleEvents', { period: PERIOD, statistic: 'Sum' }),
+          writes: table.metric('WriteThrottleEvents', { period: PERIOD, statistic: 'Sum' }),
+        },
+        label: `${name} throttle events`,
+        period: PERIOD,
+      });
+      this.add(`${name}TableThrottles`, throttles, {
+        threshold: 0,
+        description: `DynamoDB throttled reads or writes on the ${name} table.`,
+      });
+    }
+
+    const usageWriteFailed = new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: USAGE_WRITE_FAILED_METRIC,
+      dimensionsMap: { service: SERVICE_NAME },
+      statistic: 'Sum',
+      period: PERIOD,
+    });
+    this.add('UsageRecordWriteFailed', usageWriteFailed, {
+      threshold: 0,
+      description:
+        'Usage records could not be stored after retries; each one is in the functions\u2019 error log for replay.',
+    });
+  }
+
+  private add(
+    id: string,
+    metric: cloudwatch.IMetric,
+    options: { threshold: number; description: string; evaluationPeriods?: number },
+  ): void {
+    const alarm = new cloudwatch.Alarm(this, id, {
+      metric,
+      threshold: options.threshold,
+      evaluationPeriods: options.evaluationPeriods ?? 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      // No traffic, no failures: missing data is not a breach.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription: options.description,
+    });
+    if (this.alarmTopic) {
+      alarm.addAlarmAction(new actions.SnsAction(this.alarmTopic));
+      alarm.addOkAction(new actions.SnsAction(this.alarmTopic));
+    }
+    this.alarms.push(alarm);
+  }
+}
