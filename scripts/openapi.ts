@@ -22,7 +22,7 @@ const main = async (): Promise<void> => {
     return;
   }
   await writeFile(OPENAPI_FILE, text);
-  console.log(`Wrote ${OPENAPI_FILE}`);
+  console.log(`Wrote docs/openapi.json`);
 };
 
 await main();

@@ -22,7 +22,11 @@ export const AddressSchema = z
       .string()
       .min(1)
       .meta({ examples: ['Keizersgracht 123'] }),
-    line2: z.string().min(1).optional().meta({ description: 'Absent when the address has no second line' }),
+    line2: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: 'Absent when the address has no second line', examples: ['2nd floor'] }),
     city: z
       .string()
       .min(1)

@@ -1,0 +1,195 @@
+/**
+ * docs/openapi.json: up to date with the code, a valid OpenAPI 3.1 document, and saying what the
+ * API does (every status of every operation, error codes, headers, security, parameters).
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  expiredApiKey,
+  insufficientScope,
+  internalError,
+  invalidApiKey,
+  invalidRequest,
+  methodNotAllowed,
+  missingApiKey,
+  notFound,
+  revokedApiKey,
+  serviceUnavailable,
+} from '../../shared/http/errors';
+import { COMMON_HEADERS, errorResponse } from '../../shared/http/response';
+import { buildOpenApiDocument } from '../../shared/openapi';
+import { routes } from '../../shared/routes';
+import { ERROR_CODES } from '../../shared/schemas';
+import { contractViolations, OPENAPI_FILE } from '../support/contract';
+
+const committed = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8'));
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** Follows an internal `$ref` of the committed document. */
+const resolve = (node: any): any =>
+  node?.$ref
+    ? resolve(
+        node.$ref
+          .slice(2)
+          .split('/')
+          .reduce((at: any, key: string) => at[key], committed),
+      )
+    : node;
+
+const operations = Object.entries(committed.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+  Object.entries(item).map(([method, operation]) => ({ path, method, operation })),
+);
+
+describe('docs/openapi.json', () => {
+  it('is what `npm run openapi` generates from the code now (run it and commit the file if this fails)', () => {
+    expect(committed).toEqual(buildOpenApiDocument());
+  });
+
+  /** Runs the validator's own CLI (ESM-only, so not loaded into jest) on a file. */
+  const validate = (file: string) => {
+    const cli = join(ROOT, 'node_modules/@seriousme/openapi-schema-validator/bin/validate-api-cli.js');
+    // It prints its verdict as JSON (and exits non-zero when the document is invalid).
+    return JSON.parse(spawnSync(process.execPath, [cli, file], { encoding: 'utf8' }).stdout);
+  };
+
+  it('validates against the OpenAPI 3.1 schema (@seriousme/openapi-schema-validator)', () => {
+    expect(committed.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(validate(OPENAPI_FILE)).toEqual({ valid: true });
+    // The same check refuses a broken document, so it is not vacuous.
+    const broken = structuredClone(committed);
+    delete broken.paths['/v1/branch'].get.responses['200'].description;
+    const file = join(mkdtempSync(join(tmpdir(), 'openapi-')), 'broken.json');
+    writeFileSync(file, JSON.stringify(broken));
+    expect(validate(file)).toMatchObject({ valid: false });
+  });
+
+  it('has one operation per route of the route table, requiring its scope', () => {
+    expect(operations.map(({ operation }) => operation.operationId).sort()).toEqual(routes.map((r) => r.id).sort());
+    for (const route of routes) {
+      const operation = committed.paths[route.path]?.[route.method.toLowerCase()];
+      expect(operation).toMatchObject({ operationId: route.id, security: [{ branchApiKey: ['read'] }] });
+    }
+  });
+
+  it('describes the bearer scheme and the wsk_ key format', () => {
+    const scheme = committed.components.securitySchemes.branchApiKey;
+    expect(scheme).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: expect.stringMatching(/^wsk_/) });
+    expect(scheme.description).toMatch(/`wsk_`.*base62.*CRC32 checksum.*53 characters/s);
+    expect(committed.security).toEqual([{ branchApiKey: ['read'] }]);
+  });
+
+  it('lists the local and the deployed server', () => {
+    expect(committed.servers.map((server: { url: string }) => server.url)).toEqual([
+      'http://127.0.0.1:3000/api',
+      'https://{api_id}.execute-api.{region}.amazonaws.com/api',
+    ]);
+  });
+
+  it('documents limit and cursor on lists and the id path parameter', () => {
+    const parameters = (id: string) =>
+      (operations.find(({ operation }) => operation.operationId === id)?.operation.parameters ?? []).map(resolve);
+    for (const id of ['ListMembers', 'ListPaymentProviders']) {
+      expect(parameters(id)).toEqual([
+        expect.objectContaining({
+          name: 'limit',
+          in: 'query',
+          schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
+        }),
+        expect.objectContaining({ name: 'cursor', in: 'query', schema: expect.objectContaining({ type: 'string' }) }),
+      ]);
+    }
+    expect(parameters('GetPaymentProvider')).toEqual([
+      expect.objectContaining({ name: 'id', in: 'path', required: true }),
+    ]);
+    expect(parameters('GetBranch')).toEqual([]);
+  });
+
+  const CODES: Record<string, string[]> = {
+    400: ['invalid_request'],
+    401: ['missing_api_key', 'invalid_api_key', 'expired_api_key', 'revoked_api_key'],
+    403: ['insufficient_scope'],
+    404: ['not_found'],
+    405: ['method_not_allowed'],
+    500: ['internal_error'],
+    503: ['service_unavailable'],
+  };
+  const EXTRA_HEADERS: Record<string, string[]> = {
+    200: [],
+    400: [],
+    401: ['WWW-Authenticate'],
+    403: ['WWW-Authenticate'],
+    404: [],
+    405: ['Allow'],
+    500: [],
+    503: ['Retry-After'],
+  };
+
+  describe.each(operations.map(({ operation }) => [operation.operationId, operation]))('%s', (_id, operation) => {
+    it('lists 200, 400, 401, 403, 404, 405, 500 and 503', () => {
+      expect(Object.keys(operation.responses)).toEqual(['200', '400', '401', '403', '404', '405', '500', '503']);
+    });
+
+    it.each(Object.entries(CODES))('%s has the error body with exactly its codes', (status, codes) => {
+      const schema = resolve(resolve(operation.responses[status]).content['application/json'].schema);
+      expect(schema.required).toEqual(['error']);
+      expect(schema.properties.error.required).toEqual(['code', 'message', 'request_id']);
+      expect(schema.properties.error.properties.code.enum).toEqual(codes);
+    });
+
+    it.each(Object.entries(EXTRA_HEADERS))('%s carries its required headers', (status, extra) => {
+      const headers = resolve(operation.responses[status]).headers;
+      expect(Object.keys(headers).sort()).toEqual(
+        ['X-Request-Id', 'Cache-Control', 'X-Content-Type-Options', ...extra].sort(),
+      );
+      for (const header of Object.values(headers)) expect(resolve(header).required).toBe(true);
+      expect(Object.keys(resolve(operation.responses[status]).content)).toEqual(['application/json']);
+    });
+  });
+
+  it('fully specifies branch, member and payment provider: types, required fields, examples', () => {
+    for (const name of ['Branch', 'Member', 'PaymentProvider']) {
+      const schema = committed.components.schemas[name];
+      expect(schema).toMatchObject({ type: 'object', additionalProperties: false });
+      expect(schema.required.sort()).toEqual(Object.keys(schema.properties).sort());
+      const leaves = Object.entries<any>(schema.properties).flatMap(([key, property]) =>
+        property.type === 'object' ? Object.entries<any>(property.properties) : [[key, property]],
+      );
+      for (const [key, property] of leaves) {
+        expect([key, property.type]).toEqual([key, key === 'active' ? 'boolean' : 'string']);
+        expect([key, property.examples ?? property.const ?? property.enum]).toEqual([key, expect.anything()]);
+      }
+    }
+    expect(committed.components.schemas.Member.properties.email.format).toBe('email');
+    expect(committed.components.schemas.Branch.properties.created_at.format).toBe('date-time');
+  });
+});
+
+describe('the error responses the code builds are the documented ones', () => {
+  const errors = [
+    missingApiKey(),
+    invalidApiKey(),
+    expiredApiKey(),
+    revokedApiKey(),
+    insufficientScope('read'),
+    invalidRequest('limit must be a whole number from 1 to 100.'),
+    notFound(),
+    methodNotAllowed('GET'),
+    serviceUnavailable(1),
+    internalError(),
+  ];
+
+  it('covers every error code', () => {
+    expect(errors.map((error) => error.code).sort()).toEqual([...ERROR_CODES].sort());
+  });
+
+  it.each(errors.map((error) => [error.status, error.code, error]))('%s %s', (_status, _code, error) => {
+    const response = errorResponse(error, 'req-1');
+    for (const route of routes) {
+      const path = route.path.replace('{id}', 'pp_stripe');
+      const headers = { ...COMMON_HEADERS, ...response.headers, 'X-Request-Id': 'req-1' };
+      expect(contractViolations({ method: route.method, path, ...response, headers })).toEqual([]);
+    }
+  });
+});
