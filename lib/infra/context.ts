@@ -53,10 +53,10 @@ export const readAppSettings = (node: Node): AppSettings => {
   const burstLimit = optional('throttleBurst', toNumber);
   const props: Record<string, unknown> = {
     destroyData: optional('destroyData', toBoolean),
-    throttle: {
-      ...(rateLimit === undefined ? {} : { rateLimit }),
-      ...(burstLimit === undefined ? {} : { burstLimit }),
-    },
+    throttle:
+      rateLimit === undefined && burstLimit === undefined
+        ? undefined
+        : { ...(rateLimit === undefined ? {} : { rateLimit }), ...(burstLimit === undefined ? {} : { burstLimit }) },
     logRetention: optional('logRetentionDays', toNumber),
     usageRetentionDays: optional('usageRetentionDays', toNumber),
     logLevel: optional('logLevel', (_key, value) => String(value).toUpperCase() as PowertoolsLogLevel),

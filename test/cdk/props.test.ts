@@ -1,0 +1,113 @@
+/**
+ * Stack props and app context: defaults, overrides that reach the template, and values that can't
+ * make a working stack rejected before anything is synthesized, with a message naming them.
+ */
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { BranchApiStack, resolveStackSettings, type BranchApiStackProps } from '../../lib/infra/branch-api-stack';
+import { readAppSettings } from '../../lib/infra/context';
+import { buildStack, newApp, resourcesOfType } from './support';
+
+describe('stack props', () => {
+  it('default to retained data, 100/200 throttling, 30-day logs, 90-day usage records', () => {
+    expect(resolveStackSettings()).toEqual({
+      throttle: { rateLimit: 100, burstLimit: 200 },
+      logRetention: RetentionDays.ONE_MONTH,
+      destroyData: false,
+      usageRetentionDays: 90,
+      logLevel: 'INFO',
+      serverErrorRatePercent: 5,
+    });
+  });
+
+  it('reach the template when overridden', () => {
+    const { template } = buildStack({
+      throttle: { rateLimit: 20, burstLimit: 40 },
+      logRetention: RetentionDays.ONE_WEEK,
+      usageRetentionDays: 30,
+      logLevel: 'DEBUG',
+      serverErrorRatePercent: 2,
+    });
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 },
+    });
+    const logGroups = Object.values(resourcesOfType(template, 'AWS::Logs::LogGroup'));
+    expect(logGroups).toHaveLength(6);
+    expect(new Set(logGroups.map((group) => group.Properties.RetentionInDays))).toEqual(new Set([7]));
+    const functions = Object.values(resourcesOfType(template, 'AWS::Lambda::Function'));
+    expect(functions.every((fn) => fn.Properties.Environment.Variables.POWERTOOLS_LOG_LEVEL === 'DEBUG')).toBe(true);
+    expect(functions.filter((fn) => fn.Properties.Environment.Variables.USAGE_RETENTION_DAYS === '30')).toHaveLength(4);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Threshold: 2, EvaluationPeriods: 2 });
+  });
+
+  it.each<[string, BranchApiStackProps, RegExp]>([
+    ['zero rate', { throttle: { rateLimit: 0 } }, /throttle\.rateLimit must be a positive integer.*got 0/],
+    [
+      'fractional burst',
+      { throttle: { burstLimit: 2.5 } },
+      /throttle\.burstLimit must be a positive integer.*got 2\.5/,
+    ],
+    ['NaN rate', { throttle: { rateLimit: Number.NaN } }, /throttle\.rateLimit must be a positive integer/],
+    [
+      'unknown retention',
+      { logRetention: 31 as RetentionDays },
+      /logRetention must be a finite CloudWatch Logs retention.*got 31/,
+    ],
+    ['infinite retention', { logRetention: RetentionDays.INFINITE }, /logRetention must be a finite/],
+    ['zero usage days', { usageRetentionDays: 0 }, /usageRetentionDays must be a positive integer, got 0/],
+    ['fractional usage days', { usageRetentionDays: 1.5 }, /usageRetentionDays must be a positive integer, got 1\.5/],
+    ['unknown log level', { logLevel: 'LOUD' as never }, /logLevel must be one of TRACE, DEBUG, INFO.*got "LOUD"/],
+    ['5xx rate of 100', { serverErrorRatePercent: 100 }, /serverErrorRatePercent must be between 0 and 100/],
+    [
+      'not an SNS ARN',
+      { alarmTopicArn: 'arn:aws:sqs:eu-west-1:123456789012:q' },
+      /alarmTopicArn must be an SNS topic ARN/,
+    ],
+  ])('reject %s with a clear error', (_name, props, message) => {
+    expect(() => new BranchApiStack(newApp(), 'Invalid', props)).toThrow(message);
+    expect(() => resolveStackSettings(props)).toThrow(/^BranchApiStack: /);
+  });
+});
+
+describe('app context (cdk deploy -c ...)', () => {
+  const settingsFrom = (context: Record<string, unknown>) => readAppSettings(newApp({ context }).node);
+
+  it('defaults to the prod stage with no overrides', () => {
+    expect(settingsFrom({})).toEqual({ stage: 'prod', stackProps: {} });
+  });
+
+  it('parses the string values -c gives', () => {
+    expect(
+      settingsFrom({
+        stage: 'dev',
+        destroyData: 'true',
+        throttleRate: '10',
+        throttleBurst: '20',
+        logRetentionDays: '7',
+        usageRetentionDays: '14',
+        logLevel: 'debug',
+        alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
+        serverErrorRatePercent: '1',
+      }),
+    ).toEqual({
+      stage: 'dev',
+      stackProps: {
+        destroyData: true,
+        throttle: { rateLimit: 10, burstLimit: 20 },
+        logRetention: 7,
+        usageRetentionDays: 14,
+        logLevel: 'DEBUG',
+        alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
+        serverErrorRatePercent: 1,
+      },
+    });
+  });
+
+  it.each<[Record<string, unknown>, RegExp]>([
+    [{ destroyData: 'yes' }, /Context option destroyData must be true or false, got "yes"/],
+    [{ throttleRate: 'fast' }, /Context option throttleRate must be a number, got "fast"/],
+    [{ usageRetentionDays: '' }, /Context option usageRetentionDays must be a number/],
+    [{ stage: 'Prod_1' }, /Context option stage must be lower-case letters/],
+  ])('rejects %j', (context, message) => {
+    expect(() => settingsFrom(context)).toThrow(message);
+  });
+});
