@@ -2,27 +2,22 @@ import { generateApiKey, hashApiKey } from '../shared/api-key';
 import { handler as getBranch } from '../functions/get-branch';
 import { handler as listMembers } from '../functions/list-members';
 import { readBearerToken } from '../shared/middlewares/authenticate';
-import { otherBranch } from './support/fixtures';
 import {
   CHALLENGE,
   createKey,
-  createTables,
   expectCommonHeaders,
   expectError,
   fixtureKeys,
   headerOf,
   invoke,
-  seedBranches,
+  setUpBranches,
 } from './support/harness';
 
 let key: string;
 let otherKey: string;
 
 beforeAll(async () => {
-  await createTables();
-  await seedBranches();
-  ({ key } = await createKey());
-  ({ key: otherKey } = await createKey({ branchId: otherBranch.id }));
+  ({ key, otherKey } = await setUpBranches());
 });
 
 const call = (authorization?: string | string[]) =>

@@ -3,14 +3,12 @@ import { handler as getProvider } from '../functions/get-payment-provider';
 import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
 import { mainBranch } from './support/fixtures';
-import { createKey, createTables, invoke, seedBranches } from './support/harness';
+import { invoke, setUpBranches } from './support/harness';
 
 let key: string;
 
 beforeAll(async () => {
-  await createTables();
-  await seedBranches();
-  ({ key } = await createKey());
+  ({ key } = await setUpBranches());
 });
 
 describe('GET /v1/branch', () => {

@@ -11,25 +11,22 @@ import {
   CHALLENGE,
   closedPortEndpoint,
   createKey,
-  createTables,
   expectCommonHeaders,
   expectError,
   fixtureKeys,
   headerOf,
   invoke,
   loadService,
-  seedBranches,
   tableNames,
   type InvokeResult,
+  setUpBranches,
 } from './support/harness';
 
 let key: string;
 let requests: Record<string, () => Promise<InvokeResult>>;
 
 beforeAll(async () => {
-  await createTables();
-  await seedBranches();
-  ({ key } = await createKey());
+  ({ key } = await setUpBranches());
   const { key: expired } = await createKey({ expiresAt: new Date(Date.now() - 1000) });
   const { key: revoked, record } = await createKey();
   await fixtureKeys.revoke(record.key_id);

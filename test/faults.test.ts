@@ -9,25 +9,21 @@ import {
   FAST_FAILURE_ENV,
   captureLogs,
   closedPortEndpoint,
-  createKey,
-  createTables,
   expectError,
   headerOf,
   invoke,
   loadService,
-  seedBranches,
   usageRecordFor,
   type InvokeResult,
   type Service,
+  setUpBranches,
 } from './support/harness';
 
 let key: string;
 let proxy: FaultProxy;
 
 beforeAll(async () => {
-  await createTables();
-  await seedBranches();
-  ({ key } = await createKey());
+  ({ key } = await setUpBranches());
   proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
 });
 

@@ -4,7 +4,7 @@ import { buildEvent } from '../lib/local/events';
 import { ApiError } from '../shared/http/errors';
 import { decodeCursor, encodeCursor, readPageRequest } from '../shared/http/pagination';
 import { mainBranch } from './support/fixtures';
-import { createKey, createTables, invoke, seedBranches } from './support/harness';
+import { invoke, setUpBranches } from './support/harness';
 
 const memberIds = mainBranch.members.map((member) => member.id);
 const activeProviderIds = ['pp_adyen', 'pp_mollie', 'pp_stripe'];
@@ -93,9 +93,7 @@ describe('walking the lists through the handlers', () => {
   let key: string;
 
   beforeAll(async () => {
-    await createTables();
-    await seedBranches();
-    ({ key } = await createKey());
+    ({ key } = await setUpBranches());
   });
 
   const walk = async (handler: typeof listMembers, path: string, limit: number) => {

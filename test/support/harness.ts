@@ -65,6 +65,15 @@ export const seedBranches = async (branches: SeedBranch[] = [mainBranch, otherBr
 export const createKey = (input: Partial<CreateKeyInput> = {}) =>
   fixtureKeys.create({ branchId: mainBranch.id, scopes: ['read'], ...input });
 
+/** This file's tables, both fixture branches, and a read key for each branch. */
+export const setUpBranches = async () => {
+  await createTables();
+  await seedBranches();
+  const main = await createKey();
+  const other = await createKey({ branchId: otherBranch.id });
+  return { key: main.key, keyId: main.record.key_id, otherKey: other.key };
+};
+
 type Handler = ReturnType<typeof createStack>;
 
 export interface InvokeResult extends ApiResponse {

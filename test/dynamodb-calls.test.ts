@@ -1,0 +1,125 @@
+/**
+ * How many DynamoDB calls each kind of request costs, counted on the handlers' own client
+ * (shared/runtime.ts `documentClient`): a step added to its real middleware stack records each
+ * command; nothing is stubbed and every call still reaches the embedded DynamoDB.
+ */
+import { handler as fallback } from '../functions/fallback';
+import { handler as getBranch } from '../functions/get-branch';
+import { handler as getProvider } from '../functions/get-payment-provider';
+import { handler as listMembers } from '../functions/list-members';
+import { handler as listProviders } from '../functions/list-payment-providers';
+import { generateApiKey } from '../shared/api-key';
+import { documentClient } from '../shared/runtime';
+import { countCommands, createKey, fixtureKeys, invoke, tableNames, setUpBranches } from './support/harness';
+
+const counter = countCommands(documentClient);
+let key: string;
+
+beforeAll(async () => {
+  ({ key } = await setUpBranches());
+});
+
+beforeEach(() => counter.reset());
+
+const provider = (id: string, withKey = key) =>
+  invoke(getProvider, { path: `/v1/payment-providers/${id}`, pathParameters: { id }, key: withKey });
+
+describe('a request refused before any lookup costs nothing', () => {
+  it.each([
+    ['no Authorization header', undefined],
+    ['"Bearer" alone', 'Bearer'],
+    ['Basic credentials', 'Basic dXNlcjpwYXNz'],
+    ['a short token', 'Bearer wsk_abc'],
+    ['a bad checksum', 'Bearer BADSUM'],
+    ['a wrong prefix', 'Bearer PREFIX'],
+    ['two keys joined by a comma', 'Bearer KEY,Bearer KEY'],
+  ])('%s: 0 calls', async (_label, authorization) => {
+    const value = authorization
+      ?.replace('BADSUM', `${key.slice(0, -1)}${key.endsWith('0') ? '1' : '0'}`)
+      .replace('PREFIX', `wsx_${key.slice(4)}`)
+      .replaceAll('KEY', key);
+    const res = await invoke(getBranch, { path: '/v1/branch', headers: { authorization: value } });
+    expect(res.statusCode).toBe(401);
+    expect(counter.commands).toEqual([]);
+  });
+
+  it('the catch-all function: 0 calls for a 404 or a 405', async () => {
+    expect((await invoke(fallback, { path: '/v1/nope', key })).statusCode).toBe(404);
+    expect((await invoke(fallback, { method: 'POST', path: '/v1/members', key })).statusCode).toBe(405);
+    expect(counter.commands).toEqual([]);
+  });
+});
+
+describe('an unknown key', () => {
+  it('costs exactly 1 call: a strongly consistent GetItem on the keys table, and no usage write', async () => {
+    const res = await invoke(getBranch, { path: '/v1/branch', key: generateApiKey() });
+    expect(res.statusCode).toBe(401);
+    expect(counter.sent).toEqual([
+      {
+        command: 'GetItemCommand',
+        input: {
+          TableName: tableNames.keys,
+          Key: { key_hash: expect.stringMatching(/^[0-9a-f]{64}$/) },
+          ConsistentRead: true,
+        },
+      },
+    ]);
+  });
+});
+
+describe('a successful request', () => {
+  it.each([
+    ['GET /v1/branch', () => invoke(getBranch, { path: '/v1/branch', key }), 'GetItemCommand'],
+    ['GET /v1/members', () => invoke(listMembers, { path: '/v1/members', key }), 'QueryCommand'],
+    ['GET /v1/payment-providers', () => invoke(listProviders, { path: '/v1/payment-providers', key }), 'QueryCommand'],
+    ['GET /v1/payment-providers/{id}', () => provider('pp_stripe'), 'GetItemCommand'],
+  ])('%s costs exactly 3 calls: key lookup, one read, usage write', async (_route, request, read) => {
+    expect((await request()).statusCode).toBe(200);
+    expect(counter.commands).toEqual(['GetItemCommand', read, 'PutItemCommand']);
+    const [lookup, data, usage] = counter.sent;
+    expect(lookup?.input).toMatchObject({ TableName: tableNames.keys, ConsistentRead: true });
+    expect(data?.input).toMatchObject({ TableName: tableNames.branchData });
+    expect(usage?.input).toMatchObject({ TableName: tableNames.usage });
+  });
+
+  it('reads with Query or GetItem, never Scan, on every page of a list', async () => {
+    let cursor: string | null = null;
+    do {
+      const res = await invoke(listMembers, {
+        path: '/v1/members',
+        key,
+        query: { limit: '7', ...(cursor ? { cursor } : {}) },
+      });
+      cursor = res.json.next_cursor;
+    } while (cursor);
+    expect(counter.commands).toHaveLength(4 * 3);
+    expect(counter.commands.filter((command) => command !== 'GetItemCommand' && command !== 'PutItemCommand')).toEqual(
+      Array(4).fill('QueryCommand'),
+    );
+    for (const { input } of counter.sent.filter((one) => one.command === 'QueryCommand')) {
+      expect(input.ExpressionAttributeValues[':branch']).toBe('br_main');
+    }
+  });
+});
+
+describe('a refused request with a known key', () => {
+  it('costs 2 calls (lookup and usage write) and reads no branch data', async () => {
+    const { key: noRead } = await createKey({ scopes: ['write'] });
+    const { key: expired } = await createKey({ expiresAt: new Date(Date.now() - 1000) });
+    const { key: revoked, record } = await createKey();
+    await fixtureKeys.revoke(record.key_id);
+    counter.reset();
+    for (const request of [
+      () => invoke(getBranch, { path: '/v1/branch', key: noRead }),
+      () => invoke(getBranch, { path: '/v1/branch', key: expired }),
+      () => invoke(getBranch, { path: '/v1/branch', key: revoked }),
+      () => invoke(listMembers, { path: '/v1/members', key, query: { limit: '0' } }),
+      () => invoke(listMembers, { path: '/v1/members', key, query: { cursor: 'forged' } }),
+      () => provider('not%20an%20id'),
+    ]) {
+      expect((await request()).statusCode).toBeGreaterThanOrEqual(400);
+      expect(counter.commands).toEqual(['GetItemCommand', 'PutItemCommand']);
+      counter.reset();
+    }
+  });
+});
