@@ -282,8 +282,8 @@ and \`X-Request-Id\`. Errors have the body \`{"error":{"code","message","request
 
 ## Lists
 
-Lists return \`{"object":"list","data":[…],"has_more":…,"next_cursor":…}\`. Pass \`limit\` (1–${MAX_LIMIT}, default
-${DEFAULT_LIMIT}) and, for the next page, \`cursor\` set to the previous page's \`next_cursor\`.`;
+Lists return \`{"object":"list","data":[…],"has_more":…,"next_cursor":…}\`. Pass \`limit\`
+(1–${MAX_LIMIT}, default ${DEFAULT_LIMIT}) and, for the next page, \`cursor\` set to the previous page's \`next_cursor\`.`;
 
 /** Builds the whole document. Pure: the same inputs give the same document. */
 export const buildOpenApiDocument = (): Json => ({
