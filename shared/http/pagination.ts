@@ -32,7 +32,14 @@ export const decodeCursor = (list: ListName, branchId: string, cursor: string): 
   const after = Buffer.from(encoded, 'base64url').toString('utf8');
   const expected = Buffer.from(digest(list, branchId, after));
   const actual = Buffer.from(given);
-  if (!ID_PATTERN.test(after) || actual.length !== expected.length || !timingSafeEqual(expected, actual)) {
+  // Only the canonical encoding: Node's base64url decoder ignores padding, stray characters and spare bits.
+  const canonical = Buffer.from(after).toString('base64url') === encoded;
+  if (
+    !canonical ||
+    !ID_PATTERN.test(after) ||
+    actual.length !== expected.length ||
+    !timingSafeEqual(expected, actual)
+  ) {
     throw badCursor();
   }
   return after;
