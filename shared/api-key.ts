@@ -48,5 +48,14 @@ export const isWellFormedApiKey = (value: string): boolean => {
 /** The lookup key of a key record: hex SHA-256 of the whole key value. */
 export const hashApiKey = (value: string): string => createHash('sha256').update(value).digest('hex');
 
+/** A key, or most of one, inside other text: the prefix and 20 or more base62 characters (≥ 119 bits). */
+const KEY_IN_TEXT = new RegExp(`${API_KEY_PREFIX}[0-9A-Za-z]{20,}`, 'g');
+
+/**
+ * Text with every key-shaped run replaced, for what is logged or stored about a request: a caller
+ * who pastes a key into a URL must not find it in the usage log.
+ */
+export const redactApiKeys = (text: string): string => text.replace(KEY_IN_TEXT, `${API_KEY_PREFIX}[REDACTED]`);
+
 /** The first characters of a key, stored and shown so an operator can tell keys apart. */
 export const apiKeyStart = (value: string): string => value.slice(0, START_CHARS);

@@ -1,5 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import { redactApiKeys } from '../api-key';
 import { USAGE_WRITE_FAILED_METRIC } from '../observability';
 import type { UsageRecord } from '../repositories/usage';
 import type { ApiMiddleware, ApiRequest } from './types';
@@ -41,7 +42,8 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
     const responseTimeMs = Math.round((performance.now() - context.startedAt) * 100) / 100;
     const { apiKey } = context;
     const method = event.requestContext.http.method;
-    const path = event.rawPath;
+    // As requested, but never with a key in it (one pasted into the URL by mistake).
+    const path = redactApiKeys(event.rawPath);
     if (!apiKey) {
       logger.info('Call without a known key', { request_id: context.requestId, method, path, status });
       return;

@@ -275,8 +275,13 @@ export const FAST_FAILURE_ENV = {
   DYNAMODB_DEADLINE_MS: '400',
 } as const;
 
+interface LevelledLogger {
+  setLogLevel(level: string): void;
+}
+
 /** Captures every line written to stdout/stderr (Powertools logs) at the given level. */
-export const captureLogs = (logger: { setLogLevel(level: string): void }, level = 'DEBUG') => {
+export const captureLogs = (logger: LevelledLogger | readonly LevelledLogger[], level = 'DEBUG') => {
+  const loggers: readonly LevelledLogger[] = Array.isArray(logger) ? logger : [logger as LevelledLogger];
   const lines: string[] = [];
   const spies = [process.stdout, process.stderr].map((stream) =>
     jest.spyOn(stream, 'write').mockImplementation((chunk: string | Uint8Array) => {
@@ -284,7 +289,7 @@ export const captureLogs = (logger: { setLogLevel(level: string): void }, level 
       return true;
     }),
   );
-  logger.setLogLevel(level);
+  loggers.forEach((one) => one.setLogLevel(level));
   return {
     get text() {
       return lines.join('');
@@ -304,7 +309,7 @@ export const captureLogs = (logger: { setLogLevel(level: string): void }, level 
         });
     },
     restore: () => {
-      logger.setLogLevel('SILENT');
+      loggers.forEach((one) => one.setLogLevel('SILENT'));
       spies.forEach((spy) => spy.mockRestore());
     },
   };
