@@ -24,7 +24,7 @@ import {
 
 /** Every plaintext key this file creates or sends. */
 const plaintexts: string[] = [];
-const track = async (created: Promise<{ key: string; record: { key_id: string } }>) => {
+const track = async (created: ReturnType<typeof createKey>) => {
   const result = await created;
   plaintexts.push(result.key);
   return result;
