@@ -45,7 +45,8 @@ export const BUNDLING: BundlingOptions = {
   target: 'node24',
   minify: true,
   sourceMap: true,
-  sourceMapMode: SourceMapMode.EXTERNAL,
+  // Linked (esbuild --sourcemap): index.mjs ends with the sourceMappingURL comment --enable-source-maps follows.
+  sourceMapMode: SourceMapMode.DEFAULT,
   // Stack traces still map to file and line; the map stays small without the sources inside.
   sourcesContent: false,
   bundleAwsSDK: true,
