@@ -6,7 +6,12 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { createTableInput, tableDefinitions, type TableDefinition } from '../../shared/tables';
 import { fallbackEntry, routeKey, routes } from '../../shared/routes';
-import { type ApiFunction, ENDPOINT_MEMORY_MB, ENDPOINT_TIMEOUT, FALLBACK_MEMORY_MB } from '../../lib/infra/api-function';
+import {
+  type ApiFunction,
+  ENDPOINT_MEMORY_MB,
+  ENDPOINT_TIMEOUT,
+  FALLBACK_MEMORY_MB,
+} from '../../lib/infra/api-function';
 import { asArray, buildStack, logicalId, resourcesOfType } from './support';
 
 const { stack, template } = buildStack();
