@@ -1,3 +1,4 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { generateApiKey, hashApiKey } from '../shared/api-key';
 import { handler as getBranch } from '../functions/get-branch';
 import { handler as listMembers } from '../functions/list-members';
@@ -11,6 +12,8 @@ import {
   headerOf,
   invoke,
   setUpBranches,
+  fixtureClient,
+  tableNames,
 } from './support/harness';
 
 let key: string;
@@ -183,6 +186,19 @@ describe('revoked and expired keys', () => {
     expect((await call(`Bearer ${soon}`)).statusCode).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, expiresAt.getTime() - Date.now() + 5));
     expectError(await call(`Bearer ${soon}`), 401, 'expired_api_key');
+  });
+
+  it('a key whose stored expiry is unreadable is refused as expired (fails closed)', async () => {
+    const { key: odd } = await createKey({ expiresAt: new Date(Date.now() + 3_600_000) });
+    await fixtureClient.send(
+      new UpdateCommand({
+        TableName: tableNames.keys,
+        Key: { key_hash: hashApiKey(odd) },
+        UpdateExpression: 'SET expires_at = :bad',
+        ExpressionAttributeValues: { ':bad': 'not a date' },
+      }),
+    );
+    expectError(await call(`Bearer ${odd}`), 401, 'expired_api_key');
   });
 
   it('a key with a future expiry works', async () => {

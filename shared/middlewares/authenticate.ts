@@ -53,7 +53,8 @@ export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
     if (!apiKey) throw invalidApiKey();
     context.apiKey = apiKey;
     if (apiKey.revoked_at !== undefined) throw revokedApiKey();
-    if (apiKey.expires_at !== undefined && Date.parse(apiKey.expires_at) <= now()) throw expiredApiKey();
+    // Fails closed: an expiry that is not a readable time counts as passed.
+    if (apiKey.expires_at !== undefined && !(Date.parse(apiKey.expires_at) > now())) throw expiredApiKey();
   };
 
   return { before: authenticateBefore, name: 'authenticate' };
