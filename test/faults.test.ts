@@ -56,7 +56,7 @@ describe('the database refuses connections', () => {
     const service = await loadService({ ...FAST_FAILURE_ENV, DYNAMODB_ENDPOINT: await closedPortEndpoint() });
     const { res, ms } = await timed(() => members(service));
     expect503(res);
-    expect(ms).toBeLessThan(400);
+    expect(ms).toBeLessThan(1000);
   });
 
   it('is a 503 with the default settings too, in well under a second (measured ≈60 ms: 3 attempts)', async () => {
@@ -86,8 +86,8 @@ describe('throttling', () => {
     proxy.inject('Query', { kind: 'throttle' });
     const { res, ms } = await timed(() => members(service));
     expect503(res);
-    // The SDK backs off up to 1 s after a throttle; the 400 ms deadline cuts that short.
-    expect(ms).toBeLessThan(900);
+    // The SDK backs off up to 1 s after a throttle, then 2 s; the 1 s deadline cuts that short.
+    expect(ms).toBeLessThan(2000);
     expect(proxy.operations().filter((op) => op === 'Query').length).toBeGreaterThanOrEqual(1);
   });
 });
@@ -124,17 +124,17 @@ describe('server errors and dropped connections', () => {
 
 describe('a stalled database', () => {
   it('each attempt ends at DYNAMODB_REQUEST_TIMEOUT_MS, not at the deadline', async () => {
-    // One attempt of 100 ms under a 5 s deadline: without throwOnRequestTimeout the SDK only
-    // logged a warning at 100 ms and waited for the deadline.
+    // One attempt of 300 ms under a 5 s deadline: without throwOnRequestTimeout the SDK only
+    // logged a warning at 300 ms and waited for the deadline.
     const service = await behindProxy({
-      DYNAMODB_REQUEST_TIMEOUT_MS: '100',
+      DYNAMODB_REQUEST_TIMEOUT_MS: '300',
       DYNAMODB_MAX_ATTEMPTS: '1',
       DYNAMODB_DEADLINE_MS: '5000',
     });
     proxy.inject('Query', { kind: 'stall' });
     const { res, ms } = await timed(() => members(service));
     expect503(res);
-    expect(ms).toBeLessThan(1000);
+    expect(ms).toBeLessThan(2000);
   });
 
   it('a stall once is retried and answered', async () => {
@@ -142,7 +142,7 @@ describe('a stalled database', () => {
     proxy.inject('Query', { kind: 'stall' }, 1);
     const { res, ms } = await timed(() => members(service));
     expect(res.statusCode).toBe(200);
-    expect(ms).toBeLessThan(700);
+    expect(ms).toBeLessThan(1500);
     expect(proxy.requests.filter((r) => r.operation === 'Query').map((r) => r.outcome)).toEqual(['stall', 'forwarded']);
   });
 
@@ -152,7 +152,7 @@ describe('a stalled database', () => {
     const { res, ms } = await timed(() => members(service));
     expect503(res);
     expect(ms).toBeGreaterThan(1900);
-    expect(ms).toBeLessThan(2600);
+    expect(ms).toBeLessThan(3500);
   });
 
   it('a slow but answering database is not an error', async () => {

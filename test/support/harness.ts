@@ -267,12 +267,15 @@ export const loadService = async (env: Record<string, string | undefined> = {}):
   }
 };
 
-/** Settings that make a fault surface in a few hundred milliseconds instead of seconds. */
+/**
+ * Settings that make a fault surface in about a second instead of several, yet loose enough that
+ * a healthy call does not time out on a busy machine (a 150 ms request timeout did, now and then).
+ */
 export const FAST_FAILURE_ENV = {
-  DYNAMODB_CONNECT_TIMEOUT_MS: '100',
-  DYNAMODB_REQUEST_TIMEOUT_MS: '150',
+  DYNAMODB_CONNECT_TIMEOUT_MS: '200',
+  DYNAMODB_REQUEST_TIMEOUT_MS: '400',
   DYNAMODB_MAX_ATTEMPTS: '2',
-  DYNAMODB_DEADLINE_MS: '400',
+  DYNAMODB_DEADLINE_MS: '1000',
 } as const;
 
 interface LevelledLogger {
