@@ -1,6 +1,7 @@
 /** `branch-api serve` / `npm start`: runs the local stack until Ctrl-C. */
+import { serveDocs } from './docs';
 import { PortInUseError } from './gateway';
-import { startLocalStack, type LocalStackOptions } from './stack';
+import { startLocalStack } from './stack';
 
 export interface ServeOptions {
   port: number;
@@ -11,17 +12,7 @@ export interface ServeOptions {
   seed?: string;
 }
 
-const loadDocs = async (): Promise<LocalStackOptions['staticFiles']> => {
-  try {
-    const docsModule = './docs'; // TEMP until lib/local/docs.ts lands
-    return ((await import(docsModule)) as { serveDocs: LocalStackOptions['staticFiles'] }).serveDocs;
-  } catch {
-    return undefined;
-  }
-};
-
 export const serve = async (options: ServeOptions): Promise<void> => {
-  const staticFiles = await loadDocs();
   let stack;
   try {
     stack = await startLocalStack({
@@ -31,7 +22,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
       ...(options.dynamodbEndpoint ? { dynamoEndpoint: options.dynamodbEndpoint } : {}),
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       ...(options.seed ? { seedFile: options.seed } : {}),
-      ...(staticFiles ? { staticFiles } : {}),
+      staticFiles: serveDocs,
     });
   } catch (error) {
     const message = error instanceof PortInUseError || error instanceof Error ? error.message : String(error);
@@ -45,7 +36,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
       '',
       `Branch API is running at ${gateway.baseUrl}`,
       `  DynamoDB:  ${dynamoEndpoint}${options.dataDir ? ` (data in ${options.dataDir})` : ' (in memory)'}`,
-      staticFiles ? `  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)` : '',
+      `  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
       '',
       `Demo key for branch ${demoBranchId} (scope: read):`,
       `  ${demoKey}`,

@@ -38,7 +38,7 @@ const expectError = async (response: Response, status: number, code: string) => 
 it('serves each route with the stage prefix in the recorded path', async () => {
   const response = await get('/v1/branch');
   expect(response.status).toBe(200);
-  expect((await response.json()).id).toBe(mainBranch.id);
+  expect(((await response.json()) as { id: string }).id).toBe(mainBranch.id);
   const record = await usageRecordFor(response.headers.get('x-request-id')!);
   expect(record).toMatchObject({ method: 'GET', path: '/api/v1/branch', route: 'GET /v1/branch', status: 200 });
 });
@@ -46,7 +46,7 @@ it('serves each route with the stage prefix in the recorded path', async () => {
 it('decodes path parameters as API Gateway does', async () => {
   const response = await get('/v1/payment-providers/pp%5Fstripe');
   expect(response.status).toBe(200);
-  expect((await response.json()).id).toBe('pp_stripe');
+  expect(((await response.json()) as { id: string }).id).toBe('pp_stripe');
 });
 
 it.each(['/v1/nope', '/v2/branch', '/v1/branch/', '/v1/payment-providers/a%2F..%2Fb', '/v1/payment-providers/a/b'])(
@@ -74,8 +74,8 @@ it('joins repeated query parameters, so a repeated limit is a 400', async () => 
 it('joins repeated Authorization headers as API Gateway does, which is never a valid key', async () => {
   const status = await new Promise<number>((resolve, reject) => {
     const req = httpRequest(`${gateway.baseUrl}/v1/branch`, {
-      // An array value is sent as two header lines.
-      headers: { authorization: [`Bearer ${key}`, `Bearer ${key}`] },
+      // Raw header list: two Authorization lines.
+      headers: ['host', '127.0.0.1', 'authorization', `Bearer ${key}`, 'authorization', `Bearer ${key}`],
     });
     req.on('response', (res) => {
       res.resume();

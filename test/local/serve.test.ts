@@ -44,7 +44,7 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
   expect(ok.status).toBe(200);
   expect(await ok.json()).toMatchObject({ id: 'br_demo', object: 'branch' });
   const providers = await fetch(`${baseUrl}/v1/payment-providers`, { headers: { authorization: `Bearer ${key}` } });
-  expect((await providers.json()).data.map((p: { id: string }) => p.id)).toEqual([
+  expect(((await providers.json()) as { data: { id: string }[] }).data.map((p: { id: string }) => p.id)).toEqual([
     'pp_adyen',
     'pp_mollie',
     'pp_stripe',
