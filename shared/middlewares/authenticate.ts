@@ -13,7 +13,8 @@ export interface AuthenticateOptions {
   now?: () => number;
 }
 
-const defaults = { now: Date.now };
+// Looked up on each call (not bound at load), so a test can move the clock with jest.setSystemTime.
+const defaults = { now: () => Date.now() };
 
 const isOws = (char: string | undefined): boolean => char === ' ' || char === '\t';
 
