@@ -122,6 +122,12 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
   };
 };
 
+const lambdasOf = <K extends string>(functions: Readonly<Record<K, ApiFunction>>) =>
+  Object.fromEntries(Object.entries<ApiFunction>(functions).map(([name, fn]) => [name, fn.function])) as Record<
+    K,
+    ApiFunction['function']
+  >;
+
 export class BranchApiStack extends Stack {
   readonly settings: ResolvedStackSettings;
   readonly tables: DataTables;
@@ -160,10 +166,7 @@ export class BranchApiStack extends Stack {
 
     this.api = new BranchHttpApi(this, 'Api', {
       routes,
-      functions: Object.fromEntries(Object.entries(this.functions).map(([id, fn]) => [id, fn.function])) as Record<
-        RouteId,
-        ApiFunction['function']
-      >,
+      functions: lambdasOf(this.functions),
       fallback: this.fallback.function,
       throttle: settings.throttle,
       accessLogRetention: settings.logRetention,
@@ -171,12 +174,7 @@ export class BranchApiStack extends Stack {
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
       stage: this.api.stage,
-      functions: Object.fromEntries(
-        [...Object.entries(this.functions), ['Fallback', this.fallback] as const].map(([name, fn]) => [
-          name,
-          fn.function,
-        ]),
-      ),
+      functions: lambdasOf({ ...this.functions, Fallback: this.fallback }),
       tables: { Keys: this.tables.keys, Usage: this.tables.usage, BranchData: this.tables.branchData },
       serverErrorRatePercent: settings.serverErrorRatePercent,
       ...(settings.alarmTopicArn
