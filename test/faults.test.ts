@@ -1,8 +1,8 @@
 /**
  * DynamoDB faults through the real SDK: a database that refuses connections, throttles, fails,
  * stalls, drops connections, or goes away and comes back (test/support/fault-proxy.ts). Each
- * case runs in its own module registry (a fresh container) with the DYNAMODB_* timeouts lowered
- * so a fault surfaces in milliseconds; one case keeps the defaults to show their bound.
+ * configuration runs in its own module registry (a container) with the DYNAMODB_* timeouts lowered
+ * so a fault surfaces within about a second; one case keeps the defaults to show their bound.
  */
 import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
 import {
@@ -34,9 +34,16 @@ beforeEach(() => {
   proxy.resetLog();
 });
 
-/** A container talking to the database through the proxy. */
-const behindProxy = (env: Record<string, string> = FAST_FAILURE_ENV) =>
-  loadService({ ...env, DYNAMODB_ENDPOINT: proxy.endpoint });
+const containers = new Map<string, Promise<Service>>();
+/**
+ * A container talking to the database through the proxy: one per configuration, reused across
+ * tests as a warm Lambda container is (the SDK's retry quota is far from spent by these tests).
+ */
+const behindProxy = (env: Record<string, string> = FAST_FAILURE_ENV): Promise<Service> => {
+  const id = JSON.stringify(env);
+  if (!containers.has(id)) containers.set(id, loadService({ ...env, DYNAMODB_ENDPOINT: proxy.endpoint }));
+  return containers.get(id)!;
+};
 
 const timed = async (request: () => Promise<InvokeResult>) => {
   const started = performance.now();
