@@ -114,16 +114,13 @@ describe('walking the lists through the handlers', () => {
     return { ids, pages };
   };
 
-  it.each([1, 2, 5, 7, 22, 23, 24, 50, 100])(
-    'visits every member exactly once, in order, with limit=%i',
-    async (limit) => {
-      const { ids, pages } = await walk(listMembers, '/v1/members', limit);
-      expect(ids).toEqual(memberIds);
-      // No empty trailing page: the last page is the one that says has_more=false.
-      expect(pages.length).toBe(Math.ceil(memberIds.length / limit));
-      expect(pages.every((size) => size > 0)).toBe(true);
-    },
-  );
+  it.each([1, 5, 7, 22, 23, 24, 100])('visits every member exactly once, in order, with limit=%i', async (limit) => {
+    const { ids, pages } = await walk(listMembers, '/v1/members', limit);
+    expect(ids).toEqual(memberIds);
+    // No empty trailing page: the last page is the one that says has_more=false.
+    expect(pages.length).toBe(Math.ceil(memberIds.length / limit));
+    expect(pages.every((size) => size > 0)).toBe(true);
+  });
 
   it.each([1, 2, 3])('visits every active provider exactly once with limit=%i', async (limit) => {
     const { ids } = await walk(listProviders, '/v1/payment-providers', limit);
