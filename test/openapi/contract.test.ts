@@ -8,7 +8,13 @@ import { handler as getProvider } from '../../functions/get-payment-provider';
 import { handler as listMembers } from '../../functions/list-members';
 import { handler as listProviders } from '../../functions/list-payment-providers';
 import { createStack } from '../../shared/stack';
-import { contractViolations, expectToMatchContract, type ContractResponse } from '../support/contract';
+import {
+  contractViolations,
+  createContract,
+  expectToMatchContract,
+  warmContract,
+  type ContractResponse,
+} from '../support/contract';
 import {
   closedPortEndpoint,
   createKey,
@@ -206,5 +212,20 @@ describe('a response that departs from the document fails', () => {
 
   it('a body that is not JSON', () => {
     expect(contractViolations({ ...branch, body: '<html>' })).toEqual(['body: not JSON: <html>']);
+  });
+});
+
+describe('warmContract', () => {
+  it('compiles the body validators of every status of every operation up front', () => {
+    const contract = createContract();
+    expect(contract.validator.statusBasedResponseValidators).toEqual({});
+    warmContract(contract);
+    const compiled = contract.validator.statusBasedResponseValidators;
+    for (const id of ['GetBranch', 'ListMembers', 'ListPaymentProviders', 'GetPaymentProvider']) {
+      expect([id, Object.keys(compiled[id] ?? {})]).toEqual([
+        id,
+        ['200', '400', '401', '403', '404', '405', '500', '503'],
+      ]);
+    }
   });
 });
