@@ -59,6 +59,20 @@ describe('cursor encoding', () => {
     }
   });
 
+  it('accepts only the canonical encoding of the id (no padding, stray characters or spare bits)', () => {
+    const cursor = encodeCursor('members', 'br_main', 'mem_5'); // 5 bytes: 7 characters, 2 spare bits
+    const [encoded, digest] = cursor.split('.') as [string, string];
+    expect(encoded).toHaveLength(7);
+    const spare = encoded.slice(0, -1) + String.fromCharCode(encoded.charCodeAt(6) + 1);
+    expect(Buffer.from(spare, 'base64url').toString()).toBe('mem_5'); // the same bytes to Node's decoder
+    for (const variant of [`${encoded}=`, `${encoded}!`, `${encoded.slice(0, 3)}*${encoded.slice(3)}`, spare]) {
+      expect([variant, codeOf(() => decodeCursor('members', 'br_main', `${variant}.${digest}`))]).toEqual([
+        variant,
+        '400 invalid_request',
+      ]);
+    }
+  });
+
   it('refuses a correctly signed cursor whose id no item could have', () => {
     // Signed by the same code, so only the id check can refuse it.
     expect(codeOf(() => decodeCursor('members', 'br_main', encodeCursor('members', 'br_main', 'a b')))).toBe(
