@@ -27,6 +27,7 @@ import {
   captureAllLogs,
   expectDocumented,
   fromInvoke,
+  report,
   secretHygiene,
   type AnyResponse,
 } from './support/suite';
@@ -598,13 +599,13 @@ it('answers a path outside the stage with the catch-all 404 and no record', asyn
 
 it('ran at least 500 generated cases', () => {
   const total = Object.values(casesRun).reduce((sum, n) => sum + n, 0);
-  console.log(`bad input: ${total} generated cases (seed ${SEED}): ${JSON.stringify(casesRun)}`);
+  report(`bad input: ${total} generated cases (seed ${SEED}): ${JSON.stringify(casesRun)}`);
   expect(total).toBeGreaterThanOrEqual(500);
 });
 
 it('left exactly one usage record per request made with a known key on a known route, and no other', async () => {
   const audit = await auditUsage(ledger, logs.capture.entries);
-  console.log(
+  report(
     `bad input usage: ${audit.requests} requests, ${audit.expected} records expected, ${audit.inTable} in the table, ` +
       `${audit.logged} logged, ${audit.lost.length} lost, ${audit.unexpected.length} unexpected`,
   );
@@ -614,11 +615,11 @@ it('left exactly one usage record per request made with a known key on a known r
 });
 
 it('stored and logged no plaintext key and no Authorization value', async () => {
-  const report = await secretHygiene(secrets, logs.capture.text);
-  console.log(
-    `bad input hygiene: searched ${report.bytesSearched} bytes for ${report.keys} keys and ` +
-      `${report.authorizations} Authorization values: ${report.findings.length} found`,
+  const hygiene = await secretHygiene(secrets, logs.capture.text);
+  report(
+    `bad input hygiene: searched ${hygiene.bytesSearched} bytes for ${hygiene.keys} keys and ` +
+      `${hygiene.authorizations} Authorization values: ${hygiene.findings.length} found`,
   );
-  expect(report.findings).toEqual([]);
-  expect(report.authorizations).toBeGreaterThan(100);
+  expect(hygiene.findings).toEqual([]);
+  expect(hygiene.authorizations).toBeGreaterThan(100);
 });

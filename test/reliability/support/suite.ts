@@ -7,6 +7,16 @@ import { captureLogs, fixtureClient, scanRaw, tableNames } from '../../support/h
 import { scanAll, type SeenRecord, type UsageAudit, type UsageLedger } from './ledger';
 import type { SecretFinding, SecretTracker } from './secrets';
 
+const realStderrWrite = process.stderr.write.bind(process.stderr);
+
+/**
+ * Prints a figure line straight to stderr, past the log capture (which swallows console output
+ * when jest runs one file in band), so every run shows its figures.
+ */
+export const report = (text: string): void => {
+  realStderrWrite(`[reliability] ${text}\n`);
+};
+
 type LevelSettable = { setLogLevel(level: string): void };
 
 /** Captures stdout/stderr and turns every given container's logger to DEBUG until restore(). */
