@@ -4,6 +4,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { startGateway, type Gateway } from '../../lib/local/gateway';
+import { expectToMatchContract } from '../support/contract';
 import { mainBranch } from '../support/fixtures';
 import { createKey, createTables, seedBranches, usageRecordFor } from '../support/harness';
 
@@ -18,11 +19,21 @@ beforeAll(async () => {
 });
 afterAll(() => gateway.close());
 
-const get = (path: string, init: RequestInit = {}) =>
-  fetch(`${gateway.baseUrl}${path}`, {
+/** A request through the gateway; every response must match the OpenAPI document. */
+const get = async (path: string, init: RequestInit = {}) => {
+  const response = await fetch(`${gateway.baseUrl}${path}`, {
     ...init,
     headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string>) },
   });
+  expectToMatchContract({
+    method: init.method ?? 'GET',
+    path,
+    statusCode: response.status,
+    headers: Object.fromEntries(response.headers),
+    body: await response.clone().text(),
+  });
+  return response;
+};
 
 const expectError = async (response: Response, status: number, code: string) => {
   expect(response.status).toBe(status);

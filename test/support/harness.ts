@@ -20,6 +20,7 @@ import { UsageRepository, type UsageRecord } from '../../shared/repositories/usa
 import type { SeedBranch } from '../../shared/schemas';
 import { buildContext, buildEvent, type EventInput } from '../../lib/local/events';
 import { ensureTables } from '../../lib/local/dynamo';
+import { expectToMatchContract } from './contract';
 import { mainBranch, otherBranch } from './fixtures';
 
 /*
@@ -94,6 +95,14 @@ export const invoke = async (handler: Handler, input: EventInput & { key?: strin
     },
   });
   const response = await handler(event, buildContext() as ApiContext);
+  // Every response any test sees must match the OpenAPI document, status and headers included.
+  expectToMatchContract({
+    method: event.requestContext.http.method,
+    path: rest.path,
+    statusCode: response.statusCode,
+    headers: response.headers,
+    body: response.body,
+  });
   return { ...response, json: JSON.parse(response.body), requestId: event.requestContext.requestId };
 };
 
