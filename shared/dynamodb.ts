@@ -6,6 +6,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { DynamoDbSettings } from './config';
+import { DataStoreError, DataStoreUnavailableError } from './data-store-errors';
+
+export { DataStoreError, DataStoreUnavailableError };
 
 export const createDocumentClient = (settings: DynamoDbSettings, env = process.env): DynamoDBDocumentClient => {
   const client = new DynamoDBClient({
@@ -27,17 +30,6 @@ export const createDocumentClient = (settings: DynamoDbSettings, env = process.e
   });
   return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 };
-
-/** The database could not answer in time (unreachable, throttling, stalled): worth a retry. */
-export class DataStoreUnavailableError extends Error {
-  override name = 'DataStoreUnavailableError';
-  readonly retryAfterSeconds = 1;
-}
-
-/** Any other database failure (misconfiguration, validation): a bug or an ops problem. */
-export class DataStoreError extends Error {
-  override name = 'DataStoreError';
-}
 
 const UNAVAILABLE_ERROR_NAMES = new Set([
   'ProvisionedThroughputExceededException',

@@ -1,5 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { DataStoreUnavailableError } from '../dynamodb';
+import { DataStoreUnavailableError } from '../data-store-errors';
 import { ApiError, internalError, serviceUnavailable } from '../http/errors';
 import { errorResponse } from '../http/response';
 import type { ApiMiddleware, ApiRequest } from './types';

@@ -1,0 +1,16 @@
+/**
+ * Domain errors of the data layer, in a module of their own with no SDK import: the error
+ * mapping imports them, and the catch-all function (which reads no table) must not bundle the
+ * DynamoDB client through it.
+ */
+
+/** The database could not answer in time (unreachable, throttling, stalled): worth a retry. */
+export class DataStoreUnavailableError extends Error {
+  override name = 'DataStoreUnavailableError';
+  readonly retryAfterSeconds = 1;
+}
+
+/** Any other database failure (misconfiguration, validation): a bug or an ops problem. */
+export class DataStoreError extends Error {
+  override name = 'DataStoreError';
+}
