@@ -4,11 +4,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CLI, PROJECT_ROOT } from '../support/cli';
 
-const startServe = (env: Record<string, string>) => {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+const startServe = (env: Record<string, string>, args: string[] = []) => {
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, DYNAMODB_ENDPOINT: '', KEYS_TABLE: '', USAGE_TABLE: '', BRANCH_DATA_TABLE: '', ...env },
   });
@@ -76,5 +79,32 @@ it('reports a busy port in one line, without a stack trace', async () => {
     ).toEqual([`error: Port ${port} on 127.0.0.1 is already in use; set PORT to another port`]);
   } finally {
     blocker.close();
+  }
+});
+
+it('keeps its data across restarts with --data-dir', async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'branch-api-data-'));
+  const run = async () => {
+    const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0' }, ['--data-dir', dataDir]);
+    running = serve.child;
+    const stdout = await serve.ready;
+    return {
+      serve,
+      baseUrl: /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!,
+      key: /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)![1]!,
+    };
+  };
+  try {
+    const first = await run();
+    first.serve.child.kill('SIGINT');
+    await first.serve.exited;
+    const second = await run();
+    // The first run's key was stored in the data directory, so it still works.
+    const response = await fetch(`${second.baseUrl}/v1/branch`, { headers: { authorization: `Bearer ${first.key}` } });
+    expect(response.status).toBe(200);
+    second.serve.child.kill('SIGINT');
+    expect((await second.serve.exited)[0]).toBe(0);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
   }
 });
