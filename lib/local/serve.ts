@@ -35,7 +35,13 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     [
       '',
       `Branch API is running at ${gateway.baseUrl}`,
-      `  DynamoDB:  ${dynamoEndpoint}${options.dataDir ? ` (data in ${options.dataDir})` : ' (in memory)'}`,
+      `  DynamoDB:  ${dynamoEndpoint} (${
+        options.dynamodbEndpoint
+          ? 'external'
+          : options.dataDir
+            ? `embedded, data in ${options.dataDir}`
+            : 'embedded, in memory'
+      })`,
       `  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
       '',
       `Demo key for branch ${demoBranchId} (scope: read):`,

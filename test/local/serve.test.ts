@@ -108,3 +108,22 @@ it('keeps its data across restarts with --data-dir', async () => {
     await rm(dataDir, { recursive: true, force: true });
   }
 });
+
+it('uses an external DynamoDB when DYNAMODB_ENDPOINT is set', async () => {
+  const serve = startServe({
+    PORT: '0',
+    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+    KEYS_TABLE: `${process.env.KEYS_TABLE}-serve`,
+    USAGE_TABLE: `${process.env.USAGE_TABLE}-serve`,
+    BRANCH_DATA_TABLE: `${process.env.BRANCH_DATA_TABLE}-serve`,
+  });
+  running = serve.child;
+  const stdout = await serve.ready;
+  expect(stdout).toContain(`DynamoDB:  ${process.env.DYNAMODB_ENDPOINT} (external)`);
+  const baseUrl = /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!;
+  const key = /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)![1]!;
+  const response = await fetch(`${baseUrl}/v1/members`, { headers: { authorization: `Bearer ${key}` } });
+  expect(response.status).toBe(200);
+  serve.child.kill('SIGINT');
+  expect((await serve.exited)[0]).toBe(0);
+});
