@@ -9,6 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { startEmbeddedDynamo } from '../lib/local/dynamo';
+import type { SeenRecord } from '../test/reliability/support/ledger';
 
 const { values } = parseArgs({
   options: {
@@ -46,15 +47,51 @@ Object.assign(process.env, {
   KEYS_TABLE: `${run}-keys`,
   USAGE_TABLE: `${run}-usage`,
   BRANCH_DATA_TABLE: `${run}-branch-data`,
-  // Errors only (a usage record that could not be stored would show here); no per-request lines.
-  POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR',
+  // INFO: the "Call without a known key" lines are needed to account for every 503 (read below).
+  POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'INFO',
 });
 const { formatReport, loadProblems, runLoad } = await import('../test/reliability/support/load');
+
+// The service's JSON log lines are read, not printed with the figures: a usage record it could not
+// store is logged whole (it counts as kept), a call it could not tie to a key is logged as such;
+// warnings and errors go on to stderr.
+const loggedRecords: SeenRecord[] = [];
+const unattributed = new Set<string>();
+let logText = '';
+const writeStdout = process.stdout.write.bind(process.stdout);
+process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+  const text = String(chunk);
+  if (!text.startsWith('{')) return writeStdout(chunk, ...rest);
+  logText += text;
+  for (const line of text.split('\n').filter(Boolean)) {
+    try {
+      const entry = JSON.parse(line) as {
+        level?: string;
+        message?: string;
+        request_id?: string;
+        usage_record?: SeenRecord;
+      };
+      if (entry.message === 'Usage record not stored' && entry.usage_record) loggedRecords.push(entry.usage_record);
+      if (entry.message === 'Call without a known key' && entry.request_id) unattributed.add(entry.request_id);
+      if (entry.level === 'ERROR' || entry.level === 'WARN') process.stderr.write(`${line}\n`);
+    } catch {
+      // not a log entry
+    }
+  }
+  return true;
+}) as typeof process.stdout.write;
 
 if (!values.json) console.error(`Load: ${requests} requests at concurrency ${connections} on ${dynamo.endpoint} ...`);
 let exitCode: number;
 try {
-  const report = await runLoad({ requests, connections, maxSeconds });
+  const report = await runLoad({
+    requests,
+    connections,
+    maxSeconds,
+    loggedRecords: () => loggedRecords,
+    unattributed: () => unattributed,
+    logText: () => logText,
+  });
   const problems = loadProblems(report);
   if (values.json) {
     const { records, ...rest } = report;
@@ -63,6 +100,7 @@ try {
       records: {
         expected: records.expected,
         inTable: records.inTable,
+        onlyLogged: records.logged,
         lost: records.lost.length,
         unexpected: records.unexpected.length,
         duplicates: records.duplicates.length,

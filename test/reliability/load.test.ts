@@ -7,7 +7,7 @@
 import { logger } from '../../shared/observability';
 import { loadProblems, formatReport, runLoad, type LoadReport } from './support/load';
 import { SecretTracker } from './support/secrets';
-import { captureAllLogs, report, secretHygiene } from './support/suite';
+import { captureAllLogs, loggedUsageRecords, report, secretHygiene, unattributedRequests } from './support/suite';
 
 const REQUESTS = Number(process.env.RELIABILITY_LOAD_REQUESTS ?? 600);
 const CONNECTIONS = 8;
@@ -18,7 +18,14 @@ let result: LoadReport;
 
 beforeAll(async () => {
   logs = captureAllLogs([logger]);
-  result = await runLoad({ requests: REQUESTS, connections: CONNECTIONS, maxSeconds: 40, secrets });
+  result = await runLoad({
+    requests: REQUESTS,
+    connections: CONNECTIONS,
+    maxSeconds: 40,
+    secrets,
+    loggedRecords: () => loggedUsageRecords(logs.capture.entries),
+    unattributed: () => unattributedRequests(logs.capture.entries),
+  });
   report(`load (CI size):\n${formatReport(result)}`);
 }, 60_000);
 

@@ -20,7 +20,7 @@ import { ensureTables } from '../../../lib/local/dynamo';
 import { startGateway } from '../../../lib/local/gateway';
 import { reliabilityBranches } from './fixtures';
 import { scanAll, UsageLedger, type SeenRecord, type UsageAudit } from './ledger';
-import type { SecretTracker } from './secrets';
+import { SecretTracker } from './secrets';
 import type { Scope, SeedBranch } from '../../../shared/schemas';
 
 export interface LoadOptions {
@@ -32,6 +32,15 @@ export interface LoadOptions {
   maxSeconds?: number;
   /** Receives every key value and Authorization value used, for a hygiene check. */
   secrets?: SecretTracker;
+  /**
+   * The usage records the service logged whole at error level because it could not store them
+   * (read after the run): they count as kept, not lost, and are reported apart.
+   */
+  loggedRecords?: () => SeenRecord[];
+  /** Requests the service logged as made without a known key (a 503 before the key was read). */
+  unattributed?: () => Set<string>;
+  /** The log text of the run, searched for secrets with the tables. */
+  logText?: () => string;
 }
 
 interface RequestKind {
@@ -74,6 +83,8 @@ export interface LoadReport {
   kinds: KindFigures[];
   records: UsageAudit;
   perKey: { key: string; keyId: string; expected: number; found: number }[];
+  /** Plaintext keys or Authorization values found in the tables (and the log text, if given) after the run. */
+  secretsInTables: number;
 }
 
 const flipChar = (value: string, at: number) =>
@@ -180,7 +191,8 @@ export const runLoad = async (options: LoadOptions = {}): Promise<LoadReport> =>
   const requested = options.requests ?? 10_000;
   const connections = options.connections ?? 32;
   const maxSeconds = options.maxSeconds ?? 300;
-  const { client, tables, kinds, keyIds } = await prepare(options.secrets);
+  const secrets = options.secrets ?? new SecretTracker();
+  const { client, tables, kinds, keyIds } = await prepare(secrets);
   const gateway = await startGateway({ port: 0 });
   const ledger = new UsageLedger();
   const stage = new URL(gateway.baseUrl).pathname;
@@ -218,7 +230,11 @@ export const runLoad = async (options: LoadOptions = {}): Promise<LoadReport> =>
         missingRequestIds += 1;
         return;
       }
-      ledger.expect(requestId, kind.keyLabel ? { keyId: keyIds.get(kind.keyLabel)!, status } : null);
+      // A 503 may have come before the key was read: then no record can exist (the log says so).
+      const expectation = kind.keyLabel
+        ? { keyId: keyIds.get(kind.keyLabel)!, status, mayBeUnattributed: status === 503 }
+        : null;
+      ledger.expect(requestId, expectation);
     },
   }));
 
@@ -238,7 +254,12 @@ export const runLoad = async (options: LoadOptions = {}): Promise<LoadReport> =>
     });
     const durationMs = performance.now() - started;
     const table = (await scanAll(client, tables.usage)) as SeenRecord[];
-    const records = ledger.audit(table);
+    const records = ledger.audit(table, options.loggedRecords?.() ?? [], options.unattributed?.());
+    // Hygiene of what the run stored: the three tables, raw, searched for every key and header value.
+    const dumps = await Promise.all(
+      [tables.keys, tables.usage, tables.branchData].map((name) => scanAll(client, name)),
+    );
+    const secretsInTables = secrets.findIn(`${JSON.stringify(dumps)}\n${options.logText?.() ?? ''}`).length;
     const perKey = [...keyIds].map(([key, keyId]) => ({
       key,
       keyId,
@@ -268,6 +289,7 @@ export const runLoad = async (options: LoadOptions = {}): Promise<LoadReport> =>
       stoppedEarly,
       kinds: figures,
       records,
+      secretsInTables,
       perKey,
     };
   } finally {
@@ -291,8 +313,14 @@ export const loadProblems = (report: LoadReport): string[] => {
   if (records.unexpected.length) problems.push(`${records.unexpected.length} usage records that should not exist`);
   if (records.duplicates.length) problems.push(`${records.duplicates.length} requests with more than one record`);
   if (records.mismatched.length) problems.push(`${records.mismatched.length} records with the wrong key or status`);
-  if (records.inTable !== records.expected)
-    problems.push(`${records.inTable} records for ${records.expected} expected`);
+  if (records.inTable !== records.expected) {
+    problems.push(
+      `${records.inTable} records in the table for ${records.expected} expected` +
+        (records.logged ? ` (${records.logged} only in the error log, to be replayed)` : ''),
+    );
+  }
+  if (report.secretsInTables > 0)
+    problems.push(`${report.secretsInTables} plaintext secrets found in the tables or logs`);
   for (const key of report.perKey) {
     if (key.found !== key.expected) problems.push(`key ${key.key}: ${key.found} records for ${key.expected} requests`);
   }
@@ -318,11 +346,14 @@ export const formatReport = (report: LoadReport): string => {
     ['statuses', statusList],
     ['unexpected statuses', String(report.unexpectedStatuses)],
     ['connection errors / timeouts', `${report.errors} / ${report.timeouts}`],
-    ['usage records expected / found', `${records.expected} / ${records.inTable}`],
+    ['usage records expected / in the table', `${records.expected} / ${records.inTable}`],
+    ['usage records only in the error log (kept, to be replayed)', String(records.logged)],
+    ['known-key calls answered 503 before the key was read (no record possible)', String(records.unattributed)],
     [
       'records lost / unexpected / duplicated / mismatched',
       [records.lost, records.unexpected, records.duplicates, records.mismatched].map((list) => list.length).join(' / '),
     ],
+    ['plaintext keys / Authorization values in tables and logs', String(report.secretsInTables)],
     ...report.perKey.map((key): [string, string] => [
       `records of key "${key.key}" (expected / found)`,
       `${key.expected} / ${key.found}`,
