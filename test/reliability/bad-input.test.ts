@@ -15,6 +15,7 @@ import { handler as getProvider } from '../../functions/get-payment-provider';
 import { handler as listMembers } from '../../functions/list-members';
 import { handler as listProviders } from '../../functions/list-payment-providers';
 import { startGateway, type Gateway } from '../../lib/local/gateway';
+import { generateApiKey } from '../../shared/api-key';
 import { logger } from '../../shared/observability';
 import { createKey, createTables, fixtureKeys, invoke, seedBranches } from '../support/harness';
 import { activeProviderIds, reliabilityBranches } from './support/fixtures';
@@ -55,6 +56,8 @@ const secrets = new SecretTracker();
 const ledger = new UsageLedger();
 const keys = {} as Record<KeyKind, { key: string; keyId: string }>;
 const casesRun: Record<string, number> = {};
+/** Well-formed (right prefix, length and checksum) but never stored. */
+let unknownKey: string;
 let gateway: Gateway;
 let logs: ReturnType<typeof captureAllLogs>;
 let cursors: { members: string; providers: string; otherMembers: string; otherProviders: string };
@@ -78,6 +81,7 @@ beforeAll(async () => {
   await make('noScope', { scopes: ['write', 'team:read'] });
   const { key: otherKey, record: otherRecord } = await createKey({ branchId: otherBranch.id });
   secrets.key(otherKey);
+  unknownKey = secrets.key(generateApiKey());
   gateway = await startGateway({ port: 0 });
 
   // Real cursors, to tamper with: this branch's and the other branch's, for both lists.
@@ -163,6 +167,11 @@ const authCases: fc.Arbitrary<AuthCase> = fc.oneof(
     label: 'empty token',
     header: `${before}${scheme}${after}`,
     expect: missing,
+  })),
+  fc.tuple(ows(0, 3), anyCaseBearer, ows(1, 4), ows(0, 3)).map(([before, scheme, gap, after]) => ({
+    label: 'unknown well-formed key',
+    header: `${before}${scheme}${gap}${unknownKey}${after}`,
+    expect: invalid,
   })),
   fc.tuple(ows(0, 3), anyCaseBearer, ows(1, 4), keyKind, ows(0, 3)).map(([before, scheme, gap, kind, after]) => ({
     label: 'odd spacing and case',
