@@ -1,0 +1,116 @@
+/**
+ * DynamoDB calls per request, by outcome: the real handlers on an embedded DynamoDB, each SDK
+ * command counted by a step added to the handlers' own client's middleware stack (as
+ * test/support/harness.ts countCommands does; SDK retries happen below it, so a command counts
+ * once). Prints one JSON line. Started by bench/run.ts with no DYNAMODB_ENDPOINT: it starts its own.
+ */
+import { startEmbeddedDynamo, ensureTables } from '../../lib/local/dynamo';
+import { buildContext, buildEvent } from '../../lib/local/events';
+import { generateApiKey } from '../../shared/api-key';
+import type { ApiEvent, ApiResponse } from '../../shared/http/response';
+import type { ApiContext } from '../../shared/middlewares';
+import { demoBranch, ENDPOINTS } from '../lib/fixtures';
+
+const dynamo = await startEmbeddedDynamo({ port: 0 });
+Object.assign(process.env, {
+  DYNAMODB_ENDPOINT: dynamo.endpoint,
+  AWS_REGION: 'local',
+  KEYS_TABLE: 'calls-keys',
+  USAGE_TABLE: 'calls-usage',
+  BRANCH_DATA_TABLE: 'calls-branch-data',
+  POWERTOOLS_LOG_LEVEL: 'SILENT',
+});
+
+// Loaded after the environment is set: the runtime reads it once, at module load.
+type Fn = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
+const runtime = await import('../../shared/runtime');
+const handlers: Record<string, Fn> = {
+  GetBranch: (await import('../../functions/get-branch')).handler,
+  ListMembers: (await import('../../functions/list-members')).handler,
+  ListPaymentProviders: (await import('../../functions/list-payment-providers')).handler,
+  GetPaymentProvider: (await import('../../functions/get-payment-provider')).handler,
+};
+
+await ensureTables(runtime.documentClient, runtime.config.tables);
+await runtime.branchData.putBranch(demoBranch);
+const create = (input: { scopes?: ['read'] | ['team:read']; expiresAt?: Date }) =>
+  runtime.keys.create({ branchId: demoBranch.id, scopes: input.scopes ?? ['read'], ...input });
+const valid = await create({});
+const revoked = await create({});
+await runtime.keys.revoke(revoked.record.key_id);
+const expired = await create({ expiresAt: new Date(Date.now() - 60_000) });
+const noRead = await create({ scopes: ['team:read'] });
+const malformed = `${valid.key.slice(0, -1)}${valid.key.endsWith('A') ? 'B' : 'A'}`;
+
+let commands: string[] = [];
+runtime.documentClient.middlewareStack.add(
+  (next, context) => (args) => {
+    commands.push(context.commandName ?? 'unknown');
+    return next(args);
+  },
+  { step: 'initialize', name: 'benchCountCommands' },
+);
+
+const invoke = async (endpoint: string, authorization: string | undefined, query?: Record<string, string>) => {
+  const route = ENDPOINTS.find((one) => one.name === endpoint)!;
+  commands = [];
+  const response = await handlers[endpoint]!(
+    buildEvent({
+      path: route.path,
+      routeKey: route.routeKey,
+      headers: { host: 'bench', ...(authorization ? { authorization } : {}) },
+      ...(route.pathParameters ? { pathParameters: route.pathParameters } : {}),
+      ...(query ? { query } : {}),
+    }),
+    buildContext() as ApiContext,
+  );
+  return { status: response.statusCode, calls: commands.length, commands: [...commands] };
+};
+
+const bearer = (key: string) => `Bearer ${key}`;
+/** expected: DESIGN's order of checks (header → format → lookup → revoked → expired → scope → handler), usage record for known keys. */
+const cases: {
+  outcome: string;
+  endpoint: string;
+  auth?: string;
+  query?: Record<string, string>;
+  expected: number;
+  target: boolean;
+}[] = [
+  ...ENDPOINTS.map((one) => ({
+    outcome: `success (${one.name})`,
+    endpoint: one.name,
+    auth: bearer(valid.key),
+    expected: 3,
+    target: true,
+  })),
+  {
+    outcome: 'malformed key (bad checksum)',
+    endpoint: 'GetBranch',
+    auth: bearer(malformed),
+    expected: 0,
+    target: true,
+  },
+  { outcome: 'unknown key', endpoint: 'GetBranch', auth: bearer(generateApiKey()), expected: 1, target: true },
+  { outcome: 'no Authorization header', endpoint: 'GetBranch', expected: 0, target: false },
+  { outcome: 'revoked key', endpoint: 'GetBranch', auth: bearer(revoked.key), expected: 2, target: false },
+  { outcome: 'expired key', endpoint: 'GetBranch', auth: bearer(expired.key), expected: 2, target: false },
+  { outcome: 'key without read scope', endpoint: 'GetBranch', auth: bearer(noRead.key), expected: 2, target: false },
+  {
+    outcome: 'bad cursor (400)',
+    endpoint: 'ListMembers',
+    auth: bearer(valid.key),
+    query: { cursor: 'x.y' },
+    expected: 2,
+    target: false,
+  },
+];
+
+const results = [];
+for (const one of cases) {
+  const { status, calls, commands: sent } = await invoke(one.endpoint, one.auth, one.query);
+  results.push({ outcome: one.outcome, status, calls, expected: one.expected, target: one.target, commands: sent });
+}
+await dynamo.close();
+process.stdout.write(`${JSON.stringify(results)}\n`);
+process.exit(0);

@@ -1,0 +1,25 @@
+/**
+ * The embedded DynamoDB of the end-to-end parts, in a process of its own (it is the busiest
+ * process of the run): dynalite in memory, the tables, the demo seed, and one `read` key.
+ */
+import { createOperatorContext } from '../../lib/operator/context';
+import { createKey, seed } from '../../lib/operator/operations';
+import { ensureTables, startEmbeddedDynamo } from '../../lib/local/dynamo';
+import { hashApiKey } from '../../shared/api-key';
+import { serveParent } from '../lib/child';
+import { demoBranch, seedFile } from '../lib/fixtures';
+
+const dynamo = await startEmbeddedDynamo({ port: 0 });
+const operator = createOperatorContext({ ...process.env, DYNAMODB_ENDPOINT: dynamo.endpoint, AWS_REGION: 'local' });
+await ensureTables(operator.client, operator.tables);
+await seed(operator, seedFile);
+const { key, record } = await createKey(operator, { branchId: demoBranch.id, scopes: 'read', name: 'bench key' });
+operator.close();
+
+serveParent({
+  endpoint: dynamo.endpoint,
+  key,
+  keyHash: hashApiKey(key),
+  keyId: record.key_id,
+  tables: operator.tables,
+});

@@ -1,0 +1,68 @@
+/**
+ * The baseline request of the benchmark: the same SDK calls a request of the service makes, with
+ * the same inputs, and nothing else: the key GetItem (by a hash given, so no hashing and no format
+ * check), the data read for the path, the usage PutItem with the same attributes, and a JSON body.
+ * No Middy, no middleware, no validation, no error mapping, no deadline. Shared by the in-process
+ * overhead part and the bare HTTP harness, so both compare against the very same calls.
+ */
+import { GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../../shared/config';
+import { ACTIVE_PROVIDERS_INDEX } from '../../shared/tables';
+
+const PROVIDER_PATH = '/v1/payment-providers/';
+/** As the handlers ask: one item more than the default page of 50. */
+const QUERY_LIMIT = 51;
+
+export const createBareRequest = (client: DynamoDBDocumentClient, tables: TableNames) => {
+  const read = async (path: string, branchId: string): Promise<unknown> => {
+    if (path === '/v1/members' || path === '/v1/payment-providers') {
+      const members = path === '/v1/members';
+      const query = new QueryCommand({
+        TableName: tables.branchData,
+        ...(members
+          ? {
+              KeyConditionExpression: 'branch_id = :branch AND begins_with(sk, :prefix)',
+              ExpressionAttributeValues: { ':branch': branchId, ':prefix': 'MEMBER#' },
+            }
+          : {
+              IndexName: ACTIVE_PROVIDERS_INDEX,
+              KeyConditionExpression: 'branch_id = :branch',
+              ExpressionAttributeValues: { ':branch': branchId },
+            }),
+        Limit: QUERY_LIMIT,
+      });
+      return (await client.send(query)).Items;
+    }
+    const sk = path.startsWith(PROVIDER_PATH) ? `PROVIDER#${path.slice(PROVIDER_PATH.length)}` : 'BRANCH';
+    return (await client.send(new GetCommand({ TableName: tables.branchData, Key: { branch_id: branchId, sk } }))).Item;
+  };
+
+  /** `path` is relative to {base_url}, e.g. `/v1/members`; `rawPath` is recorded as the usage path. */
+  return async (path: string, rawPath: string, keyHash: string, requestId: string): Promise<string> => {
+    const { Item: key } = await client.send(
+      new GetCommand({ TableName: tables.keys, Key: { key_hash: keyHash }, ConsistentRead: true }),
+    );
+    const branchId = key?.branch_id as string;
+    const data = await read(path, branchId);
+    const timestamp = new Date().toISOString();
+    await client.send(
+      new PutCommand({
+        TableName: tables.usage,
+        Item: {
+          key_id: key?.key_id as string,
+          branch_id: branchId,
+          method: 'GET',
+          path: rawPath,
+          route: path,
+          status: 200,
+          response_time_ms: 1,
+          timestamp,
+          request_id: requestId,
+          sk: `${timestamp}#${requestId}`,
+          expires_at_epoch: Math.floor(Date.now() / 1000) + 90 * 86_400,
+        },
+      }),
+    );
+    return JSON.stringify(data);
+  };
+};

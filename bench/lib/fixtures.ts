@@ -1,0 +1,68 @@
+/**
+ * What every part of the benchmark serves and asks for: the demo branch of seed/demo.json, one
+ * `read` key for it, and the four endpoint requests (paths relative to {base_url}).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generateApiKey, hashApiKey } from '../../shared/api-key';
+import type { SeedBranch, SeedFile } from '../../shared/schemas';
+
+export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
+
+export const seedFile = join(PROJECT_ROOT, 'seed', 'demo.json');
+export const demoBranch: SeedBranch = (JSON.parse(readFileSync(seedFile, 'utf8')) as SeedFile).branches[0]!;
+/** An active provider of the demo branch (GET /v1/payment-providers/{id}). */
+export const providerId = demoBranch.payment_providers.find((provider) => provider.active)!.id;
+
+export type EndpointName = 'GetBranch' | 'ListMembers' | 'ListPaymentProviders' | 'GetPaymentProvider';
+
+export interface Endpoint {
+  name: EndpointName;
+  /** Relative to {base_url}. */
+  path: string;
+  routeKey: string;
+  pathParameters?: Record<string, string>;
+}
+
+export const ENDPOINTS: readonly Endpoint[] = [
+  { name: 'GetBranch', path: '/v1/branch', routeKey: 'GET /v1/branch' },
+  { name: 'ListMembers', path: '/v1/members', routeKey: 'GET /v1/members' },
+  { name: 'ListPaymentProviders', path: '/v1/payment-providers', routeKey: 'GET /v1/payment-providers' },
+  {
+    name: 'GetPaymentProvider',
+    path: `/v1/payment-providers/${providerId}`,
+    routeKey: 'GET /v1/payment-providers/{id}',
+    pathParameters: { id: providerId },
+  },
+];
+
+/** A key value and its stored record, for the canned responder (the e2e parts create a real one). */
+export const benchKey = (() => {
+  const value = generateApiKey();
+  return {
+    value,
+    hash: hashApiKey(value),
+    item: {
+      key_hash: hashApiKey(value),
+      key_id: 'key_bench0000000000000000',
+      branch_id: demoBranch.id,
+      name: 'bench key',
+      scopes: ['read'],
+      start: value.slice(0, 8),
+      created_at: '2025-01-01T00:00:00.000Z',
+    },
+  };
+})();
+
+/** The branch-data items as BranchDataRepository.putBranch stores them. */
+export const branchItems = (() => {
+  const { members, payment_providers: providers, ...details } = demoBranch;
+  const base = { branch_id: demoBranch.id };
+  return {
+    branch: { ...base, sk: 'BRANCH', ...details },
+    members: members.map((member) => ({ ...base, sk: `MEMBER#${member.id}`, ...member })),
+    activeProviders: providers
+      .filter((provider) => provider.active)
+      .map((provider) => ({ ...base, sk: `PROVIDER#${provider.id}`, ...provider, active_provider_id: provider.id })),
+  };
+})();

@@ -1,0 +1,110 @@
+/**
+ * An in-process DynamoDB transport: an SDK request handler that answers every call at once with
+ * canned DynamoDB JSON. Only the network hop is replaced; everything the SDK does per call still
+ * runs (serialize, endpoint, sign, retry bookkeeping, deserialize, unmarshall). With the
+ * database's latency gone, what remains is CPU: this isolates the request path's own cost, and
+ * a bare function given the same responder isolates the SDK's share of it.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { benchKey, branchItems } from './fixtures';
+
+type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+/** Plain JSON → DynamoDB attribute values (enough for the fixtures: strings, numbers, booleans, lists, maps). */
+const toAttribute = (value: Json): Record<string, unknown> => {
+  if (typeof value === 'string') return { S: value };
+  if (typeof value === 'number') return { N: String(value) };
+  if (typeof value === 'boolean') return { BOOL: value };
+  if (value === null) return { NULL: true };
+  if (Array.isArray(value)) return { L: value.map(toAttribute) };
+  return { M: toItem(value) };
+};
+const toItem = (item: { [key: string]: Json }) =>
+  Object.fromEntries(Object.entries(item).map(([name, value]) => [name, toAttribute(value)]));
+
+const decoder = new TextDecoder();
+const encode = (body: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(body));
+const itemBody = (item: object | undefined) => encode(item ? { Item: toItem(item as { [key: string]: Json }) } : {});
+const queryBody = (items: object[]) =>
+  encode({
+    Items: items.map((item) => toItem(item as { [key: string]: Json })),
+    Count: items.length,
+    ScannedCount: items.length,
+  });
+
+interface HttpRequestLike {
+  headers: Record<string, string>;
+  body?: unknown;
+}
+
+export interface Responder {
+  handle(request: HttpRequestLike): Promise<{ response: unknown }>;
+  updateHttpClientConfig(): void;
+  httpHandlerConfigs(): Record<string, never>;
+  destroy(): void;
+  metadata: { handlerProtocol: string };
+  /** Calls answered, by operation. */
+  readonly calls: Record<string, number>;
+}
+
+/**
+ * A responder for the tables in `keysTable` and the branch-data table: the bench key is known
+ * (any other key hash gets no item), the demo branch's items are served, PutItem succeeds.
+ */
+export const createResponder = (keysTable: string): Responder => {
+  const keysMarker = `"TableName":"${keysTable}"`;
+  const bodies = {
+    key: itemBody(benchKey.item),
+    noItem: encode({}),
+    branch: itemBody(branchItems.branch),
+    members: queryBody(branchItems.members),
+    providers: queryBody(branchItems.activeProviders),
+    providerById: branchItems.activeProviders.map((item) => [`"${item.sk}"`, itemBody(item)] as const),
+    put: encode({}),
+  };
+  const calls: Record<string, number> = {};
+  const answer = (operation: string, body: string): Uint8Array => {
+    switch (operation) {
+      case 'GetItem':
+        if (body.includes(keysMarker)) return body.includes(benchKey.hash) ? bodies.key : bodies.noItem;
+        if (body.includes('"PROVIDER#')) {
+          return bodies.providerById.find(([sk]) => body.includes(sk))?.[1] ?? bodies.noItem;
+        }
+        return bodies.branch;
+      case 'Query':
+        return body.includes('"IndexName"') ? bodies.providers : bodies.members;
+      case 'PutItem':
+        return bodies.put;
+      default:
+        throw new Error(`The bench responder does not answer ${operation}`);
+    }
+  };
+  return {
+    calls,
+    metadata: { handlerProtocol: 'http/1.1' },
+    updateHttpClientConfig: () => undefined,
+    httpHandlerConfigs: () => ({}),
+    destroy: () => undefined,
+    handle: (request) => {
+      const target = request.headers['x-amz-target'] ?? '';
+      const operation = target.slice(target.indexOf('.') + 1);
+      calls[operation] = (calls[operation] ?? 0) + 1;
+      const raw = request.body;
+      const body = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? decoder.decode(raw) : String(raw ?? '');
+      // A fresh copy per response: the SDK re-prototypes the body it is given.
+      const payload = new Uint8Array(answer(operation, body));
+      return Promise.resolve({
+        response: {
+          statusCode: 200,
+          headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'bench' },
+          body: payload,
+        },
+      });
+    },
+  };
+};
+
+/** Replaces the client's transport (its request handler) with the responder; no socket is ever opened. */
+export const useResponder = (client: DynamoDBDocumentClient, responder: Responder): void => {
+  (client.config as { requestHandler: unknown }).requestHandler = responder;
+};

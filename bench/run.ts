@@ -1,0 +1,229 @@
+/**
+ * `npm run bench`: every performance figure of docs/performance.md in one run, each with its
+ * target. Writes bench/results.json and bench/results.md and prints the table. Timed figures
+ * depend on the machine and its load (recorded with the results); the deterministic budgets
+ * (bundle size, DynamoDB calls per request) are also asserted by `npm test`.
+ *
+ * Parts, in order: DynamoDB calls per request (bench/children/calls.ts), own overhead per
+ * request (bench/overhead.ts), cold-start proxy (bench/coldstart.ts), end to end through the
+ * local gateway on dynalite, with throughput and memory (bench/e2e.ts).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { format, resolveConfig } from 'prettier';
+import { LAMBDA_ENV, runColdStart } from './coldstart';
+import { runEndToEnd } from './e2e';
+import { PROJECT_ROOT } from './lib/fixtures';
+import { round } from './lib/stats';
+
+const OUT_DIR = join(PROJECT_ROOT, 'bench', 'out');
+const started = Date.now();
+const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
+const load = () => loadavg().map((value) => round(value, 2));
+
+/** Runs a TypeScript child to completion and parses the JSON line it prints. */
+const runJsonChild = (script: string, env: Record<string, string>, timeoutMs = 240_000): Promise<unknown> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, script)], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const line = stdout.trim().split('\n').at(-1) ?? '';
+      if (code !== 0) reject(new Error(`${script} exited with ${code}: ${stderr}`));
+      else resolve(JSON.parse(line));
+    });
+  });
+
+interface Row {
+  figure: string;
+  measured: string;
+  target: string;
+  met: boolean | null;
+}
+
+const rows: Row[] = [];
+const row = (figure: string, measured: string, target: string, met: boolean | null) =>
+  rows.push({ figure, measured, target, met });
+
+const TARGETS = {
+  overheadP50Us: 20,
+  e2eP50Ms: 3.5,
+  e2eP99Ms: 12,
+  throughputRatio: 0.8,
+  importMs: 60,
+  importRatio: 1.3,
+  /**
+   * "No growth trend" over the memory run (docs/performance.md): the live heap after a forced GC
+   * grows by less than 10 bytes a request, and RSS by less than 1 MB over the last 10,000 requests
+   * (a leak of 100 bytes a request would show in both).
+   */
+  rssSecondHalfGrowthMb: 1,
+  heapSlope: 10,
+};
+
+const loadBefore = load();
+log(`load average ${loadBefore.join(' / ')} on ${cpus().length} CPUs`);
+
+log('DynamoDB calls per request, by outcome');
+const calls = (await runJsonChild('bench/children/calls.ts', {})) as {
+  outcome: string;
+  status: number;
+  calls: number;
+  expected: number;
+  target: boolean;
+}[];
+for (const one of calls) {
+  row(
+    `DynamoDB calls: ${one.outcome} → ${one.status}`,
+    String(one.calls),
+    `= ${one.expected}`,
+    one.calls === one.expected,
+  );
+}
+
+log('own overhead per request (in-process, instant DynamoDB responder)');
+const overhead = (await runJsonChild('bench/overhead.ts', LAMBDA_ENV)) as {
+  iterations: number;
+  results: {
+    endpoint: string;
+    full: { p50: number; p99: number };
+    bare: { p50: number; p99: number };
+    overhead: { p50: number; p99: number };
+  }[];
+};
+for (const one of overhead.results) {
+  row(
+    `Own overhead ${one.endpoint}, µs p50 / p99 (full ${one.full.p50}, bare ${one.bare.p50})`,
+    `${one.overhead.p50} / ${one.overhead.p99}`,
+    `p50 ≤ ${TARGETS.overheadP50Us}`,
+    one.overhead.p50 <= TARGETS.overheadP50Us,
+  );
+}
+
+log('cold-start proxy: bundles and import times');
+const cold = await runColdStart(join(OUT_DIR, 'bundles'));
+for (const fn of cold.functions) {
+  row(
+    `Bundle ${fn.name}, KB (minified ESM, SDK inside)`,
+    String(fn.kb),
+    `≤ ${cold.budgetBytes / 1024}`,
+    fn.bytes <= cold.budgetBytes,
+  );
+}
+for (const fn of cold.functions) {
+  row(
+    `Import ${fn.name}, ms median of ${cold.runs} (× SDK+Middy ${cold.baseline.importMsMedian} ms)`,
+    `${fn.importMsMedian} (${fn.importRatio}×)`,
+    `≤ ${TARGETS.importMs} and ≤ ${TARGETS.importRatio}×`,
+    fn.importMsMedian <= TARGETS.importMs && fn.importRatio <= TARGETS.importRatio,
+  );
+}
+const deployed = cold.deployedNodeOptions;
+row(
+  `  as deployed (NODE_OPTIONS=${deployed.nodeOptions}): import ${deployed.function}, ms median of ${deployed.runs} (SDK+Middy ${deployed.baselineMsMedian} ms)`,
+  String(deployed.importMsMedian),
+  'for information',
+  null,
+);
+row(
+  'No I/O at module load (DYNAMODB_ENDPOINT on a closed port: imports, no socket, nothing pending)',
+  cold.functions.every((fn) => fn.noIoAtLoad)
+    ? 'none'
+    : cold.functions
+        .filter((fn) => !fn.noIoAtLoad)
+        .map((fn) => fn.name)
+        .join(', '),
+  'none',
+  cold.functions.every((fn) => fn.noIoAtLoad),
+);
+
+log('end to end through the local gateway on dynalite (sequential, throughput, memory)');
+const e2e = await runEndToEnd();
+for (const [name, one] of Object.entries(e2e.sequential.byEndpoint)) {
+  row(
+    `E2E sequential ${name}, ms p50 / p99 (bare ${one.bare.p50} / ${one.bare.p99})`,
+    `${one.gateway.p50} / ${one.gateway.p99}`,
+    `≤ ${TARGETS.e2eP50Ms} / ≤ ${TARGETS.e2eP99Ms}`,
+    one.gateway.p50 <= TARGETS.e2eP50Ms && one.gateway.p99 <= TARGETS.e2eP99Ms,
+  );
+}
+row(
+  `Throughput at c=${e2e.throughput.connections}, gateway ÷ bare (${e2e.throughput.gatewayRps} ÷ ${e2e.throughput.bareRps} req/s)`,
+  String(e2e.throughput.ratio),
+  `≥ ${TARGETS.throughputRatio}`,
+  e2e.throughput.ratio >= TARGETS.throughputRatio,
+);
+const memory = e2e.memory;
+row(
+  `Gateway RSS over ${memory.requests} requests (half refused before the database), MB before → after 1st batch → after (at start ${memory.rssAtStartMb})`,
+  `${memory.rssBeforeMb} → ${memory.rssAfterFirstBatchMb} → ${memory.rssAfterMb}`,
+  'no growth trend',
+  null,
+);
+row(
+  `  RSS growth over the 2nd half, MB (least-squares slope after the 1st batch: ${memory.rssSlopeBytesPerRequest} bytes/request)`,
+  String(memory.rssSecondHalfGrowthMb),
+  `< ${TARGETS.rssSecondHalfGrowthMb}`,
+  memory.rssSecondHalfGrowthMb < TARGETS.rssSecondHalfGrowthMb,
+);
+row(
+  `  Heap after forced GC, slope after the 1st batch, bytes/request (${memory.heapBeforeMb} → ${memory.heapAfterMb} MB)`,
+  String(memory.heapSlopeBytesPerRequest),
+  `< ${TARGETS.heapSlope}`,
+  memory.heapSlopeBytesPerRequest < TARGETS.heapSlope,
+);
+
+const loadAfter = load();
+const commit = (() => {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+})();
+const scored = rows.filter((one) => one.met !== null);
+const environment = {
+  date: new Date().toISOString(),
+  commit,
+  node: process.version,
+  cpus: cpus().length,
+  cpuModel: cpus()[0]?.model ?? 'unknown',
+  loadAverageBefore: loadBefore,
+  loadAverageAfter: loadAfter,
+  durationSeconds: round((Date.now() - started) / 1000, 0),
+};
+const met = scored.filter((one) => one.met).length;
+
+const markdown = [
+  `Benchmark ${environment.date} · commit ${environment.commit} · Node ${environment.node} · ${environment.cpus} × ${environment.cpuModel}`,
+  `Load average (1/5/15 min) before ${loadBefore.join(' / ')}, after ${loadAfter.join(' / ')} · ${environment.durationSeconds} s · ${met} of ${scored.length} targets met`,
+  '',
+  '| Figure | Measured | Target | Met |',
+  '|---|---|---|---|',
+  ...rows.map(
+    (one) =>
+      `| ${one.figure} | ${one.measured} | ${one.target} | ${one.met === null ? '' : one.met ? 'yes' : '**no**'} |`,
+  ),
+  '',
+].join('\n');
+
+mkdirSync(OUT_DIR, { recursive: true });
+writeFileSync(
+  join(PROJECT_ROOT, 'bench', 'results.json'),
+  `${JSON.stringify({ environment, targets: TARGETS, rows, calls, overhead, coldStart: cold, endToEnd: e2e }, null, 2)}\n`,
+);
+// Formatted as `npm run lint` expects of every Markdown file.
+const markdownFile = join(PROJECT_ROOT, 'bench', 'results.md');
+const formatted = await format(markdown, { ...(await resolveConfig(markdownFile)), parser: 'markdown' });
+writeFileSync(markdownFile, formatted);
+process.stdout.write(`\n${formatted}\nWrote bench/results.json and bench/results.md\n`);
