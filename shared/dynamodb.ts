@@ -77,6 +77,9 @@ export const translateDynamoError = (error: unknown, operation: string): Error =
     : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, { cause: error });
 };
 
+/** The abort reason of a call past its deadline, as AbortSignal.timeout() gives. */
+const DEADLINE_MESSAGE = 'The operation was aborted due to timeout';
+
 /** Base of the repositories: every call gets the deadline and the error translation. */
 export abstract class DynamoRepository {
   constructor(
@@ -85,12 +88,24 @@ export abstract class DynamoRepository {
     private readonly deadlineMs = 2000,
   ) {}
 
-  /** Runs one SDK call under the deadline, translating its failure into a domain error. */
+  /**
+   * Runs one SDK call under the deadline, translating its failure into a domain error. The
+   * deadline is a timer cleared as soon as the call settles, not AbortSignal.timeout(): that one
+   * stays armed after the call, and when it fires builds a DOMException and dispatches an abort
+   * event for every call ever made (docs/performance.md). The abort reason is the same.
+   */
   protected async run<T>(operation: string, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const deadline = setTimeout(
+      () => controller.abort(new DOMException(DEADLINE_MESSAGE, 'TimeoutError')),
+      this.deadlineMs,
+    );
     try {
-      return await call(AbortSignal.timeout(this.deadlineMs));
+      return await call(controller.signal);
     } catch (error) {
       throw translateDynamoError(error, operation);
+    } finally {
+      clearTimeout(deadline);
     }
   }
 }
