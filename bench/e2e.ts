@@ -214,8 +214,12 @@ export const runEndToEnd = async () => {
           ),
           2,
         ),
-        /** RSS growth over the second half of the run: a leak keeps growing, a settling step does not. */
+        /** Growth over the second half of the run: a leak keeps growing, a process settling does not. */
         rssSecondHalfGrowthMb: mb(last.rss - samples[Math.floor(samples.length / 2)]!.rss),
+        heapSecondHalfGrowthMb: round(
+          (last.heapUsed - samples[Math.floor(samples.length / 2)]!.heapUsed) / 1024 / 1024,
+          2,
+        ),
         samples: samples.map((sample) => ({
           requests: sample.requests,
           rssMb: mb(sample.rss),

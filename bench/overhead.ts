@@ -8,6 +8,7 @@
  * Each iteration runs both, in alternating order, and keeps the difference of the pair, so
  * drift in machine load affects both sides of a pair alike.
  */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { handler as getBranch } from '../functions/get-branch';
 import { handler as getPaymentProvider } from '../functions/get-payment-provider';
@@ -17,9 +18,9 @@ import { buildContext, buildEvent } from '../lib/local/events';
 import { createDocumentClient } from '../shared/dynamodb';
 import type { ApiEvent, ApiResponse } from '../shared/http/response';
 import type { ApiContext } from '../shared/middlewares';
-import { config, documentClient } from '../shared/runtime';
+import { branchData, config, documentClient, keys, usage } from '../shared/runtime';
 import { createBareRequest } from './lib/bare';
-import { benchKey, ENDPOINTS, type EndpointName } from './lib/fixtures';
+import { benchKey, demoBranch, ENDPOINTS, providerId, type EndpointName } from './lib/fixtures';
 import { createResponder, useResponder } from './lib/responder';
 import { percentile, round } from './lib/stats';
 
@@ -61,55 +62,120 @@ const request = (endpoint: (typeof ENDPOINTS)[number]): [ApiEvent, ApiContext] =
   buildContext() as Context as ApiContext,
 ];
 
-const micros = (start: bigint, end: bigint): number => Number(end - start) / 1000;
+const micros = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1000;
+const stats = (values: number[]) => ({ p50: round(percentile(values, 50), 2), p99: round(percentile(values, 99), 2) });
 
-const measure = async (endpoint: (typeof ENDPOINTS)[number]) => {
-  const fn = full[endpoint.name];
-  const baseline = bare(endpoint);
-  const time = async (f: Fn): Promise<number> => {
-    const [event, context] = request(endpoint);
+/**
+ * Runs `a` and `b` once each per iteration, in alternating order, and keeps both times and their
+ * difference. Stops after `iterations` measured pairs or `maxSeconds`, whichever comes first.
+ */
+const paired = async (
+  a: () => Promise<void>,
+  b: () => Promise<void>,
+  { warmup = WARMUP, iterations = ITERATIONS, maxSeconds = MAX_SECONDS } = {},
+) => {
+  const time = async (f: () => Promise<void>) => {
     const start = process.hrtime.bigint();
-    const response = await f(event, context);
-    const elapsed = micros(start, process.hrtime.bigint());
-    if (response.statusCode !== 200)
-      throw new Error(`${endpoint.name} answered ${response.statusCode}: ${response.body}`);
-    return elapsed;
+    await f();
+    return micros(start);
   };
-  const fullTimes: number[] = [];
-  const bareTimes: number[] = [];
+  const aTimes: number[] = [];
+  const bTimes: number[] = [];
   const diffs: number[] = [];
   let deadline = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < WARMUP + ITERATIONS && performance.now() < deadline; i += 1) {
-    if (i === WARMUP) deadline = performance.now() + MAX_SECONDS * 1000;
-    let f: number;
-    let b: number;
-    if (i % 2 === 0) {
-      f = await time(fn);
-      b = await time(baseline);
-    } else {
-      b = await time(baseline);
-      f = await time(fn);
-    }
-    if (i < WARMUP) continue;
-    fullTimes.push(f);
-    bareTimes.push(b);
-    diffs.push(f - b);
+  for (let i = 0; i < warmup + iterations && performance.now() < deadline; i += 1) {
+    if (i === warmup) deadline = performance.now() + maxSeconds * 1000;
+    const first = i % 2 === 0 ? a : b;
+    const t1 = await time(first);
+    const t2 = await time(first === a ? b : a);
+    if (i < warmup) continue;
+    const [ta, tb] = first === a ? [t1, t2] : [t2, t1];
+    aTimes.push(ta);
+    bTimes.push(tb);
+    diffs.push(ta - tb);
   }
-  const stats = (values: number[]) => ({
-    p50: round(percentile(values, 50), 2),
-    p99: round(percentile(values, 99), 2),
-  });
-  return {
-    endpoint: endpoint.name,
-    pairs: diffs.length,
-    full: stats(fullTimes),
-    bare: stats(bareTimes),
-    overhead: stats(diffs),
+  return { pairs: diffs.length, a: stats(aTimes), b: stats(bTimes), diff: stats(diffs) };
+};
+
+/** Invokes `fn` with a fresh event and context (built outside the timed part) and checks for a 200. */
+const invoker = (fn: Fn, endpoint: (typeof ENDPOINTS)[number]) => {
+  let next = request(endpoint);
+  return async () => {
+    const [event, context] = next;
+    const response = await fn(event, context);
+    next = request(endpoint);
+    if (response.statusCode !== 200)
+      throw new Error(`${endpoint.name} answered ${response.statusCode}: ${response.body}`);
   };
 };
 
 const results = [];
-for (const endpoint of ENDPOINTS) results.push(await measure(endpoint));
+for (const endpoint of ENDPOINTS) {
+  const { pairs, a, b, diff } = await paired(invoker(full[endpoint.name], endpoint), invoker(bare(endpoint), endpoint));
+  results.push({ endpoint: endpoint.name, pairs, full: a, bare: b, overhead: diff });
+}
+
+/*
+ * Where the overhead goes (for docs/performance.md), two informational figures:
+ * 1. The SDK's extra cost for a call given an abort signal (the per-call deadline of
+ *    DynamoRepository.run: an AbortController and a timer) over the same call without one.
+ * 2. The stack's own code with the data layer stubbed out: each repository method returns what
+ *    it returned through the responder, at once; against a bare function awaiting the same values.
+ */
+const signalCall = (withSignal: boolean) => async () => {
+  const command = new GetCommand({ TableName: config.tables.branchData, Key: { branch_id: 'br_demo', sk: 'BRANCH' } });
+  if (!withSignal) {
+    await bareClient.send(command);
+    return;
+  }
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), config.dynamodb.deadlineMs);
+  try {
+    await bareClient.send(command, { abortSignal: controller.signal });
+  } finally {
+    clearTimeout(timer);
+  }
+};
+const signal = await paired(signalCall(true), signalCall(false), { warmup: 500, iterations: 3000, maxSeconds: 5 });
+
+const stubbed = [];
+const captured = {
+  key: await keys.getByHash(benchKey.hash),
+  GetBranch: await branchData.getBranch(demoBranch.id),
+  ListMembers: await branchData.listMembers(demoBranch.id, { limit: 50 }),
+  ListPaymentProviders: await branchData.listActiveProviders(demoBranch.id, { limit: 50 }),
+  GetPaymentProvider: await branchData.getActiveProvider(demoBranch.id, providerId),
+};
+const stub = (target: object, method: string, value: unknown) =>
+  Object.defineProperty(target, method, { value: () => Promise.resolve(value), configurable: true });
+stub(keys, 'getByHash', captured.key);
+stub(branchData, 'getBranch', captured.GetBranch);
+stub(branchData, 'listMembers', captured.ListMembers);
+stub(branchData, 'listActiveProviders', captured.ListPaymentProviders);
+stub(branchData, 'getActiveProvider', captured.GetPaymentProvider);
+stub(usage, 'put', undefined);
+for (const endpoint of ENDPOINTS) {
+  const data = captured[endpoint.name];
+  const stubbedBare: Fn = async () => {
+    await Promise.resolve(captured.key);
+    const body = JSON.stringify(await Promise.resolve(data));
+    await Promise.resolve();
+    return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body };
+  };
+  const one = await paired(invoker(full[endpoint.name], endpoint), invoker(stubbedBare, endpoint), {
+    warmup: 3000,
+    iterations: 20_000,
+    maxSeconds: 3,
+  });
+  stubbed.push({ endpoint: endpoint.name, pairs: one.pairs, overhead: one.diff });
+}
+
 process.stdout.write(
-  `${JSON.stringify({ iterations: ITERATIONS, warmup: WARMUP, results, calls: responder.calls })}\n`,
+  `${JSON.stringify({
+    iterations: ITERATIONS,
+    warmup: WARMUP,
+    results,
+    breakdown: { signalPerCall: { pairs: signal.pairs, extra: signal.diff }, ownCodeStubbed: stubbed },
+    calls: responder.calls,
+  })}\n`,
 );

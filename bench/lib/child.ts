@@ -8,6 +8,13 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from './fixtures';
 
+/**
+ * `BENCH_CPU_PROF=1 npm run bench -- --only …` writes a V8 CPU profile of every child process to
+ * bench/out/prof/ (open it in Chrome DevTools or speedscope): the evidence behind a figure.
+ */
+export const profileArgs = (): string[] =>
+  process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', join(PROJECT_ROOT, 'bench', 'out', 'prof')] : [];
+
 export interface Child<Ready> {
   process: ChildProcess;
   ready: Ready;
@@ -23,7 +30,7 @@ export const startChild = async <Ready>(
   const child = fork(join(PROJECT_ROOT, script), [], {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    execArgv: ['--import', 'tsx', ...execArgv],
+    execArgv: ['--import', 'tsx', ...profileArgs(), ...execArgv],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let output = '';
@@ -84,6 +91,8 @@ export const serveParent = (
       process.send?.({ ...(answer as object), id: message.id });
     })();
   });
+  // A normal exit, so that --cpu-prof (BENCH_CPU_PROF) writes its profile.
   process.on('disconnect', () => process.exit(0));
+  process.on('SIGTERM', () => process.exit(0));
   process.send?.({ ...ready, type: 'ready' });
 };
