@@ -3,7 +3,7 @@
  * handler, response) and their shared runtime, with the DynamoDB transport replaced by the
  * instant responder (bench/lib/responder.ts), against a bare function that makes the same SDK
  * calls through an identically configured client and the same responder. Runs as a child of
- * bench/run.ts with a Lambda-like environment (see LAMBDA_ENV there); prints one JSON line.
+ * bench/run.ts with a Lambda-like environment (LAMBDA_ENV in bench/coldstart.ts); prints one JSON line.
  *
  * Each iteration runs both, in alternating order, and keeps the difference of the pair, so
  * drift in machine load affects both sides of a pair alike.
