@@ -18,6 +18,6 @@ export default {
   moduleNameMapper: { '^@middy/(core|util)$': '<rootDir>/node_modules/@middy/$1/index.js' },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-  setupFiles: ['<rootDir>/test/support/env.ts'],
+  setupFiles: ['<rootDir>/test/support/env.ts', '<rootDir>/test/support/sandbox-errors.ts'],
   testTimeout: 30000,
 };

@@ -5,7 +5,6 @@
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { types } from 'node:util';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { readDynamoDbSettings, readTableNames } from '../../shared/config';
 import { createDocumentClient } from '../../shared/dynamodb';
@@ -22,23 +21,6 @@ import { buildContext, buildEvent, type EventInput } from '../../lib/local/event
 import { ensureTables } from '../../lib/local/dynamo';
 import { expectToMatchContract } from './contract';
 import { mainBranch, otherBranch } from './fixtures';
-
-/*
- * Jest runs each test file in a vm context whose `Error` is not the `Error` of Node's core, so an
- * error raised by Node itself (ECONNREFUSED, ECONNRESET) fails `instanceof Error` in the sandbox
- * (jestjs/jest#2549). The SDK's retry middleware then swaps it for a generic "AWS SDK error
- * wrapper" that has lost its `code`: a 503 case would look like a 500, which no Lambda ever sees.
- * Let the sandbox's `Error` (itself only, not its subclasses) recognise native errors of any realm.
- */
-const sandboxError = Error;
-Object.defineProperty(Error, Symbol.hasInstance, {
-  configurable: true,
-  value(this: unknown, value: unknown): boolean {
-    return (
-      Function.prototype[Symbol.hasInstance].call(this, value) || (this === sandboxError && types.isNativeError(value))
-    );
-  },
-});
 
 export const tableNames = readTableNames(process.env);
 const settings = readDynamoDbSettings(process.env);
