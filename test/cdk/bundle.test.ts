@@ -14,6 +14,7 @@ import { BUNDLE_BUDGET_BYTES, type ApiFunction } from '../../lib/infra/api-funct
 import { BranchApiStack } from '../../lib/infra/branch-api-stack';
 import { buildEvent, type EventInput } from '../../lib/local/events';
 import { getRoute, routeKey, routes } from '../../shared/routes';
+import { expectToMatchContract } from '../support/contract';
 import { mainBranch } from './../support/fixtures';
 import { createKey, createTables, seedBranches, tableNames, usageRecordFor } from '../support/harness';
 import { logicalId, newApp } from './support';
@@ -102,6 +103,18 @@ const invokeBundle = (fn: ApiFunction, input: EventInput, env: Record<string, st
         const headers = Object.fromEntries(
           Object.entries(response.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
         );
+        try {
+          // A bundle's responses must match the OpenAPI document like the source's do.
+          expectToMatchContract({
+            method: input.method ?? 'GET',
+            path: input.path,
+            statusCode: response.statusCode,
+            headers: headers as Record<string, string>,
+            body: response.body,
+          });
+        } catch (violation) {
+          return reject(violation as Error);
+        }
         resolve({ response: { ...response, headers }, json: JSON.parse(response.body), stdout: stdout + stderr });
       },
     );

@@ -3,6 +3,7 @@
  * any header value Node will put on the wire. fetch() would normalise `..` and reject methods.
  */
 import { Agent, request } from 'node:http';
+import { expectToMatchContract } from '../../support/contract';
 
 export interface RawResponse {
   status: number;
@@ -45,6 +46,22 @@ export const rawRequest = (baseUrl: string, { method = 'GET', path, headers = {}
           const flat = Object.fromEntries(
             Object.entries(res.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]),
           ) as Record<string, string>;
+          // Every response under the stage must match the OpenAPI document (HEAD has no body to check).
+          const stagePrefix = '/api/';
+          if (method !== 'HEAD' && path.startsWith(stagePrefix)) {
+            try {
+              expectToMatchContract({
+                method,
+                path: path.slice(stagePrefix.length - 1),
+                statusCode: res.statusCode ?? 0,
+                headers: flat,
+                body,
+              });
+            } catch (error) {
+              reject(error as Error);
+              return;
+            }
+          }
           resolve({
             status: res.statusCode ?? 0,
             headers: flat,
