@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, PROJECT_ROOT } from '../support/cli';
+import { expectToMatchContract } from '../support/contract';
 
 const startServe = (env: Record<string, string>, args: string[] = []) => {
   const child = spawn(process.execPath, [CLI, 'serve', ...args], {
@@ -28,6 +29,15 @@ const startServe = (env: Record<string, string>, args: string[] = []) => {
   return { child, ready, exited, output: () => ({ stdout, stderr }) };
 };
 
+/** GET through the running server; the response must match the OpenAPI document. */
+const get = async (baseUrl: string, path: string, key?: string) => {
+  const response = await fetch(`${baseUrl}${path}`, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+  const body = await response.text();
+  const headers = Object.fromEntries(response.headers);
+  expectToMatchContract({ method: 'GET', path, statusCode: response.status, headers, body });
+  return { status: response.status, json: JSON.parse(body) as any };
+};
+
 let running: ChildProcess | undefined;
 afterEach(() => {
   if (running && running.exitCode === null) running.kill('SIGKILL');
@@ -43,16 +53,12 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
   expect(key).toBeDefined();
   expect(stdout).toContain(`curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${baseUrl}/v1/branch`);
 
-  const ok = await fetch(`${baseUrl}/v1/branch`, { headers: { authorization: `Bearer ${key}` } });
+  const ok = await get(baseUrl!, '/v1/branch', key);
   expect(ok.status).toBe(200);
-  expect(await ok.json()).toMatchObject({ id: 'br_demo', object: 'branch' });
-  const providers = await fetch(`${baseUrl}/v1/payment-providers`, { headers: { authorization: `Bearer ${key}` } });
-  expect(((await providers.json()) as { data: { id: string }[] }).data.map((p: { id: string }) => p.id)).toEqual([
-    'pp_adyen',
-    'pp_mollie',
-    'pp_stripe',
-  ]);
-  const noKey = await fetch(`${baseUrl}/v1/branch`);
+  expect(ok.json).toMatchObject({ id: 'br_demo', object: 'branch' });
+  const providers = await get(baseUrl!, '/v1/payment-providers', key);
+  expect(providers.json.data.map((p: { id: string }) => p.id)).toEqual(['pp_adyen', 'pp_mollie', 'pp_stripe']);
+  const noKey = await get(baseUrl!, '/v1/branch');
   expect(noKey.status).toBe(401);
 
   serve.child.kill('SIGINT');
@@ -100,7 +106,7 @@ it('keeps its data across restarts with --data-dir', async () => {
     await first.serve.exited;
     const second = await run();
     // The first run's key was stored in the data directory, so it still works.
-    const response = await fetch(`${second.baseUrl}/v1/branch`, { headers: { authorization: `Bearer ${first.key}` } });
+    const response = await get(second.baseUrl, '/v1/branch', first.key);
     expect(response.status).toBe(200);
     second.serve.child.kill('SIGINT');
     expect((await second.serve.exited)[0]).toBe(0);
@@ -122,7 +128,7 @@ it('uses an external DynamoDB when DYNAMODB_ENDPOINT is set', async () => {
   expect(stdout).toContain(`DynamoDB:  ${process.env.DYNAMODB_ENDPOINT} (external)`);
   const baseUrl = /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!;
   const key = /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)![1]!;
-  const response = await fetch(`${baseUrl}/v1/members`, { headers: { authorization: `Bearer ${key}` } });
+  const response = await get(baseUrl, '/v1/members', key);
   expect(response.status).toBe(200);
   serve.child.kill('SIGINT');
   expect((await serve.exited)[0]).toBe(0);
