@@ -15,6 +15,7 @@ import {
   seed,
 } from '../lib/operator/operations';
 import { ensureTables } from '../lib/local/dynamo';
+import { DataStoreError, DataStoreUnavailableError } from '../shared/data-store-errors';
 import { serve } from '../lib/local/serve';
 import { formatTable } from '../lib/operator/format';
 
@@ -244,12 +245,11 @@ stack's outputs); by default the local stack's names.`,
 
 const describeFailure = (error: unknown): string => {
   if (error instanceof OperatorError) return error.message;
-  const name = (error as Error | undefined)?.name ?? 'Error';
-  if (name === 'DataStoreUnavailableError')
+  if (error instanceof DataStoreUnavailableError) {
     return 'DynamoDB is not reachable (is DYNAMODB_ENDPOINT right, is the local stack running?)';
-  if (name === 'DataStoreError')
-    return `DynamoDB refused the request: ${(error as Error).message} (do the tables exist?)`;
-  return (error as Error | undefined)?.message ?? String(error);
+  }
+  if (error instanceof DataStoreError) return `DynamoDB refused the request: ${error.message} (do the tables exist?)`;
+  return error instanceof Error ? error.message : String(error);
 };
 
 try {

@@ -8,8 +8,6 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { DynamoDbSettings } from './config';
 import { DataStoreError, DataStoreUnavailableError } from './data-store-errors';
 
-export { DataStoreError, DataStoreUnavailableError };
-
 export const createDocumentClient = (settings: DynamoDbSettings, env = process.env): DynamoDBDocumentClient => {
   const client = new DynamoDBClient({
     region: settings.region,

@@ -1,6 +1,5 @@
 /** `branch-api serve` / `npm start`: runs the local stack until Ctrl-C. */
 import { serveDocs } from './docs';
-import { PortInUseError } from './gateway';
 import { startLocalStack } from './stack';
 
 export interface ServeOptions {
@@ -25,7 +24,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
       staticFiles: serveDocs,
     });
   } catch (error) {
-    const message = error instanceof PortInUseError || error instanceof Error ? error.message : String(error);
+    const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`error: ${message}\n`);
     process.exitCode = 1;
     return;

@@ -10,8 +10,6 @@ import { ensureTables, startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo
 import { PortInUseError, PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
 
 export const DEMO_SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
-/** The demo key's branch: the first branch of the seed file. */
-const DEMO_BRANCH_ID = 'br_demo';
 
 export interface LocalStackOptions {
   /** @default 3000 (env PORT) */
@@ -71,7 +69,8 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
   try {
     await ensureTables(operator.client, operator.tables);
     const seeded = await seed(operator, options.seedFile ?? DEMO_SEED_FILE);
-    const demoBranchId = seeded.branch_ids[0] ?? DEMO_BRANCH_ID;
+    // The demo key's branch: the first of the seed file (which has at least one, or seed() refused it).
+    const demoBranchId = seeded.branch_ids[0]!;
     const { key, record } = await createKey(operator, {
       branchId: demoBranchId,
       scopes: 'read',

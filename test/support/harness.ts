@@ -29,15 +29,15 @@ export const fixtureClient = createDocumentClient(settings);
 export const fixtureKeys = new KeysRepository(fixtureClient, tableNames.keys);
 export const fixtureUsage = new UsageRepository(fixtureClient, tableNames.usage);
 export const fixtureBranchData = new BranchDataRepository(fixtureClient, tableNames.branchData);
+/** A plain client for table setup and raw scans (items as stored, not unmarshalled). */
+const rawClient = new DynamoDBClient({
+  endpoint: settings.endpoint,
+  region: settings.region,
+  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+});
 
 export const createTables = async (): Promise<void> => {
-  const client = new DynamoDBClient({
-    endpoint: settings.endpoint,
-    region: settings.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
-  await ensureTables(client, tableNames);
-  client.destroy();
+  await ensureTables(rawClient, tableNames);
 };
 
 export const seedBranches = async (branches: SeedBranch[] = [mainBranch, otherBranch]): Promise<void> => {
@@ -176,19 +176,13 @@ export const countCommands = (client: { middlewareStack: { add: Function } }) =>
 
 /** Every item of a table as DynamoDB stores it (raw attribute values, no unmarshalling). */
 export const scanRaw = async (tableName: string): Promise<Record<string, AttributeValue>[]> => {
-  const client = new DynamoDBClient({
-    endpoint: settings.endpoint,
-    region: settings.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
   const items: Record<string, AttributeValue>[] = [];
   let startKey: Record<string, AttributeValue> | undefined;
   do {
-    const page = await client.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }));
+    const page = await rawClient.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }));
     items.push(...(page.Items ?? []));
     startKey = page.LastEvaluatedKey;
   } while (startKey);
-  client.destroy();
   return items;
 };
 
