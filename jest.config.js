@@ -1,6 +1,6 @@
 /**
  * Jest compiles TypeScript (and ESM-only Middy) to CommonJS with SWC: no experimental flags,
- * and the same source runs under tsx and esbuild. See ../shared/TOOLCHAIN.md.
+ * and the same source runs under tsx and esbuild. See docs/toolchain.md.
  * @type {import('jest').Config}
  */
 export default {
@@ -14,8 +14,13 @@ export default {
     ],
   },
   // openapi-backend (contract tests) requires the ESM-only @apidevtools/json-schema-ref-parser.
-  transformIgnorePatterns: ['/node_modules/(?!(@middy|@apidevtools/json-schema-ref-parser)/)'],
-  moduleNameMapper: { '^@middy/(core|util)$': '<rootDir>/node_modules/@middy/$1/index.js' },
+  transformIgnorePatterns: ['/node_modules/(?!(@middy|@apidevtools/json-schema-ref-parser|@aws/lambda-invoke-store)/)'],
+  moduleNameMapper: {
+    '^@middy/(core|util|http-error-handler)$': '<rootDir>/node_modules/@middy/$1/index.js',
+    // Its CommonJS build loads node:async_hooks with a dynamic import(), which jest's vm refuses; SWC
+    // compiles the ESM build's import() to require().
+    '^@aws/lambda-invoke-store$': '<rootDir>/node_modules/@aws/lambda-invoke-store/dist-es/invoke-store.js',
+  },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   setupFiles: ['<rootDir>/test/support/env.ts', '<rootDir>/test/support/sandbox-errors.ts'],

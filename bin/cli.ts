@@ -14,7 +14,7 @@ import {
   revokeKey,
   seed,
 } from '../lib/operator/operations';
-import { ensureTables } from '../lib/local/dynamo';
+import { ensureTables } from '../lib/operator/tables';
 import { DataStoreError, DataStoreUnavailableError } from '../shared/data-store-errors';
 import { serve } from '../lib/local/serve';
 import { formatTable } from '../lib/operator/format';

@@ -1,5 +1,5 @@
 import { createApiHandler } from '../shared/handler';
-import { notFound } from '../shared/http/errors';
+import { notFound } from '../shared/errors';
 import { jsonResponse, type ApiEvent } from '../shared/http/response';
 import type { AuthenticatedContext } from '../shared/middlewares';
 import { branchData } from '../shared/runtime';

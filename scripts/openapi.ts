@@ -1,11 +1,11 @@
 /**
- * Writes docs/openapi.json from shared/openapi.ts (`npm run openapi`), formatted as prettier
+ * Writes docs/openapi.json from lib/openapi/document.ts (`npm run openapi`), formatted as prettier
  * would. With `--check`, writes nothing and exits 1 when the committed file is stale.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
-import { serializeOpenApiDocument } from '../shared/openapi';
+import { serializeOpenApiDocument } from '../lib/openapi/document';
 
 export const OPENAPI_FILE = join(import.meta.dirname, '..', 'docs', 'openapi.json');
 

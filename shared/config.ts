@@ -2,6 +2,10 @@
  * Configuration, read once from the environment. A missing or invalid variable fails at
  * start-up with the variable's name, never on a request.
  */
+import { tableDefinitions, type TableNames } from './tables';
+
+export { TABLE_ENV, type TableNames } from './tables';
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -24,12 +28,6 @@ export const positiveIntEnv = (env: Env, name: string, fallback: number): number
   return value;
 };
 
-export interface TableNames {
-  readonly keys: string;
-  readonly usage: string;
-  readonly branchData: string;
-}
-
 export interface DynamoDbSettings {
   /** Custom endpoint (dynalite, DynamoDB Local); unset means the regional AWS endpoint. */
   readonly endpoint?: string;
@@ -50,8 +48,6 @@ export interface Config {
   readonly usageRetentionDays: number;
 }
 
-export const TABLE_ENV = { keys: 'KEYS_TABLE', usage: 'USAGE_TABLE', branchData: 'BRANCH_DATA_TABLE' } as const;
-
 export const readDynamoDbSettings = (env: Env): DynamoDbSettings => {
   const endpoint = env.DYNAMODB_ENDPOINT?.trim() || undefined;
   return {
@@ -65,11 +61,10 @@ export const readDynamoDbSettings = (env: Env): DynamoDbSettings => {
   };
 };
 
-export const readTableNames = (env: Env): TableNames => ({
-  keys: requireEnv(env, TABLE_ENV.keys),
-  usage: requireEnv(env, TABLE_ENV.usage),
-  branchData: requireEnv(env, TABLE_ENV.branchData),
-});
+export const readTableNames = (env: Env): TableNames =>
+  Object.fromEntries(
+    tableDefinitions.map(({ name, envVar }) => [name, requireEnv(env, envVar)]),
+  ) as unknown as TableNames;
 
 export const loadConfig = (env: Env = process.env): Config => ({
   tables: readTableNames(env),

@@ -14,3 +14,11 @@ export class DataStoreUnavailableError extends Error {
 export class DataStoreError extends Error {
   override name = 'DataStoreError';
 }
+
+/**
+ * A conditional write found the item not as it expected (ConditionalCheckFailedException). Each
+ * repository turns it into what it means for its own items, so no caller inspects SDK errors.
+ */
+export class ConditionNotMetError extends DataStoreError {
+  override name = 'ConditionNotMetError';
+}

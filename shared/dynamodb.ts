@@ -6,7 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { DynamoDbSettings } from './config';
-import { DataStoreError, DataStoreUnavailableError } from './data-store-errors';
+import { ConditionNotMetError, DataStoreError, DataStoreUnavailableError } from './data-store-errors';
 
 export const createDocumentClient = (settings: DynamoDbSettings, env = process.env): DynamoDBDocumentClient => {
   const client = new DynamoDBClient({
@@ -70,6 +70,9 @@ export const isUnavailableError = (error: unknown): boolean => {
 /** Wraps an SDK failure in a domain error; the original is kept as `cause` for the logs only. */
 export const translateDynamoError = (error: unknown, operation: string): Error => {
   const name = (error as SdkErrorLike | null)?.name ?? 'UnknownError';
+  if (name === 'ConditionalCheckFailedException') {
+    return new ConditionNotMetError(`DynamoDB ${operation}: condition not met`, { cause: error });
+  }
   return isUnavailableError(error)
     ? new DataStoreUnavailableError(`DynamoDB ${operation} unavailable: ${name}`, { cause: error })
     : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, { cause: error });

@@ -1,17 +1,17 @@
 /**
- * Builds an endpoint function: the handler plus the whole shared stack (authentication, scope,
- * usage record, error mapping, headers). A handler file only says what it reads.
+ * Builds an endpoint function: the handler plus the whole middleware chain (authentication,
+ * scope, usage record, error mapping, headers). A handler file only says what it reads.
  */
 import { authenticate, recordUsage, requireScope } from './middlewares';
 import type { AuthenticatedContext } from './middlewares';
+import { createMiddlewareChain, type ChainHandler } from './middleware-chain';
 import { logger, metrics } from './observability';
 import { getRoute, routeKey, type RouteId } from './routes';
 import { config, keys, usage } from './runtime';
-import { createStack, type StackHandler } from './stack';
 
-export const createApiHandler = (routeId: RouteId, handler: StackHandler<AuthenticatedContext>) => {
+export const createApiHandler = (routeId: RouteId, handler: ChainHandler<AuthenticatedContext>) => {
   const route = getRoute(routeId);
-  return createStack(handler as StackHandler, {
+  return createMiddlewareChain(handler as ChainHandler, {
     route: routeKey(route),
     guards: [authenticate({ keys }), requireScope({ scope: route.scope })],
     observers: [recordUsage({ usage, logger, metrics, retentionDays: config.usageRetentionDays })],

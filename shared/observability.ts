@@ -11,4 +11,17 @@ export const METRICS_NAMESPACE = 'BranchApi';
 export const USAGE_WRITE_FAILED_METRIC = 'UsageRecordWriteFailed';
 
 export const logger = new Logger({ serviceName: SERVICE_NAME });
-export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME });
+
+/**
+ * Powertools warns at every flush that has no metric, which is most requests: that one notice
+ * goes to debug, every other warning of the metrics library stays a warning.
+ */
+const NO_METRICS_NOTICE = 'No application metrics to publish';
+const metricsLogger = {
+  debug: (message: string) => logger.debug(message),
+  info: (message: string) => logger.info(message),
+  warn: (message: string) => (message.startsWith(NO_METRICS_NOTICE) ? logger.debug(message) : logger.warn(message)),
+  error: (message: string) => logger.error(message),
+};
+
+export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME, logger: metricsLogger });

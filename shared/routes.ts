@@ -79,6 +79,15 @@ export type RouteMatch =
   | { kind: 'method_not_allowed'; allow: string }
   | { kind: 'not_found' };
 
+/**
+ * The path relative to {base_url}: API Gateway's rawPath carries the stage as its first segment
+ * (none on the `$default` stage). The one place the stage prefix is stripped.
+ */
+export const pathWithinStage = (rawPath: string, stage: string | undefined): string => {
+  const prefix = stage && stage !== '$default' ? `/${stage}` : '';
+  return prefix && rawPath.startsWith(`${prefix}/`) ? rawPath.slice(prefix.length) : rawPath;
+};
+
 /** Matches a path relative to {base_url} (no stage prefix) as API Gateway would. */
 export const matchRoute = (method: string, path: string): RouteMatch => {
   const allowed: string[] = [];

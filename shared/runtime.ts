@@ -4,14 +4,12 @@
  */
 import { loadConfig } from './config';
 import { createDocumentClient } from './dynamodb';
-import { BranchDataRepository } from './repositories/branch-data';
-import { KeysRepository } from './repositories/keys';
-import { UsageRepository } from './repositories/usage';
+import { createRepositories } from './repositories';
 
 export const config = loadConfig();
 export const documentClient = createDocumentClient(config.dynamodb);
-
-const { deadlineMs } = config.dynamodb;
-export const keys = new KeysRepository(documentClient, config.tables.keys, deadlineMs);
-export const usage = new UsageRepository(documentClient, config.tables.usage, deadlineMs);
-export const branchData = new BranchDataRepository(documentClient, config.tables.branchData, deadlineMs);
+export const { keys, usage, branchData } = createRepositories(
+  documentClient,
+  config.tables,
+  config.dynamodb.deadlineMs,
+);

@@ -4,6 +4,7 @@
  * document is generated from them.
  */
 import { z } from 'zod';
+import { ERROR_CODES } from './errors';
 import { ID_PATTERN } from './ids';
 
 export const SCOPES = ['read', 'write', 'webhooks', 'team:read', 'billing:read'] as const;
@@ -127,19 +128,6 @@ export interface List<T> {
   next_cursor: string | null;
 }
 
-export const ERROR_CODES = [
-  'missing_api_key',
-  'invalid_api_key',
-  'expired_api_key',
-  'revoked_api_key',
-  'insufficient_scope',
-  'invalid_request',
-  'not_found',
-  'method_not_allowed',
-  'service_unavailable',
-  'internal_error',
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
 export const ErrorBodySchema = z.object({
   error: z.object({
     code: z.enum(ERROR_CODES).meta({ description: 'Stable, machine-readable error code' }),

@@ -15,9 +15,22 @@ export interface IndexDefinition {
   readonly sortKey?: AttributeDefinition;
 }
 
+/** The name of each table in a deployment (a CDK stack output each) or on a local DynamoDB. */
+export interface TableNames {
+  readonly keys: string;
+  readonly usage: string;
+  readonly branchData: string;
+}
+
 export interface TableDefinition {
-  /** Stable id: the CDK construct id, and the suffix of local table names. */
+  /** Stable id: the CDK construct id. */
   readonly id: 'Keys' | 'Usage' | 'BranchData';
+  /** Its field in TableNames. */
+  readonly name: keyof TableNames;
+  /** The environment variable that carries its name to functions and the operator tooling. */
+  readonly envVar: string;
+  /** Its name on a local DynamoDB (`npm start`, the CLI's default). */
+  readonly localName: string;
   readonly partitionKey: AttributeDefinition;
   readonly sortKey?: AttributeDefinition;
   readonly indexes: readonly IndexDefinition[];
@@ -33,6 +46,9 @@ export const ACTIVE_PROVIDERS_INDEX = 'active-providers';
 /** API keys, looked up by the SHA-256 of the key value. */
 export const keysTable: TableDefinition = {
   id: 'Keys',
+  name: 'keys',
+  envVar: 'KEYS_TABLE',
+  localName: 'branch-api-keys',
   partitionKey: { name: 'key_hash', type: 'S' },
   indexes: [
     {
@@ -47,6 +63,9 @@ export const keysTable: TableDefinition = {
 /** One record per call: by branch, newest first through the sort key `<timestamp>#<request id>`. */
 export const usageTable: TableDefinition = {
   id: 'Usage',
+  name: 'usage',
+  envVar: 'USAGE_TABLE',
+  localName: 'branch-api-usage',
   partitionKey: { name: 'branch_id', type: 'S' },
   sortKey: { name: 'sk', type: 'S' },
   indexes: [
@@ -66,6 +85,9 @@ export const usageTable: TableDefinition = {
  */
 export const branchDataTable: TableDefinition = {
   id: 'BranchData',
+  name: 'branchData',
+  envVar: 'BRANCH_DATA_TABLE',
+  localName: 'branch-api-branch-data',
   partitionKey: { name: 'branch_id', type: 'S' },
   sortKey: { name: 'sk', type: 'S' },
   indexes: [
@@ -78,6 +100,15 @@ export const branchDataTable: TableDefinition = {
 };
 
 export const tableDefinitions = [keysTable, usageTable, branchDataTable] as const;
+
+type TableNameMap<T> = { readonly [K in keyof TableNames]: T };
+const byName = <T>(pick: (definition: TableDefinition) => T) =>
+  Object.fromEntries(tableDefinitions.map((definition) => [definition.name, pick(definition)])) as TableNameMap<T>;
+
+/** Environment variable of each table's name, e.g. `KEYS_TABLE`. */
+export const TABLE_ENV = byName((definition) => definition.envVar);
+/** Table names on a local DynamoDB. */
+export const LOCAL_TABLE_NAMES: TableNames = byName((definition) => definition.localName);
 
 const keySchema = (partitionKey: AttributeDefinition, sortKey?: AttributeDefinition) => [
   { AttributeName: partitionKey.name, KeyType: 'HASH' as const },

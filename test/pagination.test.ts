@@ -1,7 +1,7 @@
 import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
 import { buildEvent } from '../lib/local/events';
-import { ApiError } from '../shared/http/errors';
+import { ApiError } from '../shared/errors';
 import { decodeCursor, encodeCursor, readPageRequest } from '../shared/http/pagination';
 import { mainBranch } from './support/fixtures';
 import { invoke, setUpBranches } from './support/harness';
@@ -13,7 +13,7 @@ const codeOf = (f: () => unknown): string | undefined => {
   try {
     f();
   } catch (error) {
-    return error instanceof ApiError ? `${error.status} ${error.code}` : String(error);
+    return error instanceof ApiError ? `${error.statusCode} ${error.code}` : String(error);
   }
   return undefined;
 };

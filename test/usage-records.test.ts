@@ -1,5 +1,5 @@
 /**
- * One usage record per call made with a known key (DESIGN "Usage records"), and what happens
+ * One usage record per call made with a known key (docs/decisions.md "Usage records"), and what happens
  * when the record cannot be written: the response is unchanged and the whole record is logged.
  */
 import { handler as getBranch } from '../functions/get-branch';

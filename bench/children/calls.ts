@@ -4,7 +4,8 @@
  * test/support/harness.ts countCommands does; SDK retries happen below it, so a command counts
  * once). Prints one JSON line. Started by bench/run.ts with no DYNAMODB_ENDPOINT: it starts its own.
  */
-import { startEmbeddedDynamo, ensureTables } from '../../lib/local/dynamo';
+import { startEmbeddedDynamo } from '../../lib/local/dynamo';
+import { ensureTables } from '../../lib/operator/tables';
 import { buildContext, buildEvent } from '../../lib/local/events';
 import { generateApiKey } from '../../shared/api-key';
 import type { ApiEvent, ApiResponse } from '../../shared/http/response';
@@ -68,7 +69,7 @@ const invoke = async (endpoint: string, authorization: string | undefined, query
 };
 
 const bearer = (key: string) => `Bearer ${key}`;
-/** expected: DESIGN's order of checks (header → format → lookup → revoked → expired → scope → handler), usage record for known keys. */
+/** expected: the order of checks of docs/decisions.md (header → format → lookup → revoked → expired → scope → handler), usage record for known keys. */
 const cases: {
   outcome: string;
   endpoint: string;

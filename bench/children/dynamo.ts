@@ -4,7 +4,8 @@
  */
 import { createOperatorContext } from '../../lib/operator/context';
 import { createKey, seed } from '../../lib/operator/operations';
-import { ensureTables, startEmbeddedDynamo } from '../../lib/local/dynamo';
+import { startEmbeddedDynamo } from '../../lib/local/dynamo';
+import { ensureTables } from '../../lib/operator/tables';
 import { hashApiKey } from '../../shared/api-key';
 import { serveParent } from '../lib/child';
 import { demoBranch, seedFile } from '../lib/fixtures';

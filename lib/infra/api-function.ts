@@ -19,7 +19,7 @@ import { ACTIVE_PROVIDERS_INDEX } from '../../shared/tables';
 /** The project root: entries in shared/routes.ts are relative to it. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..', '..');
 
-/** Lambda runtime of every function; local development runs the same Node major (TOOLCHAIN.md). */
+/** Lambda runtime of every function; local development runs the same Node major (docs/toolchain.md). */
 export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;
 
 /** Each bundle (`index.mjs`) must stay within this many bytes: it is what a cold start parses. */

@@ -9,10 +9,18 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { ApiContext } from '../../shared/middlewares';
-import { fallbackEntry, matchRoute, routeKey, routes, type RouteDefinition } from '../../shared/routes';
-import { internalError } from '../../shared/http/errors';
-import { COMMON_HEADERS, errorResponse, type ApiEvent, type ApiResponse } from '../../shared/http/response';
+import { errorBody, internalError } from '../../shared/errors';
+import { COMMON_HEADERS, jsonResponse, type ApiEvent, type ApiResponse } from '../../shared/http/response';
+import {
+  fallbackEntry,
+  matchRoute,
+  pathWithinStage,
+  routeKey,
+  routes,
+  type RouteDefinition,
+} from '../../shared/routes';
 import { buildContext, buildEvent, LOCAL_STAGE } from './events';
+import { invokeFunction } from './invoke';
 
 export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
 
@@ -59,8 +67,6 @@ const loadFunctions = async (): Promise<LoadedFunctions> => {
   return { byRoute, fallback: await load(fallbackEntry) };
 };
 
-const STAGE_PREFIX = `/${LOCAL_STAGE}`;
-
 /** Repeated headers joined with commas, as API Gateway does (Node would drop repeated Authorization). */
 const joinHeaders = (request: IncomingMessage): Record<string, string> => {
   const headers: Record<string, string> = {};
@@ -86,8 +92,8 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
     const queryAt = target.indexOf('?');
     const rawPath = queryAt === -1 ? target : target.slice(0, queryAt);
     const rawQuery = queryAt === -1 ? '' : target.slice(queryAt + 1);
-    const inStage = rawPath.startsWith(`${STAGE_PREFIX}/`);
-    const path = inStage ? rawPath.slice(STAGE_PREFIX.length) : rawPath;
+    const path = pathWithinStage(rawPath, LOCAL_STAGE);
+    const inStage = path !== rawPath;
 
     if (inStage && (method === 'GET' || method === 'HEAD')) {
       const file = options.staticFiles?.(path);
@@ -109,7 +115,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
         : { routeKey: '$default' }),
     });
     const fn = (route && functions.byRoute.get(route)) ?? functions.fallback;
-    send(response, await fn(event, buildContext() as ApiContext));
+    send(response, await invokeFunction(fn, event, buildContext() as ApiContext));
   };
 
   const server = createServer((request, response) => {
@@ -117,8 +123,9 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
       // The stack maps every error itself; this is only reached if a function crashes outright.
       if (!response.headersSent) {
         const requestId = randomUUID();
-        const failure = errorResponse(internalError(), requestId);
-        send(response, { ...failure, headers: { ...COMMON_HEADERS, 'X-Request-Id': requestId } });
+        const error = internalError();
+        const headers = { ...COMMON_HEADERS, 'X-Request-Id': requestId };
+        send(response, jsonResponse(error.statusCode, errorBody(error, requestId), headers));
       } else response.destroy();
     });
   });
@@ -141,7 +148,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
   }
   const { port } = server.address() as AddressInfo;
   return {
-    baseUrl: `http://${host}:${port}${STAGE_PREFIX}`,
+    baseUrl: `http://${host}:${port}/${LOCAL_STAGE}`,
     port,
     server,
     close: () =>

@@ -1,6 +1,6 @@
-/** `branch-api serve` / `npm start`: runs the local stack until Ctrl-C. */
+/** `branch-api serve` / `npm start`: runs the local environment until Ctrl-C. */
 import { serveDocs } from './docs';
-import { startLocalStack } from './stack';
+import { startLocalEnvironment } from './environment';
 
 export interface ServeOptions {
   port: number;
@@ -12,9 +12,9 @@ export interface ServeOptions {
 }
 
 export const serve = async (options: ServeOptions): Promise<void> => {
-  let stack;
+  let environment;
   try {
-    stack = await startLocalStack({
+    environment = await startLocalEnvironment({
       port: options.port,
       host: options.host,
       dynamoPort: options.dynamodbPort,
@@ -29,7 +29,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     process.exitCode = 1;
     return;
   }
-  const { gateway, demoKey, demoBranchId, dynamoEndpoint } = stack;
+  const { gateway, demoKey, demoBranchId, dynamoEndpoint } = environment;
   process.stdout.write(
     [
       '',
@@ -66,7 +66,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
       process.stdout.write('\nStopping…\n');
-      stack.close().then(resolve, resolve);
+      environment.close().then(resolve, resolve);
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);

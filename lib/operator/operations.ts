@@ -150,18 +150,18 @@ export const readUsage = async (ctx: OperatorContext, request: UsageRequest) => 
     }
   }
   const records: UsageRecord[] = [];
-  let cursor: string | undefined;
+  let position: string | undefined;
   do {
     const page = await ctx.usage.query({
       branchId: request.branchId,
       limit: Math.min(1000, limit - records.length),
       ...(request.keyId ? { keyId: request.keyId } : {}),
       ...(since ? { since } : {}),
-      ...(cursor ? { cursor } : {}),
+      ...(position ? { position } : {}),
     });
     records.push(...page.records);
-    cursor = page.nextCursor;
-  } while (cursor && records.length < limit);
+    position = page.nextPosition;
+  } while (position && records.length < limit);
   return { records, summary: summarize(records) };
 };
 

@@ -1,14 +1,16 @@
 /**
  * List parameters (`limit`, `cursor`) and cursors. A cursor names the last id of a page and
- * carries a digest bound to the branch and the list it came from: one that was altered, or made
- * for another branch or list, is a 400. The partition key of every query is the key's own
- * branch, so even a forged cursor could only start a listing elsewhere in that same branch.
+ * carries a check value bound to the branch and the list it came from, so a mistyped, truncated
+ * or mixed-up cursor (another list's, another branch's) is a 400. The check is not keyed with a
+ * secret: a caller can build a cursor for any position of a list its key already reads, which
+ * shows nothing paging would not. No cursor reaches further, because the partition key of every
+ * query is the key's own branch (docs/decisions.md "Cursors").
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ID_PATTERN } from '../ids';
 import type { List } from '../schemas';
-import type { Page, PageRequest } from '../repositories/branch-data';
-import { invalidRequest } from './errors';
+import type { Page, PageRequest } from '../repositories/page';
+import { invalidRequest } from '../errors';
 import type { ApiEvent } from './response';
 
 export const DEFAULT_LIMIT = 50;
@@ -18,6 +20,7 @@ const DIGEST_CHARS = 22;
 
 export type ListName = 'members' | 'payment_providers';
 
+/** Unkeyed by design (see the module comment). */
 const digest = (list: ListName, branchId: string, after: string): string =>
   createHash('sha256').update(`${list}\0${branchId}\0${after}`).digest('base64url').slice(0, DIGEST_CHARS);
 

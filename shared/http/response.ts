@@ -1,5 +1,4 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import type { ApiError } from './errors';
 
 export type ApiEvent = APIGatewayProxyEventV2;
 export interface ApiResponse extends APIGatewayProxyStructuredResultV2 {
@@ -8,9 +7,11 @@ export interface ApiResponse extends APIGatewayProxyStructuredResultV2 {
   body: string;
 }
 
-/** Headers on every response, success or error (DESIGN "HTTP contract"). */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/** Headers on every response, success or error (docs/decisions.md "HTTP contract"). */
 export const COMMON_HEADERS: Readonly<Record<string, string>> = {
-  'Content-Type': 'application/json; charset=utf-8',
+  'Content-Type': JSON_CONTENT_TYPE,
   'Cache-Control': 'no-store',
   'X-Content-Type-Options': 'nosniff',
 };
@@ -20,10 +21,3 @@ export const jsonResponse = (statusCode: number, body: unknown, headers: Record<
   headers,
   body: JSON.stringify(body),
 });
-
-export const errorResponse = (error: ApiError, requestId: string): ApiResponse =>
-  jsonResponse(
-    error.status,
-    { error: { code: error.code, message: error.message, request_id: requestId } },
-    { ...error.headers },
-  );

@@ -1,5 +1,5 @@
 import { hashApiKey, isWellFormedApiKey } from '../api-key';
-import { expiredApiKey, invalidApiKey, missingApiKey, revokedApiKey } from '../http/errors';
+import { expiredApiKey, invalidApiKey, missingApiKey, revokedApiKey } from '../errors';
 import type { ApiKeyRecord } from '../repositories/keys';
 import type { ApiMiddleware, ApiRequest } from './types';
 

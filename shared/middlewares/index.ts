@@ -1,5 +1,5 @@
 export { authenticate } from './authenticate';
-export { errorHandler } from './error-handler';
+export { errorMapper } from './error-mapper';
 export { recordUsage } from './record-usage';
 export { requestContext } from './request-context';
 export { requireScope } from './require-scope';

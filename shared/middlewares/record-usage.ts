@@ -12,7 +12,8 @@ export interface UsageSink {
 export interface RecordUsageOptions {
   usage: UsageSink;
   logger: Pick<Logger, 'debug' | 'info' | 'error'>;
-  metrics: Pick<Metrics, 'addMetric' | 'publishStoredMetrics'>;
+  /** Flushed after the request by the chain's logMetrics. */
+  metrics: Pick<Metrics, 'addMetric'>;
   /** Days before DynamoDB TTL removes a record. @default 90 */
   retentionDays?: number;
 }
@@ -33,7 +34,7 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
       await record(request);
     } catch (error) {
       // Whatever happens here, the caller's response stays as it is.
-      logger.error('Usage middleware failed', { request_id: request.context.requestId, error });
+      logger.error('Usage middleware failed', { error });
     }
   };
 
@@ -45,7 +46,7 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
     // As requested, but never with a key in it (one pasted into the URL by mistake).
     const path = redactApiKeys(event.rawPath);
     if (!apiKey) {
-      logger.info('Call without a known key', { request_id: context.requestId, method, path, status });
+      logger.info('Call without a known key', { method, path, status });
       return;
     }
     const record: UsageRecord = {
@@ -64,12 +65,7 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
       logger.debug('Usage recorded', { usage_record: record });
     } catch (error) {
       logger.error('Usage record not stored', { usage_record: record, error });
-      try {
-        metrics.addMetric(USAGE_WRITE_FAILED_METRIC, MetricUnit.Count, 1);
-        metrics.publishStoredMetrics();
-      } catch {
-        // A metric must never change the response either.
-      }
+      metrics.addMetric(USAGE_WRITE_FAILED_METRIC, MetricUnit.Count, 1);
     }
   };
 

@@ -1,21 +1,22 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
 import type { ApiMiddleware, ApiRequest } from './types';
 
 export interface RequestContextOptions {
+  /** Gets `request_id` and `route` on every line it logs during the request. */
+  logger: Pick<Logger, 'appendKeys'>;
   /** Route template to record; defaults to the event's `routeKey`. */
   route?: string;
 }
 
-const defaults: RequestContextOptions = {};
-
 /** Stamps the request with its id, start time and route before anything else runs. */
-export const requestContext = (opts: RequestContextOptions = {}): ApiMiddleware => {
-  const { route } = { ...defaults, ...opts };
-
+export const requestContext = ({ logger, route }: RequestContextOptions): ApiMiddleware => {
   const requestContextBefore = ({ event, context }: ApiRequest): void => {
     context.startedAt = performance.now();
     context.receivedAt = new Date();
     context.requestId = event.requestContext?.requestId || context.awsRequestId;
     context.route = route ?? event.routeKey;
+    // Reset after each invocation by injectLambdaContext({ resetKeys: true }).
+    logger.appendKeys({ request_id: context.requestId, route: context.route });
   };
 
   return { before: requestContextBefore, name: 'requestContext' };

@@ -1,4 +1,4 @@
-import { insufficientScope } from '../http/errors';
+import { insufficientScope } from '../errors';
 import type { Scope } from '../schemas';
 import type { ApiMiddleware, ApiRequest } from './types';
 

@@ -1,20 +1,8 @@
 import { BatchWriteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
+import type { Page, PageRequest } from './page';
 import type { Branch, Member, PaymentProvider, SeedBranch } from '../schemas';
 import { ACTIVE_PROVIDERS_INDEX } from '../tables';
-
-/** One page of a branch's items, in id order. `lastId` is where the next page starts after. */
-export interface Page<T> {
-  items: T[];
-  hasMore: boolean;
-  lastId?: string;
-}
-
-export interface PageRequest {
-  limit: number;
-  /** Start after this id (from a cursor). */
-  after?: string;
-}
 
 type Item = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { apiKeyStart, generateApiKey, hashApiKey } from '../api-key';
+import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
 import type { Scope } from '../schemas';
 import { KEYS_BY_BRANCH_INDEX, KEYS_BY_ID_INDEX } from '../tables';
@@ -147,7 +147,7 @@ export class KeysRepository extends DynamoRepository {
       return toRecord(Attributes as StoredKey);
     } catch (error) {
       // Revoked concurrently by someone else: the key is revoked either way.
-      if (error instanceof Error && error.cause instanceof ConditionalCheckFailedException) {
+      if (error instanceof ConditionNotMetError) {
         return toRecord((await this.findStoredById(keyId)) ?? stored);
       }
       throw error;

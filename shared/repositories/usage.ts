@@ -2,7 +2,7 @@ import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import { USAGE_BY_KEY_INDEX } from '../tables';
 
-/** One call made with a known key (DESIGN "Usage records"). */
+/** One call made with a known key (docs/decisions.md "Usage records"). */
 export interface UsageRecord {
   key_id: string;
   branch_id: string;
@@ -23,30 +23,32 @@ export interface UsageQuery {
   /** Only records at or after this time. */
   since?: Date;
   limit: number;
-  /** From a previous page's `nextCursor`. */
-  cursor?: string;
+  /** Where to continue: a previous page's `nextPosition`. */
+  position?: string;
 }
 
-export interface UsagePage {
+/** One page of the usage log, newest first. */
+export interface UsageLogPage {
   records: UsageRecord[];
-  nextCursor?: string;
+  /** Opaque position of the next page (the table key it starts after); absent on the last page. */
+  nextPosition?: string;
 }
 
 const DAY_SECONDS = 86_400;
 
-const encodeCursor = (key: Record<string, unknown>): string => Buffer.from(JSON.stringify(key)).toString('base64url');
-const decodeCursor = (cursor: string): Record<string, unknown> => {
+const encodePosition = (key: Record<string, unknown>): string => Buffer.from(JSON.stringify(key)).toString('base64url');
+const decodePosition = (position: string): Record<string, unknown> => {
   try {
-    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const parsed: unknown = JSON.parse(Buffer.from(position, 'base64url').toString('utf8'));
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
   } catch {
     // fall through
   }
-  throw new InvalidUsageCursorError('The usage cursor is not valid');
+  throw new InvalidUsagePositionError('The usage log position is not valid');
 };
 
-export class InvalidUsageCursorError extends Error {
-  override name = 'InvalidUsageCursorError';
+export class InvalidUsagePositionError extends Error {
+  override name = 'InvalidUsagePositionError';
 }
 
 const toRecord = (item: Record<string, unknown>): UsageRecord => {
@@ -70,7 +72,7 @@ export class UsageRepository extends DynamoRepository {
   }
 
   /** Records of a branch (or of one of its keys), newest first, one page at a time. */
-  async query({ branchId, keyId, since, limit, cursor }: UsageQuery): Promise<UsagePage> {
+  async query({ branchId, keyId, since, limit, position }: UsageQuery): Promise<UsageLogPage> {
     const byKey = keyId !== undefined;
     const values: Record<string, unknown> = { ':pk': byKey ? keyId : branchId };
     let condition = `${byKey ? 'key_id' : 'branch_id'} = :pk`;
@@ -88,14 +90,14 @@ export class UsageRepository extends DynamoRepository {
           ExpressionAttributeValues: values,
           ScanIndexForward: false,
           Limit: limit,
-          ...(cursor ? { ExclusiveStartKey: decodeCursor(cursor) } : {}),
+          ...(position ? { ExclusiveStartKey: decodePosition(position) } : {}),
         }),
         { abortSignal },
       ),
     );
     return {
       records: (page.Items ?? []).map(toRecord),
-      ...(page.LastEvaluatedKey ? { nextCursor: encodeCursor(page.LastEvaluatedKey) } : {}),
+      ...(page.LastEvaluatedKey ? { nextPosition: encodePosition(page.LastEvaluatedKey) } : {}),
     };
   }
 

@@ -155,35 +155,46 @@ const headerValidator = (contract: Contract, operationId: string, status: string
   return validate;
 };
 
+/** The body validator of a response no operation owns (an unmatched request's), compiled on first use. */
+const bodyValidator = (contract: Contract, key: string, documented: Json) => {
+  let validate = contract.headerValidators.get(`body ${key}`);
+  if (!validate) {
+    // Not the header instance: that one coerces types, which a body check must not.
+    const ajv = new Ajv2020({ allErrors: true, strict: false });
+    addFormats(ajv);
+    validate = ajv.compile(documented.content?.['application/json']?.schema ?? {});
+    contract.headerValidators.set(`body ${key}`, validate);
+  }
+  return validate;
+};
+
 /** Every way the response departs from the contract; empty when it matches. */
 export const contractViolations = (response: ContractResponse, contract = committedContract()): string[] => {
   const method = response.method.toLowerCase();
   const path = response.path.split('?')[0] ?? '';
   const entry = contract.paths.find((candidate) => candidate.pattern.test(path));
 
-  // The operation whose responses apply, and the statuses this request may answer with.
+  // The responses that apply: the operation's, or those of requests no operation matches.
+  const unmatched = (contract.document['x-unmatched-requests']?.responses ?? {}) as Record<string, Json>;
   let operation: Json | undefined;
-  let allowed: string[];
+  let responses: Record<string, Json>;
   let target: string;
-  if (!entry) {
-    // Unknown path: every operation answers 404 with the same shared NotFound response.
-    operation = operationsOf(contract.paths[0]?.item ?? {})[0];
-    allowed = ['404'];
-    target = 'an unknown path';
-  } else if (entry.item[method]) {
+  if (entry?.item[method]) {
     operation = entry.item[method] as Json;
-    allowed = Object.keys(operation.responses ?? {});
+    responses = operation.responses ?? {};
     target = `operation ${String(operation.operationId)} (${method.toUpperCase()} ${entry.template})`;
   } else {
-    operation = operationsOf(entry.item)[0];
-    allowed = ['405'];
-    target = `${entry.template} with method ${method.toUpperCase()} (not documented)`;
+    // A known path answers 405 to another method; an unknown path 404; either may fail with a 500.
+    const excluded = entry ? '404' : '405';
+    responses = Object.fromEntries(Object.entries(unmatched).filter(([code]) => code !== excluded));
+    target = entry ? `${entry.template} with method ${method.toUpperCase()} (not documented)` : 'an unknown path';
   }
   const status = String(response.statusCode);
-  if (!operation || !allowed.includes(status)) {
-    return [`status ${status} is not documented for ${target}; documented: ${allowed.join(', ')}`];
+  const documented = responses[status];
+  if (!documented) {
+    return [`status ${status} is not documented for ${target}; documented: ${Object.keys(responses).join(', ')}`];
   }
-  const documented = operation.responses[status] as Json;
+  const validatorKey = operation ? String(operation.operationId) : `unmatched`;
   const problems: string[] = [];
 
   const headers = Object.fromEntries(
@@ -191,7 +202,7 @@ export const contractViolations = (response: ContractResponse, contract = commit
       .filter((pair): pair is [string, string] => pair[1] !== undefined)
       .map(([name, value]) => [name.toLowerCase(), value]),
   );
-  const validateHeaders = headerValidator(contract, operation.operationId, status, documented);
+  const validateHeaders = headerValidator(contract, validatorKey, status, documented);
   validateHeaders({ ...headers });
   problems.push(...describeErrors('headers', validateHeaders.errors));
 
@@ -215,8 +226,14 @@ export const contractViolations = (response: ContractResponse, contract = commit
       return problems;
     }
   }
-  const bodyResult = contract.validator.validateResponse(body, operation.operationId, response.statusCode);
-  problems.push(...describeErrors('body', bodyResult.errors));
+  if (operation) {
+    const bodyResult = contract.validator.validateResponse(body, operation.operationId, response.statusCode);
+    problems.push(...describeErrors('body', bodyResult.errors));
+  } else {
+    const validateBody = bodyValidator(contract, `${validatorKey} ${status}`, documented);
+    validateBody(body);
+    problems.push(...describeErrors('body', validateBody.errors));
+  }
   return problems;
 };
 

@@ -10,3 +10,5 @@ process.env.AWS_REGION = 'local';
 // Quiet by default; a test that reads logs turns them on with captureLogs().
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
 process.env.POWERTOOLS_METRICS_NAMESPACE = 'BranchApiTest';
+// Set by lib/local/invoke.ts once its invocation store exists, which a new test file's realm lacks.
+delete process.env.AWS_LAMBDA_MAX_CONCURRENCY;

@@ -10,7 +10,7 @@ import { readDynamoDbSettings, readTableNames } from '../../shared/config';
 import { createDocumentClient } from '../../shared/dynamodb';
 import type { ApiResponse } from '../../shared/http/response';
 import type { ApiContext } from '../../shared/middlewares';
-import type { createStack } from '../../shared/stack';
+import type { createMiddlewareChain } from '../../shared/middleware-chain';
 import type * as Observability from '../../shared/observability';
 import type * as Runtime from '../../shared/runtime';
 import { BranchDataRepository } from '../../shared/repositories/branch-data';
@@ -18,7 +18,8 @@ import { KeysRepository, type CreateKeyInput } from '../../shared/repositories/k
 import { UsageRepository, type UsageRecord } from '../../shared/repositories/usage';
 import type { SeedBranch } from '../../shared/schemas';
 import { buildContext, buildEvent, type EventInput } from '../../lib/local/events';
-import { ensureTables } from '../../lib/local/dynamo';
+import { invokeFunction } from '../../lib/local/invoke';
+import { ensureTables } from '../../lib/operator/tables';
 import { expectToMatchContract } from './contract';
 import { mainBranch, otherBranch } from './fixtures';
 
@@ -57,7 +58,7 @@ export const setUpBranches = async () => {
   return { key: main.key, keyId: main.record.key_id, otherKey: other.key };
 };
 
-type Handler = ReturnType<typeof createStack>;
+type Handler = ReturnType<typeof createMiddlewareChain>;
 
 export interface InvokeResult extends ApiResponse {
   json: any;
@@ -76,7 +77,7 @@ export const invoke = async (handler: Handler, input: EventInput & { key?: strin
       ...headers,
     },
   });
-  const response = await handler(event, buildContext() as ApiContext);
+  const response = await invokeFunction(handler, event, buildContext() as ApiContext);
   // Every response any test sees must match the OpenAPI document, status and headers included.
   expectToMatchContract({
     method: event.requestContext.http.method,
@@ -92,7 +93,7 @@ export const invoke = async (handler: Handler, input: EventInput & { key?: strin
 export const headerOf = (res: ApiResponse, name: string): string | undefined =>
   Object.entries(res.headers).find(([candidate]) => candidate.toLowerCase() === name.toLowerCase())?.[1];
 
-/** The headers DESIGN puts on every response, success or error; X-Request-Id is the event's request id. */
+/** The headers every response carries (docs/decisions.md), success or error; X-Request-Id is the event's request id. */
 export const expectCommonHeaders = (res: InvokeResult): void => {
   expect({
     'content-type': headerOf(res, 'content-type'),
@@ -107,7 +108,7 @@ export const expectCommonHeaders = (res: InvokeResult): void => {
   });
 };
 
-/** The WWW-Authenticate values of DESIGN (RFC 6750). */
+/** The WWW-Authenticate values of docs/decisions.md (RFC 6750). */
 export const CHALLENGE = {
   /** 401 when no token was sent. */
   noToken: 'Bearer realm="branch-api"',
@@ -117,7 +118,7 @@ export const CHALLENGE = {
   insufficientScope: 'Bearer realm="branch-api", error="insufficient_scope", scope="read"',
 } as const;
 
-/** An error response of DESIGN's shape: exactly {error:{code,message,request_id}}, and the common headers. */
+/** An error response of the documented shape: exactly {error:{code,message,request_id}}, and the common headers. */
 export const expectError = (res: InvokeResult, status: number, code: string): void => {
   expect({ status: res.statusCode, body: res.json }).toEqual({
     status,
@@ -129,12 +130,12 @@ export const expectError = (res: InvokeResult, status: number, code: string): vo
 /** All usage records of a branch, newest first. */
 export const usageOf = async (branchId = mainBranch.id): Promise<UsageRecord[]> => {
   const records: UsageRecord[] = [];
-  let cursor: string | undefined;
+  let position: string | undefined;
   do {
-    const page = await fixtureUsage.query({ branchId, limit: 100, ...(cursor ? { cursor } : {}) });
+    const page = await fixtureUsage.query({ branchId, limit: 100, ...(position ? { position } : {}) });
     records.push(...page.records);
-    cursor = page.nextCursor;
-  } while (cursor);
+    position = page.nextPosition;
+  } while (position);
   return records;
 };
 
@@ -265,6 +266,7 @@ export const FAST_FAILURE_ENV = {
 
 interface LevelledLogger {
   setLogLevel(level: string): void;
+  refreshSampleRateCalculation(): void;
 }
 
 /** Captures every line written to stdout/stderr (Powertools logs) at the given level. */
@@ -277,7 +279,16 @@ export const captureLogs = (logger: LevelledLogger | readonly LevelledLogger[], 
       return true;
     }),
   );
-  loggers.forEach((one) => one.setLogLevel(level));
+  // injectLambdaContext restores the configured level at every invocation (Powertools' debug
+  // sampling); held off while capturing so the chosen level stays. Only that refresh is stubbed.
+  const held: LevelledLogger[] = [];
+  const holds: jest.SpyInstance[] = [];
+  const hold = (one: LevelledLogger) => {
+    holds.push(jest.spyOn(one, 'refreshSampleRateCalculation').mockImplementation(() => {}));
+    one.setLogLevel(level);
+    held.push(one);
+  };
+  loggers.forEach(hold);
   return {
     get text() {
       return lines.join('');
@@ -296,9 +307,11 @@ export const captureLogs = (logger: LevelledLogger | readonly LevelledLogger[], 
           }
         });
     },
+    /** Another container's logger, loaded after the capture began: capture it too. */
+    add: hold,
     restore: () => {
-      loggers.forEach((one) => one.setLogLevel('SILENT'));
-      spies.forEach((spy) => spy.mockRestore());
+      held.forEach((one) => one.setLogLevel('SILENT'));
+      [...spies, ...holds].forEach((spy) => spy.mockRestore());
     },
   };
 };

@@ -16,7 +16,7 @@ import { readDynamoDbSettings, readTableNames } from '../../../shared/config';
 import { createDocumentClient } from '../../../shared/dynamodb';
 import { BranchDataRepository } from '../../../shared/repositories/branch-data';
 import { KeysRepository } from '../../../shared/repositories/keys';
-import { ensureTables } from '../../../lib/local/dynamo';
+import { ensureTables } from '../../../lib/operator/tables';
 import { startGateway } from '../../../lib/local/gateway';
 import { reliabilityBranches } from './fixtures';
 import { scanAll, UsageLedger, type SeenRecord, type UsageAudit } from './ledger';

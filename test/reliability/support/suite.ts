@@ -17,23 +17,10 @@ export const report = (text: string): void => {
   realStderrWrite(`[reliability] ${text}\n`);
 };
 
-type LevelSettable = { setLogLevel(level: string): void };
-
 /** Captures stdout/stderr and turns every given container's logger to DEBUG until restore(). */
-export const captureAllLogs = (loggers: LevelSettable[]) => {
-  const [first, ...others] = loggers;
-  if (!first) throw new Error('captureAllLogs needs a logger');
-  const capture = captureLogs(first, 'DEBUG');
-  others.forEach((logger) => logger.setLogLevel('DEBUG'));
-  return {
-    capture,
-    /** Another container loaded later: log it too. */
-    add: (logger: LevelSettable) => logger.setLogLevel('DEBUG'),
-    restore: () => {
-      others.forEach((logger) => logger.setLogLevel('SILENT'));
-      capture.restore();
-    },
-  };
+export const captureAllLogs = (loggers: Parameters<typeof captureLogs>[0]) => {
+  const capture = captureLogs(loggers, 'DEBUG');
+  return { capture, add: capture.add, restore: capture.restore };
 };
 
 export type LogEntry = Record<string, any>;

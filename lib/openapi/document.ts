@@ -1,16 +1,25 @@
 /**
  * The OpenAPI 3.1 document of the API, built from the same zod schemas the code uses
- * (./schemas.ts, via zod's own JSON Schema draft 2020-12 output, the dialect OpenAPI 3.1 uses),
- * the route table (./routes.ts), the error constructors' status and code pairs and the header
- * values of ./http. `npm run openapi` writes it to docs/openapi.json; a test fails when that
- * file differs from a fresh build, and every response in the test suites is validated against it.
+ * (shared/schemas.ts, via zod's own JSON Schema draft 2020-12 output, the dialect OpenAPI 3.1
+ * uses), the route table (shared/routes.ts), the error catalogue (shared/errors.ts) and the header
+ * values of shared/http. Build-time only: it lives outside shared/ so no function bundles it.
+ * `npm run openapi` writes it to docs/openapi.json; a test fails when that file differs from a
+ * fresh build, and every response in the test suites is validated against it.
  */
 import { z } from 'zod';
-import { API_KEY_LENGTH, API_KEY_PREFIX } from './api-key';
-import { AUTH_REALM } from './http/errors';
-import { DEFAULT_LIMIT, MAX_LIMIT } from './http/pagination';
-import { COMMON_HEADERS } from './http/response';
-import { routes, type RouteDefinition, type RouteId } from './routes';
+import { API_KEY_LENGTH, API_KEY_PREFIX } from '../../shared/api-key';
+import {
+  AUTH_REALM,
+  ERROR_CATALOGUE,
+  ERROR_CODES,
+  type CatalogueEntry,
+  type ErrorCode,
+  type ErrorHeaderName,
+  type ErrorScope,
+} from '../../shared/errors';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/http/pagination';
+import { COMMON_HEADERS } from '../../shared/http/response';
+import { routes, type RouteDefinition, type RouteId } from '../../shared/routes';
 import {
   BranchSchema,
   ErrorBodySchema,
@@ -18,8 +27,7 @@ import {
   MemberSchema,
   PaymentProviderSchema,
   SCOPES,
-  type ErrorCode,
-} from './schemas';
+} from '../../shared/schemas';
 
 export const OPENAPI_VERSION = '3.1.0';
 /** Version of the contract (info.version). Bump it when the document changes in a way callers see. */
@@ -31,58 +39,46 @@ export const MEDIA_TYPE = 'application/json';
 type Json = Record<string, unknown>;
 const ref = (section: string, name: string) => ({ $ref: `#/components/${section}/${name}` });
 
-/** Every error status an operation can return, with its `code` values and the extra header it carries. */
-export const ERROR_RESPONSES = {
-  400: {
-    name: 'BadRequest',
-    codes: ['invalid_request'],
-    description: 'A query parameter is out of range, or the cursor was altered or belongs to another list.',
-  },
-  401: {
-    name: 'Unauthorized',
-    codes: ['missing_api_key', 'invalid_api_key', 'expired_api_key', 'revoked_api_key'],
-    description:
-      'No `Authorization: Bearer` header (`missing_api_key`); a malformed, mistyped or unknown key ' +
-      '(`invalid_api_key`); a key past its expiry (`expired_api_key`); or a revoked key (`revoked_api_key`).',
-    header: { name: 'WWW-Authenticate', component: 'WWW-Authenticate-401' },
-  },
-  403: {
-    name: 'Forbidden',
-    codes: ['insufficient_scope'],
-    description: 'The key is valid but lacks the scope the operation requires.',
-    header: { name: 'WWW-Authenticate', component: 'WWW-Authenticate-403' },
-  },
-  404: {
-    name: 'NotFound',
-    codes: ['not_found'],
-    description:
-      'No such resource for this key (a resource of another branch, or an inactive payment provider, ' +
-      'answers the same), or no endpoint at this path.',
-  },
-  405: {
-    name: 'MethodNotAllowed',
-    codes: ['method_not_allowed'],
-    description: 'The path exists but not with this HTTP method. `Allow` lists the methods it accepts.',
-    header: { name: 'Allow', component: 'Allow' },
-  },
-  500: {
-    name: 'InternalError',
-    codes: ['internal_error'],
-    description: 'An unexpected error on the server. Quote the request id when reporting it.',
-  },
-  503: {
-    name: 'ServiceUnavailable',
-    codes: ['service_unavailable'],
-    description: 'The data store is unreachable or throttling. Retry after `Retry-After` seconds.',
-    header: { name: 'Retry-After', component: 'Retry-After' },
-  },
-} as const satisfies Record<
-  number,
-  { name: string; codes: readonly ErrorCode[]; description: string; header?: { name: string; component: string } }
->;
+const STATUS_NAMES: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+};
 
-export type ErrorStatus = keyof typeof ERROR_RESPONSES;
-export const ERROR_STATUSES = Object.keys(ERROR_RESPONSES).map(Number) as ErrorStatus[];
+/** The header component documenting a catalogue header on a response of this status. */
+const headerComponent = (status: number, name: ErrorHeaderName): string =>
+  name === 'WWW-Authenticate' ? `WWW-Authenticate-${status}` : name;
+
+export interface ErrorResponse {
+  status: number;
+  /** Component name, e.g. `Unauthorized`. */
+  name: string;
+  codes: ErrorCode[];
+  headers: ErrorHeaderName[];
+  scope: ErrorScope[];
+}
+
+/** The error responses, one per status, grouped from the catalogue (shared/errors.ts). */
+export const ERROR_RESPONSES: ErrorResponse[] = [...new Set(ERROR_CODES.map((code) => ERROR_CATALOGUE[code].status))]
+  .sort((a, b) => a - b)
+  .map((status) => {
+    const codes = ERROR_CODES.filter((code) => ERROR_CATALOGUE[code].status === status);
+    const entries = codes.map((code): CatalogueEntry => ERROR_CATALOGUE[code]);
+    const name = STATUS_NAMES[status];
+    if (!name) throw new Error(`No response name for status ${status}: add it to STATUS_NAMES`);
+    return {
+      status,
+      name,
+      codes,
+      headers: [...new Set(entries.flatMap((entry) => entry.headers))],
+      scope: [...new Set(entries.flatMap((entry) => entry.scope))],
+    };
+  });
 
 /** What each route returns on success and which list parameters it takes. */
 const OPERATIONS: Record<RouteId, { schema: string; list: boolean; tag: string; description: string }> = {
@@ -131,7 +127,7 @@ const buildSchemas = (): Record<string, Json> => {
   registry.add(listSchema(PaymentProviderSchema).meta({ description: 'One page of active payment providers' }), {
     id: 'PaymentProviderList',
   });
-  for (const [status, { name, codes }] of Object.entries(ERROR_RESPONSES)) {
+  for (const { status, name, codes } of ERROR_RESPONSES) {
     registry.add(errorSchemaFor(codes).meta({ description: `Error body of a ${status} response` }), {
       id: `${name}Error`,
     });
@@ -185,18 +181,17 @@ const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('sc
 
 const buildErrorResponses = (): Record<string, Json> =>
   Object.fromEntries(
-    Object.values(ERROR_RESPONSES).map((response) => {
-      const extra: Json =
-        'header' in response ? { [response.header.name]: ref('headers', response.header.component) } : {};
-      return [
-        response.name,
-        {
-          description: `${response.description} \`error.code\`: ${response.codes.map((c) => `\`${c}\``).join(', ')}.`,
-          headers: { ...COMMON_RESPONSE_HEADERS, ...extra },
-          content: jsonContent(`${response.name}Error`),
+    ERROR_RESPONSES.map(({ status, name, codes, headers }) => [
+      name,
+      {
+        description: codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].when}.`).join(' '),
+        headers: {
+          ...COMMON_RESPONSE_HEADERS,
+          ...Object.fromEntries(headers.map((header) => [header, ref('headers', headerComponent(status, header))])),
         },
-      ];
-    }),
+        content: jsonContent(`${name}Error`),
+      },
+    ]),
   );
 
 const PARAMETERS: Record<string, Json> = {
@@ -212,8 +207,8 @@ const PARAMETERS: Record<string, Json> = {
     in: 'query',
     required: false,
     description:
-      'Opaque: `next_cursor` of the previous page of the same list. An altered cursor, or one from ' +
-      'another list or branch, is a 400.',
+      'Opaque: `next_cursor` of the previous page of the same list. A mistyped or truncated cursor, or one ' +
+      'from another list or branch, is a 400. A cursor only ever starts a page of the list the key already reads.',
     schema: { type: 'string', minLength: 1 },
   },
 };
@@ -248,7 +243,9 @@ const buildOperation = (route: RouteDefinition): Json => {
         content: jsonContent(operation.schema),
       },
       ...Object.fromEntries(
-        Object.entries(ERROR_RESPONSES).map(([status, { name }]) => [status, ref('responses', name)]),
+        ERROR_RESPONSES.filter(
+          ({ scope }) => scope.includes('every') || scope.includes(operation.list ? 'list' : 'single'),
+        ).map(({ status, name }) => [status, ref('responses', name)]),
       ),
     },
   };
@@ -307,6 +304,18 @@ export const buildOpenApiDocument = (): Json => ({
     { name: 'Payment providers', description: 'Active payment providers of the branch' },
   ],
   paths: buildPaths(),
+  // What answers when no operation matches (the catch-all function): a validator checks those responses here.
+  'x-unmatched-requests': {
+    description:
+      'A path that matches no operation is a 404 (`not_found`); a path that exists, requested with a method it ' +
+      'does not accept, is a 405 (`method_not_allowed`) whose `Allow` header lists the accepted methods.',
+    responses: Object.fromEntries(
+      ERROR_RESPONSES.filter(({ scope }) => scope.includes('unmatched')).map(({ status, name }) => [
+        status,
+        ref('responses', name),
+      ]),
+    ),
+  },
   components: {
     securitySchemes: {
       [SECURITY_SCHEME]: {

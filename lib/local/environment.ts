@@ -1,17 +1,18 @@
 /**
- * The local stack behind `npm start`: an embedded DynamoDB (or an external one), the tables
- * from the shared definitions, demo data, a demo key, and the local gateway serving the same
- * handlers the CDK stack deploys.
+ * The local environment behind `npm start`: an embedded DynamoDB (or an external one), the
+ * tables from the shared definitions, demo data, a demo key, and the local gateway serving the
+ * same handlers the CDK stack deploys.
  */
 import { join } from 'node:path';
 import { createOperatorContext } from '../operator/context';
 import { createKey, seed } from '../operator/operations';
-import { ensureTables, startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
+import { ensureTables } from '../operator/tables';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
 import { PortInUseError, PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
 
 export const DEMO_SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
 
-export interface LocalStackOptions {
+export interface LocalEnvironmentOptions {
   /** @default 3000 (env PORT) */
   port?: number;
   /** @default '127.0.0.1' (env HOST) */
@@ -27,7 +28,7 @@ export interface LocalStackOptions {
   staticFiles?: GatewayOptions['staticFiles'];
 }
 
-export interface LocalStack {
+export interface LocalEnvironment {
   gateway: Gateway;
   dynamoEndpoint: string;
   demoKey: string;
@@ -36,7 +37,7 @@ export interface LocalStack {
   close(): Promise<void>;
 }
 
-export const startLocalStack = async (options: LocalStackOptions = {}): Promise<LocalStack> => {
+export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
   let dynamo: EmbeddedDynamo | undefined;
   const host = options.host ?? '127.0.0.1';
   if (!options.dynamoEndpoint) {

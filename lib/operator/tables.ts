@@ -1,0 +1,39 @@
+/**
+ * Creates the tables from the shared definitions (shared/tables.ts) on the target DynamoDB: the
+ * embedded one of `npm start` and the tests, or AWS for `branch-api tables create`.
+ */
+import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createTableInput, tableDefinitions, type TableNames } from '../../shared/tables';
+
+/**
+ * Creates every table that does not exist yet and waits until all are ACTIVE; returns the names
+ * it created. TTL is not set here: dynalite has no UpdateTimeToLive (docs/toolchain.md); the CDK
+ * stack sets it on AWS.
+ */
+export const ensureTables = async (
+  anyClient: DynamoDBClient | DynamoDBDocumentClient,
+  names: TableNames,
+): Promise<string[]> => {
+  // A document client sends plain (non-document) commands unchanged.
+  const client = anyClient as DynamoDBClient;
+  const created: string[] = [];
+  for (const definition of tableDefinitions) {
+    try {
+      await client.send(new CreateTableCommand(createTableInput(definition, names[definition.name])));
+      created.push(names[definition.name]);
+    } catch (error) {
+      if ((error as Error).name !== 'ResourceInUseException') throw error;
+    }
+  }
+  for (const definition of tableDefinitions) {
+    const tableName = names[definition.name];
+    for (let attempt = 0; ; attempt += 1) {
+      const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+      if (Table?.TableStatus === 'ACTIVE') break;
+      if (attempt > 600) throw new Error(`Table ${tableName} did not become ACTIVE`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return created;
+};

@@ -1,0 +1,155 @@
+/**
+ * Every error a caller can see, in one catalogue: status, code, default message, the headers it
+ * carries and when it happens. The error factories below, the OpenAPI error responses
+ * (lib/openapi/document.ts) and the README error table (scripts/openapi.ts writes it) are all
+ * derived from it; test/error-catalogue.test.ts proves the three agree. Adding a code means
+ * adding an entry here (and a factory when it needs arguments).
+ *
+ * Errors follow the http-errors contract (`statusCode`, `expose`, `headers`): the chain's error
+ * mapper (shared/middlewares/error-mapper.ts) turns them into the JSON body and
+ * `@middy/http-error-handler` writes the response.
+ */
+import type { Scope } from './schemas';
+
+export const AUTH_REALM = 'branch-api';
+
+/** Response headers an error may carry beyond the ones every response has. */
+export type ErrorHeaderName = 'WWW-Authenticate' | 'Allow' | 'Retry-After';
+
+/**
+ * Which operations can answer with a code: `every` authenticated operation, those that take query
+ * parameters (`list`), those that read one resource (`single`), and requests no route matched
+ * (`unmatched`, answered by the catch-all function).
+ */
+export type ErrorScope = 'every' | 'list' | 'single' | 'unmatched';
+
+export interface CatalogueEntry {
+  readonly status: number;
+  readonly message: string;
+  /** When a caller gets it: the README table and the OpenAPI descriptions. */
+  readonly when: string;
+  readonly headers: readonly ErrorHeaderName[];
+  readonly scope: readonly ErrorScope[];
+}
+
+export const ERROR_CATALOGUE = {
+  missing_api_key: {
+    status: 401,
+    message: 'Send your API key as "Authorization: Bearer wsk_...".',
+    when: 'no `Authorization` header, or not `Bearer <token>`',
+    headers: ['WWW-Authenticate'],
+    scope: ['every'],
+  },
+  invalid_api_key: {
+    status: 401,
+    message: 'The API key is not valid.',
+    when: 'malformed, wrong prefix, bad checksum, or unknown key',
+    headers: ['WWW-Authenticate'],
+    scope: ['every'],
+  },
+  expired_api_key: {
+    status: 401,
+    message: 'The API key has expired.',
+    when: "the key's expiry time has passed",
+    headers: ['WWW-Authenticate'],
+    scope: ['every'],
+  },
+  revoked_api_key: {
+    status: 401,
+    message: 'The API key has been revoked.',
+    when: 'the key was revoked',
+    headers: ['WWW-Authenticate'],
+    scope: ['every'],
+  },
+  insufficient_scope: {
+    status: 403,
+    message: 'The API key lacks the scope this endpoint requires.',
+    when: 'valid key without the scope the operation requires (`read`)',
+    headers: ['WWW-Authenticate'],
+    scope: ['every'],
+  },
+  invalid_request: {
+    status: 400,
+    message: 'The request is not valid.',
+    when: 'bad query parameter or cursor',
+    headers: [],
+    scope: ['list'],
+  },
+  not_found: {
+    status: 404,
+    message: 'No such resource.',
+    when: 'unknown resource (another branch and inactive answer the same), or no endpoint at this path',
+    headers: [],
+    scope: ['single', 'unmatched'],
+  },
+  method_not_allowed: {
+    status: 405,
+    message: 'This path does not accept this method.',
+    when: 'a known path with a method other than GET (`Allow` lists the accepted ones)',
+    headers: ['Allow'],
+    scope: ['unmatched'],
+  },
+  service_unavailable: {
+    status: 503,
+    message: 'The service is temporarily unavailable. Retry shortly.',
+    when: 'the database is unreachable or throttling (`Retry-After` says when to retry)',
+    headers: ['Retry-After'],
+    scope: ['every'],
+  },
+  internal_error: {
+    status: 500,
+    message: 'Something went wrong on our side.',
+    when: 'anything else; quote the request id when reporting it',
+    headers: [],
+    scope: ['every', 'unmatched'],
+  },
+} as const satisfies Record<string, CatalogueEntry>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+export const ERROR_CODES = Object.keys(ERROR_CATALOGUE) as [ErrorCode, ...ErrorCode[]];
+
+/** An error a caller sees: a catalogue code, a message, and the headers the catalogue names. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly statusCode: number;
+  /** Always shown to the caller (http-errors contract); 5xx messages are generic by design. */
+  readonly expose = true;
+  constructor(
+    readonly code: ErrorCode,
+    message: string = ERROR_CATALOGUE[code].message,
+    readonly headers: Readonly<Partial<Record<ErrorHeaderName, string>>> = {},
+  ) {
+    super(message);
+    this.statusCode = ERROR_CATALOGUE[code].status;
+  }
+}
+
+/** The JSON body of an error response: `{"error":{"code","message","request_id"}}`. */
+export const errorBody = (error: ApiError, requestId: string) => ({
+  error: { code: error.code, message: error.message, request_id: requestId },
+});
+
+const bearer = (params = ''): string => `Bearer realm="${AUTH_REALM}"${params}`;
+const invalidToken = { 'WWW-Authenticate': bearer(', error="invalid_token"') };
+
+export const missingApiKey = () => new ApiError('missing_api_key', undefined, { 'WWW-Authenticate': bearer() });
+export const invalidApiKey = () => new ApiError('invalid_api_key', undefined, invalidToken);
+export const expiredApiKey = () => new ApiError('expired_api_key', undefined, invalidToken);
+export const revokedApiKey = () => new ApiError('revoked_api_key', undefined, invalidToken);
+export const insufficientScope = (scope: Scope) =>
+  new ApiError('insufficient_scope', `The API key lacks the "${scope}" scope this endpoint requires.`, {
+    'WWW-Authenticate': bearer(`, error="insufficient_scope", scope="${scope}"`),
+  });
+export const invalidRequest = (message?: string) => new ApiError('invalid_request', message);
+export const notFound = (message?: string) => new ApiError('not_found', message);
+export const methodNotAllowed = (allow: string) =>
+  new ApiError('method_not_allowed', `This path only accepts ${allow}.`, { Allow: allow });
+export const serviceUnavailable = (retryAfterSeconds: number) =>
+  new ApiError('service_unavailable', undefined, { 'Retry-After': String(retryAfterSeconds) });
+export const internalError = () => new ApiError('internal_error');
+
+/**
+ * The catalogue code for an exposed HTTP error another Middy middleware threw (a 415 from a body
+ * parser, say): a 404 stays `not_found`, any other 4xx is `invalid_request`.
+ */
+export const codeForClientStatus = (status: number): ErrorCode => (status === 404 ? 'not_found' : 'invalid_request');

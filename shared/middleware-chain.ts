@@ -1,0 +1,43 @@
+/**
+ * The Middy middleware chain every function shares. Attach order matters: Middy runs `before` in
+ * order and `after`/`onError` in reverse, so on the way out the error mapper turns any error into
+ * a catalogue error first, `@middy/http-error-handler` writes it, headers are added, observers (the
+ * usage record) see the final response, and Powertools flushes metrics and resets log keys last.
+ */
+import middy from '@middy/core';
+import httpErrorHandler from '@middy/http-error-handler';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import type { ApiEvent, ApiResponse } from './http/response';
+import { errorMapper, requestContext, responseHeaders } from './middlewares';
+import type { ApiContext, ApiMiddleware } from './middlewares';
+import { logger, metrics } from './observability';
+
+export type ChainHandler<TContext extends ApiContext = ApiContext> = (
+  event: ApiEvent,
+  context: TContext,
+) => Promise<ApiResponse>;
+
+export interface ChainOptions {
+  /** Route template to record; defaults to the event's `routeKey`. */
+  route?: string;
+  /** Run before the handler, in order (authentication, scope). */
+  guards?: ApiMiddleware[];
+  /** See every final response, error responses included (usage recording). */
+  observers?: ApiMiddleware[];
+}
+
+export const createMiddlewareChain = (
+  handler: ChainHandler,
+  { route, guards = [], observers = [] }: ChainOptions = {},
+) =>
+  middy<ApiEvent, ApiResponse, Error, ApiContext>(handler)
+    .use(injectLambdaContext(logger, { resetKeys: true }) as ApiMiddleware)
+    .use(logMetrics(metrics) as ApiMiddleware)
+    .use(requestContext({ logger, ...(route === undefined ? {} : { route }) }))
+    .use(observers)
+    .use(responseHeaders())
+    // Off: the package would print every 401 to stderr; the mapper logs 5xx through Powertools.
+    .use(httpErrorHandler({ logger: false }) as ApiMiddleware)
+    .use(errorMapper({ logger }))
+    .use(guards);

@@ -1,0 +1,55 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { createError } from '@middy/util';
+import { DataStoreUnavailableError } from '../data-store-errors';
+import { ApiError, codeForClientStatus, errorBody, internalError, serviceUnavailable } from '../errors';
+import { JSON_CONTENT_TYPE } from '../http/response';
+import type { ApiMiddleware, ApiRequest } from './types';
+
+export interface ErrorMapperOptions {
+  logger: Pick<Logger, 'warn' | 'error'>;
+}
+
+interface ExposedHttpError {
+  statusCode: number;
+  expose: boolean;
+  message: string;
+}
+
+const isExposedClientError = (error: unknown): error is ExposedHttpError => {
+  const { statusCode, expose } = (error ?? {}) as Partial<ExposedHttpError>;
+  return typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500 && expose === true;
+};
+
+/** Any error → the catalogue error a caller may see. */
+export const toApiError = (error: unknown): ApiError => {
+  if (error instanceof ApiError) return error;
+  if (error instanceof DataStoreUnavailableError) return serviceUnavailable(error.retryAfterSeconds);
+  // An exposed 4xx from another Middy middleware keeps its meaning under a documented code.
+  if (isExposedClientError(error)) return new ApiError(codeForClientStatus(error.statusCode), error.message);
+  return internalError();
+};
+
+/**
+ * Runs first on the way out: turns whatever was thrown into an exposed HTTP error whose message is
+ * the API's JSON error body and whose headers are the catalogue's, for `@middy/http-error-handler`
+ * to write. Callers see a code and a message, never a stack, an SDK message or a table name; the
+ * cause of a 5xx goes to the Powertools log (the package's own logger is off).
+ */
+export const errorMapper = ({ logger }: ErrorMapperOptions): ApiMiddleware => {
+  const errorMapperOnError = (request: ApiRequest): void => {
+    const { error, context } = request;
+    const apiError = toApiError(error);
+    if (apiError.statusCode >= 500) {
+      if (apiError.statusCode === 503) logger.warn('Request failed', { error });
+      else logger.error('Request failed', { error });
+    }
+    // Middy's createError keeps only `expose` of its properties: the headers are set on the error.
+    request.error = Object.assign(
+      createError(apiError.statusCode, JSON.stringify(errorBody(apiError, context.requestId)), { expose: true }),
+      {
+        headers: { ...apiError.headers, 'Content-Type': JSON_CONTENT_TYPE },
+      },
+    );
+  };
+  return { onError: errorMapperOnError, name: 'errorMapper' };
+};

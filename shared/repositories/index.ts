@@ -1,0 +1,29 @@
+/**
+ * The three repositories over one document client: what the Lambda runtime, the operator library
+ * and the tests all build, one way.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../config';
+import { BranchDataRepository } from './branch-data';
+import { KeysRepository } from './keys';
+import { UsageRepository } from './usage';
+
+export interface Repositories {
+  keys: KeysRepository;
+  usage: UsageRepository;
+  branchData: BranchDataRepository;
+}
+
+/** @param deadlineMs longest one repository call may take, retries included */
+export const createRepositories = (
+  client: DynamoDBDocumentClient,
+  tables: TableNames,
+  deadlineMs?: number,
+): Repositories => ({
+  keys: new KeysRepository(client, tables.keys, deadlineMs),
+  usage: new UsageRepository(client, tables.usage, deadlineMs),
+  branchData: new BranchDataRepository(client, tables.branchData, deadlineMs),
+});
+
+export { BranchDataRepository, KeysRepository, UsageRepository };
+export type { Page, PageRequest } from './page';
