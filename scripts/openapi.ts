@@ -1,28 +1,41 @@
 /**
- * Writes docs/openapi.json from lib/openapi/document.ts (`npm run openapi`), formatted as prettier
- * would. With `--check`, writes nothing and exits 1 when the committed file is stale.
+ * Writes what is generated from the code: docs/openapi.json (lib/openapi/document.ts) and the
+ * README's error table (lib/openapi/errors-table.ts), formatted as prettier would
+ * (`npm run openapi`). With `--check`, writes nothing and exits 1 when either is stale.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { serializeOpenApiDocument } from '../lib/openapi/document';
+import { renderErrorsTable, replaceErrorsTable } from '../lib/openapi/errors-table';
 
-export const OPENAPI_FILE = join(import.meta.dirname, '..', 'docs', 'openapi.json');
+const ROOT = join(import.meta.dirname, '..');
+export const OPENAPI_FILE = join(ROOT, 'docs', 'openapi.json');
+export const README_FILE = join(ROOT, 'README.md');
+
+const formatted = async (text: string, file: string): Promise<string> =>
+  format(text, { ...((await resolveConfig(file)) ?? {}), filepath: file });
 
 const main = async (): Promise<void> => {
-  const options = (await resolveConfig(OPENAPI_FILE)) ?? {};
-  const text = await format(serializeOpenApiDocument(), { ...options, filepath: OPENAPI_FILE });
+  const readme = await readFile(README_FILE, 'utf8');
+  const outputs = [
+    { file: OPENAPI_FILE, text: await formatted(serializeOpenApiDocument(), OPENAPI_FILE) },
+    { file: README_FILE, text: await formatted(replaceErrorsTable(readme, renderErrorsTable()), README_FILE) },
+  ];
   if (process.argv.includes('--check')) {
-    const committed = await readFile(OPENAPI_FILE, 'utf8').catch(() => '');
-    if (committed !== text) {
-      console.error('docs/openapi.json is stale: run `npm run openapi` and commit it.');
+    const stale: string[] = [];
+    for (const { file, text } of outputs) {
+      if ((await readFile(file, 'utf8').catch(() => '')) !== text) stale.push(file.slice(ROOT.length + 1));
+    }
+    if (stale.length > 0) {
+      console.error(`${stale.join(' and ')} stale: run \`npm run openapi\` and commit.`);
       process.exit(1);
     }
-    console.log('docs/openapi.json is up to date.');
+    console.log('docs/openapi.json and the README error table are up to date.');
     return;
   }
-  await writeFile(OPENAPI_FILE, text);
-  console.log(`Wrote docs/openapi.json`);
+  for (const { file, text } of outputs) await writeFile(file, text);
+  console.log('Wrote docs/openapi.json and the README error table');
 };
 
 await main();
