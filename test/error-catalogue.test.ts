@@ -78,7 +78,12 @@ describe('the error catalogue', () => {
       .trim()
       .split('\n')
       .filter((line) => !/^\|[\s|:-]+\|$/.test(line))
-      .map((line) => line.slice(1, -1).split(/(?<!\\)\|/).map((cell) => cell.trim()));
+      .map((line) =>
+        line
+          .slice(1, -1)
+          .split(/(?<!\\)\|/)
+          .map((cell) => cell.trim()),
+      );
 
   it('the README table is the one generated from the catalogue (run `npm run openapi` if this fails)', () => {
     const start = readme.indexOf(ERRORS_TABLE_START) + ERRORS_TABLE_START.length;

@@ -13,9 +13,9 @@ import type { ApiContext } from '../../shared/middlewares';
 import type { createMiddlewareChain } from '../../shared/middleware-chain';
 import type * as Observability from '../../shared/observability';
 import type * as Runtime from '../../shared/runtime';
-import { BranchDataRepository } from '../../shared/repositories/branch-data';
-import { KeysRepository, type CreateKeyInput } from '../../shared/repositories/keys';
-import { UsageRepository, type UsageRecord } from '../../shared/repositories/usage';
+import { createRepositories } from '../../shared/repositories';
+import type { CreateKeyInput } from '../../shared/repositories/keys';
+import type { UsageRecord } from '../../shared/repositories/usage';
 import type { SeedBranch } from '../../shared/schemas';
 import { buildContext, buildEvent, type EventInput } from '../../lib/local/events';
 import { invokeFunction } from '../../lib/local/invoke';
@@ -27,9 +27,11 @@ export const tableNames = readTableNames(process.env);
 const settings = readDynamoDbSettings(process.env);
 /** The harness's own client, separate from the one the handlers use (so it is not counted). */
 export const fixtureClient = createDocumentClient(settings);
-export const fixtureKeys = new KeysRepository(fixtureClient, tableNames.keys);
-export const fixtureUsage = new UsageRepository(fixtureClient, tableNames.usage);
-export const fixtureBranchData = new BranchDataRepository(fixtureClient, tableNames.branchData);
+export const {
+  keys: fixtureKeys,
+  usage: fixtureUsage,
+  branchData: fixtureBranchData,
+} = createRepositories(fixtureClient, tableNames);
 /** A plain client for table setup and raw scans (items as stored, not unmarshalled). */
 const rawClient = new DynamoDBClient({
   endpoint: settings.endpoint,

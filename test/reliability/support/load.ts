@@ -14,8 +14,7 @@ import autocannon from 'autocannon';
 import { generateApiKey } from '../../../shared/api-key';
 import { readDynamoDbSettings, readTableNames } from '../../../shared/config';
 import { createDocumentClient } from '../../../shared/dynamodb';
-import { BranchDataRepository } from '../../../shared/repositories/branch-data';
-import { KeysRepository } from '../../../shared/repositories/keys';
+import { createRepositories } from '../../../shared/repositories';
 import { ensureTables } from '../../../lib/operator/tables';
 import { startGateway } from '../../../lib/local/gateway';
 import { reliabilityBranches } from './fixtures';
@@ -97,10 +96,9 @@ const prepare = async (secrets?: SecretTracker) => {
   const client = createDocumentClient(readDynamoDbSettings(env), env);
   await ensureTables(client, tables);
   const [first, second] = reliabilityBranches(2) as [SeedBranch, SeedBranch];
-  const branchData = new BranchDataRepository(client, tables.branchData);
+  const { branchData, keys } = createRepositories(client, tables);
   await branchData.putBranch(first);
   await branchData.putBranch(second);
-  const keys = new KeysRepository(client, tables.keys);
   const make = async (label: string, input: { branchId: string; expiresAt?: Date; scopes?: Scope[] }) => {
     const { key, record } = await keys.create({ scopes: ['read'], ...input, name: `load: ${label}` });
     secrets?.key(key);
