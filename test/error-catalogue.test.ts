@@ -6,45 +6,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ERROR_RESPONSES } from '../lib/openapi/document';
 import { ERRORS_TABLE_END, ERRORS_TABLE_START, renderErrorsTable } from '../lib/openapi/errors-table';
-import {
-  ApiError,
-  ERROR_CATALOGUE,
-  ERROR_CODES,
-  expiredApiKey,
-  insufficientScope,
-  internalError,
-  invalidApiKey,
-  invalidRequest,
-  methodNotAllowed,
-  missingApiKey,
-  notFound,
-  revokedApiKey,
-  serviceUnavailable,
-  type ErrorCode,
-} from '../shared/errors';
+import { ApiError, ERROR_CATALOGUE, ERROR_CODES } from '../shared/errors';
+import { ERROR_EXAMPLES } from './support/errors';
 import { OPENAPI_FILE } from './support/contract';
 
 const ROOT = join(import.meta.dirname, '..');
 const document = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8'));
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
-/** Every factory, by the code it must produce. */
-const FACTORIES: Record<ErrorCode, () => ApiError> = {
-  missing_api_key: missingApiKey,
-  invalid_api_key: invalidApiKey,
-  expired_api_key: expiredApiKey,
-  revoked_api_key: revokedApiKey,
-  insufficient_scope: () => insufficientScope('read'),
-  invalid_request: () => invalidRequest(),
-  not_found: () => notFound(),
-  method_not_allowed: () => methodNotAllowed('GET'),
-  service_unavailable: () => serviceUnavailable(1),
-  internal_error: internalError,
-};
-
 describe('the error catalogue', () => {
   it.each(ERROR_CODES)('%s: its factory gives the catalogue status and exactly the catalogue headers', (code) => {
-    const error = FACTORIES[code]();
+    const error = ERROR_EXAMPLES[code]();
     const entry = ERROR_CATALOGUE[code];
     expect(error).toMatchObject({ code, statusCode: entry.status, expose: true });
     expect(Object.keys(error.headers).sort()).toEqual([...entry.headers].sort());

@@ -7,25 +7,11 @@ import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildOpenApiDocument } from '../../lib/openapi/document';
-import {
-  ERROR_CATALOGUE,
-  ERROR_CODES,
-  expiredApiKey,
-  insufficientScope,
-  internalError,
-  invalidApiKey,
-  invalidRequest,
-  methodNotAllowed,
-  missingApiKey,
-  notFound,
-  revokedApiKey,
-  serviceUnavailable,
-  type ApiError,
-  type ErrorScope,
-} from '../../shared/errors';
+import { ERROR_CATALOGUE, ERROR_CODES, type ErrorScope } from '../../shared/errors';
 import { createMiddlewareChain } from '../../shared/middleware-chain';
 import { routes } from '../../shared/routes';
 import { OPENAPI_FILE } from '../support/contract';
+import { ERROR_EXAMPLES } from '../support/errors';
 import { invoke } from '../support/harness';
 
 const committed = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8'));
@@ -190,18 +176,7 @@ describe('unmatched requests', () => {
 });
 
 describe('the error responses the middleware chain writes are the documented ones', () => {
-  const errors: ApiError[] = [
-    missingApiKey(),
-    invalidApiKey(),
-    expiredApiKey(),
-    revokedApiKey(),
-    insufficientScope('read'),
-    invalidRequest('limit must be a whole number from 1 to 100.'),
-    notFound(),
-    methodNotAllowed('GET'),
-    serviceUnavailable(1),
-    internalError(),
-  ];
+  const errors = Object.values(ERROR_EXAMPLES).map((build) => build());
 
   it('covers every error code of the catalogue', () => {
     expect(errors.map((error) => error.code).sort()).toEqual([...ERROR_CODES].sort());

@@ -1,0 +1,31 @@
+/**
+ * One instance of every catalogue error, built by its factory. Typed by the catalogue, so a new
+ * code without an entry here fails the typecheck.
+ */
+import {
+  expiredApiKey,
+  insufficientScope,
+  internalError,
+  invalidApiKey,
+  invalidRequest,
+  methodNotAllowed,
+  missingApiKey,
+  notFound,
+  revokedApiKey,
+  serviceUnavailable,
+  type ApiError,
+  type ErrorCode,
+} from '../../shared/errors';
+
+export const ERROR_EXAMPLES: Record<ErrorCode, () => ApiError> = {
+  missing_api_key: missingApiKey,
+  invalid_api_key: invalidApiKey,
+  expired_api_key: expiredApiKey,
+  revoked_api_key: revokedApiKey,
+  insufficient_scope: () => insufficientScope('read'),
+  invalid_request: () => invalidRequest('limit must be a whole number from 1 to 100.'),
+  not_found: () => notFound(),
+  method_not_allowed: () => methodNotAllowed('GET'),
+  service_unavailable: () => serviceUnavailable(1),
+  internal_error: internalError,
+};
