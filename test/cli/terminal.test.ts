@@ -12,6 +12,7 @@ import { mainBranch } from '../support/fixtures';
 
 /** Any C0 control but the newline, DEL, C1, bidi embeddings/overrides/isolates/marks, U+2028/9. */
 const RAW_CONTROL =
+  // eslint-disable-next-line no-control-regex -- finding raw control characters is the point
   /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 
 const HOSTILE_PATH =
@@ -62,6 +63,7 @@ describe('escapeForTerminal', () => {
     expect(json).not.toMatch(RAW_CONTROL);
     // JSON.stringify alone escapes C0 but not DEL, C1 or bidi characters.
     expect(JSON.stringify(value)).toMatch(/[\u007f\u009b\u202e]/u);
+    // eslint-disable-next-line no-control-regex -- as above
     expect(JSON.stringify(value)).not.toMatch(/[\u0000-\u001f]/u);
   });
 });
