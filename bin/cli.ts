@@ -1,9 +1,11 @@
 /**
  * `branch-api`: the operator CLI (keys, usage, seed, tables) and the local stack (`serve`).
  * Every command prints readable text by default and JSON with --json; bad input exits 1 with
- * one line on stderr.
+ * one line on stderr (a JSON object with --json). Human output goes through
+ * lib/operator/terminal.ts, so stored values cannot drive the terminal.
  */
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander';
 import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
 import {
   createKey,
@@ -18,13 +20,20 @@ import { ensureTables } from '../lib/operator/tables';
 import { DataStoreError, DataStoreUnavailableError } from '../shared/data-store-errors';
 import { serve } from '../lib/local/serve';
 import { formatTable } from '../lib/operator/format';
+import { DEMO_SEED_FILE } from '../lib/local/environment';
+import { escapeForTerminal, lines, terminal, terminalSafeJson, type TerminalText } from '../lib/operator/terminal';
 
 interface JsonOption {
   json?: boolean;
 }
 
-const print = (value: unknown, options: JsonOption, text: () => string): void => {
-  process.stdout.write(`${options.json ? JSON.stringify(value, null, 2) : text()}\n`);
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+/** The one way a command writes its result: exact JSON with --json, escaped text otherwise. */
+const print = (value: unknown, options: JsonOption, text: () => TerminalText): void => {
+  process.stdout.write(`${options.json ? terminalSafeJson(value) : text().text}\n`);
 };
 
 const positiveInt = (max: number) => (value: string) => {
@@ -53,8 +62,25 @@ const withContext =
 
 const dash = (value: string | null | undefined) => value ?? '-';
 
-export const buildProgram = (): Command => {
+/** Help marks required options; commander shows defaults and environment variables itself. */
+const helpConfiguration: Partial<Help> = {
+  optionDescription(this: Help, option: Option): string {
+    const description = Help.prototype.optionDescription.call(this, option);
+    return option.mandatory ? `${description} (required)` : description;
+  },
+};
+
+export const buildProgram = (jsonErrors = false): Command => {
   const program = new Command('branch-api')
+    // Settings given before the commands are added are inherited by every subcommand.
+    .configureHelp(helpConfiguration)
+    .configureOutput(
+      jsonErrors
+        ? // The error is written once, as JSON, by the caller of parseAsync.
+          { writeErr: () => undefined }
+        : { outputError: (message, write) => write(message.split('\n').map(escapeForTerminal).join('\n')) },
+    )
+    .version(version, '-V, --version', 'print the version')
     .description('Branch API: run the local stack, manage API keys, read usage, load branch data.')
     .addHelpText(
       'after',
@@ -76,7 +102,7 @@ stack's outputs); by default the local stack's names.`,
     )
     .addOption(new Option('--dynamodb-endpoint <url>', 'use this DynamoDB instead').env('DYNAMODB_ENDPOINT'))
     .option('--data-dir <dir>', 'keep the embedded DynamoDB data in this directory across restarts')
-    .option('--seed <file>', 'seed file to load', undefined)
+    .addOption(new Option('--seed <file>', 'seed file to load').default(DEMO_SEED_FILE, 'seed/demo.json'))
     .action(serve);
 
   const keys = program.command('keys').description('Create, list and revoke API keys');
@@ -85,8 +111,8 @@ stack's outputs); by default the local stack's names.`,
     .description('Create a key; its value is printed once and never again')
     .requiredOption('--branch <id>', 'branch the key belongs to')
     .requiredOption('--scopes <list>', 'comma-separated: read, write, webhooks, team:read, billing:read')
-    .option('--expires <iso8601>', 'expiry date-time (UTC unless an offset is given)')
-    .option('--name <label>', 'a label to tell keys apart')
+    .option('--expires <iso8601>', 'expiry date or date-time (UTC unless an offset is given); unset: never expires')
+    .addOption(new Option('--name <label>', 'a label to tell keys apart').default('API key'))
     .option('--json', 'JSON output')
     .action(
       withContext(
@@ -98,16 +124,16 @@ stack's outputs); by default the local stack's names.`,
             ...(options.name !== undefined ? { name: options.name } : {}),
           });
           print({ key, ...record }, options, () =>
-            [
-              `Created key ${record.key_id} for branch ${record.branch_id}`,
-              `  name:    ${record.name}`,
-              `  scopes:  ${record.scopes.join(', ')}`,
-              `  expires: ${record.expires_at ?? 'never'}`,
-              '',
-              `  ${key}`,
-              '',
-              'Store this key now: it is shown only once and cannot be recovered.',
-            ].join('\n'),
+            lines([
+              terminal`Created key ${record.key_id} for branch ${record.branch_id}`,
+              terminal`  name:    ${record.name}`,
+              terminal`  scopes:  ${record.scopes.join(', ')}`,
+              terminal`  expires: ${record.expires_at ?? 'never'}`,
+              terminal``,
+              terminal`  ${key}`,
+              terminal``,
+              terminal`Store this key now: it is shown only once and cannot be recovered.`,
+            ]),
           );
         },
       ),
@@ -123,7 +149,7 @@ stack's outputs); by default the local stack's names.`,
         const listing = await listKeys(ctx, options.branch);
         print(listing, options, () =>
           listing.length === 0
-            ? `No keys for branch ${options.branch}`
+            ? terminal`No keys for branch ${options.branch}`
             : formatTable(
                 ['ID', 'NAME', 'START', 'SCOPES', 'STATUS', 'CREATED', 'EXPIRES', 'REVOKED', 'LAST USED'],
                 listing.map((k) => [
@@ -144,16 +170,17 @@ stack's outputs); by default the local stack's names.`,
 
   keys
     .command('revoke')
-    .description('Revoke a key: refused from the next request on')
+    .description('Revoke a key: refused from the next request on. A revoked key stays revoked (exit 0).')
     .argument('<key_id>', 'the key id (key_...)')
-    .option('--json', 'JSON output')
+    .requiredOption('--branch <id>', 'branch the key belongs to')
+    .option('--json', 'JSON output (already_revoked: true when it was revoked before)')
     .action(
-      withContext(async (ctx, keyId: string, options: JsonOption) => {
-        const record = await revokeKey(ctx, keyId);
-        print(
-          record,
-          options,
-          () => `Revoked key ${record.key_id} (branch ${record.branch_id}) at ${record.revoked_at}`,
+      withContext(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+        const record = await revokeKey(ctx, { branchId: options.branch, keyId });
+        print(record, options, () =>
+          record.already_revoked
+            ? terminal`Key ${record.key_id} (branch ${record.branch_id}) was already revoked at ${record.revoked_at}; nothing changed`
+            : terminal`Revoked key ${record.key_id} (branch ${record.branch_id}) at ${record.revoked_at}`,
         );
       }),
     );
@@ -179,10 +206,10 @@ stack's outputs); by default the local stack's names.`,
             const statuses = Object.entries(summary.by_status)
               .map(([status, count]) => `${status}: ${count}`)
               .join(', ');
-            const head = [
-              `${summary.count} call(s)${statuses ? ` — ${statuses}` : ''}`,
-              `response time p50 ${summary.p50_ms ?? '-'} ms, p95 ${summary.p95_ms ?? '-'} ms`,
-            ].join('\n');
+            const head = lines([
+              terminal`${summary.count} call(s)${statuses ? ` — ${statuses}` : ''}`,
+              terminal`response time p50 ${summary.p50_ms ?? '-'} ms, p95 ${summary.p95_ms ?? '-'} ms`,
+            ]);
             if (records.length === 0) return head;
             const table = formatTable(
               ['TIME', 'KEY', 'METHOD', 'PATH', 'STATUS', 'MS', 'REQUEST ID'],
@@ -196,7 +223,7 @@ stack's outputs); by default the local stack's names.`,
                 r.request_id,
               ]),
             );
-            return `${head}\n\n${table}`;
+            return terminal`${head}\n\n${table}`;
           });
         },
       ),
@@ -214,7 +241,7 @@ stack's outputs); by default the local stack's names.`,
           result,
           options,
           () =>
-            `Loaded ${result.branches} branch(es), ${result.members} member(s), ${result.payment_providers} payment provider(s)`,
+            terminal`Loaded ${result.branches} branch(es), ${result.members} member(s), ${result.payment_providers} payment provider(s)`,
         );
       }),
     );
@@ -230,12 +257,10 @@ stack's outputs); by default the local stack's names.`,
         const created = await ensureTables(ctx.client, ctx.tables);
         const existing = Object.values(ctx.tables).filter((name) => !created.includes(name));
         print({ created, existing, tables: ctx.tables }, options, () =>
-          [
-            created.length ? `Created: ${created.join(', ')}` : 'Created: none',
-            existing.length ? `Already there: ${existing.join(', ')}` : '',
-          ]
-            .filter(Boolean)
-            .join('\n'),
+          lines([
+            terminal`Created: ${created.length ? created.join(', ') : 'none'}`,
+            ...(existing.length ? [terminal`Already there: ${existing.join(', ')}`] : []),
+          ]),
         );
       }),
     );
@@ -252,14 +277,30 @@ const describeFailure = (error: unknown): string => {
   return error instanceof Error ? error.message : String(error);
 };
 
+/** `--json` anywhere among the arguments (before a `--`) asks for JSON errors too. */
+const args = process.argv.slice(2);
+const jsonErrors = (args.includes('--') ? args.slice(0, args.indexOf('--')) : args).includes('--json');
+
+const fail = (message: string, exitCode: number): void => {
+  process.stderr.write(
+    jsonErrors ? `${terminalSafeJson({ error: { message } }, 0)}\n` : `${terminal`error: ${message}`}\n`,
+  );
+  process.exitCode = exitCode;
+};
+
 try {
-  await buildProgram().parseAsync(process.argv);
+  await buildProgram(jsonErrors).parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) {
-    // Help and version exit 0; commander has already printed its own message for usage errors.
+    // Help and version exit 0. Otherwise commander has printed its message already, unless
+    // JSON errors were asked for.
     process.exitCode = error.exitCode;
+    if (jsonErrors && error.exitCode !== 0) {
+      const message =
+        error.code === 'commander.help' ? 'a command is missing (run with --help for usage)' : error.message;
+      fail(message.replace(/^error: /, ''), error.exitCode);
+    }
   } else {
-    process.stderr.write(`error: ${describeFailure(error)}\n`);
-    process.exitCode = 1;
+    fail(describeFailure(error), 1);
   }
 }

@@ -48,8 +48,31 @@ export interface Config {
   readonly usageRetentionDays: number;
 }
 
+/**
+ * DYNAMODB_ENDPOINT, when set: an absolute http(s) URL with a host. Checked here, the one place
+ * every reader goes through, so `localhost:8000` is named as a bad endpoint instead of
+ * surfacing later as an unreachable store or a missing table.
+ */
+const readEndpoint = (env: Env): string | undefined => {
+  const raw = env.DYNAMODB_ENDPOINT?.trim();
+  if (!raw) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  // The scheme is checked on the text too: URL reads `http:x` as http://x.
+  if (!url || !/^https?:\/\//i.test(raw) || !url.hostname) {
+    throw new ConfigError(
+      `Environment variable DYNAMODB_ENDPOINT must be an http:// or https:// URL such as http://127.0.0.1:8000, got "${raw}"`,
+    );
+  }
+  return raw;
+};
+
 export const readDynamoDbSettings = (env: Env): DynamoDbSettings => {
-  const endpoint = env.DYNAMODB_ENDPOINT?.trim() || undefined;
+  const endpoint = readEndpoint(env);
   return {
     ...(endpoint ? { endpoint } : {}),
     region:

@@ -83,6 +83,26 @@ describe('loadConfig', () => {
   });
 });
 
+describe('DYNAMODB_ENDPOINT', () => {
+  it.each(['http://127.0.0.1:8000', 'https://dynamodb.eu-west-1.amazonaws.com', ' http://localhost:8000 '])(
+    'accepts %j',
+    (endpoint) => {
+      expect(loadConfig({ ...complete, DYNAMODB_ENDPOINT: endpoint }).dynamodb.endpoint).toBe(endpoint.trim());
+    },
+  );
+
+  it.each(['localhost:8000', '127.0.0.1:8000', 'http://', 'ftp://x', 'http:x', '//x', 'http ://x'])(
+    'refuses %j, naming the variable',
+    (endpoint) => {
+      const error = failureOf({ ...complete, DYNAMODB_ENDPOINT: endpoint });
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toBe(
+        `Environment variable DYNAMODB_ENDPOINT must be an http:// or https:// URL such as http://127.0.0.1:8000, got "${endpoint}"`,
+      );
+    },
+  );
+});
+
 describe('a function container', () => {
   it('fails to load, naming the variable, when a table name is missing', async () => {
     await expect(loadService({ USAGE_TABLE: undefined })).rejects.toThrow(

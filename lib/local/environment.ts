@@ -5,8 +5,9 @@
  */
 import { join } from 'node:path';
 import { createOperatorContext } from '../operator/context';
-import { createKey, seed } from '../operator/operations';
+import { seed } from '../operator/operations';
 import { ensureTables } from '../operator/tables';
+import { createDemoKey } from './demo-key';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
 import { PortInUseError, PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
 
@@ -33,6 +34,10 @@ export interface LocalEnvironment {
   dynamoEndpoint: string;
   demoKey: string;
   demoKeyId: string;
+  /** The demo key expires a day after the start (lib/local/demo-key.ts). */
+  demoKeyExpiresAt: string;
+  /** Demo keys of earlier starts (kept by --data-dir) that this start revoked. */
+  revokedDemoKeyIds: string[];
   demoBranchId: string;
   close(): Promise<void>;
 }
@@ -72,11 +77,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     const seeded = await seed(operator, options.seedFile ?? DEMO_SEED_FILE);
     // The demo key's branch: the first of the seed file (which has at least one, or seed() refused it).
     const demoBranchId = seeded.branch_ids[0]!;
-    const { key, record } = await createKey(operator, {
-      branchId: demoBranchId,
-      scopes: 'read',
-      name: `demo key (npm start ${new Date().toISOString()})`,
-    });
+    const demoKey = await createDemoKey(operator, demoBranchId);
     const gateway = await startGateway({
       port: options.port ?? 3000,
       host,
@@ -85,8 +86,10 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     return {
       gateway,
       dynamoEndpoint,
-      demoKey: key,
-      demoKeyId: record.key_id,
+      demoKey: demoKey.key,
+      demoKeyId: demoKey.keyId,
+      demoKeyExpiresAt: demoKey.expiresAt,
+      revokedDemoKeyIds: demoKey.revokedKeyIds,
       demoBranchId,
       close: async () => {
         await gateway.close();

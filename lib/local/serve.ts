@@ -1,4 +1,5 @@
 /** `branch-api serve` / `npm start`: runs the local environment until Ctrl-C. */
+import { lines, terminal } from '../operator/terminal';
 import { serveDocs } from './docs';
 import { startLocalEnvironment } from './environment';
 
@@ -25,41 +26,39 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`error: ${message}\n`);
+    process.stderr.write(`${terminal`error: ${message}`}\n`);
     process.exitCode = 1;
     return;
   }
-  const { gateway, demoKey, demoBranchId, dynamoEndpoint } = environment;
-  process.stdout.write(
-    [
-      '',
-      `Branch API is running at ${gateway.baseUrl}`,
-      `  DynamoDB:  ${dynamoEndpoint} (${
-        options.dynamodbEndpoint
-          ? 'external'
-          : options.dataDir
-            ? `embedded, data in ${options.dataDir}`
-            : 'embedded, in memory'
-      })`,
-      `  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
-      '',
-      `Demo key for branch ${demoBranchId} (scope: read):`,
-      `  ${demoKey}`,
-      '',
-      'Try it:',
-      `  export BRANCH_API_KEY=${demoKey}`,
-      `  curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${gateway.baseUrl}/v1/branch`,
-      '',
-      'Operate it from another terminal:',
-      `  export DYNAMODB_ENDPOINT=${dynamoEndpoint}`,
-      `  npx branch-api keys list --branch ${demoBranchId}`,
-      '',
-      'Press Ctrl-C to stop.',
-      '',
-    ]
-      .filter((line, index, lines) => line !== '' || lines[index - 1] !== '')
-      .join('\n'),
-  );
+  const { gateway, demoKey, demoKeyExpiresAt, revokedDemoKeyIds, demoBranchId, dynamoEndpoint } = environment;
+  const store = options.dynamodbEndpoint
+    ? 'external'
+    : options.dataDir
+      ? terminal`embedded, data in ${options.dataDir}`
+      : 'embedded, in memory';
+  const earlier = revokedDemoKeyIds.length
+    ? [terminal`  (revoked ${revokedDemoKeyIds.length} demo key(s) of earlier starts)`]
+    : [];
+  // The key's value appears once, in the export line; the curl line uses the variable.
+  const text = lines([
+    terminal``,
+    terminal`Branch API is running at ${gateway.baseUrl}`,
+    terminal`  DynamoDB:  ${dynamoEndpoint} (${store})`,
+    terminal`  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
+    terminal``,
+    terminal`Demo key for branch ${demoBranchId} (scope: read, expires ${demoKeyExpiresAt}):`,
+    ...earlier,
+    terminal`  export BRANCH_API_KEY=${demoKey}`,
+    terminal`  curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${gateway.baseUrl}/v1/branch`,
+    terminal``,
+    terminal`Operate it from another terminal:`,
+    terminal`  export DYNAMODB_ENDPOINT=${dynamoEndpoint}`,
+    terminal`  npx branch-api keys list --branch ${demoBranchId}`,
+    terminal``,
+    terminal`Press Ctrl-C to stop.`,
+    terminal``,
+  ]);
+  process.stdout.write(text.text);
 
   await new Promise<void>((resolve) => {
     const stop = () => {

@@ -9,31 +9,21 @@ import { KeyNotFoundError, type ApiKeyRecord } from '../../shared/repositories/k
 import type { UsageRecord } from '../../shared/repositories/usage';
 import { SCOPES, ScopeSchema, SeedFileSchema, type Scope, type SeedFile } from '../../shared/schemas';
 import type { OperatorContext } from './context';
+import { parseIsoDate } from './dates';
+import { OperatorError } from './errors';
 
-export class OperatorError extends Error {
-  override name = 'OperatorError';
-}
+export { OperatorError } from './errors';
+export { parseIsoDate } from './dates';
 
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-
-/** Parses an ISO 8601 date or date-time, in UTC unless it names an offset (a date alone is midnight UTC). */
-export const parseIsoDate = (value: string, what: string): Date => {
-  const match = ISO_8601.exec(value);
-  const date = new Date(match && match[1] && !match[4] ? `${value}Z` : value);
-  // Date rolls 2027-02-30 over to March; a real date keeps its calendar day in UTC.
-  const valid = match !== null && !Number.isNaN(date.getTime());
-  if (!valid || (!match[4] && date.toISOString().slice(0, 10) !== value.slice(0, 10))) {
-    throw new OperatorError(`${what} must be an ISO 8601 date or date-time, e.g. 2027-01-31T23:59:59Z; got "${value}"`);
-  }
-  return date;
-};
-
+/** Parses a comma-separated scope list; an empty entry (`read,,`, `,read`) is a typo, not ignored. */
 export const parseScopes = (value: string): Scope[] => {
-  const scopes = value
-    .split(',')
-    .map((scope) => scope.trim())
-    .filter(Boolean);
-  if (scopes.length === 0) throw new OperatorError(`--scopes needs at least one of: ${SCOPES.join(', ')}`);
+  if (!value.trim()) throw new OperatorError(`--scopes needs at least one of: ${SCOPES.join(', ')}`);
+  const scopes = value.split(',').map((scope) => scope.trim());
+  if (scopes.includes('')) {
+    throw new OperatorError(
+      `--scopes has an empty entry in "${value}"; separate scopes with single commas, e.g. read,team:read`,
+    );
+  }
   const unknown = scopes.filter((scope) => !ScopeSchema.safeParse(scope).success);
   if (unknown.length > 0) {
     throw new OperatorError(`Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; allowed: ${SCOPES.join(', ')}`);
@@ -98,11 +88,46 @@ export const listKeys = async (ctx: OperatorContext, branchId: string, now = new
   );
 };
 
-export const revokeKey = async (ctx: OperatorContext, keyId: string): Promise<ApiKeyRecord> => {
+const unknownKey = (branchId: string, keyId: string) =>
+  new OperatorError(`Unknown key id "${keyId}" for branch "${branchId}"`);
+
+export interface KeyOfBranch {
+  branchId: string;
+  keyId: string;
+}
+
+/**
+ * The key, when it belongs to the branch. Every operation on one key goes through this: a key of
+ * another branch gets the same answer as an id that does not exist, so a branch's settings page
+ * learns nothing about other branches' keys.
+ * @throws OperatorError `Unknown key id "…" for branch "…"`
+ */
+export const requireKeyOfBranch = async (
+  ctx: OperatorContext,
+  branchId: string,
+  keyId: string,
+): Promise<ApiKeyRecord> => {
+  const key = await ctx.keys.getById(keyId);
+  if (!key || key.branch_id !== branchId) throw unknownKey(branchId, keyId);
+  return key;
+};
+
+export interface RevokedKey extends ApiKeyRecord {
+  revoked_at: string;
+  /** True when the key had been revoked before this call (which then changed nothing). */
+  already_revoked: boolean;
+}
+
+/** Revokes a key of the branch from the next request on; revoking a revoked key changes nothing. */
+export const revokeKey = async (ctx: OperatorContext, { branchId, keyId }: KeyOfBranch): Promise<RevokedKey> => {
+  const key = await requireKeyOfBranch(ctx, branchId, keyId);
+  if (key.revoked_at) return { ...key, revoked_at: key.revoked_at, already_revoked: true };
   try {
-    return await ctx.keys.revoke(keyId);
+    const revoked = await ctx.keys.revoke(keyId);
+    return { ...revoked, revoked_at: revoked.revoked_at!, already_revoked: false };
   } catch (error) {
-    if (error instanceof KeyNotFoundError) throw new OperatorError(`Unknown key id "${keyId}"`);
+    // Deleted between the two reads: as unknown as any other id.
+    if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
     throw error;
   }
 };
@@ -143,12 +168,7 @@ export const readUsage = async (ctx: OperatorContext, request: UsageRequest) => 
   }
   const since = request.since === undefined ? undefined : parseIsoDate(request.since, '--since');
   await requireBranch(ctx, request.branchId);
-  if (request.keyId !== undefined) {
-    const key = await ctx.keys.getById(request.keyId);
-    if (!key || key.branch_id !== request.branchId) {
-      throw new OperatorError(`Unknown key id "${request.keyId}" for branch "${request.branchId}"`);
-    }
-  }
+  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
   const records: UsageRecord[] = [];
   let position: string | undefined;
   do {

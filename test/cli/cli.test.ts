@@ -2,7 +2,7 @@
  * The `branch-api` CLI end to end: each command in a child process, against the embedded
  * DynamoDB of the test run and this file's own tables (env from test/support/env.ts).
  */
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashApiKey, isWellFormedApiKey } from '../../shared/api-key';
@@ -94,20 +94,12 @@ describe('seed', () => {
 });
 
 describe('keys', () => {
+  const createDemoBranchKey = (...args: string[]) => runCli(['keys', 'create', '--branch', 'br_demo', ...args]);
+
   it('creates a key, printing its value once, storing only its hash', async () => {
-    const result = await runCli([
-      'keys',
-      'create',
-      '--branch',
-      'br_demo',
-      '--scopes',
-      'read,team:read',
-      '--expires',
-      '2099-01-01T00:00:00Z',
-      '--name',
-      'ci',
-      '--json',
-    ]);
+    const result = await createDemoBranchKey(
+      ...['--scopes', 'read,team:read', '--expires', '2099-01-01T00:00:00Z', '--name', 'ci', '--json'],
+    );
     expect(result.code).toBe(0);
     const { key, key_id, scopes, expires_at, branch_id, name } = result.json;
     expect(isWellFormedApiKey(key)).toBe(true);
@@ -134,11 +126,23 @@ describe('keys', () => {
     [['--scopes', ''], '--scopes needs at least one'],
     [['--scopes', 'read', '--expires', 'next week'], '--expires must be an ISO 8601'],
     [['--scopes', 'read', '--expires', '2027-02-30'], '--expires must be an ISO 8601'],
+    [['--scopes', 'read', '--expires', '2027-02-30T00:00:00Z'], '(February 2027 has 28 days)'],
+    [['--scopes', 'read', '--expires', '2027-02-30T00:00:00+02:00'], '(February 2027 has 28 days)'],
+    [['--scopes', 'read', '--expires', '2027-04-31'], '(April 2027 has 30 days)'],
+    [['--scopes', 'read', '--expires', '2027-06-01T24:00:00Z'], '(the hour must be 00-23)'],
+    [['--scopes', 'read,,'], '--scopes has an empty entry in "read,,"'],
+    [['--scopes', 'read, ,team:read'], '--scopes has an empty entry in "read, ,team:read"'],
     [['--scopes', 'read', '--expires', '2001-01-01T00:00:00Z'], '--expires must be in the future'],
   ])('refuses bad input %j with one line', async (args, message) => {
-    const result = await runCli(['keys', 'create', '--branch', 'br_demo', ...args]);
+    const result = await createDemoBranchKey(...args);
     expect(result.code).toBe(1);
     expect(oneLineError(result.stderr)).toContain(message);
+  });
+
+  it('accepts a real leap day', async () => {
+    const result = await createDemoBranchKey('--scopes', 'read', '--expires', '2028-02-29', '--json');
+    expect(result.code).toBe(0);
+    expect(result.json.expires_at).toBe('2028-02-29T00:00:00.000Z');
   });
 
   it('refuses an unknown branch', async () => {
@@ -160,17 +164,38 @@ describe('keys', () => {
       /^ID\s+NAME\s+START\s+SCOPES\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED$/,
     );
 
-    const revoked = await runCli(['keys', 'revoke', created.key_id, '--json']);
+    const revoked = await runCli(['keys', 'revoke', created.key_id, '--branch', 'br_second', '--json']);
     expect(revoked.code).toBe(0);
-    expect(revoked.json.revoked_at).toEqual(expect.any(String));
+    expect(revoked.json).toMatchObject({ revoked_at: expect.any(String), already_revoked: false });
     const after = await runCli(['keys', 'list', '--branch', 'br_second', '--json']);
     expect(after.json.find((k: { key_id: string }) => k.key_id === created.key_id).status).toBe('revoked');
+
+    // Revoking it again changes nothing and says so (exit 0: the key is revoked, as asked).
+    const again = await runCli(['keys', 'revoke', created.key_id, '--branch', 'br_second']);
+    expect(again.code).toBe(0);
+    expect(again.stdout.trim()).toBe(
+      `Key ${created.key_id} (branch br_second) was already revoked at ${revoked.json.revoked_at}; nothing changed`,
+    );
+    const againJson = await runCli(['keys', 'revoke', created.key_id, '--branch', 'br_second', '--json']);
+    expect(againJson.json).toMatchObject({ revoked_at: revoked.json.revoked_at, already_revoked: true });
+  });
+
+  it('refuses to revoke a key of another branch exactly as an unknown key id', async () => {
+    const other = (await runCli(['keys', 'create', '--branch', 'br_second', '--scopes', 'read', '--json'])).json;
+    const revoke = await runCli(['keys', 'revoke', other.key_id, '--branch', 'br_demo']);
+    expect(revoke.code).toBe(1);
+    expect(oneLineError(revoke.stderr)).toBe(`error: Unknown key id "${other.key_id}" for branch "br_demo"`);
+    const listed = await runCli(['keys', 'list', '--branch', 'br_second', '--json']);
+    expect(listed.json.find((k: { key_id: string }) => k.key_id === other.key_id).status).toBe('active');
+    const missing = await runCli(['keys', 'revoke', other.key_id]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("required option '--branch <id>' not specified");
   });
 
   it('refuses to revoke an unknown key id and to list an unknown branch', async () => {
-    const revoke = await runCli(['keys', 'revoke', 'key_doesnotexist']);
+    const revoke = await runCli(['keys', 'revoke', 'key_doesnotexist', '--branch', 'br_demo']);
     expect(revoke.code).toBe(1);
-    expect(oneLineError(revoke.stderr)).toBe('error: Unknown key id "key_doesnotexist"');
+    expect(oneLineError(revoke.stderr)).toBe('error: Unknown key id "key_doesnotexist" for branch "br_demo"');
     const list = await runCli(['keys', 'list', '--branch', 'br_nowhere']);
     expect(list.code).toBe(1);
     expect(oneLineError(list.stderr)).toBe('error: Unknown branch "br_nowhere"');
@@ -243,6 +268,7 @@ describe('usage', () => {
 
   it.each([
     [['--since', 'yesterday'], '--since must be an ISO 8601'],
+    [['--since', '2026-02-29T10:00:00+01:00'], '(February 2026 has 28 days)'],
     [['--key', 'key_unknown'], 'Unknown key id "key_unknown" for branch "br_demo"'],
   ])('refuses bad input %j', async (args, message) => {
     const result = await runCli(['usage', '--branch', 'br_demo', ...args]);
@@ -260,7 +286,57 @@ describe('usage', () => {
   });
 });
 
+describe('the command line itself', () => {
+  it('prints its version', async () => {
+    const result = await runCli(['--version']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toBe(JSON.parse(await readFile(join(PROJECT_ROOT, 'package.json'), 'utf8')).version);
+  });
+
+  it('marks required options and shows defaults in --help', async () => {
+    const create = await runCli(['keys', 'create', '--help']);
+    expect(create.code).toBe(0);
+    expect(create.stdout).toMatch(/--branch <id>\s+branch the key belongs to \(required\)/);
+    expect(create.stdout).toMatch(/--name <label>\s+a label to tell keys apart \(default: "API key"\)/);
+    expect(create.stdout).not.toMatch(/--expires[^\n]*\(required\)/);
+    expect((await runCli(['keys', 'revoke', '--help'])).stdout).toMatch(/--branch <id>.*\(required\)/);
+    expect((await runCli(['usage', '--help'])).stdout).toMatch(/--limit <n>.*\(default: 50\)/);
+    expect((await runCli(['serve', '--help'])).stdout).toMatch(
+      /--seed <file>\s+seed file to load \(default: seed\/demo.json\)/,
+    );
+  });
+
+  it.each([
+    [['keys', 'list', '--branch', 'br_nowhere', '--json'], 'Unknown branch "br_nowhere"'],
+    [['keys', 'create', '--scopes', 'read', '--json'], "required option '--branch <id>' not specified"],
+    [
+      ['usage', '--branch', 'br_demo', '--limit', '0', '--json'],
+      "option '--limit <n>' argument '0' is invalid. must be a whole number from 1 to 10000",
+    ],
+    [['keys', 'list', '--json', '--branch', 'br_demo', '--bogus'], "unknown option '--bogus'"],
+    [['keys', 'revoke', 'key_x', '--branch', 'br_demo', '--json'], 'Unknown key id "key_x" for branch "br_demo"'],
+  ])('with --json, %j fails with one JSON error on stderr and exit 1', async (args, message) => {
+    const result = await runCli(args);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    const lines = result.stderr.split('\n').filter((line) => line && !line.includes('nodedir'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toEqual({ error: { message } });
+  });
+});
+
 describe('targets', () => {
+  it.each(['localhost:8000', 'http://', 'ftp://x', 'http:x'])(
+    'names a malformed DYNAMODB_ENDPOINT=%s as such',
+    async (endpoint) => {
+      const result = await runCli(['keys', 'list', '--branch', 'br_demo'], { DYNAMODB_ENDPOINT: endpoint });
+      expect(result.code).toBe(1);
+      expect(oneLineError(result.stderr)).toBe(
+        `error: Environment variable DYNAMODB_ENDPOINT must be an http:// or https:// URL such as http://127.0.0.1:8000, got "${endpoint}"`,
+      );
+    },
+  );
+
   it('says clearly when no DynamoDB is reachable', async () => {
     const result = await runCli(['keys', 'list', '--branch', 'br_demo'], {
       DYNAMODB_ENDPOINT: 'http://127.0.0.1:9',

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI, PROJECT_ROOT } from '../support/cli';
+import { CLI, PROJECT_ROOT, runCli } from '../support/cli';
 import { expectToMatchContract } from '../support/contract';
 
 const startServe = (env: Record<string, string>, args: string[] = []) => {
@@ -52,6 +52,11 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
   expect(baseUrl).toBeDefined();
   expect(key).toBeDefined();
   expect(stdout).toContain(`curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${baseUrl}/v1/branch`);
+  // The key's value is printed once (in the export line), and it expires a day after the start.
+  expect(stdout.split(key!)).toHaveLength(2);
+  const expires = /Demo key for branch br_demo \(scope: read, expires (\S+)\):/.exec(stdout)?.[1];
+  expect(Date.parse(expires!) - Date.now()).toBeGreaterThan(23.9 * 3600_000);
+  expect(Date.parse(expires!) - Date.now()).toBeLessThanOrEqual(24 * 3600_000);
 
   const ok = await get(baseUrl!, '/v1/branch', key);
   expect(ok.status).toBe(200);
@@ -88,26 +93,47 @@ it('reports a busy port in one line, without a stack trace', async () => {
   }
 });
 
-it('keeps its data across restarts with --data-dir', async () => {
+it('keeps its data across restarts with --data-dir, with one active demo key', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'branch-api-data-'));
   const run = async () => {
     const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0' }, ['--data-dir', dataDir]);
     running = serve.child;
     const stdout = await serve.ready;
+    const dynamoEndpoint = /DynamoDB: {2}(http:\/\/\S+)/.exec(stdout)![1]!;
     return {
       serve,
+      stdout,
       baseUrl: /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!,
       key: /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)![1]!,
+      // The operator CLI against this run's DynamoDB and the local table names.
+      cli: (args: string[]) =>
+        runCli(args, { DYNAMODB_ENDPOINT: dynamoEndpoint, KEYS_TABLE: '', USAGE_TABLE: '', BRANCH_DATA_TABLE: '' }),
     };
   };
   try {
     const first = await run();
+    const kept = (await first.cli(['keys', 'create', '--branch', 'br_demo', '--scopes', 'read', '--json'])).json;
     first.serve.child.kill('SIGINT');
     await first.serve.exited;
+
     const second = await run();
-    // The first run's key was stored in the data directory, so it still works.
-    const response = await get(second.baseUrl, '/v1/branch', first.key);
-    expect(response.status).toBe(200);
+    expect(second.stdout).toContain('(revoked 1 demo key(s) of earlier starts)');
+    // The data survived: the operator's key still works; the first start's demo key does not.
+    expect((await get(second.baseUrl, '/v1/branch', kept.key)).status).toBe(200);
+    expect((await get(second.baseUrl, '/v1/branch', second.key)).status).toBe(200);
+    const old = await get(second.baseUrl, '/v1/branch', first.key);
+    expect([old.status, old.json.error.code]).toEqual([401, 'revoked_api_key']);
+
+    const listed = (await second.cli(['keys', 'list', '--branch', 'br_demo', '--json'])).json as {
+      name: string;
+      status: string;
+      start: string;
+    }[];
+    const active = listed.filter((k) => k.status === 'active');
+    expect(active.filter((k) => k.name.startsWith('demo key (npm start')).map((k) => k.start)).toEqual([
+      second.key.slice(0, 8),
+    ]);
+    expect(active).toHaveLength(2); // the demo key and the operator's key
     second.serve.child.kill('SIGINT');
     expect((await second.serve.exited)[0]).toBe(0);
   } finally {

@@ -96,7 +96,7 @@ it('refuses a key revoked mid-load from the very next request on', async () => {
   const revoker = (async () => {
     await new Promise((resolve) => setTimeout(resolve, 700));
     revokeCalledAt = Date.now();
-    await revokeKey(operator, key.keyId);
+    await revokeKey(operator, { branchId: branch.id, keyId: key.keyId });
     revokedAt = Date.now();
     stopAt = revokedAt + 1_200;
   })();
