@@ -6,7 +6,7 @@
 import type { Scope } from './schemas';
 import { ACTIVE_PROVIDERS_INDEX, type TableNames } from './tables';
 
-/** The DynamoDB calls the functions make; the IAM action of each is its name. */
+/** The DynamoDB calls the functions make, by their IAM action names. */
 export type DynamoDbAction = 'dynamodb:GetItem' | 'dynamodb:Query' | 'dynamodb:PutItem';
 
 /**
