@@ -4,6 +4,21 @@
  * route template from here.
  */
 import type { Scope } from './schemas';
+import { ACTIVE_PROVIDERS_INDEX, type TableNames } from './tables';
+
+/** The DynamoDB calls the functions make, by their IAM action names. */
+export type DynamoDbAction = 'dynamodb:GetItem' | 'dynamodb:Query' | 'dynamodb:PutItem';
+
+/**
+ * Calls a function makes on one table: on the table itself or, with `index`, on that index only.
+ * The CDK stack grants each function exactly the access of its route (lib/infra/api-function.ts).
+ */
+export interface TableAccess {
+  readonly table: keyof TableNames;
+  readonly actions: readonly DynamoDbAction[];
+  /** @default - the table itself, not its indexes */
+  readonly index?: string;
+}
 
 export interface RouteDefinition {
   /** Stable id: the CDK construct id and the OpenAPI operationId. */
@@ -15,6 +30,8 @@ export interface RouteDefinition {
   /** Handler module, relative to the project root; it exports `handler`. */
   readonly entry: string;
   readonly summary: string;
+  /** What the handler reads from branch data; the middleware chain's own calls are `CHAIN_TABLE_ACCESS`. */
+  readonly data: Omit<TableAccess, 'table'>;
 }
 
 export type RouteId = RouteDefinition['id'];
@@ -27,6 +44,7 @@ export const routes: readonly RouteDefinition[] = [
     scope: 'read',
     entry: 'functions/get-branch.ts',
     summary: 'The branch the key belongs to',
+    data: { actions: ['dynamodb:GetItem'] },
   },
   {
     id: 'ListMembers',
@@ -35,6 +53,7 @@ export const routes: readonly RouteDefinition[] = [
     scope: 'read',
     entry: 'functions/list-members.ts',
     summary: "The branch's team members",
+    data: { actions: ['dynamodb:Query'] },
   },
   {
     id: 'ListPaymentProviders',
@@ -43,6 +62,7 @@ export const routes: readonly RouteDefinition[] = [
     scope: 'read',
     entry: 'functions/list-payment-providers.ts',
     summary: "The branch's active payment providers",
+    data: { actions: ['dynamodb:Query'], index: ACTIVE_PROVIDERS_INDEX },
   },
   {
     id: 'GetPaymentProvider',
@@ -51,11 +71,24 @@ export const routes: readonly RouteDefinition[] = [
     scope: 'read',
     entry: 'functions/get-payment-provider.ts',
     summary: 'One active payment provider of the branch',
+    data: { actions: ['dynamodb:GetItem'] },
   },
 ];
 
 /** The catch-all function: unknown paths (404) and known paths with another method (405). */
 export const fallbackEntry = 'functions/fallback.ts';
+
+/** What every endpoint's middleware chain calls: the key lookup and the usage record. */
+export const CHAIN_TABLE_ACCESS: readonly TableAccess[] = [
+  { table: 'keys', actions: ['dynamodb:GetItem'] },
+  { table: 'usage', actions: ['dynamodb:PutItem'] },
+];
+
+/** Every table call a route's function makes: its chain's and its handler's. */
+export const tableAccessOf = (route: RouteDefinition): readonly TableAccess[] => [
+  ...CHAIN_TABLE_ACCESS,
+  { table: 'branchData', ...route.data },
+];
 
 export const routeKey = (route: RouteDefinition): string => `${route.method} ${route.path}`;
 

@@ -12,9 +12,9 @@ import { NodejsFunction, OutputFormat, SourceMapMode, type BundlingOptions } fro
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
-import { TABLE_ENV } from '../../shared/config';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability';
-import { ACTIVE_PROVIDERS_INDEX } from '../../shared/tables';
+import type { TableAccess } from '../../shared/routes';
+import { tableDefinitions, type TableNames } from '../../shared/tables';
 
 /** The project root: entries in shared/routes.ts are relative to it. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -72,12 +72,8 @@ export const ENDPOINT_TIMEOUT = Duration.seconds(10);
 export const FALLBACK_MEMORY_MB = 256;
 export const FALLBACK_TIMEOUT = Duration.seconds(3);
 
-/** The three tables, as bindTables needs them. */
-export interface ApiTables {
-  readonly keys: dynamodb.ITable;
-  readonly usage: dynamodb.ITable;
-  readonly branchData: dynamodb.ITable;
-}
+/** The three tables, as bindTables needs them: one per field of TableNames. */
+export type ApiTables = { readonly [K in keyof TableNames]: dynamodb.ITable };
 
 export interface ApiFunctionProps {
   /** Handler module relative to the project root (it exports `handler`), e.g. `functions/get-branch.ts`. */
@@ -161,22 +157,25 @@ export class ApiFunction extends Construct {
   }
 
   /**
-   * Points the function at the three tables and grants exactly what the handlers call: GetItem
-   * on keys (verification), GetItem and Query on branch data and its active-providers index,
-   * PutItem on usage (the usage record). No Scan, no batch calls, no write to keys or branch data.
+   * Points the function at the three tables and grants exactly the calls of `access` (from the
+   * route table, shared/routes.ts `tableAccessOf`): each action on the table or on the one index
+   * it names. Explicit statements, not table.grant(): that adds `<table>/index/*` for tables with
+   * indexes, and a wider action set than the handler uses.
    */
-  bindTables(tables: ApiTables, usageRetentionDays: number): this {
-    this.function.addEnvironment(TABLE_ENV.keys, tables.keys.tableName);
-    this.function.addEnvironment(TABLE_ENV.usage, tables.usage.tableName);
-    this.function.addEnvironment(TABLE_ENV.branchData, tables.branchData.tableName);
+  bindTables(tables: ApiTables, usageRetentionDays: number, access: readonly TableAccess[]): this {
+    for (const definition of tableDefinitions) {
+      this.function.addEnvironment(definition.envVar, tables[definition.name].tableName);
+    }
     this.function.addEnvironment('USAGE_RETENTION_DAYS', String(usageRetentionDays));
-    // Explicit statements, not table.grant(): that adds `<table>/index/*` for tables with indexes.
-    this.allow(['dynamodb:GetItem'], [tables.keys.tableArn]);
-    this.allow(
-      ['dynamodb:GetItem', 'dynamodb:Query'],
-      [tables.branchData.tableArn, `${tables.branchData.tableArn}/index/${ACTIVE_PROVIDERS_INDEX}`],
-    );
-    this.allow(['dynamodb:PutItem'], [tables.usage.tableArn]);
+    for (const { table, actions, index } of access) {
+      const definition = tableDefinitions.find((candidate) => candidate.name === table);
+      if (actions.length === 0) throw new Error(`ApiFunction ${this.node.id}: no action given on the ${table} table`);
+      if (index !== undefined && !definition?.indexes.some((candidate) => candidate.indexName === index)) {
+        throw new Error(`ApiFunction ${this.node.id}: the ${table} table has no index ${JSON.stringify(index)}`);
+      }
+      const { tableArn } = tables[table];
+      this.allow([...actions], [index === undefined ? tableArn : `${tableArn}/index/${index}`]);
+    }
     return this;
   }
 

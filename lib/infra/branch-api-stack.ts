@@ -7,7 +7,8 @@ import { CfnOutput, Stack, Tags, type StackProps } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
-import { fallbackEntry, routes, type RouteId } from '../../shared/routes';
+import { fallbackEntry, routes, tableAccessOf, type RouteId } from '../../shared/routes';
+import { tableDefinitions } from '../../shared/tables';
 import { ApiFunction, FALLBACK_MEMORY_MB, FALLBACK_TIMEOUT } from './api-function';
 import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
@@ -30,7 +31,7 @@ export interface BranchApiStackProps extends StackProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * Delete the keys and branch-data tables with the stack (and drop their deletion protection).
+   * Delete the three tables with the stack (and drop their deletion protection).
    * For throwaway stages only.
    * @default false
    */
@@ -154,6 +155,7 @@ export class BranchApiStack extends Stack {
         new ApiFunction(this, route.id, { entry: route.entry, ...functionOptions }).bindTables(
           this.tables,
           settings.usageRetentionDays,
+          tableAccessOf(route),
         ),
       ]),
     ) as Record<RouteId, ApiFunction>;
@@ -175,7 +177,12 @@ export class BranchApiStack extends Stack {
     this.monitoring = new Monitoring(this, 'Monitoring', {
       stage: this.api.stage,
       functions: lambdasOf({ ...this.functions, Fallback: this.fallback }),
-      tables: { Keys: this.tables.keys, Usage: this.tables.usage, BranchData: this.tables.branchData },
+      tables: Object.fromEntries(
+        tableDefinitions.map((definition) => [
+          definition.id,
+          { table: this.tables[definition.name], indexNames: definition.indexes.map((index) => index.indexName) },
+        ]),
+      ),
       serverErrorRatePercent: settings.serverErrorRatePercent,
       ...(settings.alarmTopicArn
         ? { alarmTopic: sns.Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn) }

@@ -1,10 +1,12 @@
 /**
  * The three DynamoDB tables, built from the shared definitions (shared/tables.ts) that the local
  * bootstrap uses too: on-demand, encrypted with the AWS managed key, every index projecting all
- * attributes (as the local tables do). Keys and branch data are the source of truth: point-in-time
- * recovery, deletion protection, and kept when the stack is deleted, unless `destroyData` is set.
+ * attributes (as the local tables do). Every table has point-in-time recovery, deletion protection,
+ * and is kept when the stack is deleted, unless `destroyData` is set: keys and branch data are the
+ * source of truth, and the usage table is the only record of who called with which key, which no
+ * one can rebuild once it is lost (docs/deploy.md, "Teardown").
  */
-import { RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import {
@@ -18,7 +20,7 @@ import type { ApiTables } from './api-function';
 
 export interface DataTablesProps {
   /**
-   * Delete the keys and branch-data tables with the stack, and drop their deletion protection.
+   * Delete the tables with the stack, and drop their deletion protection.
    * Only for throwaway stages: a deleted keys table invalidates every key ever issued.
    * @default false (retained, deletion-protected)
    */
@@ -39,28 +41,20 @@ export class DataTables extends Construct implements ApiTables {
     super(scope, id);
     const retain = !props.destroyData;
 
-    this.keys = this.table(keysTable, { durable: true, retain });
-    this.branchData = this.table(branchDataTable, { durable: true, retain });
-    // Usage records are a log that expires through TTL: they go with the stack, and carry no
-    // point-in-time recovery (the write-heaviest table, whose loss never affects serving).
-    this.usage = this.table(usageTable, { durable: false, retain: false });
-    Validations.of(this.usage).acknowledge({
-      id: 'AwsSolutions-DDB3',
-      reason:
-        'Usage records are an append-only access log that DynamoDB TTL expires after the retention period; ' +
-        'losing them never affects serving, and a record that failed to be written is in the error log for replay.',
-    });
+    this.keys = this.table(keysTable, retain);
+    this.usage = this.table(usageTable, retain);
+    this.branchData = this.table(branchDataTable, retain);
   }
 
-  private table(definition: TableDefinition, { durable, retain }: { durable: boolean; retain: boolean }) {
+  private table(definition: TableDefinition, retain: boolean) {
     const table = new dynamodb.Table(this, definition.id, {
       partitionKey: attribute(definition.partitionKey),
       ...(definition.sortKey ? { sortKey: attribute(definition.sortKey) } : {}),
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       ...(definition.timeToLiveAttribute ? { timeToLiveAttribute: definition.timeToLiveAttribute } : {}),
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: durable },
-      deletionProtection: durable && retain,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: retain,
       removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
     for (const index of definition.indexes) {

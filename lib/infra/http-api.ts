@@ -41,7 +41,10 @@ export interface BranchHttpApiProps {
 
 /**
  * One JSON line per request. Only request metadata: API Gateway access logs can't include
- * request headers unless asked, and the Authorization header is never asked for.
+ * request headers unless asked, and the Authorization header is never asked for. No request path
+ * either: `$context.path` is the raw path, so a key pasted into a URL would land here in plaintext,
+ * out of reach of the functions' redaction. The route key is the matched template (`GET
+ * /v1/payment-providers/{id}`, or `$default` for anything unmatched), never what the caller typed.
  */
 const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
   JSON.stringify({
@@ -50,7 +53,6 @@ const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
     ip: '$context.identity.sourceIp',
     userAgent: '$context.identity.userAgent',
     method: '$context.httpMethod',
-    path: '$context.path',
     routeKey: '$context.routeKey',
     status: '$context.status',
     protocol: '$context.protocol',

@@ -13,12 +13,19 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE, SERVICE_NAME, USAGE_WRITE_FAILED_METRIC } from '../../shared/observability';
 
+/** A table and its global secondary indexes, which DynamoDB meters and throttles apart from it. */
+export interface MonitoredTable {
+  readonly table: dynamodb.ITable;
+  /** Names of the table's global secondary indexes (shared/tables.ts). */
+  readonly indexNames: readonly string[];
+}
+
 export interface MonitoringProps {
   readonly stage: apigw.IHttpStage;
   /** Functions by a short name used in alarm ids and descriptions. */
   readonly functions: Readonly<Record<string, lambda.IFunction>>;
-  /** Tables by a short name used in alarm ids and descriptions. */
-  readonly tables: Readonly<Record<string, dynamodb.ITable>>;
+  /** Tables, with their indexes, by a short name used in alarm ids and descriptions. */
+  readonly tables: Readonly<Record<string, MonitoredTable>>;
   /**
    * Alarm when this percentage of requests in two consecutive 5-minute periods is a 5xx.
    * @default 5
@@ -32,6 +39,21 @@ export interface MonitoringProps {
 }
 
 const PERIOD = Duration.minutes(5);
+
+/** Throttled read and write events of a table, or with `indexName`, of that index only. */
+const throttleEvents = (table: dynamodb.ITable, label: string, indexName?: string) => {
+  const dimensionsMap = {
+    TableName: table.tableName,
+    ...(indexName === undefined ? {} : { GlobalSecondaryIndexName: indexName }),
+  };
+  const events = (metricName: string) => table.metric(metricName, { period: PERIOD, statistic: 'Sum', dimensionsMap });
+  return new cloudwatch.MathExpression({
+    expression: 'FILL(reads, 0) + FILL(writes, 0)',
+    usingMetrics: { reads: events('ReadThrottleEvents'), writes: events('WriteThrottleEvents') },
+    label,
+    period: PERIOD,
+  });
+};
 
 export class Monitoring extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -68,20 +90,21 @@ export class Monitoring extends Construct {
       });
     }
 
-    for (const [name, table] of Object.entries(props.tables)) {
-      const throttles = new cloudwatch.MathExpression({
-        expression: 'FILL(reads, 0) + FILL(writes, 0)',
-        usingMetrics: {
-          reads: table.metric('ReadThrottleEvents', { period: PERIOD, statistic: 'Sum' }),
-          writes: table.metric('WriteThrottleEvents', { period: PERIOD, statistic: 'Sum' }),
-        },
-        label: `${name} throttle events`,
-        period: PERIOD,
-      });
-      this.add(`${name}TableThrottles`, throttles, {
+    // ReadThrottleEvents and WriteThrottleEvents with only the TableName dimension count the
+    // table's own throttling, never an index's: each index is metered under TableName and
+    // GlobalSecondaryIndexName (docs/deploy.md, "Alarms"). Hence one alarm per table and one per index.
+    for (const [name, { table, indexNames }] of Object.entries(props.tables)) {
+      this.add(`${name}TableThrottles`, throttleEvents(table, `${name} throttle events`), {
         threshold: 0,
         description: `DynamoDB throttled reads or writes on the ${name} table.`,
       });
+      for (const indexName of indexNames) {
+        const label = `${name} ${indexName} index throttle events`;
+        this.add(`${name}Index-${indexName}-Throttles`, throttleEvents(table, label, indexName), {
+          threshold: 0,
+          description: `DynamoDB throttled reads or writes on the ${indexName} index of the ${name} table.`,
+        });
+      }
     }
 
     const usageWriteFailed = new cloudwatch.Metric({

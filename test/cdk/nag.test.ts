@@ -38,7 +38,6 @@ describe('cdk-nag AwsSolutions', () => {
     const found = acknowledgments(stack);
     expect([...new Set(found.map((ack) => ack.id))].sort()).toEqual([
       'AwsSolutions-APIG4', // bearer keys are verified in the functions, not by a gateway authorizer
-      'AwsSolutions-DDB3', // no point-in-time recovery on the usage log (TTL-bounded)
       'AwsSolutions-IAM5[Resource::*]', // X-Ray tracing actions have no resource-level permissions
     ]);
     for (const ack of found) expect(ack.reason.length).toBeGreaterThan(60);

@@ -5,14 +5,12 @@
  */
 import { Match } from 'aws-cdk-lib/assertions';
 import { createTableInput, tableDefinitions, type TableDefinition } from '../../shared/tables';
-import { fallbackEntry, routeKey, routes } from '../../shared/routes';
-import {
-  type ApiFunction,
-  ENDPOINT_MEMORY_MB,
-  ENDPOINT_TIMEOUT,
-  FALLBACK_MEMORY_MB,
-} from '../../lib/infra/api-function';
-import { asArray, buildStack, logicalId, resourcesOfType } from './support';
+import { fallbackEntry, routeKey, routes, type RouteId } from '../../shared/routes';
+import { Stack } from 'aws-cdk-lib';
+import { DataTables } from '../../lib/infra/data-tables';
+import { ApiFunction, ENDPOINT_MEMORY_MB, ENDPOINT_TIMEOUT, FALLBACK_MEMORY_MB } from '../../lib/infra/api-function';
+import { loadConfig } from '../../shared/config';
+import { asArray, buildStack, logicalId, newApp, resourcesOfType } from './support';
 
 const { stack, template } = buildStack();
 
@@ -62,6 +60,14 @@ describe('HTTP API', () => {
     });
   });
 
+  it('logs the matched route key, never the path or query string a caller typed (a key pasted into a URL)', () => {
+    const stage = Object.values(resourcesOfType(template, 'AWS::ApiGatewayV2::Stage'))[0];
+    const format: Record<string, string> = JSON.parse(stage?.Properties.AccessLogSettings.Format);
+    expect(format.routeKey).toBe('$context.routeKey');
+    expect(Object.values(format).every((variable) => /^\$context\.[\w.]+$/.test(variable))).toBe(true);
+    expect(Object.values(format).filter((variable) => /path|query|uri|url/i.test(variable))).toEqual([]);
+  });
+
   it('has no CORS configuration', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Api', {
       ProtocolType: 'HTTP',
@@ -104,21 +110,39 @@ describe('functions', () => {
     },
   );
 
-  it('endpoint functions get the three table names and the usage retention; the fallback gets none', () => {
-    for (const route of routes) {
-      const variables = resourcesOfType(template, 'AWS::Lambda::Function')[
-        logicalId(stack.functions[route.id].function)
-      ]?.Properties.Environment.Variables;
-      expect(variables).toMatchObject({
-        KEYS_TABLE: { Ref: logicalId(stack.tables.keys) },
-        USAGE_TABLE: { Ref: logicalId(stack.tables.usage) },
-        BRANCH_DATA_TABLE: { Ref: logicalId(stack.tables.branchData) },
-        USAGE_RETENTION_DAYS: '90',
-      });
-    }
-    const fallbackVariables = resourcesOfType(template, 'AWS::Lambda::Function')[logicalId(stack.fallback.function)]
-      ?.Properties.Environment.Variables;
-    expect(Object.keys(fallbackVariables).filter((name) => name.endsWith('_TABLE'))).toEqual([]);
+  const environmentOf = (fn: ApiFunction): Record<string, unknown> =>
+    resourcesOfType(template, 'AWS::Lambda::Function')[logicalId(fn.function)]?.Properties.Environment.Variables;
+  const runtimeVariables = {
+    POWERTOOLS_SERVICE_NAME: 'branch-api',
+    POWERTOOLS_METRICS_NAMESPACE: 'BranchApi',
+    POWERTOOLS_LOG_LEVEL: 'INFO',
+    NODE_OPTIONS: '--enable-source-maps',
+  };
+
+  it.each(routes.map((route) => route.id))('%s has exactly the environment its code reads', (id) => {
+    const variables = environmentOf(stack.functions[id]);
+    expect(variables).toEqual({
+      ...runtimeVariables,
+      KEYS_TABLE: { Ref: logicalId(stack.tables.keys) },
+      USAGE_TABLE: { Ref: logicalId(stack.tables.usage) },
+      BRANCH_DATA_TABLE: { Ref: logicalId(stack.tables.branchData) },
+      USAGE_RETENTION_DAYS: '90',
+    });
+    const resolved = {
+      ...variables,
+      KEYS_TABLE: 'k',
+      USAGE_TABLE: 'u',
+      BRANCH_DATA_TABLE: 'b',
+      AWS_REGION: 'eu-west-1',
+    };
+    expect(loadConfig(resolved as Record<string, string>)).toMatchObject({
+      tables: { keys: 'k', usage: 'u', branchData: 'b' },
+      usageRetentionDays: 90,
+    });
+  });
+
+  it('the fallback has exactly the environment its code reads: no table', () => {
+    expect(environmentOf(stack.fallback)).toEqual(runtimeVariables);
   });
 
   it('sizes endpoint functions for three 2 s DynamoDB calls, and the fallback smaller', () => {
@@ -187,7 +211,7 @@ describe('tables', () => {
     expect(keys).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('usage: by branch and timestamp, indexed by key, with TTL; deleted with the stack', () => {
+  it('usage: by branch and timestamp, indexed by key, with TTL; point-in-time recovery; retained and deletion-protected', () => {
     const usage = tableOf(tableDefinitions[1]);
     expect(usage.Properties.KeySchema).toEqual([
       { AttributeName: 'branch_id', KeyType: 'HASH' },
@@ -195,8 +219,11 @@ describe('tables', () => {
     ]);
     expect(usage.Properties.GlobalSecondaryIndexes[0].KeySchema[0].AttributeName).toBe('key_id');
     expect(usage.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at_epoch', Enabled: true });
-    expect(usage.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: false });
-    expect(usage).toMatchObject({ DeletionPolicy: 'Delete', UpdateReplacePolicy: 'Delete' });
+    expect(usage.Properties).toMatchObject({
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      DeletionProtectionEnabled: true,
+    });
+    expect(usage).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
   it('branch data: by branch and sort key; point-in-time recovery; retained and deletion-protected', () => {
@@ -212,11 +239,16 @@ describe('tables', () => {
     expect(branchData).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('destroyData deletes keys and branch data with the stack and drops deletion protection', () => {
+  it('destroyData deletes all three with the stack and drops deletion protection, keeping point-in-time recovery', () => {
     const { template: throwaway } = buildStack({ destroyData: true });
     const all = Object.values(resourcesOfType(throwaway, 'AWS::DynamoDB::Table'));
     expect(all.map((table) => table.DeletionPolicy)).toEqual(['Delete', 'Delete', 'Delete']);
     expect(all.map((table) => table.Properties.DeletionProtectionEnabled ?? false)).toEqual([false, false, false]);
+    expect(all.map((table) => table.Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled)).toEqual([
+      true,
+      true,
+      true,
+    ]);
   });
 });
 
@@ -248,26 +280,42 @@ describe('least privilege', () => {
     'Allow xray:PutTraceSegments *',
   ];
 
-  it.each(routes.map((route) => route.id))(
-    '%s may GetItem keys, GetItem/Query branch data, PutItem usage: nothing else',
-    (id) => {
-      const fn = stack.functions[id];
-      const keys = logicalId(stack.tables.keys);
-      const usage = logicalId(stack.tables.usage);
-      const branchData = logicalId(stack.tables.branchData);
-      expect(permissionsOf(fn)).toEqual(
-        [
-          ...baseline(fn),
-          `Allow dynamodb:GetItem ${keys}.Arn`,
-          `Allow dynamodb:GetItem ${branchData}.Arn`,
-          `Allow dynamodb:GetItem ${branchData}.Arn/index/active-providers`,
-          `Allow dynamodb:Query ${branchData}.Arn`,
-          `Allow dynamodb:Query ${branchData}.Arn/index/active-providers`,
-          `Allow dynamodb:PutItem ${usage}.Arn`,
-        ].sort(),
-      );
+  const keys = logicalId(stack.tables.keys);
+  const usage = logicalId(stack.tables.usage);
+  const branchData = logicalId(stack.tables.branchData);
+  const chain = [`Allow dynamodb:GetItem ${keys}.Arn`, `Allow dynamodb:PutItem ${usage}.Arn`];
+  const dataAccess: Record<RouteId, string[]> = {
+    GetBranch: [`Allow dynamodb:GetItem ${branchData}.Arn`],
+    ListMembers: [`Allow dynamodb:Query ${branchData}.Arn`],
+    ListPaymentProviders: [`Allow dynamodb:Query ${branchData}.Arn/index/active-providers`],
+    GetPaymentProvider: [`Allow dynamodb:GetItem ${branchData}.Arn`],
+  };
+
+  it.each(Object.entries(dataAccess))(
+    '%s may GetItem its key, PutItem its usage record and make its one kind of branch-data read: nothing else',
+    (id, data) => {
+      const fn = stack.functions[id as RouteId];
+      expect(permissionsOf(fn)).toEqual([...baseline(fn), ...chain, ...data].sort());
     },
   );
+
+  it('every route is in the expected grants above', () => {
+    expect(Object.keys(dataAccess).sort()).toEqual(routes.map((route) => route.id).sort());
+  });
+
+  it.each(Object.keys(functionsByName()))('%s: one statement per grant, each naming its resources', (name) => {
+    const fn = functionsByName()[name]!;
+    const statements = policies
+      .filter((policy) => policy.Properties.Roles.some((role: any) => role.Ref === logicalId(fn.role)))
+      .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
+    const perStatement = statements.map(
+      (statement: any) => asArray(statement.Action).length * asArray(statement.Resource).length,
+    );
+    expect(perStatement.reduce((sum: number, count: number) => sum + count, 0)).toBe(permissionsOf(fn).length);
+    for (const statement of statements) {
+      expect(Object.keys(statement).sort()).toEqual(['Action', 'Effect', 'Resource']);
+    }
+  });
 
   it('the fallback function touches no table', () => {
     expect(permissionsOf(stack.fallback)).toEqual(baseline(stack.fallback).sort());
@@ -286,8 +334,49 @@ describe('least privilege', () => {
       'dynamodb:PutItem',
       'dynamodb:Query',
     ]);
+    const forbidden = [
+      'dynamodb:Scan',
+      'dynamodb:BatchGetItem',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:TransactWriteItems',
+      'dynamodb:TransactGetItems',
+      'dynamodb:PartiQLSelect',
+      'dynamodb:DescribeTable',
+    ];
+    expect(actions.filter((action: string) => forbidden.includes(action))).toEqual([]);
     const effects = policies.flatMap((policy) => policy.Properties.PolicyDocument.Statement.map((s: any) => s.Effect));
     expect(new Set(effects)).toEqual(new Set(['Allow']));
+  });
+
+  it('writes only usage records, reads no usage record, and nothing reaches an index of keys or usage', () => {
+    const grants = [...Object.values(stack.functions), stack.fallback].flatMap(permissionsOf);
+    const onUsage = grants.filter((grant) => grant.includes(`${usage}.Arn`));
+    expect([...new Set(onUsage)]).toEqual([`Allow dynamodb:PutItem ${usage}.Arn`]);
+    expect(grants.filter((grant) => grant.includes('dynamodb:PutItem') && !grant.endsWith(`${usage}.Arn`))).toEqual([]);
+    expect(grants.filter((grant) => /\/index\//.test(grant) && !grant.includes(branchData))).toEqual([]);
+  });
+});
+
+describe('ApiFunction.bindTables', () => {
+  const bind = (access: Parameters<ApiFunction['bindTables']>[2]) => () => {
+    const scope = new Stack(newApp(), 'Bind');
+    const tables = new DataTables(scope, 'Tables');
+    new ApiFunction(scope, 'GetBranch', { entry: 'functions/get-branch.ts' }).bindTables(tables, 90, access);
+  };
+
+  it('refuses an index the table does not have', () => {
+    expect(bind([{ table: 'branchData', actions: ['dynamodb:Query'], index: 'no-such-index' }])).toThrow(
+      /the branchData table has no index "no-such-index"/,
+    );
+    expect(bind([{ table: 'usage', actions: ['dynamodb:Query'], index: 'active-providers' }])).toThrow(
+      /the usage table has no index "active-providers"/,
+    );
+  });
+
+  it('refuses a grant with no action', () => {
+    expect(bind([{ table: 'keys', actions: [] }])).toThrow(/no action given on the keys table/);
   });
 });
 
@@ -304,8 +393,8 @@ describe('alarms', () => {
   const findAlarms = (predicate: (metric: any) => boolean) =>
     Object.values(alarms).filter((alarm) => metricsOf(alarm).some(predicate));
 
-  it('cover the API, every function, every table and usage writes, and send nothing without a topic', () => {
-    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + 3 + 1);
+  it('cover the API, every function, every table and index, and usage writes, and send nothing without a topic', () => {
+    expect(Object.keys(alarms)).toHaveLength(1 + 2 * 5 + (3 + 4) + 1);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
@@ -350,17 +439,51 @@ describe('alarms', () => {
     }
   });
 
-  it.each(['keys', 'usage', 'branchData'] as const)('fire on read or write throttling of the %s table', (name) => {
-    const ref = { Ref: logicalId(stack.tables[name]) };
-    const [alarm] = findAlarms(
-      (metric) => JSON.stringify(metric.Dimensions) === JSON.stringify([{ Name: 'TableName', Value: ref }]),
-    );
-    expect(
-      metricsOf(alarm!)
-        .map((metric) => metric.MetricName)
-        .sort(),
-    ).toEqual(['ReadThrottleEvents', 'WriteThrottleEvents']);
+  const dimensionsAre = (metric: any, expected: object[]) =>
+    JSON.stringify(metric.Dimensions) === JSON.stringify(expected);
+
+  const expectThrottleAlarm = (dimensions: object[]) => {
+    const found = findAlarms((metric) => metric.Namespace === 'AWS/DynamoDB' && dimensionsAre(metric, dimensions));
+    expect(found).toHaveLength(1);
+    const [alarm] = found;
     expect(alarm?.Properties.Threshold).toBe(0);
+    expect(alarm?.Properties.Metrics.find((m: any) => m.Expression).Expression).toBe(
+      'FILL(reads, 0) + FILL(writes, 0)',
+    );
+    expect(metricsOf(alarm!).map((metric) => [metric.MetricName, metric.Dimensions])).toEqual([
+      ['ReadThrottleEvents', dimensions],
+      ['WriteThrottleEvents', dimensions],
+    ]);
+    expect(alarm?.Properties.Metrics.filter((m: any) => m.MetricStat).map((m: any) => m.MetricStat.Stat)).toEqual([
+      'Sum',
+      'Sum',
+    ]);
+  };
+
+  it.each(['keys', 'usage', 'branchData'] as const)('fire on read or write throttling of the %s table', (name) => {
+    expectThrottleAlarm([{ Name: 'TableName', Value: { Ref: logicalId(stack.tables[name]) } }]);
+  });
+
+  it.each([
+    ['keys', 'by-branch'],
+    ['keys', 'by-key-id'],
+    ['usage', 'by-key'],
+    ['branchData', 'active-providers'],
+  ] as const)("fire on read or write throttling of the %s table's %s index", (name, indexName) => {
+    expectThrottleAlarm([
+      { Name: 'GlobalSecondaryIndexName', Value: indexName },
+      { Name: 'TableName', Value: { Ref: logicalId(stack.tables[name]) } },
+    ]);
+  });
+
+  it('watch every index of the shared table definitions, and nothing else of DynamoDB', () => {
+    const watched = Object.values(alarms)
+      .flatMap(metricsOf)
+      .filter((metric) => metric.Namespace === 'AWS/DynamoDB')
+      .map((metric) => metric.Dimensions.find((d: any) => d.Name === 'GlobalSecondaryIndexName')?.Value ?? 'table');
+    const indexes = tableDefinitions.flatMap((definition) => definition.indexes.map((index) => index.indexName));
+    expect([...new Set(watched)].sort()).toEqual(['table', ...indexes].sort());
+    expect(watched).toHaveLength(2 * (tableDefinitions.length + indexes.length));
   });
 
   it('fire on the UsageRecordWriteFailed metric the usage middleware emits', () => {
