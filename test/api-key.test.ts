@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import fc from 'fast-check';
 import {
   API_KEY_LENGTH,
   API_KEY_PREFIX,
@@ -6,7 +7,9 @@ import {
   generateApiKey,
   hashApiKey,
   isWellFormedApiKey,
+  redactApiKeys,
 } from '../shared/api-key';
+import { keyRunsIn, pastedKey } from './support/pasted-key';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const keys = Array.from({ length: 200 }, generateApiKey);
@@ -109,5 +112,38 @@ describe('hashApiKey and apiKeyStart', () => {
     const key = keys[2]!;
     expect(apiKeyStart(key)).toBe(key.slice(0, 8));
     expect(apiKeyStart(key)).toMatch(/^wsk_[0-9A-Za-z]{4}$/);
+  });
+});
+
+describe('redactApiKeys', () => {
+  it('leaves no run of a pasted key, however much of it is percent-encoded and whatever junk is around it', () => {
+    fc.assert(
+      fc.property(pastedKey, fc.constantFrom('/api/v1/payment-providers/', '/api/v1/', '/'), ({ key, segment }, at) => {
+        const redacted = redactApiKeys(`${at}${segment}/x`);
+        expect(keyRunsIn(redacted, key)).toEqual([]);
+        expect(redacted).toContain('wsk_[REDACTED]');
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('finds the key of the review: one character encoded, next to an escape that does not decode', () => {
+    const key = keys[3]!;
+    const path = `/api/v1/branch/${key.slice(0, 10)}%${key.charCodeAt(10).toString(16)}${key.slice(11)}%E0%A4%A`;
+    expect(() => decodeURIComponent(path)).toThrow(URIError);
+    expect(redactApiKeys(path)).toBe('/api/v1/branch/wsk_[REDACTED]%E0%A4%A');
+  });
+
+  it.each([
+    ['/v1/members', '/v1/members'],
+    ['/v1/caf%C3%A9/%E0%A4%A/%zz/%/%25', '/v1/caf%C3%A9/%E0%A4%A/%zz/%/%25'],
+    ['/a/%77sk_0123456789abcdefghij/b', '/a/wsk_[REDACTED]/b'],
+    ['/a/%2577sk_0123456789abcdefghij/b', '/a/wsk_[REDACTED]/b'],
+    ['/a/WSK_0123456789abcdefghij/b', '/a/WSK_0123456789abcdefghij/b'],
+    ['/a/wsk_0123456789abcdefghi/b', '/a/wsk_0123456789abcdefghi/b'],
+    ['/a/wsk_0123456789%61bcdefghij%2Fb', '/a/wsk_[REDACTED]%2Fb'],
+    ['/%F0%9F%98%80😀/%77sk_0123456789abcdefghij/%F0%9F%98%80', '/%F0%9F%98%80😀/wsk_[REDACTED]/%F0%9F%98%80'],
+  ])('redacts %j to %j, keeping the rest as it was', (input, output) => {
+    expect(redactApiKeys(input)).toBe(output);
   });
 });

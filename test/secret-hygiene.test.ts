@@ -9,6 +9,7 @@ import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
 import { generateApiKey, hashApiKey, redactApiKeys } from '../shared/api-key';
 import { logger } from '../shared/observability';
+import fc from 'fast-check';
 import {
   captureLogs,
   closedPortEndpoint,
@@ -21,6 +22,7 @@ import {
   tableNames,
   usageRecordFor,
 } from './support/harness';
+import { keyRunsIn, pastedKey } from './support/pasted-key';
 
 /** Every plaintext key this file creates or sends. */
 const plaintexts: string[] = [];
@@ -164,5 +166,36 @@ describe('a key in the URL', () => {
   ])('redactApiKeys(%j) is %j', (input, output) => {
     const sample = generateApiKey();
     expect(redactApiKeys(input.replaceAll('KEY', sample))).toBe(output);
+  });
+});
+
+describe('a key pasted into the URL, partly percent-encoded, next to escapes that do not decode', () => {
+  it('is in neither the stored usage record nor the log line, with a key or without', async () => {
+    const pastedKeys: string[] = [];
+    const logs = captureLogs(logger, 'DEBUG');
+    try {
+      await fc.assert(
+        fc.asyncProperty(pastedKey, async ({ key: pasted, segment }) => {
+          pastedKeys.push(pasted);
+          const path = `/v1/payment-providers/${segment}`;
+          const before = logs.entries.length;
+          const res = await invoke(getProvider, { path, pathParameters: { id: segment }, key });
+          const anonymous = await invoke(getProvider, { path, pathParameters: { id: segment } });
+          expect(anonymous.statusCode).toBe(401);
+          const record = await usageRecordFor(res.requestId);
+          expect(record?.path).toContain('wsk_[REDACTED]');
+          const lines = logs.entries.slice(before);
+          expect(lines.map((line) => line.message)).toEqual(
+            expect.arrayContaining(['Usage recorded', 'Call without a known key']),
+          );
+          expect([keyRunsIn(record?.path ?? '', pasted), keyRunsIn(JSON.stringify(lines), pasted)]).toEqual([[], []]);
+        }),
+        { numRuns: 40 },
+      );
+    } finally {
+      logs.restore();
+    }
+    const stored = JSON.stringify(await scanRaw(tableNames.usage));
+    expect(pastedKeys.flatMap((pasted) => keyRunsIn(stored, pasted))).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The API document and a docs page, for the local gateway to serve under {base_url} without a
- * key: `/openapi.json` (the committed docs/openapi.json) and `/docs` (Swagger UI rendering it),
+ * key: `/openapi.json` (the committed docs/openapi.json, this server first) and `/docs` (Swagger UI),
  * with the page's assets under `/docs/assets/`. Everything comes from this checkout and the
  * installed swagger-ui-dist package: no CDN, no network. The page's Content-Security-Policy
  * only allows this origin, so a browser would refuse to fetch anything from elsewhere.
@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { LOCAL_STAGE } from './events';
 
 export interface DocsResponse {
   statusCode: number;
@@ -23,12 +24,15 @@ const swaggerUiDir = (): string =>
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** Files of swagger-ui-dist the page uses, by their name under /docs/assets/. */
-const PACKAGE_ASSETS: Record<string, string> = {
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-  'favicon-32x32.png': 'image/png',
-};
+/**
+ * Files of swagger-ui-dist the page uses, by their name under /docs/assets/. A Map: a plain object
+ * would answer `__proto__` or `constructor` from its prototype.
+ */
+const PACKAGE_ASSETS = new Map<string, string>([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+  ['favicon-32x32.png', 'image/png'],
+]);
 
 /** Starts Swagger UI on the document; `openapi.json` resolves against /api/docs to /api/openapi.json. */
 const INIT_SCRIPT = `window.addEventListener('load', function () {
@@ -89,13 +93,38 @@ const readOnce = (file: string): Buffer => {
   return content;
 };
 
+interface ServerObject {
+  url: string;
+  description?: string;
+}
+
+/** The server the page was loaded from: relative, so it resolves against the document's URL (OpenAPI 3.1, 4.8.5). */
+export const THIS_SERVER: ServerObject = { url: `/${LOCAL_STAGE}`, description: 'This server' };
+
+const isLoopbackServer = ({ url }: ServerObject): boolean => /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(url);
+
+/**
+ * The committed document with this server first, in place of the fixed local address it lists
+ * (http://127.0.0.1:3000), so "Try it out" calls whatever port this gateway runs on and stays
+ * within the page's `connect-src 'self'`. The deployed server entry stays.
+ */
+let served: Buffer | undefined;
+const servedDocument = (): Buffer => {
+  if (!served) {
+    const document = JSON.parse(readOnce(OPENAPI_FILE).toString('utf8')) as { servers?: ServerObject[] };
+    document.servers = [THIS_SERVER, ...(document.servers ?? []).filter((server) => !isLoopbackServer(server))];
+    served = Buffer.from(`${JSON.stringify(document, null, 2)}\n`);
+  }
+  return served;
+};
+
 /**
  * Answers a GET for `pathWithinStage` (the path relative to {base_url}) when it is the document,
  * the docs page or one of its assets; undefined for anything else.
  */
 export const serveDocs = (pathWithinStage: string): DocsResponse | undefined => {
   const path = pathWithinStage.split('?')[0] ?? '';
-  if (path === '/openapi.json') return respond(readOnce(OPENAPI_FILE), JSON_TYPE);
+  if (path === '/openapi.json') return respond(servedDocument(), JSON_TYPE);
   if (path === '/docs') {
     const page = respond(PAGE, 'text/html; charset=utf-8');
     page.headers['Content-Security-Policy'] = CSP;
@@ -107,7 +136,7 @@ export const serveDocs = (pathWithinStage: string): DocsResponse | undefined => 
   }
   if (path === '/docs/assets/init.js') return respond(INIT_SCRIPT, 'text/javascript; charset=utf-8');
   const asset = path.startsWith('/docs/assets/') ? path.slice('/docs/assets/'.length) : undefined;
-  const contentType = asset === undefined ? undefined : PACKAGE_ASSETS[asset];
+  const contentType = asset === undefined ? undefined : PACKAGE_ASSETS.get(asset);
   if (asset === undefined || contentType === undefined) return undefined;
   return respond(readOnce(join(swaggerUiDir(), asset)), contentType, 'public, max-age=3600');
 };

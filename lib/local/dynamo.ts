@@ -1,12 +1,19 @@
 /**
  * The embedded DynamoDB (dynalite, in-process), for `npm start` and the tests. Its tables are
  * created by lib/operator/tables.ts, as on any other DynamoDB.
+ *
+ * dynalite checks no signature and answers CORS preflights with `Access-Control-Allow-Origin: *`,
+ * so anything that can reach it can mint keys. It therefore listens on loopback only, whatever
+ * HOST the API uses, and only serves clients that are not a browser page (docs/decisions.md,
+ * "Embedded DynamoDB").
  */
 import { once } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
 
 export interface EmbeddedDynamo {
+  /** `http://127.0.0.1:<port>` */
   endpoint: string;
   port: number;
   close(): Promise<void>;
@@ -15,30 +22,61 @@ export interface EmbeddedDynamo {
 export interface EmbeddedDynamoOptions {
   /** 0 picks a free port. @default 0 */
   port?: number;
-  /** @default '127.0.0.1' */
-  host?: string;
   /** Directory that keeps the data across restarts; in memory when absent. */
   dataDir?: string;
 }
 
+/** Always loopback: the store has no authentication of its own. */
+export const EMBEDDED_DYNAMO_HOST = '127.0.0.1';
+
+type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
+
+/**
+ * True for a request a browser page could have made or steered: one with an `Origin` header (every
+ * cross-origin fetch and form post carries one), a CORS preflight (OPTIONS), or a `Host` other than
+ * this listener's own loopback address, as after a DNS rebinding (`evil.example` resolving to
+ * 127.0.0.1). The AWS SDK sends none of these.
+ */
+const fromBrowser = (request: IncomingMessage, port: number): boolean => {
+  if (request.headers.origin !== undefined || request.method === 'OPTIONS') return true;
+  const host = request.headers.host;
+  return host !== `${EMBEDDED_DYNAMO_HOST}:${port}` && host !== `localhost:${port}`;
+};
+
+const refuse = (response: ServerResponse): void => {
+  const body = 'Forbidden: the embedded DynamoDB serves local programs only\n';
+  response.writeHead(403, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+  });
+  response.end(body);
+};
+
 export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): Promise<EmbeddedDynamo> => {
-  const host = options.host ?? '127.0.0.1';
   const server = dynalite({
     createTableMs: 0,
     deleteTableMs: 0,
     updateTableMs: 0,
     ...(options.dataDir ? { path: options.dataDir } : {}),
   });
-  server.listen(options.port ?? 0, host);
+  // dynalite's own handler runs only for requests that pass the guard.
+  const handlers = server.listeners('request') as RequestListener[];
+  server.removeAllListeners('request');
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (fromBrowser(request, (server.address() as AddressInfo).port)) return refuse(response);
+    for (const handler of handlers) handler(request, response);
+  });
+  server.listen(options.port ?? 0, EMBEDDED_DYNAMO_HOST);
   await Promise.race([
     once(server, 'listening'),
     once(server, 'error').then(([error]) => {
       throw error;
     }),
   ]);
-  const { port } = server.address() as AddressInfo;
+  const { address, port } = server.address() as AddressInfo;
   return {
-    endpoint: `http://${host}:${port}`,
+    endpoint: `http://${address}:${port}`,
     port,
     close: () =>
       new Promise<void>((resolve) => {

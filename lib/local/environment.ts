@@ -49,7 +49,6 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     try {
       dynamo = await startEmbeddedDynamo({
         port: options.dynamoPort ?? 8000,
-        host,
         ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       });
     } catch (error) {

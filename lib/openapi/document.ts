@@ -287,10 +287,11 @@ export const buildOpenApiDocument = (): Json => ({
   openapi: OPENAPI_VERSION,
   info: { title: 'Branch API', version: API_VERSION, description: DESCRIPTION },
   servers: [
-    { url: 'http://127.0.0.1:3000/api', description: 'Local stack (`npm start`)' },
+    // Plain text: Swagger UI shows server descriptions as they are, not as Markdown.
+    { url: 'http://127.0.0.1:3000/api', description: 'Local stack (npm start)' },
     {
       url: 'https://{api_id}.execute-api.{region}.amazonaws.com/api',
-      description: 'Deployed: the HTTP API of the CDK stack, stage `api`',
+      description: 'Deployed: the HTTP API of the CDK stack, stage api',
       variables: {
         api_id: { default: 'api_id', description: 'Id of the API Gateway HTTP API (a CDK stack output)' },
         region: { default: 'eu-west-1', description: 'AWS region of the stack' },

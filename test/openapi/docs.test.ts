@@ -1,6 +1,10 @@
 /** serveDocs (lib/local/docs.ts): the API document and an offline docs page, from this checkout. */
 import { readFileSync } from 'node:fs';
-import { OPENAPI_FILE, serveDocs } from '../../lib/local/docs';
+import { request as httpRequest } from 'node:http';
+import fc from 'fast-check';
+import { OPENAPI_FILE, serveDocs, THIS_SERVER } from '../../lib/local/docs';
+import { startGateway, type Gateway } from '../../lib/local/gateway';
+import { expectToMatchContract } from '../support/contract';
 
 const BASE = 'http://127.0.0.1:3000/api';
 /** serveDocs for a URL the browser would resolve, relative to the page at {base_url}/docs. */
@@ -11,10 +15,15 @@ const fetchFromPage = (reference: string) => {
   return serveDocs(url.pathname.slice('/api'.length));
 };
 
+/** Names every plain object inherits: none of them is a file of the page. */
+const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__'];
+
 const text = (body: string | Buffer | undefined) => (body === undefined ? '' : body.toString());
 
 describe('serveDocs', () => {
-  it('serves the committed document at /openapi.json', () => {
+  const committed = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8')) as { servers: { url: string }[] };
+
+  it('serves the committed document at /openapi.json, with the server it is served from first', () => {
     const res = serveDocs('/openapi.json');
     expect(res).toMatchObject({
       statusCode: 200,
@@ -24,7 +33,19 @@ describe('serveDocs', () => {
         'X-Content-Type-Options': 'nosniff',
       },
     });
-    expect(JSON.parse(text(res?.body))).toEqual(JSON.parse(readFileSync(OPENAPI_FILE, 'utf8')));
+    const served = JSON.parse(text(res?.body)) as typeof committed;
+    const deployed = committed.servers.filter((server) => server.url.startsWith('https://'));
+    expect(deployed).toHaveLength(1);
+    expect(served).toEqual({ ...committed, servers: [{ url: '/api', description: 'This server' }, ...deployed] });
+    expect(THIS_SERVER.url).toBe('/api');
+    // Relative server URLs resolve against the document's URL (OpenAPI 3.1, 4.8.5): on any port, this origin.
+    for (const origin of ['http://127.0.0.1:3000', 'http://127.0.0.1:49152', 'http://0.0.0.0:8080']) {
+      expect(new URL(served.servers[0]!.url, `${origin}/api/openapi.json`).href).toBe(`${origin}/api`);
+    }
+  });
+
+  it('describes its servers in plain text (Swagger UI shows no Markdown there)', () => {
+    expect(JSON.stringify(committed.servers)).not.toContain('`');
   });
 
   it('serves an HTML page at /docs that loads only same-origin files', () => {
@@ -77,7 +98,59 @@ describe('serveDocs', () => {
     '/docs/assets/%2e%2e/package.json',
     '/docs/assets/',
     '/docs/other',
+    ...PROTOTYPE_NAMES.map((name) => `/docs/assets/${name}`),
   ])('leaves %s to the router', (path) => {
     expect(serveDocs(path)).toBeUndefined();
+  });
+});
+
+describe('the docs paths through the local gateway', () => {
+  let gateway: Gateway;
+  beforeAll(async () => {
+    gateway = await startGateway({ port: 0, staticFiles: serveDocs });
+  });
+  afterAll(() => gateway.close());
+
+  /** A raw request: the path goes on the wire exactly as given (fetch would normalise it). */
+  const send = (method: string, path: string) =>
+    new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: gateway.port, method, path }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body }),
+        );
+      });
+      req.on('error', reject);
+      req.end();
+    });
+
+  it.each(PROTOTYPE_NAMES)('answers /api/docs/assets/%s with the API 404, as any unknown path', async (name) => {
+    const path = `/docs/assets/${name}`;
+    const res = await send('GET', `/api${path}`);
+    expect(res.status).toBe(404);
+    expect(JSON.parse(res.body)).toEqual({
+      error: { code: 'not_found', message: expect.any(String), request_id: res.headers['x-request-id'] },
+    });
+    expectToMatchContract({ method: 'GET', path, statusCode: res.status, headers: res.headers, body: res.body });
+  });
+
+  it('never answers a 5xx for any path under /api/docs and /api/docs/assets/', async () => {
+    const segment = fc.oneof(
+      fc.webSegment(),
+      fc.constantFrom(...PROTOTYPE_NAMES, '', '.', '..', '%', '%zz', '%E0%A4%A', '%00', '%2e%2e', '%2F', 'init.js'),
+      fc.string({ unit: 'binary', maxLength: 12 }).map(encodeURIComponent),
+    );
+    const path = fc
+      .tuple(fc.constantFrom('/api/docs', '/api/docs/', '/api/docs/assets/'), fc.array(segment, { maxLength: 4 }))
+      .map(([prefix, segments]) => prefix + segments.join('/'));
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('GET', 'HEAD'), path, async (method, target) => {
+        const { status } = await send(method, target);
+        expect([method, target, status < 500]).toEqual([method, target, true]);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

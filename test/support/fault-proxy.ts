@@ -101,7 +101,8 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
         port: upstream.port,
         method: req.method,
         path: req.url,
-        headers: req.headers,
+        // As a reverse proxy does: the upstream sees its own address as Host.
+        headers: { ...req.headers, host: upstream.host },
       },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
