@@ -12,8 +12,9 @@
  * the SDK under test speaks real HTTP to the proxy.
  */
 import { once } from 'node:events';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { forwardRequest } from '../../lib/local/forward';
 
 export type Fault =
   /** HTTP 400 ProvisionedThroughputExceededException, as DynamoDB throttles. */
@@ -94,24 +95,8 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
     return rule.fault;
   };
 
-  const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer): void => {
-    const out = httpRequest(
-      {
-        hostname: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        // As a reverse proxy does: the upstream sees its own address as Host.
-        headers: { ...req.headers, host: upstream.host },
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    out.on('error', () => res.destroy());
-    out.end(body);
-  };
+  const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer): void =>
+    forwardRequest(upstream, req, res, body);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];

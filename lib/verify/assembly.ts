@@ -1,0 +1,286 @@
+/**
+ * Reads a synthesized cloud assembly (cdk.out) as CloudFormation will see it: the stack templates,
+ * their functions (asset directory, handler, environment), tables, HTTP API routes, IAM policies,
+ * event source mappings and alarms. Intrinsic functions are resolved against a local world: a
+ * table's name is a local table, its ARN a local ARN, so what the template wires can run here.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** CloudFormation and DynamoDB JSON, whose shape depends on the resource type or the request. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = Record<string, any>;
+
+export const LOCAL_ACCOUNT = '000000000000';
+export const LOCAL_REGION = 'us-east-1';
+
+export interface TemplateTable {
+  logicalId: string;
+  /** Name on the local DynamoDB. */
+  name: string;
+  arn: string;
+  properties: Json;
+  indexes: string[];
+  streamArn?: string;
+}
+
+export interface TemplateFunction {
+  logicalId: string;
+  /** Directory of the bundled code (the asset CloudFormation uploads). */
+  codeDir: string;
+  /** `index.handler`: module and export. */
+  handler: string;
+  runtime: string;
+  memorySize: number;
+  /** The environment with every reference resolved; `undefined` where it could not be. */
+  environment: Record<string, string | undefined>;
+  roleLogicalId?: string;
+}
+
+export interface Statement {
+  actions: string[];
+  resources: string[];
+  /** Where it stands: the policy's logical id. */
+  source: string;
+}
+
+export interface TemplateRoute {
+  logicalId: string;
+  routeKey: string;
+  functionLogicalId: string;
+}
+
+export interface EventSourceMapping {
+  logicalId: string;
+  functionLogicalId: string;
+  /** The table whose stream feeds the function. */
+  tableLogicalId: string;
+  batchSize: number;
+}
+
+export interface AlarmMetric {
+  namespace: string;
+  name: string;
+  dimensions: Record<string, string | undefined>;
+}
+
+export interface TemplateAlarm {
+  logicalId: string;
+  metrics: AlarmMetric[];
+}
+
+export interface Assembly {
+  stack: string;
+  resources: Record<string, Json>;
+  tables: TemplateTable[];
+  functions: TemplateFunction[];
+  routes: TemplateRoute[];
+  stageName: string;
+  mappings: EventSourceMapping[];
+  alarms: TemplateAlarm[];
+  /** Allow statements of each role, by role logical id. */
+  statements: Map<string, Statement[]>;
+}
+
+const asArray = <T>(value: T | T[] | undefined): T[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
+
+/** Local names and ARNs of what a template's references point at. */
+export class Resolver {
+  constructor(private readonly resources: Record<string, Json>) {}
+
+  tableName(logicalId: string): string {
+    return `verify-${logicalId}`;
+  }
+
+  tableArn(logicalId: string): string {
+    return `arn:aws:dynamodb:${LOCAL_REGION}:${LOCAL_ACCOUNT}:table/${this.tableName(logicalId)}`;
+  }
+
+  /** The value of an intrinsic, or undefined when it can't be known here. */
+  resolve(value: unknown): string | undefined {
+    if (typeof value === 'string') return value;
+    if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+    if (value === null || typeof value !== 'object') return undefined;
+    const node = value as Json;
+    if ('Ref' in node) return this.ref(String(node.Ref));
+    if ('Fn::GetAtt' in node) {
+      const [id, attribute] = asArray<string>(node['Fn::GetAtt']);
+      return id && attribute ? this.getAtt(id, attribute) : undefined;
+    }
+    if ('Fn::Join' in node) {
+      const [separator, parts] = node['Fn::Join'] as [string, unknown[]];
+      const resolved = parts.map((part) => this.resolve(part));
+      return resolved.every((part) => part !== undefined) ? resolved.join(separator) : undefined;
+    }
+    if ('Fn::Sub' in node && typeof node['Fn::Sub'] === 'string') {
+      let unresolved = false;
+      const text = (node['Fn::Sub'] as string).replace(/\$\{([^}]+)\}/g, (_match, name: string) => {
+        const [id, attribute] = name.split('.');
+        const resolved = attribute ? this.getAtt(id!, attribute) : this.ref(id!);
+        if (resolved === undefined) unresolved = true;
+        return resolved ?? '';
+      });
+      return unresolved ? undefined : text;
+    }
+    return undefined;
+  }
+
+  private ref(id: string): string | undefined {
+    if (id === 'AWS::Region') return LOCAL_REGION;
+    if (id === 'AWS::AccountId') return LOCAL_ACCOUNT;
+    if (id === 'AWS::Partition') return 'aws';
+    if (id === 'AWS::URLSuffix') return 'amazonaws.com';
+    const resource = this.resources[id];
+    if (!resource) return undefined;
+    if (resource.Type === 'AWS::DynamoDB::Table') return this.tableName(id);
+    return id;
+  }
+
+  private getAtt(id: string, attribute: string): string | undefined {
+    const resource = this.resources[id];
+    if (!resource) return undefined;
+    if (resource.Type === 'AWS::DynamoDB::Table') {
+      if (attribute === 'Arn') return this.tableArn(id);
+      if (attribute === 'StreamArn') return `${this.tableArn(id)}/stream/local`;
+    }
+    if (attribute === 'Arn') {
+      const service = String(resource.Type).split('::')[1]?.toLowerCase() ?? 'unknown';
+      return `arn:aws:${service}:${LOCAL_REGION}:${LOCAL_ACCOUNT}:${id}`;
+    }
+    return `${id}.${attribute}`;
+  }
+}
+
+/** Stack artifacts of the assembly's manifest, with their template files. */
+const stacksOf = (dir: string): { stack: string; template: Json }[] => {
+  const manifestFile = join(dir, 'manifest.json');
+  if (!existsSync(manifestFile)) throw new Error(`${dir} is not a cloud assembly (no manifest.json)`);
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Json;
+  return Object.entries<Json>(manifest.artifacts ?? {})
+    .filter(([, artifact]) => artifact.type === 'aws:cloudformation:stack')
+    .map(([stack, artifact]) => ({
+      stack,
+      template: JSON.parse(readFileSync(join(dir, artifact.properties.templateFile), 'utf8')) as Json,
+    }));
+};
+
+/** Reads one stack of the assembly in `dir` (the only one, or the one named). */
+export const readAssembly = (dir: string, stackName?: string): Assembly => {
+  const stacks = stacksOf(dir);
+  const chosen = stackName ? stacks.find(({ stack }) => stack === stackName) : stacks[0];
+  if (!chosen) throw new Error(`No stack ${stackName ?? ''} in ${dir}`);
+  if (!stackName && stacks.length > 1) {
+    throw new Error(`${dir} holds ${stacks.length} stacks; name one (${stacks.map((s) => s.stack).join(', ')})`);
+  }
+  const resources = (chosen.template.Resources ?? {}) as Record<string, Json>;
+  const resolver = new Resolver(resources);
+  const ofType = (type: string) => Object.entries(resources).filter(([, resource]) => resource.Type === type);
+
+  const tables = ofType('AWS::DynamoDB::Table').map(([logicalId, resource]) => ({
+    logicalId,
+    name: resolver.tableName(logicalId),
+    arn: resolver.tableArn(logicalId),
+    properties: resource.Properties ?? {},
+    indexes: asArray<Json>(resource.Properties?.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
+    ...(resource.Properties?.StreamSpecification ? { streamArn: `${resolver.tableArn(logicalId)}/stream/local` } : {}),
+  }));
+
+  const functions = ofType('AWS::Lambda::Function').map(([logicalId, resource]): TemplateFunction => {
+    const properties = resource.Properties ?? {};
+    // The asset CloudFormation uploads: `<hash>.zip` in S3, staged as `asset.<hash>` in the assembly.
+    const s3Key = typeof properties.Code?.S3Key === 'string' ? (properties.Code.S3Key as string) : undefined;
+    const assetPath =
+      (resource.Metadata?.['aws:asset:path'] as string | undefined) ??
+      (s3Key ? `asset.${s3Key.replace(/\.zip$/, '')}` : undefined);
+    const variables = (properties.Environment?.Variables ?? {}) as Record<string, unknown>;
+    const roleLogicalId = asArray<string>(properties.Role?.['Fn::GetAtt'])[0];
+    return {
+      logicalId,
+      codeDir: assetPath ? join(dir, assetPath) : '',
+      handler: String(properties.Handler ?? ''),
+      runtime: String(properties.Runtime ?? ''),
+      memorySize: Number(properties.MemorySize ?? 128),
+      environment: Object.fromEntries(
+        Object.entries(variables).map(([name, value]) => [name, resolver.resolve(value)]),
+      ),
+      ...(roleLogicalId ? { roleLogicalId } : {}),
+    };
+  });
+
+  const functionOfArn = (value: unknown): string | undefined => {
+    const node = value as Json | undefined;
+    const getAtt = asArray<string>(node?.['Fn::GetAtt']);
+    if (getAtt[0] && resources[getAtt[0]]?.Type === 'AWS::Lambda::Function') return getAtt[0];
+    const ref = node?.Ref as string | undefined;
+    return ref && resources[ref]?.Type === 'AWS::Lambda::Function' ? ref : undefined;
+  };
+
+  const routes = ofType('AWS::ApiGatewayV2::Route').flatMap(([logicalId, resource]): TemplateRoute[] => {
+    const target = resolver.resolve(resource.Properties?.Target) ?? '';
+    const integration = resources[target.replace(/^integrations\//, '')];
+    const functionLogicalId = functionOfArn(integration?.Properties?.IntegrationUri);
+    return functionLogicalId ? [{ logicalId, routeKey: String(resource.Properties.RouteKey), functionLogicalId }] : [];
+  });
+  const stage = ofType('AWS::ApiGatewayV2::Stage')[0]?.[1];
+
+  const mappings = ofType('AWS::Lambda::EventSourceMapping').flatMap(([logicalId, resource]): EventSourceMapping[] => {
+    const properties = resource.Properties ?? {};
+    const functionLogicalId = functionOfArn(properties.FunctionName) ?? resolver.resolve(properties.FunctionName);
+    const [tableLogicalId, attribute] = asArray<string>(properties.EventSourceArn?.['Fn::GetAtt']);
+    if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
+    return [{ logicalId, functionLogicalId, tableLogicalId, batchSize: Number(properties.BatchSize ?? 100) }];
+  });
+
+  const metricOf = (metric: Json): AlarmMetric => ({
+    namespace: String(metric.Namespace),
+    name: String(metric.MetricName),
+    dimensions: Object.fromEntries(
+      asArray<Json>(metric.Dimensions).map((dimension) => [String(dimension.Name), resolver.resolve(dimension.Value)]),
+    ),
+  });
+  const alarms = ofType('AWS::CloudWatch::Alarm').map(([logicalId, resource]) => {
+    const properties = resource.Properties ?? {};
+    const metrics = properties.MetricName
+      ? [metricOf(properties)]
+      : asArray<Json>(properties.Metrics)
+          .filter((query) => query.MetricStat)
+          .map((query) => metricOf(query.MetricStat.Metric));
+    return { logicalId, metrics };
+  });
+
+  const statements = new Map<string, Statement[]>();
+  const addStatements = (roleId: string, document: Json | undefined, source: string) => {
+    for (const statement of asArray<Json>(document?.Statement)) {
+      if (statement.Effect !== 'Allow') continue;
+      const list = statements.get(roleId) ?? [];
+      list.push({
+        actions: asArray<string>(statement.Action),
+        resources: asArray<unknown>(statement.Resource).map((resource) => resolver.resolve(resource) ?? '?'),
+        source,
+      });
+      statements.set(roleId, list);
+    }
+  };
+  for (const [logicalId, resource] of ofType('AWS::IAM::Role')) {
+    for (const policy of asArray<Json>(resource.Properties?.Policies))
+      addStatements(logicalId, policy.PolicyDocument, logicalId);
+  }
+  for (const [logicalId, resource] of ofType('AWS::IAM::Policy')) {
+    for (const role of asArray<Json>(resource.Properties?.Roles)) {
+      if (typeof role?.Ref === 'string') addStatements(role.Ref, resource.Properties.PolicyDocument, logicalId);
+    }
+  }
+
+  return {
+    stack: chosen.stack,
+    resources,
+    tables,
+    functions,
+    routes,
+    stageName: String(stage?.Properties?.StageName ?? '$default'),
+    mappings,
+    alarms,
+    statements,
+  };
+};

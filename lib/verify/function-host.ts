@@ -1,0 +1,150 @@
+/**
+ * One deployed function, running here: a child process with exactly the template's environment
+ * (plus what Lambda itself provides, and a DynamoDB endpoint that records its calls), importing the
+ * asset code with the template's handler string. Its stdout is its log: EMF metric lines are read
+ * from it as CloudWatch would.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { LOCAL_ACCOUNT, LOCAL_REGION, type Json, type TemplateFunction } from './assembly';
+import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
+
+const RUNNER = join(import.meta.dirname, 'function-runner.mjs');
+
+export interface EmittedMetric {
+  namespace: string;
+  name: string;
+  dimensions: Record<string, string>;
+}
+
+export interface InvokeOutcome {
+  result?: unknown;
+  /** Set when the handler threw (Lambda would report a function error). */
+  error?: string;
+}
+
+export interface FunctionHost {
+  fn: TemplateFunction;
+  proxy: RecordingProxy;
+  /** Set when the code could not be imported (a missing variable, a bad handler string). */
+  importError?: string;
+  metrics: EmittedMetric[];
+  invocations: number;
+  invoke(event: unknown): Promise<InvokeOutcome>;
+  close(): Promise<void>;
+}
+
+/** Metrics declared by one EMF log line (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html). */
+export const metricsOfLine = (line: string): EmittedMetric[] => {
+  let entry: Json;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return [];
+  }
+  const directives = entry?._aws?.CloudWatchMetrics;
+  if (!Array.isArray(directives)) return [];
+  return directives.flatMap((directive: Json) =>
+    (directive.Metrics ?? []).flatMap((metric: { Name: string }) =>
+      (directive.Dimensions ?? [[]]).map((set: string[]) => ({
+        namespace: String(directive.Namespace),
+        name: metric.Name,
+        dimensions: Object.fromEntries(set.map((name) => [name, String(entry[name])])),
+      })),
+    ),
+  );
+};
+
+export const startFunction = async (fn: TemplateFunction, dynamoEndpoint: string): Promise<FunctionHost> => {
+  const proxy = await startRecordingProxy(dynamoEndpoint);
+  const environment: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    // What the Lambda runtime sets.
+    AWS_REGION: LOCAL_REGION,
+    AWS_DEFAULT_REGION: LOCAL_REGION,
+    AWS_LAMBDA_FUNCTION_NAME: fn.logicalId,
+    AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memorySize),
+    AWS_EXECUTION_ENV: `AWS_Lambda_${fn.runtime}`,
+    LAMBDA_TASK_ROOT: fn.codeDir,
+    AWS_ACCESS_KEY_ID: 'verify',
+    AWS_SECRET_ACCESS_KEY: 'verify',
+    AWS_SESSION_TOKEN: 'verify',
+    // The template's own variables; an unresolvable one is left out (and reported by the caller).
+    ...Object.fromEntries(
+      Object.entries(fn.environment).filter((pair): pair is [string, string] => pair[1] !== undefined),
+    ),
+    // The one addition: DynamoDB is the recording proxy in front of the embedded one.
+    DYNAMODB_ENDPOINT: proxy.endpoint,
+  };
+  const child: ChildProcess = fork(RUNNER, [fn.codeDir, fn.handler], {
+    env: environment,
+    execArgv: [],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  const host: FunctionHost = {
+    fn,
+    proxy,
+    metrics: [],
+    invocations: 0,
+    invoke: async () => ({ error: 'not started' }),
+    close: async () => undefined,
+  };
+  let buffered = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) host.metrics.push(...metricsOfLine(line));
+  });
+  child.stderr?.resume();
+
+  const pending = new Map<string, (outcome: InvokeOutcome) => void>();
+  const ready = new Promise<void>((resolve) => {
+    child.on('message', (message: Json) => {
+      if (message.type === 'ready') resolve();
+      else if (message.type === 'import-failed') {
+        host.importError = message.message;
+        resolve();
+      } else
+        pending.get(message.id)?.(message.type === 'error' ? { error: message.message } : { result: message.result });
+    });
+    child.on('exit', (code) => {
+      host.importError ??= `the process exited with code ${code} before it was ready`;
+      resolve();
+      for (const settle of pending.values()) settle({ error: `the process exited with code ${code}` });
+    });
+  });
+  await ready;
+
+  host.invoke = (event) =>
+    new Promise<InvokeOutcome>((resolve) => {
+      if (host.importError) return resolve({ error: host.importError });
+      const id = randomUUID();
+      host.invocations += 1;
+      pending.set(id, (outcome) => {
+        pending.delete(id);
+        resolve(outcome);
+      });
+      child.send({
+        id,
+        event,
+        context: {
+          awsRequestId: id,
+          functionName: fn.logicalId,
+          functionVersion: '$LATEST',
+          invokedFunctionArn: `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:${fn.logicalId}`,
+          memoryLimitInMB: String(fn.memorySize),
+          logGroupName: `/aws/lambda/${fn.logicalId}`,
+          logStreamName: 'verify',
+          callbackWaitsForEmptyEventLoop: false,
+        },
+      });
+    });
+  host.close = async () => {
+    child.kill();
+    await proxy.close();
+  };
+  return host;
+};

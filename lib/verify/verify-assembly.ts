@@ -1,0 +1,331 @@
+/**
+ * Runs a synthesized assembly as it will be deployed, on the embedded DynamoDB: every function
+ * from its asset code, handler string and resolved environment; routes from the template; stream
+ * consumers fed from the tables their event source mappings name. A scenario touches every route,
+ * every error the API documents and every failure path that emits a metric. Then each DynamoDB
+ * call is checked against the function's role, each granted action against the calls, and each
+ * alarm against the metrics the run emitted (docs/deploy.md "Verify the assembly").
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { generateApiKey } from '../../shared/api-key';
+import { createRepositories } from '../../shared/repositories';
+import { TABLE_ENV, type TableNames } from '../../shared/tables';
+import { buildEvent } from '../local/events';
+import { startEmbeddedDynamo } from '../local/dynamo';
+import { readSeedFile } from '../operator/operations';
+import { readAssembly, LOCAL_REGION, type Assembly, type Json, type TemplateRoute } from './assembly';
+import { checkAlarms, checkIam, type Defect } from './checks';
+import { startFunction, type FunctionHost } from './function-host';
+
+const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
+const SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
+const OPENAPI_FILE = join(PROJECT_ROOT, 'docs', 'openapi.json');
+
+export interface VerifyReport {
+  stack: string;
+  defects: Defect[];
+  functions: number;
+  invocations: number;
+  /** DynamoDB operations observed, per function: `dynamodb:Query on <table> [index]` → count. */
+  operations: Record<string, Record<string, number>>;
+  unusedGrants: string[];
+  alarms: number;
+  elapsedMs: number;
+}
+
+interface Case {
+  label: string;
+  method: string;
+  path: string;
+  query?: Record<string, string>;
+  key?: string;
+  expected: number;
+}
+
+/** API Gateway's route selection over the template's route keys, `$default` last. */
+const routeMatcher = (routes: readonly TemplateRoute[]) => {
+  const compiled = routes
+    .filter((route) => route.routeKey !== '$default')
+    .map((route) => {
+      const [method, template = ''] = route.routeKey.split(' ');
+      const names: string[] = [];
+      const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, (_m, name: string) => {
+        names.push(name);
+        return '([^/]+)';
+      });
+      return { route, method, names, regex: new RegExp(`^${source}$`) };
+    });
+  const fallback = routes.find((route) => route.routeKey === '$default');
+  return (method: string, path: string) => {
+    for (const candidate of compiled) {
+      const match = candidate.regex.exec(path);
+      if (match && candidate.method === method) {
+        const pathParameters = Object.fromEntries(candidate.names.map((name, i) => [name, match[i + 1] ?? '']));
+        return { route: candidate.route, pathParameters };
+      }
+    }
+    return fallback ? { route: fallback, pathParameters: undefined } : undefined;
+  };
+};
+
+/** The table names functions read from their environment (the first function that names them all). */
+const tableNamesOf = (assembly: Assembly): TableNames | undefined => {
+  for (const fn of assembly.functions) {
+    const names = Object.fromEntries(Object.entries(TABLE_ENV).map(([name, envVar]) => [name, fn.environment[envVar]]));
+    if (Object.values(names).every((value) => value !== undefined)) return names as unknown as TableNames;
+  }
+  return undefined;
+};
+
+/** Query parameters each documented operation takes (a list takes `limit` and `cursor`). */
+const listOperations = (): Set<string> => {
+  const document = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8')) as Json;
+  const lists = new Set<string>();
+  for (const [path, item] of Object.entries<Json>(document.paths)) {
+    for (const [method, operation] of Object.entries<Json>(item)) {
+      const parameters = JSON.stringify(operation.parameters ?? []);
+      if (parameters.includes('Limit') || parameters.includes('"limit"')) lists.add(`${method.toUpperCase()} ${path}`);
+    }
+  }
+  return lists;
+};
+
+export const verifyAssembly = async (dir: string, stackName?: string): Promise<VerifyReport> => {
+  const started = performance.now();
+  const assembly = readAssembly(dir, stackName);
+  const defects: Defect[] = [];
+  const dynamo = await startEmbeddedDynamo();
+  const raw = new DynamoDBClient({
+    endpoint: dynamo.endpoint,
+    region: LOCAL_REGION,
+    credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
+  });
+  const hosts = new Map<string, FunctionHost>();
+  try {
+    for (const table of assembly.tables) {
+      const { KeySchema, AttributeDefinitions, GlobalSecondaryIndexes } = table.properties;
+      await raw.send(
+        new CreateTableCommand({
+          TableName: table.name,
+          KeySchema,
+          AttributeDefinitions,
+          BillingMode: 'PAY_PER_REQUEST',
+          ...(GlobalSecondaryIndexes ? { GlobalSecondaryIndexes } : {}),
+        }),
+      );
+    }
+
+    for (const fn of assembly.functions) {
+      for (const [name, value] of Object.entries(fn.environment)) {
+        if (value === undefined)
+          defects.push({
+            resource: fn.logicalId,
+            reason: `environment variable ${name} refers to something that cannot be resolved`,
+          });
+      }
+      const host = await startFunction(fn, dynamo.endpoint);
+      hosts.set(fn.logicalId, host);
+      if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });
+    }
+
+    // Data and keys, written straight to the tables (not through any function, so not attributed).
+    const tables = tableNamesOf(assembly);
+    if (!tables) {
+      defects.push({
+        resource: assembly.stack,
+        reason: `no function is given every table variable (${Object.values(TABLE_ENV).join(', ')})`,
+      });
+    } else {
+      const repositories = createRepositories(DynamoDBDocumentClient.from(raw), tables);
+      const seed = await readSeedFile(SEED_FILE);
+      for (const branch of seed.branches) await repositories.branchData.putBranch(branch);
+      const branch = seed.branches[0]!;
+      const providerId = branch.payment_providers.find((provider) => provider.active)?.id ?? 'none';
+      const past = new Date(Date.now() - 60_000);
+      const make = async (scopes: ['read'] | ['team:read'], expiresAt?: Date) =>
+        (
+          await repositories.keys.create({
+            branchId: branch.id,
+            scopes,
+            name: 'verify',
+            ...(expiresAt ? { expiresAt } : {}),
+          })
+        ).key;
+      const readKey = await make(['read']);
+      const noScopeKey = await make(['team:read']);
+      // Stored with an expiry in the past: the repository takes any time (the operator tooling checks).
+      const expiredKey = await make(['read'], past);
+      const revoked = await repositories.keys.create({ branchId: branch.id, scopes: ['read'], name: 'verify revoked' });
+      await repositories.keys.revoke(revoked.record.key_id);
+
+      const lists = listOperations();
+      const cases: Case[] = [];
+      for (const route of assembly.routes.filter((r) => r.routeKey !== '$default')) {
+        const [method = 'GET', template = '/'] = route.routeKey.split(' ');
+        const path = template.replace(/\{(\w+)\}/g, providerId);
+        const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
+          cases.push({ label: `${route.routeKey}: ${label}`, method, path, expected, ...extra });
+        at('a read key', 200, { key: readKey });
+        at('no key', 401);
+        at('a malformed key', 401, { key: 'wsk_malformed' });
+        at('an unknown key', 401, { key: generateApiKey() });
+        at('a revoked key', 401, { key: revoked.key });
+        at('an expired key', 401, { key: expiredKey });
+        at('a key without read', 403, { key: noScopeKey });
+        if (template.includes('{'))
+          at('an unknown id', 404, { key: readKey, path: template.replace(/\{(\w+)\}/g, 'no_such_id') });
+        if (lists.has(route.routeKey)) {
+          at('a bad limit', 400, { key: readKey, query: { limit: '0' } });
+          at('a bad cursor', 400, { key: readKey, query: { cursor: 'forged' } });
+        }
+      }
+      const firstPath = cases[0]?.path ?? '/';
+      cases.push({
+        label: 'an unknown path',
+        method: 'GET',
+        path: '/v1/verify-no-such-path',
+        expected: 404,
+        key: readKey,
+      });
+      cases.push({
+        label: 'a known path with another method',
+        method: 'DELETE',
+        path: firstPath,
+        expected: 405,
+        key: readKey,
+      });
+
+      const match = routeMatcher(assembly.routes);
+      const call = async (one: Case, note = '') => {
+        const selected = match(one.method, one.path);
+        if (!selected)
+          return defects.push({ resource: assembly.stack, reason: `no route serves ${one.method} ${one.path}` });
+        const host = hosts.get(selected.route.functionLogicalId);
+        if (!host || host.importError) return;
+        const event = buildEvent({
+          method: one.method,
+          path: one.path,
+          stage: assembly.stageName,
+          routeKey: selected.route.routeKey,
+          requestId: randomUUID(),
+          headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}) },
+          ...(one.query ? { query: one.query } : {}),
+          ...(selected.pathParameters ? { pathParameters: selected.pathParameters } : {}),
+        });
+        const outcome = await host.invoke({ ...event, requestContext: { ...event.requestContext } });
+        const status = (outcome.result as { statusCode?: number } | undefined)?.statusCode;
+        if (outcome.error)
+          defects.push({
+            resource: host.fn.logicalId,
+            reason: `${one.label}${note}: the function failed: ${outcome.error}`,
+          });
+        else if (status !== one.expected) {
+          defects.push({
+            resource: host.fn.logicalId,
+            reason: `${one.label}${note}: answered ${status}, expected ${one.expected}`,
+          });
+        }
+      };
+      for (const one of cases) await call(one);
+      // Failure paths: every write fails once per route; the answer must not change, and what the
+      // code emits when a write fails (metrics the alarms watch) is emitted.
+      for (const host of hosts.values()) host.proxy.failWrites = true;
+      for (const one of cases.filter((c) => c.expected === 200)) await call(one, ' (writes failing)');
+      for (const host of hosts.values()) host.proxy.failWrites = false;
+    }
+
+    // Background paths: each stream consumer gets what was written to its table, as stream records.
+    const streams = new Map<string, string[]>();
+    for (const mapping of assembly.mappings) {
+      const table = assembly.tables.find((candidate) => candidate.logicalId === mapping.tableLogicalId)!;
+      const consumer = hosts.get(mapping.functionLogicalId);
+      streams.set(mapping.functionLogicalId, [
+        ...(streams.get(mapping.functionLogicalId) ?? []),
+        table.streamArn ?? `${table.arn}/stream/*`,
+      ]);
+      if (!consumer || consumer.importError) continue;
+      const keyNames = (table.properties.KeySchema as { AttributeName: string }[]).map((key) => key.AttributeName);
+      const records = [...hosts.values()]
+        .flatMap((host) => host.proxy.writes)
+        .filter((write) => write.table === table.name)
+        .map((write, i) => ({
+          eventID: String(i + 1),
+          eventName: 'INSERT',
+          eventVersion: '1.1',
+          eventSource: 'aws:dynamodb',
+          awsRegion: LOCAL_REGION,
+          eventSourceARN: table.streamArn,
+          dynamodb: {
+            ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
+            Keys: Object.fromEntries(keyNames.map((name) => [name, write.item[name]])),
+            NewImage: write.item,
+            SequenceNumber: String(100000000000000000000 + i),
+            SizeBytes: JSON.stringify(write.item).length,
+            StreamViewType: table.properties.StreamSpecification?.StreamViewType ?? 'NEW_IMAGE',
+          },
+        }));
+      if (records.length === 0) {
+        defects.push({
+          resource: mapping.logicalId,
+          reason: `the scenario wrote nothing to table ${table.logicalId}, so its stream consumer never ran`,
+        });
+      }
+      for (let i = 0; i < records.length; i += mapping.batchSize) {
+        const outcome = await consumer.invoke({ Records: records.slice(i, i + mapping.batchSize) });
+        const failures = (outcome.result as { batchItemFailures?: unknown[] } | undefined)?.batchItemFailures ?? [];
+        if (outcome.error || failures.length > 0) {
+          defects.push({
+            resource: mapping.functionLogicalId,
+            reason: `a stream batch failed: ${outcome.error ?? `${failures.length} item failure(s)`}`,
+          });
+        }
+      }
+    }
+
+    const iam = checkIam(
+      assembly,
+      [...hosts.values()].map((host) => ({
+        functionLogicalId: host.fn.logicalId,
+        ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
+        operations: host.proxy.operations,
+        streams: streams.get(host.fn.logicalId) ?? [],
+      })),
+    );
+    defects.push(...iam.defects);
+    defects.push(
+      ...checkAlarms(
+        assembly,
+        assembly.alarms,
+        [...hosts.values()].flatMap((host) => host.metrics),
+      ),
+    );
+
+    const operations: VerifyReport['operations'] = {};
+    for (const host of hosts.values()) {
+      const counts: Record<string, number> = {};
+      for (const op of host.proxy.operations) {
+        const name = `${op.action} ${assembly.tables.find((t) => t.name === op.table)?.logicalId ?? op.table}${op.index ? `/${op.index}` : ''}`;
+        counts[name] = (counts[name] ?? 0) + 1;
+      }
+      operations[host.fn.logicalId] = counts;
+    }
+    return {
+      stack: assembly.stack,
+      defects,
+      functions: hosts.size,
+      invocations: [...hosts.values()].reduce((sum, host) => sum + host.invocations, 0),
+      operations,
+      unusedGrants: iam.unused,
+      alarms: assembly.alarms.length,
+      elapsedMs: performance.now() - started,
+    };
+  } finally {
+    await Promise.all([...hosts.values()].map((host) => host.close()));
+    raw.destroy();
+    await dynamo.close();
+  }
+};

@@ -1,0 +1,56 @@
+/**
+ * `npm run verify:assembly [-- <cdk.out dir>] [--stack <name>] [--json]`: runs the synthesized
+ * assembly as deployed and checks its wiring (lib/verify/verify-assembly.ts). Without a directory
+ * it synthesizes first. One line per defect, then a summary; exit 1 on any defect.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { escapeForTerminal } from '../lib/operator/terminal';
+import { verifyAssembly } from '../lib/verify/verify-assembly';
+
+const args = process.argv.slice(2);
+const json = args.includes('--json');
+const stackAt = args.indexOf('--stack');
+const stack = stackAt === -1 ? undefined : args[stackAt + 1];
+const positional = args.filter((arg, i) => !arg.startsWith('--') && args[i - 1] !== '--stack');
+let dir = positional[0];
+
+if (!dir) {
+  dir = mkdtempSync(join(tmpdir(), 'verify-assembly-'));
+  process.stderr.write(`Synthesizing into ${dir}…\n`);
+  const synth = spawnSync('npx', ['cdk', 'synth', '--quiet', '--output', dir], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' },
+  });
+  if (synth.status !== 0) {
+    process.stderr.write('error: cdk synth failed\n');
+    process.exit(1);
+  }
+}
+
+const report = await verifyAssembly(dir, stack);
+if (json) {
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+} else {
+  for (const defect of report.defects)
+    process.stdout.write(`DEFECT ${escapeForTerminal(defect.resource)}: ${escapeForTerminal(defect.reason)}\n`);
+  const lines = [
+    '',
+    `${report.stack}: ${report.functions} functions, ${report.invocations} invocations, ${report.alarms} alarms checked, ` +
+      `${(report.elapsedMs / 1000).toFixed(1)} s`,
+    'DynamoDB operations observed per function:',
+    ...Object.entries(report.operations).map(
+      ([fn, ops]) =>
+        `  ${fn}: ${
+          Object.entries(ops)
+            .map(([op, n]) => `${op} ×${n}`)
+            .join(', ') || 'none'
+        }`,
+    ),
+    report.defects.length === 0 ? 'No defects.' : `${report.defects.length} defect(s).`,
+  ];
+  process.stdout.write(`${lines.map(escapeForTerminal).join('\n')}\n`);
+}
+process.exitCode = report.defects.length === 0 ? 0 : 1;

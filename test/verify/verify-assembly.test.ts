@@ -1,0 +1,184 @@
+/**
+ * `npm run verify:assembly` on a real synthesized assembly (bundled by the stack's own esbuild
+ * settings): the project as it is passes, and each seeded defect in a mutated copy of the template
+ * is reported with the resource at fault.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BranchApiStack } from '../../lib/infra/branch-api-stack';
+import { verifyAssembly, type VerifyReport } from '../../lib/verify/verify-assembly';
+import { newApp } from '../cdk/support';
+
+const STACK = 'Verify';
+let root: string;
+let assembly: string;
+let report: VerifyReport;
+
+type Template = { Resources: Record<string, { Type: string; Properties: any }> };
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'verify-assembly-test-'));
+  assembly = join(root, 'cdk.out');
+  const app = newApp({ bundle: true, outdir: assembly });
+  new BranchApiStack(app, STACK);
+  app.synth();
+  report = await verifyAssembly(assembly);
+}, 120_000);
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A copy of the assembly with its template changed by `mutate`, verified. */
+const verifyMutated = async (mutate: (template: Template) => void): Promise<VerifyReport> => {
+  const copy = mkdtempSync(join(root, 'mutated-'));
+  cpSync(assembly, copy, { recursive: true });
+  const file = join(copy, `${STACK}.template.json`);
+  const template = JSON.parse(readFileSync(file, 'utf8')) as Template;
+  mutate(template);
+  writeFileSync(file, JSON.stringify(template));
+  return verifyAssembly(copy);
+};
+
+const idOf = (template: Template, type: string, prefix: string): string => {
+  const id = Object.keys(template.Resources).find(
+    (key) => key.startsWith(prefix) && template.Resources[key]!.Type === type,
+  );
+  if (!id) throw new Error(`No ${type} ${prefix}…`);
+  return id;
+};
+
+describe('the project as it is', () => {
+  it('has no defect', () => {
+    expect(report.defects).toEqual([]);
+  });
+
+  it('ran every function and saw each one make the calls its route declares', () => {
+    expect(report.functions).toBe(5);
+    const ops = (prefix: string) =>
+      Object.keys(Object.entries(report.operations).find(([fn]) => fn.startsWith(prefix))?.[1] ?? {}).map((op) =>
+        op.replace(/Tables(\w+?)[0-9A-F]{8}/g, '$1'),
+      );
+    expect(ops('ListPaymentProviders').sort()).toEqual(
+      ['dynamodb:GetItem Keys', 'dynamodb:PutItem Usage', 'dynamodb:Query BranchData/active-providers'].sort(),
+    );
+    expect(ops('GetBranch').sort()).toEqual(
+      ['dynamodb:GetItem BranchData', 'dynamodb:GetItem Keys', 'dynamodb:PutItem Usage'].sort(),
+    );
+    expect(ops('Fallback')).toEqual([]);
+    expect(report.unusedGrants).toEqual([]);
+  });
+});
+
+describe('seeded defects are reported', () => {
+  it('an index ARN dropped from a role', async () => {
+    let policy = '';
+    const mutated = await verifyMutated((template) => {
+      policy = idOf(template, 'AWS::IAM::Policy', 'ListPaymentProvidersRoleDefaultPolicy');
+      const statements = template.Resources[policy]!.Properties.PolicyDocument.Statement as any[];
+      const query = statements.find((statement) => statement.Action === 'dynamodb:Query');
+      query.Resource = { 'Fn::GetAtt': [query.Resource['Fn::Join'][1][0]['Fn::GetAtt'][0], 'Arn'] };
+    });
+    expect(mutated.defects).toEqual(
+      expect.arrayContaining([
+        {
+          resource: expect.stringMatching(/^ListPaymentProvidersFunction/),
+          reason: expect.stringMatching(
+            /calls dynamodb:Query on table .* index active-providers, which its role does not allow/,
+          ),
+        },
+      ]),
+    );
+  }, 60_000);
+
+  it('a table variable removed from a function', async () => {
+    const mutated = await verifyMutated((template) => {
+      const fn = idOf(template, 'AWS::Lambda::Function', 'GetBranchFunction');
+      delete template.Resources[fn]!.Properties.Environment.Variables.KEYS_TABLE;
+    });
+    expect(mutated.defects).toEqual(
+      expect.arrayContaining([
+        {
+          resource: expect.stringMatching(/^GetBranchFunction/),
+          reason: expect.stringMatching(/fails to load: ConfigError: Missing required environment variable KEYS_TABLE/),
+        },
+      ]),
+    );
+  }, 60_000);
+
+  it("an alarm's custom namespace renamed", async () => {
+    const mutated = await verifyMutated((template) => {
+      const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringUsageRecordWriteFailed');
+      template.Resources[alarm]!.Properties.Namespace = 'BranchApiRenamed';
+    });
+    expect(mutated.defects).toEqual([
+      {
+        resource: expect.stringMatching(/^MonitoringUsageRecordWriteFailed/),
+        reason: expect.stringMatching(
+          /watches BranchApiRenamed\/UsageRecordWriteFailed \{service=branch-api\}, which the run never emitted/,
+        ),
+      },
+    ]);
+  }, 60_000);
+
+  it('an extra write granted', async () => {
+    const mutated = await verifyMutated((template) => {
+      const policy = idOf(template, 'AWS::IAM::Policy', 'GetBranchRoleDefaultPolicy');
+      const keys = idOf(template, 'AWS::DynamoDB::Table', 'TablesKeys');
+      template.Resources[policy]!.Properties.PolicyDocument.Statement.push({
+        Action: 'dynamodb:DeleteItem',
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [keys, 'Arn'] },
+      });
+    });
+    expect(mutated.defects).toEqual([
+      {
+        resource: expect.stringMatching(/^GetBranchRoleDefaultPolicy/),
+        reason: expect.stringMatching(
+          /dynamodb:DeleteItem on .*table\/verify-TablesKeys\w+ is granted but the run never used it/,
+        ),
+      },
+    ]);
+  }, 60_000);
+
+  it('an AWS-service alarm without the dimension AWS publishes the metric with', async () => {
+    const mutated = await verifyMutated((template) => {
+      const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringGetBranchErrors');
+      template.Resources[alarm]!.Properties.Dimensions = [{ Name: 'Function', Value: 'x' }];
+    });
+    expect(mutated.defects).toEqual([
+      {
+        resource: expect.stringMatching(/^MonitoringGetBranchErrors/),
+        reason: expect.stringMatching(/AWS publishes it with dimensions \{FunctionName\}/),
+      },
+    ]);
+  }, 60_000);
+});
+
+describe('background functions', () => {
+  it("feed a function its event source mapping's table writes as stream records", async () => {
+    const mutated = await verifyMutated((template) => {
+      const usage = idOf(template, 'AWS::DynamoDB::Table', 'TablesUsage');
+      const fallback = idOf(template, 'AWS::Lambda::Function', 'FallbackFunction');
+      template.Resources[usage]!.Properties.StreamSpecification = { StreamViewType: 'NEW_IMAGE' };
+      template.Resources.UsageStreamMapping = {
+        Type: 'AWS::Lambda::EventSourceMapping',
+        Properties: {
+          FunctionName: { Ref: fallback },
+          EventSourceArn: { 'Fn::GetAtt': [usage, 'StreamArn'] },
+          BatchSize: 10,
+        },
+      };
+    });
+    // The usage records the scenario wrote reached the function, in batches of the mapping's size.
+    expect(mutated.invocations).toBeGreaterThan(report.invocations);
+    // Its role was given no stream read, which the mapping needs.
+    expect(mutated.defects).toEqual(
+      ['DescribeStream', 'GetRecords', 'GetShardIterator'].map((action) => ({
+        resource: expect.stringMatching(/^FallbackFunction/),
+        reason: expect.stringMatching(
+          new RegExp(`reads stream .*/stream/local, but its role does not allow dynamodb:${action}`),
+        ),
+      })),
+    );
+  }, 60_000);
+});
