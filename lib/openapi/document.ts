@@ -19,6 +19,7 @@ import {
 } from '../../shared/errors';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/http/pagination';
 import { COMMON_HEADERS } from '../../shared/http/response';
+import { API_KEY_EXPIRES_HEADER } from '../../shared/middlewares/api-key-expires';
 import { routes, type RouteDefinition, type RouteId } from '../../shared/routes';
 import {
   BranchSchema,
@@ -168,13 +169,22 @@ const HEADERS: Record<string, Json> = {
   }),
   Allow: header('The methods this path accepts.', { type: 'string', minLength: 1, examples: ['GET'] }),
   'Retry-After': header('Seconds to wait before retrying.', { type: 'integer', minimum: 0, examples: [1] }),
+  [API_KEY_EXPIRES_HEADER]: {
+    ...header(
+      'When the API key expires (ISO 8601, UTC): on every response to a key that has an expiry, once the key ' +
+        'has been found, success or error. A rolled key announces the end of its grace period here.',
+      { type: 'string', format: 'date-time', examples: ['2027-01-31T23:59:59.000Z'] },
+    ),
+    required: false,
+  },
 };
 
-/** Response header name → component name, for the headers every response carries. */
+/** Response header name → component name: the headers every response carries, and the optional key expiry. */
 const COMMON_RESPONSE_HEADERS = {
   'X-Request-Id': ref('headers', 'X-Request-Id'),
   'Cache-Control': ref('headers', 'Cache-Control'),
   'X-Content-Type-Options': ref('headers', 'X-Content-Type-Options'),
+  [API_KEY_EXPIRES_HEADER]: ref('headers', API_KEY_EXPIRES_HEADER),
 };
 
 const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('schemas', schema) } });
@@ -276,6 +286,8 @@ Every response, success or error, is JSON (\`Content-Type: ${COMMON_HEADERS['Con
 \`Cache-Control: ${COMMON_HEADERS['Cache-Control']}\`, \`X-Content-Type-Options: ${COMMON_HEADERS['X-Content-Type-Options']}\`
 and \`X-Request-Id\`. Errors have the body \`{"error":{"code","message","request_id"}}\`; branch on \`code\`, never on
 \`message\`. A path that does not exist is a 404 and a known path with another method is a 405, in the same shape.
+A response to a key that has an expiry carries \`${API_KEY_EXPIRES_HEADER}\` (ISO 8601, UTC), so monitoring can warn
+before the key lapses.
 
 ## Lists
 

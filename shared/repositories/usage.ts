@@ -120,4 +120,36 @@ export class UsageRepository extends DynamoRepository {
     );
     return Items?.[0]?.timestamp as string | undefined;
   }
+
+  /**
+   * The route templates a key's calls used, newest calls first, reading at most `maxRecords`
+   * records (route only, through the by-key index). `complete` is false when there were more.
+   */
+  async routesUsed(keyId: string, maxRecords: number): Promise<{ routes: Set<string>; complete: boolean }> {
+    const routes = new Set<string>();
+    let read = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.run('Query', (abortSignal) =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: USAGE_BY_KEY_INDEX,
+            KeyConditionExpression: 'key_id = :key',
+            ExpressionAttributeValues: { ':key': keyId },
+            ScanIndexForward: false,
+            Limit: Math.min(1000, maxRecords - read),
+            ProjectionExpression: '#route',
+            ExpressionAttributeNames: { '#route': 'route' },
+            ExclusiveStartKey: startKey,
+          }),
+          { abortSignal },
+        ),
+      );
+      for (const item of page.Items ?? []) if (typeof item.route === 'string') routes.add(item.route);
+      read += page.Items?.length ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && read < maxRecords);
+    return { routes, complete: startKey === undefined };
+  }
 }
