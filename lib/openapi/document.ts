@@ -162,7 +162,7 @@ const HEADERS: Record<string, Json> = {
     pattern: `^Bearer realm="${AUTH_REALM}"(, error="invalid_token")?$`,
     examples: [`Bearer realm="${AUTH_REALM}", error="invalid_token"`],
   }),
-  'WWW-Authenticate-403': header('RFC 6750 challenge naming the scope the operation requires.', {
+  'WWW-Authenticate-403': header('RFC 6750 challenge naming the scope the operation requires (`insufficient_scope`).', {
     type: 'string',
     pattern: `^Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="(${SCOPES.join('|')})"$`,
     examples: [`Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="read"`],
@@ -178,6 +178,26 @@ const HEADERS: Record<string, Json> = {
     required: false,
   },
 };
+
+/**
+ * A catalogue header is required on the response of a status only when every code of that status
+ * carries it: a 403 `ip_not_allowed` has no challenge, a 403 `insufficient_scope` does.
+ */
+const OPTIONAL_HEADER_COMPONENTS = new Set(
+  ERROR_RESPONSES.flatMap(({ status, codes, headers }) =>
+    headers
+      .filter((name) => !codes.every((code) => (ERROR_CATALOGUE[code].headers as readonly string[]).includes(name)))
+      .map((name) => headerComponent(status, name)),
+  ),
+);
+
+const headerComponents = (): Record<string, Json> =>
+  Object.fromEntries(
+    Object.entries(HEADERS).map(([name, component]) => [
+      name,
+      OPTIONAL_HEADER_COMPONENTS.has(name) ? { ...component, required: false } : component,
+    ]),
+  );
 
 /** Response header name → component name: the headers every response carries, and the optional key expiry. */
 const COMMON_RESPONSE_HEADERS = {
@@ -344,7 +364,7 @@ export const buildOpenApiDocument = (): Json => ({
     },
     schemas: buildSchemas(),
     parameters: PARAMETERS,
-    headers: HEADERS,
+    headers: headerComponents(),
     responses: buildErrorResponses(),
   },
 });

@@ -12,6 +12,7 @@ import {
   ERROR_CODES,
   expiredApiKey,
   insufficientScope,
+  ipNotAllowed,
   internalError,
   invalidApiKey,
   invalidRequest,
@@ -113,7 +114,7 @@ describe('docs/openapi.json', () => {
   const CODES: Record<string, string[]> = {
     400: ['invalid_request'],
     401: ['missing_api_key', 'invalid_api_key', 'expired_api_key', 'revoked_api_key'],
-    403: ['insufficient_scope'],
+    403: ['insufficient_scope', 'ip_not_allowed'],
     404: ['not_found'],
     405: ['method_not_allowed'],
     500: ['internal_error'],
@@ -156,9 +157,13 @@ describe('docs/openapi.json', () => {
     it.each(own(EXTRA_HEADERS))('%s carries its required headers', (status, extra) => {
       const headers = resolve(operation.responses[status]).headers;
       expect(Object.keys(headers).sort()).toEqual(
-        ['X-Request-Id', 'Cache-Control', 'X-Content-Type-Options', ...extra].sort(),
+        ['X-Request-Id', 'Cache-Control', 'X-Content-Type-Options', 'Api-Key-Expires', ...extra].sort(),
       );
-      for (const header of Object.values(headers)) expect(resolve(header).required).toBe(true);
+      // Api-Key-Expires only for a key that has an expiry; a 403 ip_not_allowed has no challenge.
+      const optional = ['Api-Key-Expires', ...(status === '403' ? ['WWW-Authenticate'] : [])];
+      for (const [name, header] of Object.entries(headers)) {
+        expect([name, resolve(header).required]).toEqual([name, !optional.includes(name)]);
+      }
       expect(Object.keys(resolve(operation.responses[status]).content)).toEqual(['application/json']);
     });
   });
@@ -196,6 +201,7 @@ describe('the error responses the middleware chain writes are the documented one
     expiredApiKey(),
     revokedApiKey(),
     insufficientScope('read'),
+    ipNotAllowed(),
     invalidRequest('limit must be a whole number from 1 to 100.'),
     notFound(),
     methodNotAllowed('GET'),
