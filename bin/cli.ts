@@ -19,6 +19,7 @@ import { auditKeys, DEFAULT_GRACE, rollKey } from '../lib/operator/lifecycle';
 import { DataStoreError, DataStoreUnavailableError } from '../shared/data-store-errors';
 import { serve } from '../lib/local/serve';
 import { formatTable } from '../lib/operator/format';
+import type { ApiKeyRecord } from '../shared/repositories/keys';
 
 interface JsonOption {
   json?: boolean;
@@ -53,6 +54,20 @@ const withContext =
   };
 
 const dash = (value: string | null | undefined) => value ?? '-';
+
+/** A new key's settings and its value, shown this once. */
+const newKeyText = (key: string, record: ApiKeyRecord, heading: string[]): string =>
+  [
+    ...heading,
+    `  name:    ${record.name}`,
+    `  scopes:  ${record.scopes.join(', ')}`,
+    `  expires: ${record.expires_at ?? 'never'}`,
+    `  from:    ${record.allowed_ips?.join(', ') ?? 'any IP address'}`,
+    '',
+    `  ${key}`,
+    '',
+    'Store this key now: it is shown only once and cannot be recovered.',
+  ].join('\n');
 
 /** `from key_a`, `to key_b`, both, or `-`. */
 const rollLinks = ({ rolled_from, rolled_to }: { rolled_from?: string; rolled_to?: string }) =>
@@ -108,17 +123,7 @@ stack's outputs); by default the local stack's names.`,
             ...(options.allowIp !== undefined ? { allowIps: options.allowIp } : {}),
           });
           print({ key, ...record }, options, () =>
-            [
-              `Created key ${record.key_id} for branch ${record.branch_id}`,
-              `  name:    ${record.name}`,
-              `  scopes:  ${record.scopes.join(', ')}`,
-              `  expires: ${record.expires_at ?? 'never'}`,
-              `  from:    ${record.allowed_ips?.join(', ') ?? 'any IP address'}`,
-              '',
-              `  ${key}`,
-              '',
-              'Store this key now: it is shown only once and cannot be recovered.',
-            ].join('\n'),
+            newKeyText(key, record, [`Created key ${record.key_id} for branch ${record.branch_id}`]),
           );
         },
       ),
@@ -194,17 +199,10 @@ stack's outputs); by default the local stack's names.`,
       withContext(async (ctx, keyId: string, options: { branch: string; grace: string } & JsonOption) => {
         const { key, record, previous } = await rollKey(ctx, { keyId, branchId: options.branch, grace: options.grace });
         print({ key, ...record, previous }, options, () =>
-          [
+          newKeyText(key, record, [
             `Rolled key ${previous.key_id} to ${record.key_id} for branch ${record.branch_id}`,
             `  old key works until: ${previous.expires_at}`,
-            `  scopes:  ${record.scopes.join(', ')}`,
-            `  expires: ${record.expires_at ?? 'never'}`,
-            `  from:    ${record.allowed_ips?.join(', ') ?? 'any IP address'}`,
-            '',
-            `  ${key}`,
-            '',
-            'Store this key now: it is shown only once and cannot be recovered.',
-          ].join('\n'),
+          ]),
         );
       }),
     );

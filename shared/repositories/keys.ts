@@ -200,20 +200,12 @@ export class KeysRepository extends DynamoRepository {
     if (!stored) throw new KeyNotFoundError(`No key with id ${keyId}`);
     if (stored.revoked_at) return toRecord(stored);
     try {
-      const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { key_hash: stored.key_hash },
-            UpdateExpression: 'SET revoked_at = :now',
-            ConditionExpression: 'attribute_exists(key_hash) AND attribute_not_exists(revoked_at)',
-            ExpressionAttributeValues: { ':now': now.toISOString() },
-            ReturnValues: 'ALL_NEW',
-          }),
-          { abortSignal },
-        ),
+      return await this.updateStored(
+        stored.key_hash,
+        'SET revoked_at = :now',
+        'attribute_exists(key_hash) AND attribute_not_exists(revoked_at)',
+        { ':now': now.toISOString() },
       );
-      return toRecord(Attributes as StoredKey);
     } catch (error) {
       // Revoked concurrently by someone else: the key is revoked either way.
       if (error instanceof ConditionNotMetError) {
@@ -252,23 +244,15 @@ export class KeysRepository extends DynamoRepository {
       rolled_from: keyId,
     });
     try {
-      const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { key_hash: stored.key_hash },
-            UpdateExpression: 'SET expires_at = :ends, rolled_to = :new',
-            // Stored times are all Date#toISOString, so they compare as strings.
-            ConditionExpression:
-              'attribute_exists(key_hash) AND attribute_not_exists(revoked_at) AND attribute_not_exists(rolled_to)' +
-              ' AND (attribute_not_exists(expires_at) OR expires_at > :now)',
-            ExpressionAttributeValues: { ':ends': endsAt, ':new': created.record.key_id, ':now': now.toISOString() },
-            ReturnValues: 'ALL_NEW',
-          }),
-          { abortSignal },
-        ),
+      const previous = await this.updateStored(
+        stored.key_hash,
+        'SET expires_at = :ends, rolled_to = :new',
+        // Stored times are all Date#toISOString, so they compare as strings.
+        'attribute_exists(key_hash) AND attribute_not_exists(revoked_at) AND attribute_not_exists(rolled_to)' +
+          ' AND (attribute_not_exists(expires_at) OR expires_at > :now)',
+        { ':ends': endsAt, ':new': created.record.key_id, ':now': now.toISOString() },
       );
-      return { ...created, previous: toRecord(Attributes as StoredKey) };
+      return { ...created, previous };
     } catch (error) {
       const current = await this.findStoredById(keyId).catch(() => undefined);
       if (current === undefined) throw error; // outcome unknown: leave the new key for the operator to see
@@ -279,6 +263,29 @@ export class KeysRepository extends DynamoRepository {
       }
       throw error;
     }
+  }
+
+  /** One conditional update of a stored key; the key as it is afterwards. */
+  private async updateStored(
+    keyHash: string,
+    update: string,
+    condition: string,
+    values: Record<string, unknown>,
+  ): Promise<ApiKeyRecord> {
+    const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { key_hash: keyHash },
+          UpdateExpression: update,
+          ConditionExpression: condition,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+        { abortSignal },
+      ),
+    );
+    return toRecord(Attributes as StoredKey);
   }
 
   private async deleteByHash(keyHash: string): Promise<void> {

@@ -103,21 +103,7 @@ export class UsageRepository extends DynamoRepository {
 
   /** When a key was last used, from its newest usage record. */
   async lastUsedAt(keyId: string): Promise<string | undefined> {
-    const { Items } = await this.run('Query', (abortSignal) =>
-      this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: USAGE_BY_KEY_INDEX,
-          KeyConditionExpression: 'key_id = :key',
-          ExpressionAttributeValues: { ':key': keyId },
-          ScanIndexForward: false,
-          Limit: 1,
-          ProjectionExpression: '#ts',
-          ExpressionAttributeNames: { '#ts': 'timestamp' },
-        }),
-        { abortSignal },
-      ),
-    );
+    const { Items } = await this.newestOfKey(keyId, 'timestamp', 1);
     return Items?.[0]?.timestamp as string | undefined;
   }
 
@@ -130,26 +116,31 @@ export class UsageRepository extends DynamoRepository {
     let read = 0;
     let startKey: Record<string, unknown> | undefined;
     do {
-      const page = await this.run('Query', (abortSignal) =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: USAGE_BY_KEY_INDEX,
-            KeyConditionExpression: 'key_id = :key',
-            ExpressionAttributeValues: { ':key': keyId },
-            ScanIndexForward: false,
-            Limit: Math.min(1000, maxRecords - read),
-            ProjectionExpression: '#route',
-            ExpressionAttributeNames: { '#route': 'route' },
-            ExclusiveStartKey: startKey,
-          }),
-          { abortSignal },
-        ),
-      );
+      const page = await this.newestOfKey(keyId, 'route', Math.min(1000, maxRecords - read), startKey);
       for (const item of page.Items ?? []) if (typeof item.route === 'string') routes.add(item.route);
       read += page.Items?.length ?? 0;
       startKey = page.LastEvaluatedKey;
     } while (startKey && read < maxRecords);
     return { routes, complete: startKey === undefined };
+  }
+
+  /** One page of a key's records, newest first, through the by-key index: one attribute of each. */
+  private newestOfKey(keyId: string, attribute: string, limit: number, startKey?: Record<string, unknown>) {
+    return this.run('Query', (abortSignal) =>
+      this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: USAGE_BY_KEY_INDEX,
+          KeyConditionExpression: 'key_id = :key',
+          ExpressionAttributeValues: { ':key': keyId },
+          ScanIndexForward: false,
+          Limit: limit,
+          ProjectionExpression: '#attribute',
+          ExpressionAttributeNames: { '#attribute': attribute },
+          ExclusiveStartKey: startKey,
+        }),
+        { abortSignal },
+      ),
+    );
   }
 }
