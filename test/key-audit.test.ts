@@ -3,7 +3,7 @@
  * threshold, from keys and usage records written to the embedded DynamoDB at chosen times.
  */
 import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
-import { auditKeys, AUDIT_CODES, type AuditCode } from '../lib/operator/lifecycle';
+import { auditKeys, AUDIT_CODES, parseGrace, requireKeyOfBranch, type AuditCode } from '../lib/operator/lifecycle';
 import type { Scope } from '../shared/schemas';
 import { mainBranch, otherBranch } from './support/fixtures';
 import { createKey, fixtureKeys, fixtureUsage, setUpBranches } from './support/harness';
@@ -134,5 +134,31 @@ describe('keys audit', () => {
     // A branch's audit never lists another branch's keys.
     const main = await auditKeys(ctx, { branchId: mainBranch.id, now: NOW });
     expect(main.keys.some((audit) => Object.values(ids).includes(audit.key_id))).toBe(false);
+  });
+});
+
+describe('operator helpers', () => {
+  it("requireKeyOfBranch returns a key of the branch and refuses another branch's key as unknown", async () => {
+    const id = ids.clean ?? '';
+    await expect(requireKeyOfBranch(ctx, id, BRANCH)).resolves.toMatchObject({ key_id: id, branch_id: BRANCH });
+    await expect(requireKeyOfBranch(ctx, id, mainBranch.id)).rejects.toThrow(
+      `Unknown key id "${id}" for branch "${mainBranch.id}"`,
+    );
+    await expect(requireKeyOfBranch(ctx, id, 'br_nope')).rejects.toThrow('Unknown branch "br_nope"');
+  });
+
+  it.each([
+    ['0', 0],
+    ['30s', 30_000],
+    ['15m', 900_000],
+    ['24h', DAY],
+    ['7d', 7 * DAY],
+    ['365d', 365 * DAY],
+  ])('parseGrace(%j) = %i ms', (value, ms) => {
+    expect(parseGrace(value)).toBe(ms);
+  });
+
+  it.each(['', '00', '1', '1w', '1.5h', '-1h', '366d', '24 h', '0s0'])('parseGrace refuses %j', (value) => {
+    expect(() => parseGrace(value)).toThrow(/--grace must be 0 or a duration/);
   });
 });
