@@ -9,7 +9,10 @@ import { handler as getBranch } from '../functions/get-branch';
 import { handler as getProvider } from '../functions/get-payment-provider';
 import { hashApiKey } from '../shared/api-key';
 import { isAllowedIp, parseAllowlist, parseCidr } from '../shared/cidr';
-import { KeyNotFoundError, KeyNotRollableError } from '../shared/repositories/keys';
+import { readDynamoDbSettings } from '../shared/config';
+import { DataStoreUnavailableError } from '../shared/data-store-errors';
+import { createDocumentClient } from '../shared/dynamodb';
+import { KeyNotFoundError, KeyNotRollableError, KeysRepository } from '../shared/repositories/keys';
 import { otherBranch, mainBranch } from './support/fixtures';
 import {
   CHALLENGE,
@@ -294,5 +297,41 @@ describe('roll', () => {
       (key) => key.rolled_from === old.record.key_id,
     );
     expect(successors.map((key) => key.key_id)).toEqual([won[0]?.record.key_id]);
+  });
+});
+
+describe('roll when the second write fails (a stub on a client of this test injects the fault)', () => {
+  /** A repository whose UpdateItem fails: before reaching the database, or after it landed. */
+  const faultyKeys = (when: 'before' | 'after') => {
+    const client = createDocumentClient(readDynamoDbSettings(process.env));
+    client.middlewareStack.add(
+      (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+        if (context.commandName !== 'UpdateItemCommand') return next(args);
+        if (when === 'after') await next(args);
+        throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+      },
+      { step: 'initialize', name: 'injectUpdateFault' },
+    );
+    return new KeysRepository(client, tableNames.keys);
+  };
+
+  it('an answer lost after the write landed is still a roll: the new key is kept and linked', async () => {
+    const old = await createKey();
+    const rolled = await faultyKeys('after').roll({ keyId: old.record.key_id, branchId: mainBranch.id, graceMs: HOUR });
+    expect(rolled.previous.rolled_to).toBe(rolled.record.key_id);
+    expect((await branchFrom(rolled.key)).statusCode).toBe(200);
+  });
+
+  it('a write that never landed leaves the old key as it was and no new key', async () => {
+    const old = await createKey();
+    await expect(
+      faultyKeys('before').roll({ keyId: old.record.key_id, branchId: mainBranch.id, graceMs: HOUR }),
+    ).rejects.toBeInstanceOf(DataStoreUnavailableError);
+    expect(await fixtureKeys.getById(old.record.key_id)).toEqual(old.record);
+    const successors = (await fixtureKeys.listByBranch(mainBranch.id)).filter(
+      (key) => key.rolled_from === old.record.key_id,
+    );
+    expect(successors).toEqual([]);
+    expect((await branchFrom(old.key)).statusCode).toBe(200);
   });
 });

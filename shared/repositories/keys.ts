@@ -106,13 +106,18 @@ export const newKeyId = (): string => `key_${randomBytes(12).toString('base64url
 export class KeysRepository extends DynamoRepository {
   /** The hot-path lookup: strongly consistent, so a revocation counts from the next request. */
   async getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const stored = await this.getStored(keyHash);
+    return stored ? toRecord(stored) : undefined;
+  }
+
+  private async getStored(keyHash: string): Promise<StoredKey | undefined> {
     const { Item } = await this.run('GetItem', (abortSignal) =>
       this.client.send(
         new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true }),
         { abortSignal },
       ),
     );
-    return Item ? toRecord(Item as StoredKey) : undefined;
+    return Item as StoredKey | undefined;
   }
 
   /** Creates a key; the returned plaintext `key` is the only copy there will ever be. */
@@ -223,7 +228,7 @@ export class KeysRepository extends DynamoRepository {
    * lifecycle"), ordered so a failure between them leaves nothing unusable: the new key is written
    * first (until the second write it is a key nobody holds), then the old key is shortened and
    * linked under the condition that it is still rollable. When that second write fails, the old key
-   * is read again: linked to the new key means it did succeed; otherwise the new key is deleted and
+   * is read again (strongly consistent): linked to the new key means it did succeed; otherwise the new key is deleted and
    * the error stands (a roll racing a revoke or another roll loses cleanly).
    * @throws KeyNotFoundError when no key of this branch has this id
    * @throws KeyNotRollableError when the key is revoked, expired or already rolled
@@ -254,7 +259,8 @@ export class KeysRepository extends DynamoRepository {
       );
       return { ...created, previous };
     } catch (error) {
-      const current = await this.findStoredById(keyId).catch(() => undefined);
+      // Strongly consistent, by the table key: the by-key-id index could still show the old state.
+      const current = await this.getStored(stored.key_hash).catch(() => undefined);
       if (current === undefined) throw error; // outcome unknown: leave the new key for the operator to see
       if (current.rolled_to === created.record.key_id) return { ...created, previous: toRecord(current) };
       await this.deleteByHash(hashApiKey(created.key)).catch(() => undefined);
