@@ -305,7 +305,7 @@ describe('roll when the second write fails (a stub on a client of this test inje
   const faultyKeys = (when: 'before' | 'after') => {
     const client = createDocumentClient(readDynamoDbSettings(process.env));
     client.middlewareStack.add(
-      (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+      (next, context) => async (args) => {
         if (context.commandName !== 'UpdateItemCommand') return next(args);
         if (when === 'after') await next(args);
         throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
