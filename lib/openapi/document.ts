@@ -359,7 +359,8 @@ export const buildOpenApiDocument = (): Json => ({
           `then a 6-character base62 CRC32 checksum of them (${API_KEY_LENGTH} characters in all), so a ` +
           'mistyped or truncated key is refused as `invalid_api_key` and secret scanners can recognise it. ' +
           'The key is shown once at creation and stored only as a SHA-256 hash. It can expire and be ' +
-          'revoked; both take effect on the next request.',
+          'revoked; both take effect on the next request. A key may be limited to IP addresses: a call ' +
+          'from elsewhere is a 403 `ip_not_allowed`.',
       },
     },
     schemas: buildSchemas(),
