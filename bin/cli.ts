@@ -17,11 +17,13 @@ import {
   seed,
 } from '../lib/operator/operations';
 import { ensureTables } from '../lib/operator/tables';
+import { auditKeys, DEFAULT_GRACE, rollKey } from '../lib/operator/lifecycle';
 import { DataStoreError, DataStoreUnavailableError } from '../shared/data-store-errors';
 import { serve } from '../lib/local/serve';
 import { formatTable } from '../lib/operator/format';
 import { DEMO_SEED_FILE } from '../lib/local/environment';
 import { escapeForTerminal, lines, terminal, terminalSafeJson, type TerminalText } from '../lib/operator/terminal';
+import type { ApiKeyRecord } from '../shared/repositories/keys';
 
 interface JsonOption {
   json?: boolean;
@@ -61,6 +63,24 @@ const withContext =
   };
 
 const dash = (value: string | null | undefined) => value ?? '-';
+
+/** A new key's settings and its value, shown this once. */
+const newKeyText = (key: string, record: ApiKeyRecord, heading: TerminalText): TerminalText =>
+  lines([
+    heading,
+    terminal`  name:    ${record.name}`,
+    terminal`  scopes:  ${record.scopes.join(', ')}`,
+    terminal`  expires: ${record.expires_at ?? 'never'}`,
+    terminal`  from:    ${record.allowed_ips?.join(', ') ?? 'any IP address'}`,
+    terminal``,
+    terminal`  ${key}`,
+    terminal``,
+    terminal`Store this key now: it is shown only once and cannot be recovered.`,
+  ]);
+
+/** `from key_a`, `to key_b`, both, or `-`. */
+const rollLinks = ({ rolled_from, rolled_to }: { rolled_from?: string; rolled_to?: string }) =>
+  [rolled_from && `from ${rolled_from}`, rolled_to && `to ${rolled_to}`].filter(Boolean).join(', ') || '-';
 
 /** Help marks required options; commander shows defaults and environment variables itself. */
 const helpConfiguration: Partial<Help> = {
@@ -113,27 +133,23 @@ stack's outputs); by default the local stack's names.`,
     .requiredOption('--scopes <list>', 'comma-separated: read, write, webhooks, team:read, billing:read')
     .option('--expires <iso8601>', 'expiry date or date-time (UTC unless an offset is given); unset: never expires')
     .addOption(new Option('--name <label>', 'a label to tell keys apart').default('API key'))
+    .option('--allow-ip <cidr,...>', 'only these IPv4/IPv6 addresses or CIDR blocks may use the key')
     .option('--json', 'JSON output')
     .action(
       withContext(
-        async (ctx, options: { branch: string; scopes: string; expires?: string; name?: string } & JsonOption) => {
+        async (
+          ctx,
+          options: { branch: string; scopes: string; expires?: string; name?: string; allowIp?: string } & JsonOption,
+        ) => {
           const { key, record } = await createKey(ctx, {
             branchId: options.branch,
             scopes: options.scopes,
             ...(options.expires !== undefined ? { expires: options.expires } : {}),
             ...(options.name !== undefined ? { name: options.name } : {}),
+            ...(options.allowIp !== undefined ? { allowIps: options.allowIp } : {}),
           });
           print({ key, ...record }, options, () =>
-            lines([
-              terminal`Created key ${record.key_id} for branch ${record.branch_id}`,
-              terminal`  name:    ${record.name}`,
-              terminal`  scopes:  ${record.scopes.join(', ')}`,
-              terminal`  expires: ${record.expires_at ?? 'never'}`,
-              terminal``,
-              terminal`  ${key}`,
-              terminal``,
-              terminal`Store this key now: it is shown only once and cannot be recovered.`,
-            ]),
+            newKeyText(key, record, terminal`Created key ${record.key_id} for branch ${record.branch_id}`),
           );
         },
       ),
@@ -151,7 +167,19 @@ stack's outputs); by default the local stack's names.`,
           listing.length === 0
             ? terminal`No keys for branch ${options.branch}`
             : formatTable(
-                ['ID', 'NAME', 'START', 'SCOPES', 'STATUS', 'CREATED', 'EXPIRES', 'REVOKED', 'LAST USED'],
+                [
+                  'ID',
+                  'NAME',
+                  'START',
+                  'SCOPES',
+                  'STATUS',
+                  'CREATED',
+                  'EXPIRES',
+                  'REVOKED',
+                  'LAST USED',
+                  'ALLOWED IPS',
+                  'ROLLED',
+                ],
                 listing.map((k) => [
                   k.key_id,
                   k.name,
@@ -162,6 +190,8 @@ stack's outputs); by default the local stack's names.`,
                   dash(k.expires_at),
                   dash(k.revoked_at),
                   dash(k.last_used_at),
+                  dash(k.allowed_ips?.join(',')),
+                  rollLinks(k),
                 ]),
               ),
         );
@@ -181,6 +211,53 @@ stack's outputs); by default the local stack's names.`,
           record.already_revoked
             ? terminal`Key ${record.key_id} (branch ${record.branch_id}) was already revoked at ${record.revoked_at}; nothing changed`
             : terminal`Revoked key ${record.key_id} (branch ${record.branch_id}) at ${record.revoked_at}`,
+        );
+      }),
+    );
+
+  keys
+    .command('roll')
+    .description('Replace a key: a new key with the same settings; the old one works until the grace period ends')
+    .argument('<key_id>', 'the key id (key_...)')
+    .requiredOption('--branch <id>', 'branch the key belongs to')
+    .option('--grace <duration>', 'how long the old key keeps working: 30s, 15m, 24h, 7d, or 0', DEFAULT_GRACE)
+    .option('--json', 'JSON output')
+    .action(
+      withContext(async (ctx, keyId: string, options: { branch: string; grace: string } & JsonOption) => {
+        const { key, record, previous } = await rollKey(ctx, { keyId, branchId: options.branch, grace: options.grace });
+        print({ key, ...record, previous }, options, () =>
+          newKeyText(
+            key,
+            record,
+            lines([
+              terminal`Rolled key ${previous.key_id} to ${record.key_id} for branch ${record.branch_id}`,
+              terminal`  old key works until: ${previous.expires_at}`,
+            ]),
+          ),
+        );
+      }),
+    );
+
+  keys
+    .command('audit')
+    .description('Findings per active key of a branch: unused, unneeded scopes, no expiry, expiring, no IP allowlist')
+    .requiredOption('--branch <id>', 'branch id')
+    .option('--json', 'JSON output')
+    .action(
+      withContext(async (ctx, options: { branch: string } & JsonOption) => {
+        const report = await auditKeys(ctx, { branchId: options.branch });
+        print(report, options, () =>
+          report.keys.length === 0
+            ? terminal`No active keys for branch ${options.branch}`
+            : lines(
+                report.keys.flatMap((k, index) => [
+                  ...(index > 0 ? [terminal``] : []),
+                  terminal`${k.key_id} (${k.start}…) last used ${dash(k.last_used_at)}`,
+                  ...(k.findings.length === 0
+                    ? [terminal`  no findings`]
+                    : k.findings.map((finding) => terminal`  ${finding.code.padEnd(16)} ${finding.message}`)),
+                ]),
+              ),
         );
       }),
     );

@@ -68,6 +68,14 @@ export const ERROR_CATALOGUE = {
     headers: ['WWW-Authenticate'],
     scope: ['every'],
   },
+  ip_not_allowed: {
+    status: 403,
+    message: 'The API key does not accept calls from this IP address.',
+    when: "the key has an IP allowlist and the caller's address is not on it",
+    // No WWW-Authenticate: the key is fine, another token would not help (docs/decisions.md "Key lifecycle").
+    headers: [],
+    scope: ['every'],
+  },
   invalid_request: {
     status: 400,
     message: 'The request is not valid.',
@@ -140,6 +148,7 @@ export const insufficientScope = (scope: Scope) =>
   new ApiError('insufficient_scope', `The API key lacks the "${scope}" scope this endpoint requires.`, {
     'WWW-Authenticate': bearer(`, error="insufficient_scope", scope="${scope}"`),
   });
+export const ipNotAllowed = () => new ApiError('ip_not_allowed');
 export const invalidRequest = (message?: string) => new ApiError('invalid_request', message);
 export const notFound = (message?: string) => new ApiError('not_found', message);
 export const methodNotAllowed = (allow: string) =>

@@ -2,7 +2,7 @@
  * Builds an endpoint function: the handler plus the whole middleware chain (authentication,
  * scope, usage record, error mapping, headers). A handler file only says what it reads.
  */
-import { authenticate, recordUsage, requireScope } from './middlewares';
+import { apiKeyExpires, authenticate, ipAllowlist, recordUsage, requireScope } from './middlewares';
 import type { AuthenticatedContext } from './middlewares';
 import { createMiddlewareChain, type ChainHandler } from './middleware-chain';
 import { logger, metrics } from './observability';
@@ -13,7 +13,7 @@ export const createApiHandler = (routeId: RouteId, handler: ChainHandler<Authent
   const route = getRoute(routeId);
   return createMiddlewareChain(handler as ChainHandler, {
     route: routeKey(route),
-    guards: [authenticate({ keys }), requireScope({ scope: route.scope })],
-    observers: [recordUsage({ usage, logger, metrics, retentionDays: config.usageRetentionDays })],
+    guards: [authenticate({ keys }), ipAllowlist(), requireScope({ scope: route.scope })],
+    observers: [recordUsage({ usage, logger, metrics, retentionDays: config.usageRetentionDays }), apiKeyExpires()],
   });
 };

@@ -34,13 +34,16 @@ const handlers: Record<string, Fn> = {
 
 await ensureTables(runtime.documentClient, runtime.config.tables);
 await runtime.branchData.putBranch(demoBranch);
-const create = (input: { scopes?: ['read'] | ['team:read']; expiresAt?: Date }) =>
+const create = (input: { scopes?: ['read'] | ['team:read']; expiresAt?: Date; allowedIps?: string[] }) =>
   runtime.keys.create({ branchId: demoBranch.id, scopes: input.scopes ?? ['read'], ...input });
 const valid = await create({});
 const revoked = await create({});
 await runtime.keys.revoke(revoked.record.key_id);
 const expired = await create({ expiresAt: new Date(Date.now() - 60_000) });
 const noRead = await create({ scopes: ['team:read'] });
+// The bench's events come from 127.0.0.1 (lib/local/events.ts).
+const fenced = await create({ allowedIps: ['127.0.0.1/32'], expiresAt: new Date(Date.now() + 86_400_000) });
+const elsewhere = await create({ allowedIps: ['192.0.2.0/24'] });
 const malformed = `${valid.key.slice(0, -1)}${valid.key.endsWith('A') ? 'B' : 'A'}`;
 
 let commands: string[] = [];
@@ -69,7 +72,7 @@ const invoke = async (endpoint: string, authorization: string | undefined, query
 };
 
 const bearer = (key: string) => `Bearer ${key}`;
-/** expected: the order of checks of docs/decisions.md (header → format → lookup → revoked → expired → scope → handler), usage record for known keys. */
+/** expected: the order of checks of docs/decisions.md (header → format → lookup → revoked → expired → IP allowlist → scope → handler), usage record for known keys. */
 const cases: {
   outcome: string;
   endpoint: string;
@@ -97,6 +100,20 @@ const cases: {
   { outcome: 'revoked key', endpoint: 'GetBranch', auth: bearer(revoked.key), expected: 2, target: false },
   { outcome: 'expired key', endpoint: 'GetBranch', auth: bearer(expired.key), expected: 2, target: false },
   { outcome: 'key without read scope', endpoint: 'GetBranch', auth: bearer(noRead.key), expected: 2, target: false },
+  {
+    outcome: 'success, key with an IP allowlist and an expiry',
+    endpoint: 'GetBranch',
+    auth: bearer(fenced.key),
+    expected: 3,
+    target: true,
+  },
+  {
+    outcome: "address not on the key's IP allowlist",
+    endpoint: 'GetBranch',
+    auth: bearer(elsewhere.key),
+    expected: 2,
+    target: false,
+  },
   {
     outcome: 'bad cursor (400)',
     endpoint: 'ListMembers',

@@ -19,6 +19,7 @@ import {
 } from '../../shared/errors';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/http/pagination';
 import { COMMON_HEADERS } from '../../shared/http/response';
+import { API_KEY_EXPIRES_HEADER } from '../../shared/middlewares/api-key-expires';
 import { routes, type RouteDefinition, type RouteId } from '../../shared/routes';
 import {
   BranchSchema,
@@ -161,20 +162,49 @@ const HEADERS: Record<string, Json> = {
     pattern: `^Bearer realm="${AUTH_REALM}"(, error="invalid_token")?$`,
     examples: [`Bearer realm="${AUTH_REALM}", error="invalid_token"`],
   }),
-  'WWW-Authenticate-403': header('RFC 6750 challenge naming the scope the operation requires.', {
+  'WWW-Authenticate-403': header('RFC 6750 challenge naming the scope the operation requires (`insufficient_scope`).', {
     type: 'string',
     pattern: `^Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="(${SCOPES.join('|')})"$`,
     examples: [`Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="read"`],
   }),
   Allow: header('The methods this path accepts.', { type: 'string', minLength: 1, examples: ['GET'] }),
   'Retry-After': header('Seconds to wait before retrying.', { type: 'integer', minimum: 0, examples: [1] }),
+  [API_KEY_EXPIRES_HEADER]: {
+    ...header(
+      'When the API key expires (ISO 8601, UTC): on every response to a key that has an expiry, once the key ' +
+        'has been found, success or error. A rolled key announces the end of its grace period here.',
+      { type: 'string', format: 'date-time', examples: ['2027-01-31T23:59:59.000Z'] },
+    ),
+    required: false,
+  },
 };
 
-/** Response header name → component name, for the headers every response carries. */
+/**
+ * A catalogue header is required on the response of a status only when every code of that status
+ * carries it: a 403 `ip_not_allowed` has no challenge, a 403 `insufficient_scope` does.
+ */
+const OPTIONAL_HEADER_COMPONENTS = new Set(
+  ERROR_RESPONSES.flatMap(({ status, codes, headers }) =>
+    headers
+      .filter((name) => !codes.every((code) => (ERROR_CATALOGUE[code].headers as readonly string[]).includes(name)))
+      .map((name) => headerComponent(status, name)),
+  ),
+);
+
+const headerComponents = (): Record<string, Json> =>
+  Object.fromEntries(
+    Object.entries(HEADERS).map(([name, component]) => [
+      name,
+      OPTIONAL_HEADER_COMPONENTS.has(name) ? { ...component, required: false } : component,
+    ]),
+  );
+
+/** Response header name → component name: the headers every response carries, and the optional key expiry. */
 const COMMON_RESPONSE_HEADERS = {
   'X-Request-Id': ref('headers', 'X-Request-Id'),
   'Cache-Control': ref('headers', 'Cache-Control'),
   'X-Content-Type-Options': ref('headers', 'X-Content-Type-Options'),
+  [API_KEY_EXPIRES_HEADER]: ref('headers', API_KEY_EXPIRES_HEADER),
 };
 
 const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('schemas', schema) } });
@@ -276,6 +306,8 @@ Every response, success or error, is JSON (\`Content-Type: ${COMMON_HEADERS['Con
 \`Cache-Control: ${COMMON_HEADERS['Cache-Control']}\`, \`X-Content-Type-Options: ${COMMON_HEADERS['X-Content-Type-Options']}\`
 and \`X-Request-Id\`. Errors have the body \`{"error":{"code","message","request_id"}}\`; branch on \`code\`, never on
 \`message\`. A path that does not exist is a 404 and a known path with another method is a 405, in the same shape.
+A response to a key that has an expiry carries \`${API_KEY_EXPIRES_HEADER}\` (ISO 8601, UTC), so monitoring can warn
+before the key lapses.
 
 ## Lists
 
@@ -328,12 +360,13 @@ export const buildOpenApiDocument = (): Json => ({
           `then a 6-character base62 CRC32 checksum of them (${API_KEY_LENGTH} characters in all), so a ` +
           'mistyped or truncated key is refused as `invalid_api_key` and secret scanners can recognise it. ' +
           'The key is shown once at creation and stored only as a SHA-256 hash. It can expire and be ' +
-          'revoked; both take effect on the next request.',
+          'revoked; both take effect on the next request. A key may be limited to IP addresses: a call ' +
+          'from elsewhere is a 403 `ip_not_allowed`.',
       },
     },
     schemas: buildSchemas(),
     parameters: PARAMETERS,
-    headers: HEADERS,
+    headers: headerComponents(),
     responses: buildErrorResponses(),
   },
 });

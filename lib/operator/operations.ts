@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
+import { InvalidCidrError, parseAllowlist } from '../../shared/cidr';
 import { KeyNotFoundError, type ApiKeyRecord } from '../../shared/repositories/keys';
 import type { UsageRecord } from '../../shared/repositories/usage';
 import { SCOPES, ScopeSchema, SeedFileSchema, type Scope, type SeedFile } from '../../shared/schemas';
@@ -31,7 +32,17 @@ export const parseScopes = (value: string): Scope[] => {
   return [...new Set(scopes as Scope[])];
 };
 
-const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
+/** `--allow-ip 203.0.113.0/24,2001:db8::1` → canonical CIDR entries (docs/decisions.md "Key lifecycle"). */
+export const parseAllowIps = (value: string): string[] => {
+  try {
+    return parseAllowlist(value);
+  } catch (error) {
+    if (error instanceof InvalidCidrError) throw new OperatorError(`--allow-ip: ${error.message}`);
+    throw error;
+  }
+};
+
+export const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
   if (!(await ctx.branchData.getBranch(branchId))) throw new OperatorError(`Unknown branch "${branchId}"`);
 };
 
@@ -42,6 +53,8 @@ export interface CreateKeyRequest {
   /** ISO 8601; must be in the future. */
   expires?: string;
   name?: string;
+  /** Comma-separated IPv4/IPv6 addresses or CIDR blocks the key may be used from. */
+  allowIps?: string;
   now?: Date;
 }
 
@@ -54,11 +67,13 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     throw new OperatorError(`--expires must be in the future; got ${expiresAt.toISOString()}`);
   }
   if (request.name !== undefined && !request.name.trim()) throw new OperatorError('--name must not be empty');
+  const allowedIps = request.allowIps === undefined ? undefined : parseAllowIps(request.allowIps);
   await requireBranch(ctx, request.branchId);
   return ctx.keys.create({
     branchId: request.branchId,
     scopes,
     now,
+    ...(allowedIps ? { allowedIps } : {}),
     ...(expiresAt ? { expiresAt } : {}),
     ...(request.name ? { name: request.name.trim() } : {}),
   });
@@ -88,7 +103,7 @@ export const listKeys = async (ctx: OperatorContext, branchId: string, now = new
   );
 };
 
-const unknownKey = (branchId: string, keyId: string) =>
+export const unknownKey = (branchId: string, keyId: string) =>
   new OperatorError(`Unknown key id "${keyId}" for branch "${branchId}"`);
 
 export interface KeyOfBranch {
@@ -107,6 +122,7 @@ export const requireKeyOfBranch = async (
   branchId: string,
   keyId: string,
 ): Promise<ApiKeyRecord> => {
+  await requireBranch(ctx, branchId);
   const key = await ctx.keys.getById(keyId);
   if (!key || key.branch_id !== branchId) throw unknownKey(branchId, keyId);
   return key;

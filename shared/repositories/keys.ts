@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { apiKeyStart, generateApiKey, hashApiKey } from '../api-key';
 import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
@@ -17,6 +17,12 @@ export interface ApiKeyRecord {
   created_at: string;
   expires_at?: string;
   revoked_at?: string;
+  /** Canonical CIDR blocks the key may be used from (shared/cidr.ts); absent: anywhere. */
+  allowed_ips?: string[];
+  /** The key this one replaced (`keys roll`). */
+  rolled_from?: string;
+  /** The key that replaced this one; this key then expires at the end of the grace period. */
+  rolled_to?: string;
 }
 
 interface StoredKey extends ApiKeyRecord {
@@ -28,7 +34,40 @@ export interface CreateKeyInput {
   scopes: Scope[];
   name?: string;
   expiresAt?: Date;
+  /** Canonical CIDR entries (shared/cidr.ts parseAllowlist). */
+  allowedIps?: string[];
   now?: Date;
+}
+
+export interface RollKeyInput {
+  keyId: string;
+  /** The key must belong to this branch; a key of another branch is as unknown as a missing one. */
+  branchId: string;
+  /** How long the old key keeps working; it never expires later than it already would. */
+  graceMs: number;
+  now?: Date;
+}
+
+export interface RolledKey {
+  /** The new key's value: the only copy there will ever be. */
+  key: string;
+  record: ApiKeyRecord;
+  /** The old key as it is now: `rolled_to` set, `expires_at` at the end of the grace period. */
+  previous: ApiKeyRecord;
+}
+
+/** Why a key cannot be rolled. */
+export type NotRollableReason = 'revoked' | 'expired' | 'rolled';
+
+export class KeyNotRollableError extends Error {
+  override name = 'KeyNotRollableError';
+  constructor(
+    readonly keyId: string,
+    readonly reason: NotRollableReason,
+    readonly rolledTo?: string,
+  ) {
+    super(`Key ${keyId} cannot be rolled: ${reason}`);
+  }
 }
 
 export class KeyNotFoundError extends Error {
@@ -37,32 +76,67 @@ export class KeyNotFoundError extends Error {
 
 const toRecord = ({ key_hash: _hash, ...record }: StoredKey): ApiKeyRecord => record;
 
+/**
+ * What a rolled key does not inherit: its identity, its links and its own times. Everything else
+ * (branch, name, scopes, IP allowlist, expiry, rate limit, and any attribute added later) is
+ * copied, so a new key setting can't be lost in a roll.
+ */
+const NOT_INHERITED = new Set<string>([
+  'key_hash',
+  'key_id',
+  'start',
+  'created_at',
+  'revoked_at',
+  'rolled_from',
+  'rolled_to',
+]);
+const inheritedSettings = (stored: StoredKey): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(stored).filter(([name]) => !NOT_INHERITED.has(name)));
+
+/** Why an existing key can't be rolled at `now`, or undefined when it can. */
+const notRollable = (stored: StoredKey, now: Date): NotRollableReason | undefined => {
+  if (stored.revoked_at !== undefined) return 'revoked';
+  if (stored.rolled_to !== undefined) return 'rolled';
+  if (stored.expires_at !== undefined && !(Date.parse(stored.expires_at) > now.getTime())) return 'expired';
+  return undefined;
+};
+
 export const newKeyId = (): string => `key_${randomBytes(12).toString('base64url')}`;
 
 export class KeysRepository extends DynamoRepository {
   /** The hot-path lookup: strongly consistent, so a revocation counts from the next request. */
   async getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const stored = await this.getStored(keyHash);
+    return stored ? toRecord(stored) : undefined;
+  }
+
+  private async getStored(keyHash: string): Promise<StoredKey | undefined> {
     const { Item } = await this.run('GetItem', (abortSignal) =>
       this.client.send(
         new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true }),
         { abortSignal },
       ),
     );
-    return Item ? toRecord(Item as StoredKey) : undefined;
+    return Item as StoredKey | undefined;
   }
 
   /** Creates a key; the returned plaintext `key` is the only copy there will ever be. */
   async create(input: CreateKeyInput): Promise<{ key: string; record: ApiKeyRecord }> {
-    const key = generateApiKey();
-    const record: ApiKeyRecord = {
+    return this.putNew({
       key_id: newKeyId(),
       branch_id: input.branchId,
       name: input.name ?? 'API key',
       scopes: [...new Set(input.scopes)],
-      start: apiKeyStart(key),
       created_at: (input.now ?? new Date()).toISOString(),
       ...(input.expiresAt ? { expires_at: input.expiresAt.toISOString() } : {}),
-    };
+      ...(input.allowedIps && input.allowedIps.length > 0 ? { allowed_ips: [...input.allowedIps] } : {}),
+    });
+  }
+
+  /** Writes a new key item under a fresh value; never overwrites one. */
+  private async putNew(fields: Omit<ApiKeyRecord, 'start'>): Promise<{ key: string; record: ApiKeyRecord }> {
+    const key = generateApiKey();
+    const record: ApiKeyRecord = { ...fields, start: apiKeyStart(key) };
     const item: StoredKey = { ...record, key_hash: hashApiKey(key) };
     await this.run('PutItem', (abortSignal) =>
       this.client.send(
@@ -131,20 +205,12 @@ export class KeysRepository extends DynamoRepository {
     if (!stored) throw new KeyNotFoundError(`No key with id ${keyId}`);
     if (stored.revoked_at) return toRecord(stored);
     try {
-      const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { key_hash: stored.key_hash },
-            UpdateExpression: 'SET revoked_at = :now',
-            ConditionExpression: 'attribute_exists(key_hash) AND attribute_not_exists(revoked_at)',
-            ExpressionAttributeValues: { ':now': now.toISOString() },
-            ReturnValues: 'ALL_NEW',
-          }),
-          { abortSignal },
-        ),
+      return await this.updateStored(
+        stored.key_hash,
+        'SET revoked_at = :now',
+        'attribute_exists(key_hash) AND attribute_not_exists(revoked_at)',
+        { ':now': now.toISOString() },
       );
-      return toRecord(Attributes as StoredKey);
     } catch (error) {
       // Revoked concurrently by someone else: the key is revoked either way.
       if (error instanceof ConditionNotMetError) {
@@ -152,5 +218,85 @@ export class KeysRepository extends DynamoRepository {
       }
       throw error;
     }
+  }
+
+  /**
+   * Rolls a key: a new key with the old one's settings (see NOT_INHERITED), and the old key ending
+   * at now + grace, never later than it already would. Rolled, revoked and expired keys are refused.
+   *
+   * Two writes and no transaction (the embedded DynamoDB has none; docs/decisions.md "Key
+   * lifecycle"), ordered so a failure between them leaves nothing unusable: the new key is written
+   * first (until the second write it is a key nobody holds), then the old key is shortened and
+   * linked under the condition that it is still rollable. When that second write fails, the old key
+   * is read again (strongly consistent): linked to the new key means it did succeed; otherwise the new key is deleted and
+   * the error stands (a roll racing a revoke or another roll loses cleanly).
+   * @throws KeyNotFoundError when no key of this branch has this id
+   * @throws KeyNotRollableError when the key is revoked, expired or already rolled
+   */
+  async roll({ keyId, branchId, graceMs, now = new Date() }: RollKeyInput): Promise<RolledKey> {
+    const stored = await this.findStoredById(keyId);
+    if (!stored || stored.branch_id !== branchId) throw new KeyNotFoundError(`No key with id ${keyId}`);
+    const reason = notRollable(stored, now);
+    if (reason) throw new KeyNotRollableError(keyId, reason, stored.rolled_to);
+    const graceEnd = now.getTime() + graceMs;
+    const endsAt = new Date(
+      stored.expires_at === undefined ? graceEnd : Math.min(graceEnd, Date.parse(stored.expires_at)),
+    ).toISOString();
+    const created = await this.putNew({
+      ...(inheritedSettings(stored) as Pick<ApiKeyRecord, 'branch_id' | 'name' | 'scopes'>),
+      key_id: newKeyId(),
+      created_at: now.toISOString(),
+      rolled_from: keyId,
+    });
+    try {
+      const previous = await this.updateStored(
+        stored.key_hash,
+        'SET expires_at = :ends, rolled_to = :new',
+        // Stored times are all Date#toISOString, so they compare as strings.
+        'attribute_exists(key_hash) AND attribute_not_exists(revoked_at) AND attribute_not_exists(rolled_to)' +
+          ' AND (attribute_not_exists(expires_at) OR expires_at > :now)',
+        { ':ends': endsAt, ':new': created.record.key_id, ':now': now.toISOString() },
+      );
+      return { ...created, previous };
+    } catch (error) {
+      // Strongly consistent, by the table key: the by-key-id index could still show the old state.
+      const current = await this.getStored(stored.key_hash).catch(() => undefined);
+      if (current === undefined) throw error; // outcome unknown: leave the new key for the operator to see
+      if (current.rolled_to === created.record.key_id) return { ...created, previous: toRecord(current) };
+      await this.deleteByHash(hashApiKey(created.key)).catch(() => undefined);
+      if (error instanceof ConditionNotMetError) {
+        throw new KeyNotRollableError(keyId, notRollable(current, now) ?? 'rolled', current.rolled_to);
+      }
+      throw error;
+    }
+  }
+
+  /** One conditional update of a stored key; the key as it is afterwards. */
+  private async updateStored(
+    keyHash: string,
+    update: string,
+    condition: string,
+    values: Record<string, unknown>,
+  ): Promise<ApiKeyRecord> {
+    const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { key_hash: keyHash },
+          UpdateExpression: update,
+          ConditionExpression: condition,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+        { abortSignal },
+      ),
+    );
+    return toRecord(Attributes as StoredKey);
+  }
+
+  private async deleteByHash(keyHash: string): Promise<void> {
+    await this.run('DeleteItem', (abortSignal) =>
+      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { key_hash: keyHash } }), { abortSignal }),
+    );
   }
 }

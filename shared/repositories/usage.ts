@@ -103,7 +103,30 @@ export class UsageRepository extends DynamoRepository {
 
   /** When a key was last used, from its newest usage record. */
   async lastUsedAt(keyId: string): Promise<string | undefined> {
-    const { Items } = await this.run('Query', (abortSignal) =>
+    const { Items } = await this.newestOfKey(keyId, 'timestamp', 1);
+    return Items?.[0]?.timestamp as string | undefined;
+  }
+
+  /**
+   * The route templates a key's calls used, newest calls first, reading at most `maxRecords`
+   * records (route only, through the by-key index). `complete` is false when there were more.
+   */
+  async routesUsed(keyId: string, maxRecords: number): Promise<{ routes: Set<string>; complete: boolean }> {
+    const routes = new Set<string>();
+    let read = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.newestOfKey(keyId, 'route', Math.min(1000, maxRecords - read), startKey);
+      for (const item of page.Items ?? []) if (typeof item.route === 'string') routes.add(item.route);
+      read += page.Items?.length ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && read < maxRecords);
+    return { routes, complete: startKey === undefined };
+  }
+
+  /** One page of a key's records, newest first, through the by-key index: one attribute of each. */
+  private newestOfKey(keyId: string, attribute: string, limit: number, startKey?: Record<string, unknown>) {
+    return this.run('Query', (abortSignal) =>
       this.client.send(
         new QueryCommand({
           TableName: this.tableName,
@@ -111,13 +134,13 @@ export class UsageRepository extends DynamoRepository {
           KeyConditionExpression: 'key_id = :key',
           ExpressionAttributeValues: { ':key': keyId },
           ScanIndexForward: false,
-          Limit: 1,
-          ProjectionExpression: '#ts',
-          ExpressionAttributeNames: { '#ts': 'timestamp' },
+          Limit: limit,
+          ProjectionExpression: '#attribute',
+          ExpressionAttributeNames: { '#attribute': attribute },
+          ExclusiveStartKey: startKey,
         }),
         { abortSignal },
       ),
     );
-    return Items?.[0]?.timestamp as string | undefined;
   }
 }

@@ -161,7 +161,7 @@ describe('keys', () => {
 
     const readable = await runCli(['keys', 'list', '--branch', 'br_second']);
     expect(readable.stdout.split('\n')[0]).toMatch(
-      /^ID\s+NAME\s+START\s+SCOPES\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED$/,
+      /^ID\s+NAME\s+START\s+SCOPES\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED\s+ALLOWED IPS\s+ROLLED$/,
     );
 
     const revoked = await runCli(['keys', 'revoke', created.key_id, '--branch', 'br_second', '--json']);

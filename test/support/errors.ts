@@ -5,6 +5,7 @@
 import {
   expiredApiKey,
   insufficientScope,
+  ipNotAllowed,
   internalError,
   invalidApiKey,
   invalidRequest,
@@ -23,6 +24,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, () => ApiError> = {
   expired_api_key: expiredApiKey,
   revoked_api_key: revokedApiKey,
   insufficient_scope: () => insufficientScope('read'),
+  ip_not_allowed: ipNotAllowed,
   invalid_request: () => invalidRequest('limit must be a whole number from 1 to 100.'),
   not_found: () => notFound(),
   method_not_allowed: () => methodNotAllowed('GET'),

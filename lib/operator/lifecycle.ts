@@ -1,0 +1,216 @@
+/**
+ * Key lifecycle operations (docs/decisions.md "Key lifecycle"): rolling a key with a grace period,
+ * parsing IP allowlists, and auditing a branch's keys. The CLI (`keys roll`, `keys audit`,
+ * `keys create --allow-ip`) and the settings console call these same functions; bad input is an
+ * OperatorError with a one-line message, before anything is written.
+ */
+import { KeyNotFoundError, KeyNotRollableError, type ApiKeyRecord } from '../../shared/repositories/keys';
+import { routeKey, routes } from '../../shared/routes';
+import type { Scope } from '../../shared/schemas';
+import type { OperatorContext } from './context';
+import { keyStatus, OperatorError, requireBranch, requireKeyOfBranch, unknownKey } from './operations';
+
+export { requireKeyOfBranch };
+
+const SECOND = 1000;
+const DAY = 86_400 * SECOND;
+const UNITS = { s: SECOND, m: 60 * SECOND, h: 3600 * SECOND, d: DAY } as const;
+
+/** Longest grace period a roll accepts. */
+export const MAX_GRACE_DAYS = 365;
+/** `keys roll` without `--grace`. */
+export const DEFAULT_GRACE = '24h';
+
+/** `30s`, `15m`, `24h`, `7d` → milliseconds; `0` ends the old key at once. */
+export const parseGrace = (value: string): number => {
+  const match = /^(?:0|([1-9][0-9]{0,5})([smhd]))$/.exec(value.trim());
+  const ms = match ? (match[1] ? Number(match[1]) * UNITS[match[2] as keyof typeof UNITS] : 0) : Number.NaN;
+  if (Number.isNaN(ms) || ms > MAX_GRACE_DAYS * DAY) {
+    throw new OperatorError(
+      `--grace must be 0 or a duration such as 30s, 15m, 24h or 7d (at most ${MAX_GRACE_DAYS}d); got "${value}"`,
+    );
+  }
+  return ms;
+};
+
+export interface RollKeyRequest {
+  keyId: string;
+  branchId: string;
+  /** How long the old key keeps working (`30s`, `15m`, `24h`, `7d`, `0`). @default '24h' */
+  grace?: string;
+  now?: Date;
+}
+
+export interface RollKeyResult {
+  /** The new key's value: shown once, never stored. */
+  key: string;
+  record: ApiKeyRecord;
+  /** The old key: `rolled_to` the new one, `expires_at` at the end of the grace period. */
+  previous: ApiKeyRecord;
+}
+
+const REFUSALS: Record<KeyNotRollableError['reason'], string> = {
+  revoked: 'it is revoked',
+  expired: 'it has expired',
+  rolled: 'it was already rolled',
+};
+
+/** Rolls a key of the branch: a new key with its settings, the old one ending after the grace period. */
+export const rollKey = async (ctx: OperatorContext, request: RollKeyRequest): Promise<RollKeyResult> => {
+  const graceMs = parseGrace(request.grace ?? DEFAULT_GRACE);
+  await requireBranch(ctx, request.branchId);
+  try {
+    return await ctx.keys.roll({
+      keyId: request.keyId,
+      branchId: request.branchId,
+      graceMs,
+      now: request.now ?? new Date(),
+    });
+  } catch (error) {
+    if (error instanceof KeyNotFoundError) throw unknownKey(request.branchId, request.keyId);
+    if (error instanceof KeyNotRollableError) {
+      const next = error.rolledTo ? ` to ${error.rolledTo}; roll that key instead` : '';
+      throw new OperatorError(`Key ${error.keyId} cannot be rolled: ${REFUSALS[error.reason]}${next}`);
+    }
+    throw error;
+  }
+};
+
+/** What the usage log says about one key: what the audit needs. */
+export interface KeyUsageFacts {
+  lastUsedAt?: string;
+  /** Scopes the routes of its calls required. */
+  scopesNeeded: Set<Scope>;
+  /** False when the key had more calls than were read: `scopesNeeded` may then be short. */
+  complete: boolean;
+}
+
+/** Most usage records read per key to learn which routes it called. */
+export const USAGE_FACTS_MAX_RECORDS = 10_000;
+
+const SCOPE_OF_ROUTE = new Map(routes.map((route) => [routeKey(route), route.scope]));
+
+/**
+ * The usage facts of a key, from its raw usage records (bounded). The one place the audit reads
+ * usage, so hourly rollups can answer it instead without touching the audit.
+ */
+export const keyUsageFacts = async (ctx: OperatorContext, keyId: string): Promise<KeyUsageFacts> => {
+  const [lastUsedAt, used] = await Promise.all([
+    ctx.usage.lastUsedAt(keyId),
+    ctx.usage.routesUsed(keyId, USAGE_FACTS_MAX_RECORDS),
+  ]);
+  const scopesNeeded = new Set<Scope>();
+  for (const route of used.routes) {
+    const scope = SCOPE_OF_ROUTE.get(route);
+    if (scope) scopesNeeded.add(scope);
+  }
+  return { ...(lastUsedAt ? { lastUsedAt } : {}), scopesNeeded, complete: used.complete };
+};
+
+/** Stable finding codes: scripts may branch on them. */
+export const AUDIT_CODES = [
+  'never_used',
+  'unused',
+  'no_expiry',
+  'expires_soon',
+  'unused_scopes',
+  'no_ip_allowlist',
+] as const;
+export type AuditCode = (typeof AUDIT_CODES)[number];
+
+export const AUDIT_THRESHOLDS = {
+  /** `never_used`: no call, and created at least this many days ago. */
+  neverUsedAfterDays: 7,
+  /** `unused`: no call in this many days (and the key is at least that old). */
+  unusedAfterDays: 90,
+  /** `expires_soon`: expires within this many days. */
+  expiresWithinDays: 14,
+} as const;
+
+export interface AuditFinding {
+  code: AuditCode;
+  message: string;
+  /** `unused_scopes`: the scopes no call needed, which the key could do without. */
+  scopes?: Scope[];
+}
+
+export interface KeyAudit {
+  key_id: string;
+  name: string;
+  start: string;
+  scopes: Scope[];
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  findings: AuditFinding[];
+}
+
+export interface AuditReport {
+  branch_id: string;
+  generated_at: string;
+  /** Active keys only: revoked and expired keys no longer open anything. */
+  keys: KeyAudit[];
+}
+
+const daysBetween = (from: string, to: Date): number => (to.getTime() - Date.parse(from)) / DAY;
+
+/** The findings for one active key, given its usage facts, at `now`. Pure. */
+export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date): AuditFinding[] => {
+  const { neverUsedAfterDays, unusedAfterDays, expiresWithinDays } = AUDIT_THRESHOLDS;
+  const findings: AuditFinding[] = [];
+  const age = daysBetween(key.created_at, now);
+  if (!facts.lastUsedAt && age >= neverUsedAfterDays) {
+    findings.push({ code: 'never_used', message: `no call since it was created ${Math.floor(age)} days ago` });
+  }
+  const idle = facts.lastUsedAt ? daysBetween(facts.lastUsedAt, now) : age;
+  if (idle >= unusedAfterDays && age >= unusedAfterDays) {
+    findings.push({ code: 'unused', message: `no call in the last ${unusedAfterDays} days` });
+  }
+  if (key.expires_at === undefined) {
+    findings.push({ code: 'no_expiry', message: 'never expires' });
+  } else if (-daysBetween(key.expires_at, now) <= expiresWithinDays) {
+    findings.push({ code: 'expires_soon', message: `expires at ${key.expires_at}` });
+  }
+  // Only from evidence: a key with no calls has no needs to compare with (never_used says so).
+  const unneeded = facts.lastUsedAt ? key.scopes.filter((scope) => !facts.scopesNeeded.has(scope)) : [];
+  if (unneeded.length > 0) {
+    const basis = facts.complete ? 'its calls' : `its newest ${USAGE_FACTS_MAX_RECORDS} calls`;
+    findings.push({
+      code: 'unused_scopes',
+      message: `none of ${basis} needed ${unneeded.join(', ')}: a key without them would do`,
+      scopes: unneeded,
+    });
+  }
+  if (!key.allowed_ips || key.allowed_ips.length === 0) {
+    findings.push({ code: 'no_ip_allowlist', message: 'usable from any IP address' });
+  }
+  return findings;
+};
+
+export interface AuditRequest {
+  branchId: string;
+  now?: Date;
+}
+
+/** Audits every active key of a branch: what could be tightened, retired or renewed. */
+export const auditKeys = async (ctx: OperatorContext, request: AuditRequest): Promise<AuditReport> => {
+  const now = request.now ?? new Date();
+  await requireBranch(ctx, request.branchId);
+  const active = (await ctx.keys.listByBranch(request.branchId)).filter((key) => keyStatus(key, now) === 'active');
+  const keys = await Promise.all(
+    active.map(async (key): Promise<KeyAudit> => {
+      const facts = await keyUsageFacts(ctx, key.key_id);
+      return {
+        key_id: key.key_id,
+        name: key.name,
+        start: key.start,
+        scopes: key.scopes,
+        created_at: key.created_at,
+        expires_at: key.expires_at ?? null,
+        last_used_at: facts.lastUsedAt ?? null,
+        findings: auditFindings(key, facts, now),
+      };
+    }),
+  );
+  return { branch_id: request.branchId, generated_at: now.toISOString(), keys };
+};
