@@ -18,6 +18,7 @@ import { ensureTables } from '../lib/local/dynamo';
 import { DataStoreError, DataStoreUnavailableError } from '../shared/data-store-errors';
 import { serve } from '../lib/local/serve';
 import { formatTable } from '../lib/operator/format';
+import { runConsoleCommand } from '../lib/console/command';
 
 interface JsonOption {
   json?: boolean;
@@ -77,7 +78,25 @@ stack's outputs); by default the local stack's names.`,
     .addOption(new Option('--dynamodb-endpoint <url>', 'use this DynamoDB instead').env('DYNAMODB_ENDPOINT'))
     .option('--data-dir <dir>', 'keep the embedded DynamoDB data in this directory across restarts')
     .option('--seed <file>', 'seed file to load', undefined)
+    .addOption(
+      new Option('--console-port <port>', 'settings console port (on 127.0.0.1)')
+        .env('CONSOLE_PORT')
+        .default(3001)
+        .argParser(port),
+    )
     .action(serve);
+
+  program
+    .command('console')
+    .description('Start the settings console: the "API keys" and "API usage" pages in a browser')
+    .addOption(new Option('--port <port>', 'HTTP port').env('CONSOLE_PORT').default(3001).argParser(port))
+    .addOption(
+      new Option('--host <host>', 'address to listen on (anything but loopback is reachable from the network)').default(
+        '127.0.0.1',
+      ),
+    )
+    .option('--branch <id...>', 'branches to list on the home page')
+    .action(runConsoleCommand);
 
   const keys = program.command('keys').description('Create, list and revoke API keys');
   keys

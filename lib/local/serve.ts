@@ -1,4 +1,6 @@
 /** `branch-api serve` / `npm start`: runs the local stack until Ctrl-C. */
+import { untilStopped } from '../console/command';
+import { startConsole } from '../console/server';
 import { serveDocs } from './docs';
 import { startLocalStack } from './stack';
 
@@ -9,6 +11,7 @@ export interface ServeOptions {
   dynamodbEndpoint?: string;
   dataDir?: string;
   seed?: string;
+  consolePort: number;
 }
 
 export const serve = async (options: ServeOptions): Promise<void> => {
@@ -30,6 +33,19 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     return;
   }
   const { gateway, demoKey, demoBranchId, dynamoEndpoint } = stack;
+  let settings;
+  try {
+    // On loopback whatever --host says: the console manages keys (docs/console.md).
+    settings = await startConsole({ port: options.consolePort, branches: [demoBranchId] });
+  } catch (error) {
+    await stack.close();
+    const busy = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    process.stderr.write(
+      `error: ${busy ? `Port ${options.consolePort} on 127.0.0.1 is already in use; set CONSOLE_PORT to another port` : String(error)}\n`,
+    );
+    process.exitCode = 1;
+    return;
+  }
   process.stdout.write(
     [
       '',
@@ -42,6 +58,8 @@ export const serve = async (options: ServeOptions): Promise<void> => {
             : 'embedded, in memory'
       })`,
       `  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
+      '',
+      `Settings console: ${settings.url}`,
       '',
       `Demo key for branch ${demoBranchId} (scope: read):`,
       `  ${demoKey}`,
@@ -61,14 +79,5 @@ export const serve = async (options: ServeOptions): Promise<void> => {
       .join('\n'),
   );
 
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      process.stdout.write('\nStopping…\n');
-      stack.close().then(resolve, resolve);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await untilStopped(() => Promise.all([settings.close(), stack.close()]).then(() => undefined));
 };
