@@ -44,6 +44,7 @@ export const layout = ({ title, branchId, current, scripts = [], body }: Layout)
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <meta name="referrer" content="no-referrer" />
       <title>${title} · Branch API settings</title>
+      <link rel="icon" href="data:," />
       <link rel="stylesheet" href="/assets/pico.classless.min.css" />
       <link rel="stylesheet" href="/assets/console.css" />
       ${['/assets/console.js', ...scripts].map((src) => html`<script src="${src}" defer></script>`)}

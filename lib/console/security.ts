@@ -98,10 +98,13 @@ export const parseCookies = (header: string | undefined): Record<string, string>
  * such as curl, still needs the session cookie and the CSRF token.)
  */
 export const isSameOrigin = (request: IncomingMessage): boolean => {
-  // The Host header has already been checked to be the console's own.
   const given = request.headers.origin;
-  if (given !== undefined && given.toLowerCase() !== `http://${request.headers.host ?? ''}`.toLowerCase()) return false;
   const site = request.headers['sec-fetch-site'];
+  // Under `Referrer-Policy: no-referrer` Chromium sends `Origin: null` even for a same-origin
+  // form; then Sec-Fetch-Site (which the page cannot set) must vouch for it.
+  if (given === 'null') return site === 'same-origin';
+  // The Host header has already been checked to be the console's own.
+  if (given !== undefined && given.toLowerCase() !== `http://${request.headers.host ?? ''}`.toLowerCase()) return false;
   return site === undefined || site === 'same-origin';
 };
 

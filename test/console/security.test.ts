@@ -98,6 +98,7 @@ it('creates a key with the session, CSRF token and same origin, and refuses each
   expect((await post({ cookie, origin: 'http://evil.example' }, fields)).status).toBe(403);
   expect((await post({ cookie, 'sec-fetch-site': 'cross-site' }, fields)).status).toBe(403);
   expect((await post({ cookie, 'sec-fetch-site': 'same-site' }, fields)).status).toBe(403);
+  expect((await post({ cookie, origin: 'null' }, fields)).status).toBe(403); // e.g. a sandboxed frame
   expect((await listKeys(ctx, branch)).length).toBe(keysBefore);
 
   const created = await post({ cookie, origin: env.console.origin, 'sec-fetch-site': 'same-origin' }, fields);
