@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * The settings console in a real browser (Debian's Chromium through playwright-core), against
  * the local environment: keys created, shown once and revoked in the pages take effect on the
