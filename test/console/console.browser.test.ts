@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * The settings console in a real browser (Debian's Chromium through playwright-core), against
  * the local environment: keys created, shown once and revoked in the pages take effect on the
@@ -59,7 +58,7 @@ describeIfChromium('settings console in Chromium', () => {
     const cookies = await browser.context.cookies(env.console.origin);
     expect(cookies).toHaveLength(1);
     expect(cookies[0]).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate(() => (globalThis as any).document.cookie)).toBe('');
   });
 
   it('creates a key whose value is shown once, works on the API, and is gone after a reload', async () => {
@@ -82,7 +81,7 @@ describeIfChromium('settings console in Chromium', () => {
     await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.console.origin });
     await page.getByRole('button', { name: 'Copy key' }).click();
     await page.getByText('Copied to the clipboard.').waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(value);
+    expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(value);
 
     const response = await api(value);
     expect(response.status).toBe(200);
@@ -148,9 +147,10 @@ describeIfChromium('settings console in Chromium', () => {
     for (let i = 0; i < 60; i += 1) {
       await page.keyboard.press('Tab');
       reached.add(
-        await page.evaluate(
-          () => `${document.activeElement?.tagName}:${document.activeElement?.textContent?.trim() ?? ''}`,
-        ),
+        await page.evaluate(() => {
+          const active = (globalThis as any).document.activeElement;
+          return `${active?.tagName}:${active?.textContent?.trim() ?? ''}`;
+        }),
       );
     }
     expect([...reached]).toEqual(
@@ -185,7 +185,7 @@ describeIfChromium('settings console in Chromium', () => {
     );
     // The chart Chart.js drew, read back from its instance: the current hour holds the calls.
     const drawn = await page.evaluate(() => {
-      const chart = (window as unknown as { Chart: { getChart(id: string): any } }).Chart.getChart('usage-chart');
+      const chart = (globalThis as any).Chart.getChart('usage-chart');
       return chart.data.datasets.map((d: { label: string; data: number[] }) => [d.label, d.data.at(-1)]);
     });
     expect(drawn).toEqual([
@@ -274,7 +274,7 @@ describeIfChromium('settings console in Chromium', () => {
     expect(await cell.textContent()).toBe(
       '/api/v1/<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">\\x1b[31mred\\x1b[0m',
     );
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
     expect(await page.locator('main img').count()).toBe(0);
   });
 });
