@@ -54,19 +54,25 @@ const toRecord = (item: Record<string, unknown>): UsageRecord => {
   return record as unknown as UsageRecord;
 };
 
+const toItem = (record: UsageRecord, retentionDays: number) => ({
+  ...record,
+  sk: `${record.timestamp}#${record.request_id}`,
+  expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+});
+
 export class UsageRepository extends DynamoRepository {
   /** Stores one record; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
-    const expiresAt = Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS;
     await this.run('PutItem', (abortSignal) =>
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { ...record, sk: `${record.timestamp}#${record.request_id}`, expires_at_epoch: expiresAt },
-        }),
-        { abortSignal },
-      ),
+      this.client.send(new PutCommand({ TableName: this.tableName, Item: toItem(record, retentionDays) }), {
+        abortSignal,
+      }),
     );
+  }
+
+  /** Stores many records with BatchWriteItem (bulk loads, benchmarks). */
+  putBatch(records: readonly UsageRecord[], retentionDays: number): Promise<void> {
+    return this.batchPut(records.map((record) => toItem(record, retentionDays)));
   }
 
   /** Records of a branch (or of one of its keys), newest first, one page at a time. */
