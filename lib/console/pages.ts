@@ -146,9 +146,17 @@ export interface CreateKeyForm {
   expires?: string;
 }
 
+/** Keys per page: "last used" costs one query per key shown (docs/console.md "Figures"). */
+export const KEYS_PAGE_SIZE = 100;
+
 export interface KeysPageInput {
   branchId: string;
+  /** This page's keys. */
   keys: KeyListing[];
+  /** How many keys the branch has. */
+  total: number;
+  /** 1-based. */
+  page: number;
   csrf: string;
   formId: string;
   /** Just created: its value, shown this once. */
@@ -209,6 +217,28 @@ const createForm = (input: KeysPageInput): Html => {
   </section>`;
 };
 
+const keysCaption = ({ keys, total, page, branchId }: KeysPageInput): Html => {
+  const first = (page - 1) * KEYS_PAGE_SIZE + 1;
+  return total <= KEYS_PAGE_SIZE
+    ? html`${total} key(s) of branch <code>${branchId}</code>, newest first`
+    : html`Keys ${keys.length ? first : 0}–${first + keys.length - 1} of ${total}, branch <code>${branchId}</code>,
+        newest first`;
+};
+
+const keysPager = ({ branchId, page, total }: KeysPageInput): HtmlValue => {
+  const pages = Math.ceil(total / KEYS_PAGE_SIZE);
+  if (pages <= 1) return '';
+  const link = (to: number, label: string) =>
+    html`<li><a href="${withQuery(branchPath(branchId, 'keys'), { page: String(to) })}">${label}</a></li>`;
+  return html`<nav aria-label="Key pages">
+    <ul>
+      ${page > 1 ? link(page - 1, 'Newer keys') : ''}
+      <li>Page ${page} of ${pages}</li>
+      ${page < pages ? link(page + 1, 'Older keys') : ''}
+    </ul>
+  </nav>`;
+};
+
 export const keysPage = (input: KeysPageInput): string =>
   layout({
     title: 'API keys',
@@ -253,7 +283,7 @@ export const keysPage = (input: KeysPageInput): string =>
           </tbody>
         </table>
       </div>
-      ${createForm(input)}`,
+      ${keysPager(input)} ${createForm(input)}`,
   });
 
 export const confirmPage = (input: {

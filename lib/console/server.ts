@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data-store-errors';
 import { InvalidUsageCursorError } from '../../shared/repositories/usage';
 import { createOperatorContext, type OperatorContext } from '../operator/context';
-import { createKey, keyStatus, listKeys, OperatorError, revokeKey } from '../operator/operations';
+import { createKey, keyStatus, listKeyPage, OperatorError, revokeKey } from '../operator/operations';
 import { showControls } from './html';
 import {
   branchPath,
@@ -20,6 +20,7 @@ import {
   homePage,
   KEY_ACTIONS,
   keysPage,
+  KEYS_PAGE_SIZE,
   messagePage,
   usagePage,
   type CreateKeyForm,
@@ -159,14 +160,26 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
   let hosts = new Set<string>();
   let sessions = new Sessions(0);
 
-  const keysView = async (session: Session, branchId: string, extra: Partial<Parameters<typeof keysPage>[0]> = {}) =>
-    keysPage({
+  const keysView = async (
+    session: Session,
+    branchId: string,
+    extra: Partial<Parameters<typeof keysPage>[0]> = {},
+    page = 1,
+  ) => {
+    const { keys, total } = await listKeyPage(ctx, branchId, {
+      offset: (page - 1) * KEYS_PAGE_SIZE,
+      limit: KEYS_PAGE_SIZE,
+    });
+    return keysPage({
       branchId,
-      keys: await listKeys(ctx, branchId),
+      keys,
+      total,
+      page,
       csrf: session.csrf,
       formId: sessions.issueForm(session),
       ...extra,
     });
+  };
 
   const findKey = async (branchId: string, keyId: string) => {
     const record = await ctx.keys.getById(keyId);
@@ -204,10 +217,12 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
     if (root !== 'branches' || branchId === undefined) throw new Refusal(404, 'Not found', 'No such page.');
     if (segments.length === 3 && page === 'keys') {
       const revoked = query.get('revoked');
+      const page = Number(query.get('page') ?? '1');
+      if (!Number.isSafeInteger(page) || page < 1) throw new Refusal(400, 'Bad request', 'No such page of keys.');
       return send(
         response,
         200,
-        await keysView(session, branchId, revoked ? { notice: `Key ${revoked} is revoked.` } : {}),
+        await keysView(session, branchId, revoked ? { notice: `Key ${revoked} is revoked.` } : {}, page),
       );
     }
     if (segments.length === 5 && page === 'keys' && keyId !== undefined) {
@@ -345,7 +360,8 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
     const method = request.method ?? 'GET';
     const asset = assets[url.pathname];
     if (asset && (method === 'GET' || method === 'HEAD')) {
-      send(response, 200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'no-cache' });
+      // Files of installed packages and of this checkout: they change only with an install or an edit.
+      send(response, 200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'private, max-age=3600' });
       return;
     }
     const launch = url.searchParams.get('token');
