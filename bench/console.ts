@@ -8,14 +8,10 @@
  *
  * Also run by `npm run bench` (part "console").
  */
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { startConsole } from '../lib/console/server';
 import { ensureTables, startEmbeddedDynamo } from '../lib/local/dynamo';
 import { createOperatorContext } from '../lib/operator/context';
+import { CHROMIUM_PATH, launchChromium } from '../scripts/chromium';
 import type { UsageRecord } from '../shared/repositories/usage';
 import { demoBranch } from './lib/fixtures';
 import { round } from './lib/stats';
@@ -104,26 +100,11 @@ try {
     log(`${name} page (server): median ${server[name]!.medianMs} ms, ${body.length} bytes`);
   }
 
-  const executablePath = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'].find((p) => p && existsSync(p));
   const browser: Record<string, { medianMs: number }> = {};
-  if (executablePath) {
-    const userDataDir = await mkdtemp(join(tmpdir(), 'console-bench-chromium-'));
-    const context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath,
-      headless: true,
-      viewport: { width: 1280, height: 900 },
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-        '--disable-quic',
-      ],
-    });
+  if (CHROMIUM_PATH) {
+    const chromium = await launchChromium();
     try {
-      const page = await context.newPage();
+      const page = await chromium.context.newPage();
       await page.goto(settings.url);
       for (const [name, path] of Object.entries(pages)) {
         const times: number[] = [];
@@ -141,8 +122,7 @@ try {
         log(`${name} page (Chromium, navigation to drawn): median ${browser[name]!.medianMs} ms`);
       }
     } finally {
-      await context.close();
-      await rm(userDataDir, { recursive: true, force: true });
+      await chromium.close();
     }
   } else {
     log('no Chromium (/usr/bin/chromium or CHROMIUM_PATH): browser figures not measured');

@@ -7,22 +7,18 @@
  *
  *   npx tsx scripts/console-screenshots.ts [out-dir]     (default docs/; CHROMIUM_PATH to override)
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { startConsole } from '../lib/console/server';
 import { startLocalStack } from '../lib/local/stack';
 import { createOperatorContext } from '../lib/operator/context';
 import type { UsageRecord } from '../shared/repositories/usage';
+import { launchChromium } from './chromium';
 
 const outDir = process.argv[2] ?? 'docs';
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 const stack = await startLocalStack({ port: 0, dynamoPort: 0 });
 const ctx = createOperatorContext(process.env);
 const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], log: console.error });
-const userDataDir = await mkdtemp(join(tmpdir(), 'console-screenshots-'));
 const problems: string[] = [];
 try {
   const branchId = stack.demoBranchId;
@@ -61,21 +57,8 @@ try {
   });
   await ctx.usage.putBatch(generated, 1);
 
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-quic',
-    ],
-  });
-  const page = await context.newPage();
+  const chromium = await launchChromium();
+  const page = await chromium.context.newPage();
   page.on('request', (request) => {
     if (!request.url().startsWith(settings.origin) && !request.url().startsWith('data:')) {
       problems.push(`requested outside the console: ${request.url()}`);
@@ -97,13 +80,12 @@ try {
     (globalThis as { Chart?: { getChart(id: string): unknown } }).Chart?.getChart('usage-chart'),
   );
   await page.screenshot({ path: join(outDir, 'console-usage.png'), fullPage: false });
-  await context.close();
+  await chromium.close();
   console.log(`screenshots: ${join(outDir, 'console-keys.png')}, ${join(outDir, 'console-usage.png')}`);
 } finally {
   await settings.close();
   ctx.close();
   await stack.close();
-  await rm(userDataDir, { recursive: true, force: true });
 }
 if (problems.length > 0) {
   console.error(problems.join('\n'));

@@ -250,9 +250,7 @@ export const keysPage = (input: KeysPageInput): string =>
       <div class="scroll">
         <table>
           <caption>
-            ${input.keys.length} key(s) of branch
-            <code>${input.branchId}</code
-            >, newest first
+            ${keysCaption(input)}
           </caption>
           <thead>
             <tr>
@@ -360,28 +358,34 @@ export const usagePage = (input: UsagePageInput): string => {
     scripts: ['/assets/chart.umd.min.js'],
     body: html`<h1>API usage</h1>
       <form method="get" action="${usagePath}" class="filters">
-        <label for="filter-key">Key</label>
-        <select id="filter-key" name="key">
-          <option value="">All keys</option>
-          ${input.keys.map(
-            (k) =>
-              html`<option value="${k.key_id}" ${k.key_id === input.keyId ? html`selected` : ''}>
-                ${k.name} (${k.start}…)
-              </option>`,
-          )}
-        </select>
-        <label for="filter-period">Period</label>
-        <select id="filter-period" name="period">
-          ${Object.entries(PERIODS).map(
-            ([value, p]) =>
-              html`<option value="${value}" ${value === input.period ? html`selected` : ''}>${p.label}</option>`,
-          )}
-        </select>
-        <label for="filter-bucket">Calls per</label>
-        <select id="filter-bucket" name="bucket">
-          <option value="hour" ${input.bucket === 'hour' ? html`selected` : ''}>Hour</option>
-          <option value="day" ${input.bucket === 'day' ? html`selected` : ''}>Day</option>
-        </select>
+        <label for="filter-key"
+          >Key
+          <select id="filter-key" name="key">
+            <option value="">All keys</option>
+            ${input.keys.map(
+              (k) =>
+                html`<option value="${k.key_id}" ${k.key_id === input.keyId ? html`selected` : ''}>
+                  ${k.name} (${k.start}…)
+                </option>`,
+            )}
+          </select></label
+        >
+        <label for="filter-period"
+          >Period
+          <select id="filter-period" name="period">
+            ${Object.entries(PERIODS).map(
+              ([value, p]) =>
+                html`<option value="${value}" ${value === input.period ? html`selected` : ''}>${p.label}</option>`,
+            )}
+          </select></label
+        >
+        <label for="filter-bucket"
+          >Calls per
+          <select id="filter-bucket" name="bucket">
+            <option value="hour" ${input.bucket === 'hour' ? html`selected` : ''}>Hour</option>
+            <option value="day" ${input.bucket === 'day' ? html`selected` : ''}>Day</option>
+          </select></label
+        >
         <button type="submit">Apply</button>
       </form>
       <section aria-labelledby="chart-title">

@@ -6,18 +6,19 @@
 import type { Page } from 'playwright-core';
 import type { UsageRecord } from '../../shared/repositories/usage';
 import { createOperatorContext } from '../../lib/operator/context';
-import { describeIfChromium, launchBrowser, startEnvironment, type BrowserSession, type Environment } from './support';
+import { launchChromium, type ChromiumSession } from '../../scripts/chromium';
+import { describeIfChromium, startEnvironment, type Environment } from './support';
 
 describeIfChromium('settings console in Chromium', () => {
   let env: Environment;
-  let browser: BrowserSession;
+  let browser: ChromiumSession;
   let page: Page;
   let problems: string[];
   const ctx = createOperatorContext(process.env);
 
   beforeAll(async () => {
     env = await startEnvironment();
-    browser = await launchBrowser();
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
@@ -276,5 +277,22 @@ describeIfChromium('settings console in Chromium', () => {
     );
     expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
     expect(await page.locator('main img').count()).toBe(0);
+  });
+
+  // Last: it leaves the branch with more than one page of keys.
+  it('lists keys 100 a page, newest first, with the total', async () => {
+    const before = (await ctx.keys.listByBranch(env.stack.demoBranchId)).length;
+    for (let i = 0; i < 101 - before; i += 1) {
+      await ctx.keys.create({ branchId: env.stack.demoBranchId, scopes: ['read'], name: `bulk ${i}` });
+    }
+    await openKeys();
+    const rows = page.locator('table tbody tr');
+    expect(await rows.count()).toBe(100);
+    expect(await page.locator('table caption').textContent()).toMatch(/Keys 1–100 of 101/);
+    await page.getByRole('link', { name: 'Older keys' }).click();
+    expect(await rows.count()).toBe(1);
+    expect(await page.getByRole('row', { name: /demo key/ }).count()).toBe(1); // the oldest
+    await page.getByRole('link', { name: 'Newer keys' }).click();
+    expect(await rows.count()).toBe(100);
   });
 });

@@ -3,19 +3,10 @@
  * local environment (embedded DynamoDB tables of this test file, demo data, the gateway) and a
  * settings console over it, and raw HTTP for the checks a browser would never let a test make.
  */
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { CHROMIUM_PATH } from '../../scripts/chromium';
 import { startConsole, type SettingsConsole } from '../../lib/console/server';
 import { startLocalStack, type LocalStack } from '../../lib/local/stack';
-
-/** The Chromium the browser tests drive, if this machine has one. */
-export const CHROMIUM_PATH = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'].find(
-  (path): path is string => !!path && existsSync(path),
-);
 
 type Suite = (name: string, fn: () => void) => void;
 /**
@@ -30,38 +21,6 @@ export const describeIfChromium: Suite = CHROMIUM_PATH
           `Browser tests "${name}" did not run: no Chromium found. Install it with "apt-get install -y chromium" or set CHROMIUM_PATH.`,
         );
       });
-
-export interface BrowserSession {
-  browser: Browser;
-  context: BrowserContext;
-  close(): Promise<void>;
-}
-
-export const launchBrowser = async (): Promise<BrowserSession> => {
-  const userDataDir = await mkdtemp(join(tmpdir(), 'console-chromium-'));
-  // A persistent context is the only way to give Chromium its own fresh user-data-dir.
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM_PATH!,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-quic',
-    ],
-  });
-  return {
-    browser: context.browser()!,
-    context,
-    close: async () => {
-      await context.close();
-      await rm(userDataDir, { recursive: true, force: true });
-    },
-  };
-};
 
 export interface Environment {
   stack: LocalStack;
