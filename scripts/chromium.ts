@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 
-/** The Chromium found on this machine, if any. */
-export const CHROMIUM_PATH = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'].find(
-  (path): path is string => !!path && existsSync(path),
+/** The Chromium found on this machine, if any: CHROMIUM_PATH when set (and only it), else Debian's. */
+export const CHROMIUM_PATH = ((path: string) => (existsSync(path) ? path : undefined))(
+  process.env.CHROMIUM_PATH || '/usr/bin/chromium',
 );
 
 export const CHROMIUM_ARGS = [

@@ -107,6 +107,8 @@ it('creates a key with the session, CSRF token and same origin, and refuses each
   expect(created.headers.location).toBeUndefined();
   expect(created.body).toMatch(/<code id="new-key-value" class="key-value">wsk_[0-9A-Za-z]+<\/code>/);
   expect((await listKeys(ctx, branch)).length).toBe(keysBefore + 1);
+  const value = /id="new-key-value" class="key-value">(wsk_[0-9A-Za-z]+)</.exec(created.body)![1]!;
+  expect(env.logged.join('\n')).not.toContain(value);
 
   // The same form again (a reload): no second key, and no value.
   const again = await post({ cookie, origin: env.console.origin }, fields);

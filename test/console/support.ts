@@ -25,16 +25,20 @@ export const describeIfChromium: Suite = CHROMIUM_PATH
 export interface Environment {
   stack: LocalStack;
   console: SettingsConsole;
+  /** What the console logged. */
+  logged: string[];
   close(): Promise<void>;
 }
 
 /** The local environment on this test file's tables, and a console over it. */
 export const startEnvironment = async (): Promise<Environment> => {
   const stack = await startLocalStack({ port: 0, dynamoEndpoint: process.env.DYNAMODB_ENDPOINT! });
-  const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], log: () => undefined });
+  const logged: string[] = [];
+  const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], log: (line) => logged.push(line) });
   return {
     stack,
     console: settings,
+    logged,
     close: async () => {
       await settings.close();
       await stack.close();
