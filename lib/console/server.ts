@@ -229,6 +229,9 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
       const keyAction = KEY_ACTIONS.find((a) => a.action === action);
       if (!keyAction) throw new Refusal(404, 'Not found', 'No such page.');
       const key = await findKey(branchId, keyId);
+      if (!keyAction.applies(key)) {
+        throw new Refusal(409, 'Nothing to do', `Key ${keyId} is ${key.status}: it cannot be ${keyAction.action}d.`);
+      }
       return send(
         response,
         200,
