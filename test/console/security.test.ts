@@ -35,6 +35,19 @@ it('answers every response with the security headers', async () => {
   expect(response.headers['content-security-policy']).not.toContain('unsafe-inline');
 });
 
+it('serves pages with no inline script or style, which the CSP would block', async () => {
+  const { cookie } = await openSession(env.console, env.stack.demoBranchId);
+  for (const page of ['keys', 'usage']) {
+    const { body } = await rawRequest(env.console.origin, `/branches/${env.stack.demoBranchId}/${page}`, {
+      headers: { cookie },
+    });
+    expect(body).not.toMatch(/\sstyle=|<style|\son[a-z]+=/i);
+    for (const script of body.match(/<script[^>]*>/g) ?? []) {
+      expect(script).toMatch(/ src="\/assets\/[\w.]+\.js"| type="application\/json"/);
+    }
+  }
+});
+
 it('refuses pages without a session, and a wrong launch token', async () => {
   const home = await rawRequest(env.console.origin, `/branches/${env.stack.demoBranchId}/keys`);
   expect(home.status).toBe(401);
