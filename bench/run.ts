@@ -6,7 +6,8 @@
  *
  * Parts, in order: DynamoDB calls per request (bench/children/calls.ts), own overhead per
  * request (bench/overhead.ts), cold-start proxy (bench/coldstart.ts), end to end through the
- * local gateway on dynalite, with throughput and memory (bench/e2e.ts).
+ * local gateway on dynalite, with throughput and memory (bench/e2e.ts), settings console pages
+ * (bench/console.ts).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -215,7 +216,29 @@ const endToEndPart = async () => {
   return e2e;
 };
 
-const PARTS = { calls: callsPart, overhead: overheadPart, coldstart: coldStartPart, e2e: endToEndPart };
+/** Settings console pages (bench/console.ts): 1,000 keys, 100,000 calls, each drawn in under 1 s. */
+const consolePart = async () => {
+  log('settings console render times');
+  const figures = (await runJsonChild('bench/console.ts', {
+    ...(process.env.CHROMIUM_PATH ? { CHROMIUM_PATH: process.env.CHROMIUM_PATH } : {}),
+  })) as { server: Record<string, { medianMs: number }>; browser: Record<string, { medianMs: number }> };
+  const pages = { keys: 'API keys page, branch with 1,000 keys', usage: 'API usage page, 100,000 calls' };
+  for (const [name, label] of Object.entries(pages)) {
+    const server = figures.server[name]!.medianMs;
+    const browser = figures.browser[name]?.medianMs;
+    const measured = `${server} ms server${browser === undefined ? ' (no Chromium)' : `, ${browser} ms in Chromium`}`;
+    row(`Settings console: ${label}`, measured, '< 1000 ms', Math.max(server, browser ?? 0) < 1000);
+  }
+  return figures;
+};
+
+const PARTS = {
+  calls: callsPart,
+  overhead: overheadPart,
+  coldstart: coldStartPart,
+  e2e: endToEndPart,
+  console: consolePart,
+};
 type PartName = keyof typeof PARTS;
 /** `npm run bench -- --only overhead,e2e` runs some parts and writes bench/out/results-<parts>.* instead. */
 const onlyAt = process.argv.indexOf('--only');

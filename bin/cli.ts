@@ -24,6 +24,7 @@ import { formatTable } from '../lib/operator/format';
 import { DEMO_SEED_FILE } from '../lib/local/environment';
 import { escapeForTerminal, lines, terminal, terminalSafeJson, type TerminalText } from '../lib/operator/terminal';
 import type { ApiKeyRecord } from '../shared/repositories/keys';
+import { runConsoleCommand } from '../lib/console/command';
 
 interface JsonOption {
   json?: boolean;
@@ -123,7 +124,25 @@ stack's outputs); by default the local stack's names.`,
     .addOption(new Option('--dynamodb-endpoint <url>', 'use this DynamoDB instead').env('DYNAMODB_ENDPOINT'))
     .option('--data-dir <dir>', 'keep the embedded DynamoDB data in this directory across restarts')
     .addOption(new Option('--seed <file>', 'seed file to load').default(DEMO_SEED_FILE, 'seed/demo.json'))
+    .addOption(
+      new Option('--console-port <port>', 'settings console port (on 127.0.0.1)')
+        .env('CONSOLE_PORT')
+        .default(3001)
+        .argParser(port),
+    )
     .action(serve);
+
+  program
+    .command('console')
+    .description('Start the settings console: the "API keys" and "API usage" pages in a browser')
+    .addOption(new Option('--port <port>', 'HTTP port').env('CONSOLE_PORT').default(3001).argParser(port))
+    .addOption(
+      new Option('--host <host>', 'address to listen on (anything but loopback is reachable from the network)').default(
+        '127.0.0.1',
+      ),
+    )
+    .option('--branch <id...>', 'branches to list on the home page')
+    .action(runConsoleCommand);
 
   const keys = program.command('keys').description('Create, list and revoke API keys');
   keys

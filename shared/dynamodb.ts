@@ -3,7 +3,7 @@
  * Timeouts, attempts and a per-call deadline are bounded so a request can never hang.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DynamoDBDocumentClient, type BatchWriteCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { DynamoDbSettings } from './config';
 import { ConditionNotMetError, DataStoreError, DataStoreUnavailableError } from './data-store-errors';
@@ -107,6 +107,24 @@ export abstract class DynamoRepository {
       throw translateDynamoError(error, operation);
     } finally {
       clearTimeout(deadline);
+    }
+  }
+
+  /** Puts items 25 to a BatchWriteItem, retrying (with backoff) what DynamoDB leaves unprocessed. */
+  protected async batchPut(items: readonly Record<string, unknown>[]): Promise<void> {
+    const BATCH_WRITE_LIMIT = 25;
+    for (let i = 0; i < items.length; i += BATCH_WRITE_LIMIT) {
+      let pending: BatchWriteCommand['input']['RequestItems'] = {
+        [this.tableName]: items.slice(i, i + BATCH_WRITE_LIMIT).map((Item) => ({ PutRequest: { Item } })),
+      };
+      for (let attempt = 0; pending && Object.keys(pending).length > 0; attempt += 1) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+        const requestItems: BatchWriteCommand['input']['RequestItems'] = pending;
+        const result: BatchWriteCommandOutput = await this.run('BatchWriteItem', (abortSignal) =>
+          this.client.send(new BatchWriteCommand({ RequestItems: requestItems }), { abortSignal }),
+        );
+        pending = result.UnprocessedItems;
+      }
     }
   }
 }

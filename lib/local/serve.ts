@@ -1,4 +1,6 @@
 /** `branch-api serve` / `npm start`: runs the local environment until Ctrl-C. */
+import { untilStopped } from '../console/command';
+import { startConsole } from '../console/server';
 import { lines, terminal } from '../operator/terminal';
 import { serveDocs } from './docs';
 import { startLocalEnvironment } from './environment';
@@ -10,6 +12,7 @@ export interface ServeOptions {
   dynamodbEndpoint?: string;
   dataDir?: string;
   seed?: string;
+  consolePort: number;
 }
 
 export const serve = async (options: ServeOptions): Promise<void> => {
@@ -31,6 +34,24 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     return;
   }
   const { gateway, demoKey, demoKeyExpiresAt, revokedDemoKeyIds, demoBranchId, dynamoEndpoint } = environment;
+  let settings;
+  try {
+    // On loopback whatever --host says: the console manages keys (docs/console.md).
+    settings = await startConsole({ port: options.consolePort, branches: [demoBranchId] });
+  } catch (error) {
+    await environment.close();
+    const busy = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    process.stderr.write(
+      lines([
+        busy
+          ? terminal`error: Port ${options.consolePort} on 127.0.0.1 is already in use; set CONSOLE_PORT to another port`
+          : terminal`error: ${String(error)}`,
+        terminal``,
+      ]).text,
+    );
+    process.exitCode = 1;
+    return;
+  }
   const store = options.dynamodbEndpoint
     ? 'external'
     : options.dataDir
@@ -46,6 +67,8 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     terminal`  DynamoDB:  ${dynamoEndpoint} (${store})`,
     terminal`  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
     terminal``,
+    terminal`Settings console: ${settings.url}`,
+    terminal``,
     terminal`Demo key for branch ${demoBranchId} (scope: read, expires ${demoKeyExpiresAt}):`,
     ...earlier,
     terminal`  export BRANCH_API_KEY=${demoKey}`,
@@ -60,14 +83,5 @@ export const serve = async (options: ServeOptions): Promise<void> => {
   ]);
   process.stdout.write(text.text);
 
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      process.stdout.write('\nStopping…\n');
-      environment.close().then(resolve, resolve);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await untilStopped(() => Promise.all([settings.close(), environment.close()]).then(() => undefined));
 };

@@ -91,16 +91,42 @@ export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyListing['s
   return 'active';
 };
 
+/** How many "last used" queries run at once: a branch with 1,000 keys must not send 1,000 together. */
+const LAST_USED_CONCURRENCY = 16;
+
+const withLastUsed = async (ctx: OperatorContext, records: ApiKeyRecord[], now: Date): Promise<KeyListing[]> => {
+  const lastUsed = new Array<string | null>(records.length).fill(null);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < records.length; i = next++) {
+      lastUsed[i] = (await ctx.usage.lastUsedAt(records[i]!.key_id)) ?? null;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(LAST_USED_CONCURRENCY, records.length) }, worker));
+  return records.map((record, i) => ({ ...record, status: keyStatus(record, now), last_used_at: lastUsed[i]! }));
+};
+
 export const listKeys = async (ctx: OperatorContext, branchId: string, now = new Date()): Promise<KeyListing[]> => {
   await requireBranch(ctx, branchId);
+  return withLastUsed(ctx, await ctx.keys.listByBranch(branchId), now);
+};
+
+/**
+ * One page of a branch's keys, newest first, with how many there are: "last used" (one query
+ * per key) is looked up for that page's keys only.
+ */
+export const listKeyPage = async (
+  ctx: OperatorContext,
+  branchId: string,
+  page: { offset: number; limit: number },
+  now = new Date(),
+): Promise<{ keys: KeyListing[]; total: number }> => {
+  await requireBranch(ctx, branchId);
   const records = await ctx.keys.listByBranch(branchId);
-  return Promise.all(
-    records.map(async (record) => ({
-      ...record,
-      status: keyStatus(record, now),
-      last_used_at: (await ctx.usage.lastUsedAt(record.key_id)) ?? null,
-    })),
-  );
+  return {
+    keys: await withLastUsed(ctx, records.slice(page.offset, page.offset + page.limit), now),
+    total: records.length,
+  };
 };
 
 export const unknownKey = (branchId: string, keyId: string) =>

@@ -1,4 +1,4 @@
-import { BatchWriteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import type { Page, PageRequest } from './page';
 import type { Branch, Member, PaymentProvider, SeedBranch } from '../schemas';
@@ -9,7 +9,6 @@ type Item = Record<string, unknown>;
 const BRANCH_SK = 'BRANCH';
 const MEMBER_PREFIX = 'MEMBER#';
 const PROVIDER_PREFIX = 'PROVIDER#';
-const BATCH_WRITE_LIMIT = 25;
 const SEED_TIMESTAMP = '1970-01-01T00:00:00.000Z';
 
 // Mappers pick each field by name, so table attributes (branch_id, sk, ...) never reach a response.
@@ -104,19 +103,7 @@ export class BranchDataRepository extends DynamoRepository {
         ...(p.active ? { active_provider_id: p.id } : {}),
       })),
     ];
-    for (let i = 0; i < items.length; i += BATCH_WRITE_LIMIT) {
-      let pending: Record<string, { PutRequest: { Item: Item } }[]> | undefined = {
-        [this.tableName]: items.slice(i, i + BATCH_WRITE_LIMIT).map((Item) => ({ PutRequest: { Item } })),
-      };
-      for (let attempt = 0; pending && Object.keys(pending).length > 0; attempt += 1) {
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
-        const requestItems: typeof pending = pending;
-        const result = await this.run('BatchWriteItem', (abortSignal) =>
-          this.client.send(new BatchWriteCommand({ RequestItems: requestItems }), { abortSignal }),
-        );
-        pending = result.UnprocessedItems as typeof pending;
-      }
-    }
+    await this.batchPut(items);
   }
 
   private async getItem(branchId: string, sk: string): Promise<Item | undefined> {

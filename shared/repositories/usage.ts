@@ -56,19 +56,25 @@ const toRecord = (item: Record<string, unknown>): UsageRecord => {
   return record as unknown as UsageRecord;
 };
 
+const toItem = (record: UsageRecord, retentionDays: number) => ({
+  ...record,
+  sk: `${record.timestamp}#${record.request_id}`,
+  expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+});
+
 export class UsageRepository extends DynamoRepository {
   /** Stores one record; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
-    const expiresAt = Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS;
     await this.run('PutItem', (abortSignal) =>
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { ...record, sk: `${record.timestamp}#${record.request_id}`, expires_at_epoch: expiresAt },
-        }),
-        { abortSignal },
-      ),
+      this.client.send(new PutCommand({ TableName: this.tableName, Item: toItem(record, retentionDays) }), {
+        abortSignal,
+      }),
     );
+  }
+
+  /** Stores many records with BatchWriteItem (bulk loads, benchmarks). */
+  putBatch(records: readonly UsageRecord[], retentionDays: number): Promise<void> {
+    return this.batchPut(records.map((record) => toItem(record, retentionDays)));
   }
 
   /** Records of a branch (or of one of its keys), newest first, one page at a time. */
@@ -81,6 +87,8 @@ export class UsageRepository extends DynamoRepository {
       values[':since'] = since.toISOString();
     }
     if (byKey) values[':branch'] = branchId;
+    // Decoded before the call, so a bad position is its own domain error, not a data-store failure.
+    const startKey = position ? decodePosition(position) : undefined;
     const page = await this.run('Query', (abortSignal) =>
       this.client.send(
         new QueryCommand({
@@ -90,7 +98,7 @@ export class UsageRepository extends DynamoRepository {
           ExpressionAttributeValues: values,
           ScanIndexForward: false,
           Limit: limit,
-          ...(position ? { ExclusiveStartKey: decodePosition(position) } : {}),
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
         { abortSignal },
       ),

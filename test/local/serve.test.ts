@@ -14,7 +14,15 @@ import { expectToMatchContract } from '../support/contract';
 const startServe = (env: Record<string, string>, args: string[] = []) => {
   const child = spawn(process.execPath, [CLI, 'serve', ...args], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, DYNAMODB_ENDPOINT: '', KEYS_TABLE: '', USAGE_TABLE: '', BRANCH_DATA_TABLE: '', ...env },
+    env: {
+      ...process.env,
+      DYNAMODB_ENDPOINT: '',
+      KEYS_TABLE: '',
+      USAGE_TABLE: '',
+      BRANCH_DATA_TABLE: '',
+      CONSOLE_PORT: '0',
+      ...env,
+    },
   });
   let stdout = '';
   let stderr = '';
@@ -51,6 +59,7 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
   const key = /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)?.[1];
   expect(baseUrl).toBeDefined();
   expect(key).toBeDefined();
+  expect(stdout).toMatch(/Settings console: http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]{43}\n/);
   expect(stdout).toContain(`curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${baseUrl}/v1/branch`);
   // The key's value is printed once (in the export line), and it expires a day after the start.
   expect(stdout.split(key!)).toHaveLength(2);

@@ -1,0 +1,54 @@
+/** `branch-api console`: serves the settings console until Ctrl-C. */
+import { showControls } from './html';
+import { isLoopback } from './security';
+import { startConsole, type SettingsConsole } from './server';
+
+export interface ConsoleCommandOptions {
+  port: number;
+  host: string;
+  branch?: string[];
+}
+
+/** Resolves on Ctrl-C (SIGINT) or SIGTERM, after `close`. */
+export const untilStopped = (close: () => Promise<void>): Promise<void> =>
+  new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      process.stdout.write('\nStopping…\n');
+      close().then(resolve, resolve);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+
+export const exposureWarning = (host: string): string | undefined =>
+  isLoopback(host)
+    ? undefined
+    : `warning: the settings console is listening on ${showControls(host)}, not only on this machine. ` +
+      'Anyone who can reach it and obtains the link can create and revoke keys; prefer the default 127.0.0.1.';
+
+export const runConsoleCommand = async (options: ConsoleCommandOptions): Promise<void> => {
+  const warning = exposureWarning(options.host);
+  if (warning) process.stderr.write(`${warning}\n`);
+  let settings: SettingsConsole;
+  try {
+    settings = await startConsole({ port: options.port, host: options.host, branches: options.branch ?? [] });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new Error(`Port ${options.port} on ${options.host} is already in use; set CONSOLE_PORT to another port`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+  process.stdout.write(
+    [
+      `Settings console: ${settings.url}`,
+      '  Open this link in a browser on this machine; the token in it is the only way in.',
+      'Press Ctrl-C to stop.',
+      '',
+    ].join('\n'),
+  );
+  await untilStopped(settings.close);
+};

@@ -1,0 +1,143 @@
+/**
+ * What the "API usage" page shows, read through the operator library: the chart's series, the
+ * log one page at a time, and every record the filters select (the CSV export).
+ *
+ * `loadUsageChart` is the one place the chart's figures come from. Today it buckets the records
+ * `readUsage` returns (at most MAX_USAGE_LIMIT, the newest of the period); when hourly/daily
+ * rollups exist it can read those instead and nothing else on the page changes.
+ */
+import type { UsageRecord } from '../../shared/repositories/usage';
+import type { OperatorContext } from '../operator/context';
+import { MAX_USAGE_LIMIT, readUsage } from '../operator/operations';
+
+export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
+export type StatusClass = (typeof STATUS_CLASSES)[number];
+export type Bucket = 'hour' | 'day';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+export const PERIODS = {
+  '24h': { label: 'Last 24 hours', ms: DAY_MS, bucket: 'hour' },
+  '7d': { label: 'Last 7 days', ms: 7 * DAY_MS, bucket: 'day' },
+  '30d': { label: 'Last 30 days', ms: 30 * DAY_MS, bucket: 'day' },
+} as const satisfies Record<string, { label: string; ms: number; bucket: Bucket }>;
+export type Period = keyof typeof PERIODS;
+export const DEFAULT_PERIOD: Period = '24h';
+
+export interface UsageFilters {
+  branchId: string;
+  keyId?: string;
+  period: Period;
+  bucket: Bucket;
+  now: Date;
+}
+
+export interface UsageChart {
+  bucket: Bucket;
+  /** Start of each bucket, ISO 8601 UTC. */
+  starts: string[];
+  counts: Record<StatusClass, number[]>;
+  /** Calls the chart counts. */
+  total: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  /** True when the period held more calls than the chart read (it shows the newest). */
+  truncated: boolean;
+}
+
+export const statusClass = (status: number): StatusClass | undefined => {
+  const cls = `${Math.floor(status / 100)}xx`;
+  return (STATUS_CLASSES as readonly string[]).includes(cls) ? (cls as StatusClass) : undefined;
+};
+
+const bucketStart = (ms: number, bucket: Bucket): number => ms - (ms % (bucket === 'hour' ? HOUR_MS : DAY_MS));
+
+export const periodStart = (filters: Pick<UsageFilters, 'period' | 'now'>): Date =>
+  new Date(filters.now.getTime() - PERIODS[filters.period].ms);
+
+/** Counts records per bucket and status class over [since, now]; every bucket present, oldest first. */
+export const bucketRecords = (
+  records: readonly Pick<UsageRecord, 'timestamp' | 'status'>[],
+  since: Date,
+  now: Date,
+  bucket: Bucket,
+): Pick<UsageChart, 'starts' | 'counts'> => {
+  const step = bucket === 'hour' ? HOUR_MS : DAY_MS;
+  const first = bucketStart(since.getTime(), bucket);
+  const size = Math.floor((bucketStart(now.getTime(), bucket) - first) / step) + 1;
+  const counts = Object.fromEntries(STATUS_CLASSES.map((cls) => [cls, new Array<number>(size).fill(0)])) as Record<
+    StatusClass,
+    number[]
+  >;
+  for (const record of records) {
+    const index = Math.floor((bucketStart(Date.parse(record.timestamp), bucket) - first) / step);
+    const cls = statusClass(record.status);
+    if (cls && index >= 0 && index < size) counts[cls][index]! += 1;
+  }
+  const starts = Array.from({ length: size }, (_, i) => new Date(first + i * step).toISOString());
+  return { starts, counts };
+};
+
+export const loadUsageChart = async (ctx: OperatorContext, filters: UsageFilters): Promise<UsageChart> => {
+  const since = periodStart(filters);
+  const { records, summary } = await readUsage(ctx, {
+    branchId: filters.branchId,
+    limit: MAX_USAGE_LIMIT,
+    since: since.toISOString(),
+    ...(filters.keyId ? { keyId: filters.keyId } : {}),
+  });
+  return {
+    bucket: filters.bucket,
+    ...bucketRecords(records, since, filters.now, filters.bucket),
+    total: summary.count,
+    p50_ms: summary.p50_ms,
+    p95_ms: summary.p95_ms,
+    truncated: records.length >= MAX_USAGE_LIMIT,
+  };
+};
+
+export const LOG_PAGE_SIZE = 50;
+
+/** One page of the log, newest first; `position` from the previous page's `nextPosition`. */
+export const loadUsageLog = (ctx: OperatorContext, filters: UsageFilters, position?: string, limit = LOG_PAGE_SIZE) =>
+  ctx.usage.query({
+    branchId: filters.branchId,
+    since: periodStart(filters),
+    limit,
+    ...(filters.keyId ? { keyId: filters.keyId } : {}),
+    ...(position ? { position } : {}),
+  });
+
+/** Every record the filters select, newest first, a page at a time (for the CSV export). */
+export async function* allUsageRecords(ctx: OperatorContext, filters: UsageFilters): AsyncGenerator<UsageRecord[]> {
+  let position: string | undefined;
+  do {
+    const page = await loadUsageLog(ctx, filters, position, 1000);
+    if (page.records.length > 0) yield page.records;
+    position = page.nextPosition;
+  } while (position);
+}
+
+export const CSV_COLUMNS = [
+  'timestamp',
+  'key_id',
+  'method',
+  'path',
+  'route',
+  'status',
+  'response_time_ms',
+  'request_id',
+] as const satisfies readonly (keyof UsageRecord)[];
+
+/**
+ * One CSV field (RFC 4180 quoting). A cell a spreadsheet would run as a formula (=, +, -, @,
+ * tab, CR first) gets a leading apostrophe: a recorded path is whatever a caller sent.
+ */
+export const csvField = (value: string | number): string => {
+  let text = String(value);
+  if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+};
+
+export const csvRow = (values: readonly (string | number)[]): string => `${values.map(csvField).join(',')}\r\n`;

@@ -1,0 +1,169 @@
+/**
+ * The settings console refuses what a hostile page or network could send: no launch token or
+ * session, a foreign Host (DNS rebinding), a cross-origin POST, a missing or wrong CSRF token.
+ * Raw HTTP, because a browser would not let a test forge these headers.
+ */
+import { listKeys } from '../../lib/operator/operations';
+import { createOperatorContext } from '../../lib/operator/context';
+import { openSession, rawRequest, startEnvironment, type Environment } from './support';
+
+let env: Environment;
+let host: string;
+const ctx = createOperatorContext(process.env);
+
+beforeAll(async () => {
+  env = await startEnvironment();
+  host = new URL(env.console.origin).host;
+});
+afterAll(async () => {
+  await env.close();
+  ctx.close();
+});
+
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+
+it('answers every response with the security headers', async () => {
+  const response = await rawRequest(env.console.origin, '/');
+  expect(response.headers).toMatchObject({
+    'content-security-policy': expect.stringContaining("default-src 'self'"),
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  });
+  expect(response.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+  expect(response.headers['content-security-policy']).not.toContain('unsafe-inline');
+});
+
+it('serves pages with no inline script or style, which the CSP would block', async () => {
+  const { cookie } = await openSession(env.console, env.stack.demoBranchId);
+  for (const page of ['keys', 'usage']) {
+    const { body } = await rawRequest(env.console.origin, `/branches/${env.stack.demoBranchId}/${page}`, {
+      headers: { cookie },
+    });
+    expect(body).not.toMatch(/\sstyle=|<style|\son[a-z]+=/i);
+    for (const script of body.match(/<script[^>]*>/g) ?? []) {
+      expect(script).toMatch(/ src="\/assets\/[\w.]+\.js"| type="application\/json"/);
+    }
+  }
+});
+
+it('refuses pages without a session, and a wrong launch token', async () => {
+  const home = await rawRequest(env.console.origin, `/branches/${env.stack.demoBranchId}/keys`);
+  expect(home.status).toBe(401);
+  expect(home.body).toContain('Open the link the console printed');
+  expect(home.body).not.toContain(env.stack.demoKeyId);
+  const wrong = await rawRequest(env.console.origin, `/?token=${'x'.repeat(43)}`);
+  expect(wrong.status).toBe(403);
+  expect(wrong.headers['set-cookie']).toBeUndefined();
+});
+
+it('exchanges the launch token for an HttpOnly SameSite=Strict cookie and a URL without the token', async () => {
+  const launch = await rawRequest(
+    env.console.origin,
+    `/branches/${env.stack.demoBranchId}/usage?token=${env.console.token}`,
+  );
+  expect(launch.status).toBe(303);
+  expect(launch.headers.location).toBe(`/branches/${env.stack.demoBranchId}/usage`);
+  const cookie = launch.headers['set-cookie']?.[0] ?? '';
+  expect(cookie).toMatch(/; HttpOnly/);
+  expect(cookie).toMatch(/; SameSite=Strict/);
+  expect(cookie).not.toContain(env.console.token);
+});
+
+it('refuses a foreign Host header (DNS rebinding) with 421, even with a valid session', async () => {
+  const { cookie } = await openSession(env.console, env.stack.demoBranchId);
+  for (const foreign of [
+    'evil.example:80',
+    `attacker.example:${new URL(env.console.origin).port}`,
+    `localhost.attacker.example:${new URL(env.console.origin).port}`,
+  ]) {
+    const response = await rawRequest(env.console.origin, `/branches/${env.stack.demoBranchId}/keys`, {
+      headers: { host: foreign, cookie },
+    });
+    expect(response.status).toBe(421);
+    expect(response.body).not.toContain(env.stack.demoKeyId);
+  }
+  const token = await rawRequest(env.console.origin, `/?token=${env.console.token}`, {
+    headers: { host: 'rebound.example:1234' },
+  });
+  expect(token.status).toBe(421);
+  expect(token.headers['set-cookie']).toBeUndefined();
+});
+
+it('creates a key with the session, CSRF token and same origin, and refuses each missing piece', async () => {
+  const branch = env.stack.demoBranchId;
+  const { cookie, csrf, form: formId } = await openSession(env.console, branch);
+  const keysBefore = (await listKeys(ctx, branch)).length;
+  const post = (headers: Record<string, string>, fields: Record<string, string>) =>
+    rawRequest(env.console.origin, `/branches/${branch}/keys`, {
+      method: 'POST',
+      headers: { host, 'content-type': FORM_TYPE, ...headers },
+      body: form(fields),
+    });
+  const fields = { _csrf: csrf, _form: formId, name: 'forged', scopes: 'read' };
+
+  expect((await post({}, fields)).status).toBe(401); // no cookie
+  expect((await post({ cookie }, { ...fields, _csrf: '' })).status).toBe(403);
+  const { _csrf: _omit, ...withoutCsrf } = fields;
+  expect((await post({ cookie }, withoutCsrf)).status).toBe(403);
+  expect((await post({ cookie }, { ...fields, _csrf: csrf.slice(0, -1) + 'A' })).status).toBe(403);
+  expect((await post({ cookie, origin: 'http://evil.example' }, fields)).status).toBe(403);
+  expect((await post({ cookie, 'sec-fetch-site': 'cross-site' }, fields)).status).toBe(403);
+  expect((await post({ cookie, 'sec-fetch-site': 'same-site' }, fields)).status).toBe(403);
+  expect((await post({ cookie, origin: 'null' }, fields)).status).toBe(403); // e.g. a sandboxed frame
+  expect((await listKeys(ctx, branch)).length).toBe(keysBefore);
+
+  const created = await post({ cookie, origin: env.console.origin, 'sec-fetch-site': 'same-origin' }, fields);
+  expect(created.status).toBe(200);
+  expect(created.headers['cache-control']).toBe('no-store');
+  expect(created.headers.location).toBeUndefined();
+  expect(created.body).toMatch(/<code id="new-key-value" class="key-value">wsk_[0-9A-Za-z]+<\/code>/);
+  expect((await listKeys(ctx, branch)).length).toBe(keysBefore + 1);
+  const value = /id="new-key-value" class="key-value">(wsk_[0-9A-Za-z]+)</.exec(created.body)![1]!;
+  expect(env.logged.join('\n')).not.toContain(value);
+
+  // The same form again (a reload): no second key, and no value.
+  const again = await post({ cookie, origin: env.console.origin }, fields);
+  expect(again.status).toBe(409);
+  expect(again.body).not.toMatch(/wsk_[0-9A-Za-z]{20,}/);
+  expect((await listKeys(ctx, branch)).length).toBe(keysBefore + 1);
+});
+
+it('refuses a cross-origin revoke and a GET never changes anything', async () => {
+  const branch = env.stack.demoBranchId;
+  const { cookie, csrf } = await openSession(env.console, branch);
+  const path = `/branches/${branch}/keys/${env.stack.demoKeyId}/revoke`;
+  const confirm = await rawRequest(env.console.origin, path, { headers: { cookie } });
+  expect(confirm.status).toBe(200);
+  expect(confirm.body).toContain('This cannot be undone');
+  const crossOrigin = await rawRequest(env.console.origin, path, {
+    method: 'POST',
+    headers: { host, cookie, origin: 'http://evil.example', 'content-type': FORM_TYPE },
+    body: form({ _csrf: csrf }),
+  });
+  expect(crossOrigin.status).toBe(403);
+  const noCsrf = await rawRequest(env.console.origin, path, {
+    method: 'POST',
+    headers: { host, cookie, origin: env.console.origin, 'content-type': FORM_TYPE },
+    body: '',
+  });
+  expect(noCsrf.status).toBe(403);
+  const key = (await listKeys(ctx, branch)).find((k) => k.key_id === env.stack.demoKeyId);
+  expect(key?.status).toBe('active');
+});
+
+it('answers unknown pages, branches and bad input with an error page, never a stack trace', async () => {
+  const { cookie } = await openSession(env.console, env.stack.demoBranchId);
+  const get = (path: string) => rawRequest(env.console.origin, path, { headers: { cookie } });
+  const unknownBranch = await get('/branches/br_nope/keys');
+  expect(unknownBranch.status).toBe(404);
+  expect(unknownBranch.body).toContain('Unknown branch');
+  expect((await get('/nowhere')).status).toBe(404);
+  expect((await get('/branches/%E0%A4%A/keys')).status).toBe(400);
+  const badCursor = await get(`/branches/${env.stack.demoBranchId}/usage?cursor=not-a-cursor`);
+  expect(badCursor.status).toBe(400);
+  expect(badCursor.body).not.toMatch(/at .*\.ts:\d+/);
+  const unknownKey = await get(`/branches/${env.stack.demoBranchId}/usage?key=key_nope`);
+  expect(unknownKey.status).toBe(404);
+});
