@@ -10,6 +10,7 @@ import { Construct } from 'constructs';
 import {
   branchDataTable,
   keysTable,
+  rollupsTable,
   usageTable,
   type AttributeDefinition,
   type TableDefinition,
@@ -34,6 +35,8 @@ export class DataTables extends Construct implements ApiTables {
   readonly keys: dynamodb.Table;
   readonly usage: dynamodb.Table;
   readonly branchData: dynamodb.Table;
+  /** Usage rollups: derived from the usage table's stream, rebuildable from it (docs/usage-rollups.md). */
+  readonly rollups: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: DataTablesProps = {}) {
     super(scope, id);
@@ -50,6 +53,9 @@ export class DataTables extends Construct implements ApiTables {
         'Usage records are an append-only access log that DynamoDB TTL expires after the retention period; ' +
         'losing them never affects serving, and a record that failed to be written is in the error log for replay.',
     });
+    // Rollups are derived data: point-in-time recovery protects what a rebuild could not restore
+    // (hours older than the raw records' retention), and they are kept like the source of truth.
+    this.rollups = this.table(rollupsTable, { durable: true, retain });
   }
 
   private table(definition: TableDefinition, { durable, retain }: { durable: boolean; retain: boolean }) {
@@ -59,6 +65,7 @@ export class DataTables extends Construct implements ApiTables {
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       ...(definition.timeToLiveAttribute ? { timeToLiveAttribute: definition.timeToLiveAttribute } : {}),
+      ...(definition.stream === 'NEW_IMAGE' ? { stream: dynamodb.StreamViewType.NEW_IMAGE } : {}),
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: durable },
       deletionProtection: durable && retain,
       removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
