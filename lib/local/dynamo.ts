@@ -2,8 +2,7 @@
  * The embedded DynamoDB (dynalite, in-process), for `npm start` and the tests. Its tables are
  * created by lib/operator/tables.ts, as on any other DynamoDB.
  */
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
+import { listen } from './listen';
 import dynalite from 'dynalite';
 
 export interface EmbeddedDynamo {
@@ -29,14 +28,7 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
     updateTableMs: 0,
     ...(options.dataDir ? { path: options.dataDir } : {}),
   });
-  server.listen(options.port ?? 0, host);
-  await Promise.race([
-    once(server, 'listening'),
-    once(server, 'error').then(([error]) => {
-      throw error;
-    }),
-  ]);
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port ?? 0, host);
   return {
     endpoint: `http://${host}:${port}`,
     port,

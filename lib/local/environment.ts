@@ -1,10 +1,11 @@
 /**
  * The local environment behind `npm start`: an embedded DynamoDB (or an external one), the
- * tables from the shared definitions, demo data, a demo key, and the local gateway serving the
- * same handlers the CDK stack deploys.
+ * tables from the shared definitions, demo data, a demo key, the local gateway serving the
+ * same handlers the CDK stack deploys, and the usage change feed keeping the rollups.
  */
 import { join } from 'node:path';
-import { createOperatorContext } from '../operator/context';
+import { createOperatorContext, operatorTableNames } from '../operator/context';
+import { startUsageChangeFeed, type ChangeFeed } from './change-feed';
 import { createKey, seed } from '../operator/operations';
 import { ensureTables } from '../operator/tables';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
@@ -30,6 +31,8 @@ export interface LocalEnvironmentOptions {
 
 export interface LocalEnvironment {
   gateway: Gateway;
+  /** Feeds the usage table's writes to the rollups aggregator (lib/local/change-feed.ts). */
+  usageFeed: ChangeFeed;
   dynamoEndpoint: string;
   demoKey: string;
   demoKeyId: string;
@@ -39,25 +42,32 @@ export interface LocalEnvironment {
 
 export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
   let dynamo: EmbeddedDynamo | undefined;
+  let feed: ChangeFeed | undefined;
   const host = options.host ?? '127.0.0.1';
-  if (!options.dynamoEndpoint) {
-    try {
-      dynamo = await startEmbeddedDynamo({
-        port: options.dynamoPort ?? 8000,
-        host,
-        ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-      });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        throw new PortInUseError(
-          `DynamoDB port ${options.dynamoPort ?? 8000} is already in use; set DYNAMODB_PORT to another port`,
-          { cause: error },
-        );
-      }
-      throw error;
+  try {
+    // The embedded DynamoDB listens on a free port behind the usage change feed, which takes the
+    // advertised one: every write to the usage table, whoever makes it, goes through the feed.
+    if (!options.dynamoEndpoint) {
+      dynamo = await startEmbeddedDynamo({ port: 0, host, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
     }
+    feed = await startUsageChangeFeed({
+      target: options.dynamoEndpoint ?? dynamo!.endpoint,
+      usageTable: operatorTableNames(process.env).usage,
+      host,
+      port: options.dynamoEndpoint ? 0 : (options.dynamoPort ?? 8000),
+      onError: (error) => process.stderr.write(`Usage change feed: ${(error as Error).message}\n`),
+    });
+  } catch (error) {
+    await dynamo?.close();
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new PortInUseError(
+        `DynamoDB port ${options.dynamoPort ?? 8000} is already in use; set DYNAMODB_PORT to another port`,
+        { cause: error },
+      );
+    }
+    throw error;
   }
-  const dynamoEndpoint = options.dynamoEndpoint ?? dynamo!.endpoint;
+  const dynamoEndpoint = feed.endpoint;
 
   // The handlers read their configuration from the environment when they are imported.
   process.env.DYNAMODB_ENDPOINT = dynamoEndpoint;
@@ -85,6 +95,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     });
     return {
       gateway,
+      usageFeed: feed,
       dynamoEndpoint,
       demoKey: key,
       demoKeyId: record.key_id,
@@ -92,11 +103,13 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       close: async () => {
         await gateway.close();
         operator.close();
+        await feed.close();
         await dynamo?.close();
       },
     };
   } catch (error) {
     operator.close();
+    await feed.close();
     await dynamo?.close();
     throw error;
   }

@@ -36,7 +36,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
       `Branch API is running at ${gateway.baseUrl}`,
       `  DynamoDB:  ${dynamoEndpoint} (${
         options.dynamodbEndpoint
-          ? 'external'
+          ? `external ${options.dynamodbEndpoint} behind the usage change feed`
           : options.dataDir
             ? `embedded, data in ${options.dataDir}`
             : 'embedded, in memory'

@@ -41,8 +41,13 @@ export const parseScopes = (value: string): Scope[] => {
   return [...new Set(scopes as Scope[])];
 };
 
-const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
+export const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
   if (!(await ctx.branchData.getBranch(branchId))) throw new OperatorError(`Unknown branch "${branchId}"`);
+};
+
+export const requireKeyOfBranch = async (ctx: OperatorContext, branchId: string, keyId: string): Promise<void> => {
+  const key = await ctx.keys.getById(keyId);
+  if (!key || key.branch_id !== branchId) throw new OperatorError(`Unknown key id "${keyId}" for branch "${branchId}"`);
 };
 
 export interface CreateKeyRequest {
@@ -75,7 +80,7 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
 };
 
 export interface KeyListing extends ApiKeyRecord {
-  /** Timestamp of the key's newest usage record, if any. */
+  /** Time of the key's newest call counted in the rollups, if any. */
   last_used_at: string | null;
   status: 'active' | 'expired' | 'revoked';
 }
@@ -88,14 +93,13 @@ export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyListing['s
 
 export const listKeys = async (ctx: OperatorContext, branchId: string, now = new Date()): Promise<KeyListing[]> => {
   await requireBranch(ctx, branchId);
-  const records = await ctx.keys.listByBranch(branchId);
-  return Promise.all(
-    records.map(async (record) => ({
-      ...record,
-      status: keyStatus(record, now),
-      last_used_at: (await ctx.usage.lastUsedAt(record.key_id)) ?? null,
-    })),
-  );
+  // Last use of every key from the rollups, in one Query (lib/operator/usage-rollups.ts).
+  const [records, lastUsed] = await Promise.all([ctx.keys.listByBranch(branchId), ctx.rollups.lastUsed(branchId)]);
+  return records.map((record) => ({
+    ...record,
+    status: keyStatus(record, now),
+    last_used_at: lastUsed.get(record.key_id) ?? null,
+  }));
 };
 
 export const revokeKey = async (ctx: OperatorContext, keyId: string): Promise<ApiKeyRecord> => {
@@ -143,12 +147,7 @@ export const readUsage = async (ctx: OperatorContext, request: UsageRequest) => 
   }
   const since = request.since === undefined ? undefined : parseIsoDate(request.since, '--since');
   await requireBranch(ctx, request.branchId);
-  if (request.keyId !== undefined) {
-    const key = await ctx.keys.getById(request.keyId);
-    if (!key || key.branch_id !== request.branchId) {
-      throw new OperatorError(`Unknown key id "${request.keyId}" for branch "${request.branchId}"`);
-    }
-  }
+  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
   const records: UsageRecord[] = [];
   let position: string | undefined;
   do {

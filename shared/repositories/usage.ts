@@ -100,24 +100,4 @@ export class UsageRepository extends DynamoRepository {
       ...(page.LastEvaluatedKey ? { nextPosition: encodePosition(page.LastEvaluatedKey) } : {}),
     };
   }
-
-  /** When a key was last used, from its newest usage record. */
-  async lastUsedAt(keyId: string): Promise<string | undefined> {
-    const { Items } = await this.run('Query', (abortSignal) =>
-      this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: USAGE_BY_KEY_INDEX,
-          KeyConditionExpression: 'key_id = :key',
-          ExpressionAttributeValues: { ':key': keyId },
-          ScanIndexForward: false,
-          Limit: 1,
-          ProjectionExpression: '#ts',
-          ExpressionAttributeNames: { '#ts': 'timestamp' },
-        }),
-        { abortSignal },
-      ),
-    );
-    return Items?.[0]?.timestamp as string | undefined;
-  }
 }
