@@ -26,6 +26,9 @@ export const UsageRecordSchema = z.object({
   request_id: z.string().min(1),
 }) satisfies z.ZodType<UsageRecord>;
 
+/** The aggregator function's entry, relative to the project root: what the CDK stack bundles and the local change feed invokes. */
+export const AGGREGATOR_ENTRY = 'functions/aggregate-usage.ts';
+
 export const ROLLUP_CALLS_METRIC = 'RollupCallsApplied';
 export const ROLLUP_DUPLICATES_METRIC = 'RollupDuplicatesSkipped';
 export const ROLLUP_UNREADABLE_METRIC = 'RollupRecordsUnreadable';

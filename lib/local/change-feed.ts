@@ -11,6 +11,7 @@ import { DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/cl
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { join } from 'node:path';
 import { usageTable } from '../../shared/tables';
+import { AGGREGATOR_ENTRY } from '../../shared/usage-stream';
 import { buildContext } from './events';
 import { PROJECT_ROOT } from './gateway';
 import { invokeFunction } from './invoke';
@@ -229,9 +230,6 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     },
   };
 };
-
-/** The aggregator function's entry (the CDK stack bundles the same file). */
-export const AGGREGATOR_ENTRY = 'functions/aggregate-usage.ts';
 
 export interface UsageChangeFeedOptions extends Pick<ChangeFeedOptions, 'port' | 'host' | 'onError'> {
   /** The DynamoDB holding the tables. */

@@ -71,8 +71,8 @@ describe('HTTP API', () => {
 });
 
 describe('functions', () => {
-  it('are five: one per route plus the fallback', () => {
-    template.resourceCountIs('AWS::Lambda::Function', routes.length + 1);
+  it('are six: one per route, the fallback and the rollups aggregator', () => {
+    template.resourceCountIs('AWS::Lambda::Function', routes.length + 2);
     expect(stack.fallback.node.id).toBe('Fallback');
     expect(fallbackEntry).toBe('functions/fallback.ts');
   });
@@ -151,8 +151,8 @@ describe('tables', () => {
   const sortBy = <T>(items: T[] | undefined, key: (item: T) => string) =>
     [...(items ?? [])].sort((a, b) => key(a).localeCompare(key(b)));
 
-  it('are three, on demand, encrypted with the AWS managed key', () => {
-    template.resourceCountIs('AWS::DynamoDB::Table', 3);
+  it('are four, on demand, encrypted with the AWS managed key', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 4);
     for (const table of Object.values(tables)) {
       expect(table.Properties).toMatchObject({
         BillingMode: 'PAY_PER_REQUEST',
@@ -218,8 +218,13 @@ describe('tables', () => {
   it('destroyData deletes keys and branch data with the stack and drops deletion protection', () => {
     const { template: throwaway } = buildStack({ destroyData: true });
     const all = Object.values(resourcesOfType(throwaway, 'AWS::DynamoDB::Table'));
-    expect(all.map((table) => table.DeletionPolicy)).toEqual(['Delete', 'Delete', 'Delete']);
-    expect(all.map((table) => table.Properties.DeletionProtectionEnabled ?? false)).toEqual([false, false, false]);
+    expect(all.map((table) => table.DeletionPolicy)).toEqual(['Delete', 'Delete', 'Delete', 'Delete']);
+    expect(all.map((table) => table.Properties.DeletionProtectionEnabled ?? false)).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
@@ -276,7 +281,7 @@ describe('least privilege', () => {
     expect(permissionsOf(stack.fallback)).toEqual(baseline(stack.fallback).sort());
   });
 
-  it('no role carries a managed policy; no wildcard action; no DynamoDB call but GetItem, Query, PutItem', () => {
+  it('no role carries a managed policy; no wildcard action; no DynamoDB call but GetItem, Query, PutItem, the rollups UpdateItem and the stream reads', () => {
     for (const role of Object.values(resourcesOfType(template, 'AWS::IAM::Role'))) {
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     }
@@ -285,9 +290,14 @@ describe('least privilege', () => {
     );
     expect(actions.filter((action: string) => action.includes('*'))).toEqual([]);
     expect([...new Set(actions.filter((action: string) => action.startsWith('dynamodb:')))].sort()).toEqual([
+      'dynamodb:DescribeStream',
       'dynamodb:GetItem',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:ListStreams',
       'dynamodb:PutItem',
       'dynamodb:Query',
+      'dynamodb:UpdateItem',
     ]);
     const effects = policies.flatMap((policy) => policy.Properties.PolicyDocument.Statement.map((s: any) => s.Effect));
     expect(new Set(effects)).toEqual(new Set(['Allow']));
@@ -308,7 +318,8 @@ describe('alarms', () => {
     Object.values(alarms).filter((alarm) => metricsOf(alarm).some(predicate));
 
   it('cover the API, every function, every table and usage writes, and send nothing without a topic', () => {
-    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + 3 + 1);
+    // + the rollups pipeline's iterator age and dead letters (test/cdk/usage-aggregation.test.ts).
+    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + 3 + 1 + 2);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
@@ -389,13 +400,15 @@ describe('alarms', () => {
 });
 
 describe('outputs', () => {
-  it('give the base URL ending in /api and the three table names', () => {
+  it('give the base URL ending in /api and the table names', () => {
     expect(Object.keys(template.findOutputs('*')).sort()).toEqual([
       'ApiBaseUrl',
       'BranchDataTableName',
       'KeysTableName',
+      'RollupsTableName',
       'UsageTableName',
     ]);
+    template.hasOutput('RollupsTableName', { Value: { Ref: logicalId(stack.tables.rollups) } });
     template.hasOutput('ApiBaseUrl', {
       Value: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.api.httpApi), 'ApiEndpoint'] }, '/api']] },
     });
