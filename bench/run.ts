@@ -6,7 +6,8 @@
  *
  * Parts, in order: DynamoDB calls per request (bench/children/calls.ts), own overhead per
  * request (bench/overhead.ts), cold-start proxy (bench/coldstart.ts), end to end through the
- * local gateway on dynalite, with throughput and memory (bench/e2e.ts).
+ * local gateway on dynalite, with throughput and memory (bench/e2e.ts), usage rollups
+ * (bench/rollups.ts).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -70,6 +71,8 @@ const TARGETS = {
    */
   rssSecondHalfGrowthMb: 1,
   heapSecondHalfGrowthMb: 0.5,
+  /** Twice the gateway's peak here (271 req/s at c=8, bench/results.md), rounded up. */
+  aggregatorRecordsPerSecond: 600,
 };
 
 const callsPart = async () => {
@@ -215,7 +218,45 @@ const endToEndPart = async () => {
   return e2e;
 };
 
-const PARTS = { calls: callsPart, overhead: overheadPart, coldstart: coldStartPart, e2e: endToEndPart };
+const rollupsPart = async () => {
+  log('usage rollups: summary vs raw records, aggregator throughput, local feed lag (bench/rollups.ts)');
+  const r = (await runJsonChild('bench/rollups.ts', {}, 600_000)) as {
+    calls: number;
+    hourKeyBound: number;
+    aggregator: { recordsPerSecond: number };
+    summary: { itemsRead: number; ms: number };
+    raw: { itemsRead: number; ms: number };
+    feed: { lagP50Ms: number; lagP99Ms: number };
+  };
+  row(
+    `Usage summary over 30 days of ${r.calls} calls, from rollups: items read / ms (raw records: ${r.raw.itemsRead} / ${r.raw.ms})`,
+    `${r.summary.itemsRead} / ${r.summary.ms}`,
+    `items ≤ ${r.hourKeyBound} (hours × keys), < 1000 ms`,
+    r.summary.itemsRead <= r.hourKeyBound && r.summary.ms < 1000,
+  );
+  // The gateway's peak: the end-to-end throughput figure of this file's e2e part (bench/results.md).
+  row(
+    'Rollups aggregator throughput, records/s (batches of 100, one shard)',
+    String(r.aggregator.recordsPerSecond),
+    `≥ ${TARGETS.aggregatorRecordsPerSecond} (2 × the gateway's peak)`,
+    r.aggregator.recordsPerSecond >= TARGETS.aggregatorRecordsPerSecond,
+  );
+  row(
+    'Local change feed lag, ms p50 / p99',
+    `${r.feed.lagP50Ms} / ${r.feed.lagP99Ms}`,
+    '≤ 5000',
+    r.feed.lagP99Ms <= 5000,
+  );
+  return r;
+};
+
+const PARTS = {
+  calls: callsPart,
+  overhead: overheadPart,
+  coldstart: coldStartPart,
+  e2e: endToEndPart,
+  rollups: rollupsPart,
+};
 type PartName = keyof typeof PARTS;
 /** `npm run bench -- --only overhead,e2e` runs some parts and writes bench/out/results-<parts>.* instead. */
 const onlyAt = process.argv.indexOf('--only');
