@@ -178,7 +178,7 @@ export class RollupsRepository extends DynamoRepository {
    * calls, so what is read grows with hours × keys, never with calls.
    */
   async hours({ branchId, keyId, fromHour, toHour }: RollupQuery): Promise<HourRollup[]> {
-    const range = { ':from': `${HOUR_ITEM_PREFIX}${fromHour}`, ':to': `${HOUR_ITEM_PREFIX}${toHour}#\uffff` };
+    const range = { ':from': `${HOUR_ITEM_PREFIX}${fromHour}`, ':to': `${HOUR_ITEM_PREFIX}${toHour}\uffff` };
     const items = await this.queryAll(
       keyId === undefined
         ? {
