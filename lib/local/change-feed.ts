@@ -127,6 +127,12 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
   };
 
   const server: Server = createServer((req, res) => {
+    // SDKs never send an Origin; a web page does (and dynalite would answer its CORS preflight).
+    if (req.headers.origin !== undefined || req.method === 'OPTIONS') {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('Browser requests are refused\n');
+      req.resume();
+      return;
+    }
     void (async () => {
       const body = await readBody(req);
       const operation = WRITE_TARGET.exec(String(req.headers['x-amz-target'] ?? ''))?.[1];

@@ -11,6 +11,8 @@ import { ensureTables } from '../operator/tables';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
 import { PortInUseError, PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
 
+const LOOPBACK = '127.0.0.1';
+
 export const DEMO_SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
 
 export interface LocalEnvironmentOptions {
@@ -47,13 +49,18 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   try {
     // The embedded DynamoDB listens on a free port behind the usage change feed, which takes the
     // advertised one: every write to the usage table, whoever makes it, goes through the feed.
+    // Both on loopback whatever HOST says: the database is for this machine's tools only.
     if (!options.dynamoEndpoint) {
-      dynamo = await startEmbeddedDynamo({ port: 0, host, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
+      dynamo = await startEmbeddedDynamo({
+        port: 0,
+        host: LOOPBACK,
+        ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      });
     }
     feed = await startUsageChangeFeed({
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
       usageTable: operatorTableNames(process.env).usage,
-      host,
+      host: LOOPBACK,
       port: options.dynamoEndpoint ? 0 : (options.dynamoPort ?? 8000),
       onError: (error) => process.stderr.write(`Usage change feed: ${(error as Error).message}\n`),
     });

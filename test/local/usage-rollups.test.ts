@@ -131,6 +131,21 @@ describe('calls through the gateway', () => {
   });
 });
 
+describe('the change feed endpoint', () => {
+  it('refuses what a web page could send it (an Origin, a CORS preflight)', async () => {
+    const body = JSON.stringify({ TableName: tableNames.usage, Item: { branch_id: { S: 'br_web' }, sk: { S: 'x' } } });
+    const headers = { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.PutItem' };
+    const fromPage = await fetch(feed.endpoint, {
+      method: 'POST',
+      headers: { ...headers, origin: 'https://evil.example' },
+      body,
+    });
+    expect(fromPage.status).toBe(403);
+    expect((await fetch(feed.endpoint, { method: 'OPTIONS' })).status).toBe(403);
+    expect((await fixtureUsage.query({ branchId: 'br_web', limit: 10 })).records).toEqual([]);
+  });
+});
+
 describe('usage replay', () => {
   const now = Date.now();
   const failed = (i: number): UsageRecord => ({
