@@ -10,7 +10,7 @@ import { createDocumentClient } from '../shared/dynamodb';
 import { logger, metrics } from '../shared/observability';
 import { RollupsRepository } from '../shared/repositories/rollups';
 import type { UsageRecord } from '../shared/repositories/usage';
-import { bucketOf, hourOf, totalsOf, type HourRollup } from '../shared/rollups';
+import { bucketOf, hourOf, RESPONSE_TIME_BOUNDS_MS, totalsOf, type HourRollup } from '../shared/rollups';
 import { createUsageAggregator } from '../shared/usage-stream';
 import { ensureTables } from '../lib/operator/tables';
 import { sequenceNumber, streamEvent, type StreamChange } from '../lib/local/stream-events';
@@ -96,6 +96,27 @@ const normalise = (items: Map<string, { calls: number; byStatus: Record<string, 
       { ...item, histogram: Object.fromEntries(item.histogram.flatMap((n, i) => (n ? [[i, n]] : []))) },
     ]),
   );
+
+describe('percentiles from the histogram', () => {
+  const rollupOf = (times: number[]): HourRollup => {
+    const histogram = new Array<number>(RESPONSE_TIME_BOUNDS_MS.length + 1).fill(0);
+    for (const ms of times) histogram[bucketOf(ms)]! += 1;
+    return { hour: 'h', keyId: 'k', calls: times.length, msSum: 0, byStatus: {}, byRoute: {}, histogram };
+  };
+
+  it('are the upper bound of the bucket holding the nearest rank', () => {
+    const totals = totalsOf([rollupOf(Array.from({ length: 100 }, (_, i) => i + 1))]);
+    // 50th of 1..100 is 50 (bucket ≤50); 95th is 95 and 99th is 99 (bucket ≤100).
+    expect([totals.p50_ms, totals.p95_ms, totals.p99_ms]).toEqual([50, 100, 100]);
+    expect(totalsOf([rollupOf([0.4, 1, 1.01])]).p99_ms).toBe(2);
+  });
+
+  it('add up across items, and report the last bound for what is slower', () => {
+    const totals = totalsOf([rollupOf([3, 3, 3]), rollupOf([20_000])]);
+    expect([totals.p50_ms, totals.p99_ms]).toEqual([3, 10_000]);
+    expect(totalsOf([]).p50_ms).toBeNull();
+  });
+});
 
 describe('aggregating the usage stream', () => {
   it('counts every call once, with its status, route and response-time bucket', async () => {

@@ -200,6 +200,19 @@ describe('usage summary (CLI)', () => {
     expect(json.code).toBe(0);
     expect(json.json.totals.calls).toBe(31);
     expect(json.json.items_read).toBeLessThanOrEqual(2); // one key, at most two hours
+    // One bucket per hour of the period, empty ones included, adding up to the totals.
+    const byHour = await summarizeUsage(ctx, { branchId: mainBranch.id, since: startedAt, by: 'hour' });
+    expect(byHour.buckets.map((b) => b.start)).toEqual(
+      Array.from({ length: (Date.parse(byHour.until) - Date.parse(byHour.since)) / 3_600_000 }, (_, i) =>
+        new Date(Date.parse(byHour.since) + i * 3_600_000).toISOString(),
+      ),
+    );
+    expect(byHour.buckets.reduce((n, b) => n + b.calls, 0)).toBe(31);
+    const byDay = await summarizeUsage(ctx, { branchId: mainBranch.id, since: '2026-01-01', until: '2026-01-03' });
+    expect(byDay.buckets.map((b) => [b.start, b.calls])).toEqual([
+      ['2026-01-01T00:00:00.000Z', 0],
+      ['2026-01-02T00:00:00.000Z', 0],
+    ]);
     const text = await runCli(['usage', 'summary', '--branch', mainBranch.id, '--key', keyId, '--by', 'hour'], feedEnv);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/31 call\(s\) — 2xx: 24, 4xx: 6, 5xx: 1/);
