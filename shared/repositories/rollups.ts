@@ -50,6 +50,17 @@ const groupBy = <T>(items: readonly T[], key: (item: T) => string): Map<string, 
   return groups;
 };
 
+/** Writes in flight at once: a rebuild page of 1,000 calls spread over many items must not flood the table. */
+export const APPLY_CONCURRENCY = 16;
+
+const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, items.length) }, worker));
+};
+
 export class RollupsRepository extends DynamoRepository {
   /**
    * Adds calls to their hour items, exactly once each however often they are applied, in
@@ -69,22 +80,18 @@ export class RollupsRepository extends DynamoRepository {
       for (let i = 0; i < group.length; i += APPLY_CHUNK) out.push(group.slice(i, i + APPLY_CHUNK));
       return out;
     });
-    await Promise.all(
-      chunks.map(async (chunk) => {
-        if (await this.applyChunk(chunk, retentionDays)) {
-          result.applied += chunk.length;
-          return;
-        }
-        for (const record of chunk) {
-          if (await this.applyChunk([record], retentionDays)) result.applied += 1;
-          else result.duplicates += 1;
-        }
-      }),
-    );
-    await Promise.all(
-      [...groupBy(unique, (r) => `${r.branch_id}\u0000${r.key_id}`).values()].map((calls) =>
-        this.touchLastUsed(calls, retentionDays),
-      ),
+    await inParallel(chunks, async (chunk) => {
+      if (await this.applyChunk(chunk, retentionDays)) {
+        result.applied += chunk.length;
+        return;
+      }
+      for (const record of chunk) {
+        if (await this.applyChunk([record], retentionDays)) result.applied += 1;
+        else result.duplicates += 1;
+      }
+    });
+    await inParallel([...groupBy(unique, (r) => `${r.branch_id}\u0000${r.key_id}`).values()], (calls) =>
+      this.touchLastUsed(calls, retentionDays),
     );
     return result;
   }
