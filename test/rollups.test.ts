@@ -124,9 +124,10 @@ describe('aggregating the usage stream', () => {
     for (const batch of split(changesOf(calls), [100])) await deliver(batch);
 
     expect(normalise(await storedItems('br_once'))).toEqual(normalise(expectedItems(calls)));
-    const totals = totalsOf(
-      await rollups.hours({ branchId: 'br_once', fromHour: '2027-01-10T00', toHour: '2027-01-11T00' }),
-    );
+    const hours = await rollups.hours({ branchId: 'br_once', fromHour: '2027-01-10T00', toHour: '2027-01-11T00' });
+    // What a summary reads: one item per key and hour (2 × 3), not one per call (240).
+    expect(hours).toHaveLength(6);
+    const totals = totalsOf(hours);
     expect(totals.calls).toBe(240);
     expect(totals.by_status_class).toEqual({ '2xx': 120, '4xx': 80, '5xx': 40 });
     expect(totals.top_routes.map((r) => r.calls)).toEqual([80, 80, 80]);
