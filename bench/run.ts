@@ -220,7 +220,12 @@ const endToEndPart = async () => {
 
 const rollupsPart = async () => {
   log('usage rollups: summary vs raw records, aggregator throughput, local feed lag (bench/rollups.ts)');
-  const r = (await runJsonChild('bench/rollups.ts', {}, 600_000)) as {
+  const scale = Object.fromEntries(
+    ['BENCH_ROLLUP_CALLS', 'BENCH_FEED_CALLS'].flatMap((name) =>
+      process.env[name] ? [[name, process.env[name]!]] : [],
+    ),
+  );
+  const r = (await runJsonChild('bench/rollups.ts', scale, 600_000)) as {
     calls: number;
     hourKeyBound: number;
     aggregator: { recordsPerSecond: number };
