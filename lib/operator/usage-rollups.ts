@@ -27,7 +27,12 @@ export interface Period {
 /** `--since` and `--until` checked: valid dates, in order, no longer than the rollups are kept. */
 export const parsePeriod = (
   request: { since?: string; until?: string },
-  { now = new Date(), defaultDays = DEFAULT_SUMMARY_DAYS, maxDays = DEFAULT_ROLLUP_RETENTION_DAYS } = {},
+  {
+    now = new Date(),
+    defaultDays = DEFAULT_SUMMARY_DAYS,
+    maxDays = DEFAULT_ROLLUP_RETENTION_DAYS,
+    kept = "the rollups' retention",
+  } = {},
 ): Period => {
   const until = request.until === undefined ? now : parseIsoDate(request.until, '--until');
   const since =
@@ -38,7 +43,7 @@ export const parsePeriod = (
     throw new OperatorError(`--until (${until.toISOString()}) must be after --since (${since.toISOString()})`);
   }
   if (until.getTime() - since.getTime() > maxDays * DAY_MS) {
-    throw new OperatorError(`The period may span at most ${maxDays} days (the rollups' retention)`);
+    throw new OperatorError(`The period may span at most ${maxDays} days (${kept})`);
   }
   return { since, until };
 };
@@ -59,6 +64,8 @@ export interface UsageSummaryRequest {
   /** @default 'day' */
   by?: SummaryGranularity;
   now?: Date;
+  /** Where ROLLUP_RETENTION_DAYS is read (the longest period). @default process.env */
+  env?: Env;
 }
 
 export interface UsageBucket {
@@ -94,7 +101,10 @@ export const summarizeUsage = async (
 ): Promise<UsageRollupSummary> => {
   const by = request.by ?? 'day';
   if (by !== 'hour' && by !== 'day') throw new OperatorError(`--by must be hour or day; got "${String(by)}"`);
-  const period = parsePeriod(request, request.now ? { now: request.now } : {});
+  const period = parsePeriod(request, {
+    ...(request.now ? { now: request.now } : {}),
+    maxDays: rollupRetentionDays(request.env ?? process.env),
+  });
   await requireBranch(ctx, request.branchId);
   if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
   const { fromHour, toHour } = hourRange(period);
@@ -158,6 +168,7 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
   const period = parsePeriod(request, {
     ...(request.now ? { now: request.now } : {}),
     maxDays: usageRetentionDays(env),
+    kept: 'how long raw usage records are kept',
   });
   await requireBranch(ctx, request.branchId);
   const retentionDays = rollupRetentionDays(env);
