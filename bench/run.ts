@@ -7,7 +7,7 @@
  * Parts, in order: DynamoDB calls per request (bench/children/calls.ts), own overhead per
  * request (bench/overhead.ts), cold-start proxy (bench/coldstart.ts), end to end through the
  * local gateway on dynalite, with throughput and memory (bench/e2e.ts), settings console pages
- * (bench/console.ts).
+ * (bench/console.ts), usage rollups (bench/rollups.ts).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -71,6 +71,8 @@ const TARGETS = {
    */
   rssSecondHalfGrowthMb: 1,
   heapSecondHalfGrowthMb: 0.5,
+  /** Twice the gateway's peak here (271 req/s at c=8, bench/results.md), rounded up. */
+  aggregatorRecordsPerSecond: 600,
 };
 
 const callsPart = async () => {
@@ -232,12 +234,50 @@ const consolePart = async () => {
   return figures;
 };
 
+const rollupsPart = async () => {
+  log('usage rollups: summary vs raw records, aggregator throughput, local feed lag (bench/rollups.ts)');
+  const scale = Object.fromEntries(
+    ['BENCH_ROLLUP_CALLS', 'BENCH_FEED_CALLS'].flatMap((name) =>
+      process.env[name] ? [[name, process.env[name]!]] : [],
+    ),
+  );
+  const r = (await runJsonChild('bench/rollups.ts', scale, 600_000)) as {
+    calls: number;
+    hourKeyBound: number;
+    aggregator: { recordsPerSecond: number };
+    summary: { itemsRead: number; ms: number };
+    raw: { itemsRead: number; ms: number };
+    feed: { lagP50Ms: number; lagP99Ms: number };
+  };
+  row(
+    `Usage summary over 30 days of ${r.calls} calls, from rollups: items read / ms (raw records: ${r.raw.itemsRead} / ${r.raw.ms})`,
+    `${r.summary.itemsRead} / ${r.summary.ms}`,
+    `items ≤ ${r.hourKeyBound} (hours × keys), < 1000 ms`,
+    r.summary.itemsRead <= r.hourKeyBound && r.summary.ms < 1000,
+  );
+  // The gateway's peak: the end-to-end throughput figure of this file's e2e part (bench/results.md).
+  row(
+    'Rollups aggregator throughput, records/s (batches of 100, one shard)',
+    String(r.aggregator.recordsPerSecond),
+    `≥ ${TARGETS.aggregatorRecordsPerSecond} (2 × the gateway's peak)`,
+    r.aggregator.recordsPerSecond >= TARGETS.aggregatorRecordsPerSecond,
+  );
+  row(
+    'Local change feed lag, ms p50 / p99',
+    `${r.feed.lagP50Ms} / ${r.feed.lagP99Ms}`,
+    '≤ 5000',
+    r.feed.lagP99Ms <= 5000,
+  );
+  return r;
+};
+
 const PARTS = {
   calls: callsPart,
   overhead: overheadPart,
   coldstart: coldStartPart,
   e2e: endToEndPart,
   console: consolePart,
+  rollups: rollupsPart,
 };
 type PartName = keyof typeof PARTS;
 /** `npm run bench -- --only overhead,e2e` runs some parts and writes bench/out/results-<parts>.* instead. */

@@ -25,6 +25,7 @@ import { DEMO_SEED_FILE } from '../lib/local/environment';
 import { escapeForTerminal, lines, terminal, terminalSafeJson, type TerminalText } from '../lib/operator/terminal';
 import type { ApiKeyRecord } from '../shared/repositories/keys';
 import { runConsoleCommand } from '../lib/console/command';
+import { addUsageRollupCommands } from './usage-rollup-commands';
 
 interface JsonOption {
   json?: boolean;
@@ -107,10 +108,12 @@ export const buildProgram = (jsonErrors = false): Command => {
       'after',
       `
 Target: DYNAMODB_ENDPOINT (e.g. the one "npm start" prints) or, when unset, AWS with the default
-credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TABLE (a deployed
-stack's outputs); by default the local stack's names.`,
+credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TABLE, ROLLUPS_TABLE
+(a deployed stack's outputs); by default the local stack's names.`,
     )
     .showHelpAfterError('(run with --help for usage)')
+    // `usage --branch …` (the log) and `usage summary --branch …` both have a --branch.
+    .enablePositionalOptions()
     .exitOverride();
 
   program
@@ -281,17 +284,19 @@ stack's outputs); by default the local stack's names.`,
       }),
     );
 
-  program
+  const usage = program
     .command('usage')
-    .description("Show a branch's API usage log, newest first, with a summary")
-    .requiredOption('--branch <id>', 'branch id')
+    .description("Show a branch's API usage log, newest first, with a summary; or a subcommand")
+    // Checked in the action: a required option here would be required by the subcommands too.
+    .option('--branch <id>', 'branch id (required)')
     .option('--key <key_id>', 'only calls made with this key')
     .option('--since <iso8601>', 'only calls at or after this time')
     .option('--limit <n>', `how many records (1-${MAX_USAGE_LIMIT})`, positiveInt(MAX_USAGE_LIMIT), 50)
     .option('--json', 'JSON output')
     .action(
       withContext(
-        async (ctx, options: { branch: string; key?: string; since?: string; limit: number } & JsonOption) => {
+        async (ctx, options: { branch?: string; key?: string; since?: string; limit: number } & JsonOption) => {
+          if (options.branch === undefined) throw new OperatorError("required option '--branch <id>' not specified");
           const { records, summary } = await readUsage(ctx, {
             branchId: options.branch,
             limit: options.limit,
@@ -325,6 +330,8 @@ stack's outputs); by default the local stack's names.`,
       ),
     );
 
+  addUsageRollupCommands(usage, { withContext, print });
+
   program
     .command('seed')
     .description('Load branches, members and payment providers from a JSON file (see README)')
@@ -346,7 +353,7 @@ stack's outputs); by default the local stack's names.`,
     .command('tables')
     .description('Table administration')
     .command('create')
-    .description('Create the three tables (where missing) on the target DynamoDB')
+    .description('Create the tables (where missing) on the target DynamoDB')
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: JsonOption) => {

@@ -2,9 +2,9 @@
  * Configuration, read once from the environment. A missing or invalid variable fails at
  * start-up with the variable's name, never on a request.
  */
-import { tableDefinitions, type TableNames } from './tables';
+import { API_TABLES, tableDefinitions, type ApiTableNames, type TableNames } from './tables';
 
-export { TABLE_ENV, type TableNames } from './tables';
+export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from './tables';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -43,7 +43,7 @@ export interface DynamoDbSettings {
 }
 
 export interface Config {
-  readonly tables: TableNames;
+  readonly tables: ApiTableNames;
   readonly dynamodb: DynamoDbSettings;
   readonly usageRetentionDays: number;
 }
@@ -84,10 +84,19 @@ export const readDynamoDbSettings = (env: Env): DynamoDbSettings => {
   };
 };
 
-export const readTableNames = (env: Env): TableNames =>
+/**
+ * The names of the tables a function uses, each required: the API functions read theirs
+ * (the default), the rollups aggregator only the rollups table.
+ */
+export const readTableNames = <K extends keyof TableNames = (typeof API_TABLES)[number]>(
+  env: Env,
+  names: readonly K[] = API_TABLES as unknown as readonly K[],
+): Pick<TableNames, K> =>
   Object.fromEntries(
-    tableDefinitions.map(({ name, envVar }) => [name, requireEnv(env, envVar)]),
-  ) as unknown as TableNames;
+    tableDefinitions
+      .filter((definition) => (names as readonly string[]).includes(definition.name))
+      .map(({ name, envVar }) => [name, requireEnv(env, envVar)]),
+  ) as unknown as Pick<TableNames, K>;
 
 export const loadConfig = (env: Env = process.env): Config => ({
   tables: readTableNames(env),

@@ -20,11 +20,16 @@ export interface TableNames {
   readonly keys: string;
   readonly usage: string;
   readonly branchData: string;
+  readonly rollups: string;
 }
+
+/** The tables the API functions use (the rollups table is the aggregator's and the operator's). */
+export type ApiTableNames = Pick<TableNames, 'keys' | 'usage' | 'branchData'>;
+export const API_TABLES = ['keys', 'usage', 'branchData'] as const satisfies readonly (keyof TableNames)[];
 
 export interface TableDefinition {
   /** Stable id: the CDK construct id. */
-  readonly id: 'Keys' | 'Usage' | 'BranchData';
+  readonly id: 'Keys' | 'Usage' | 'BranchData' | 'UsageRollups';
   /** Its field in TableNames. */
   readonly name: keyof TableNames;
   /** The environment variable that carries its name to functions and the operator tooling. */
@@ -36,6 +41,8 @@ export interface TableDefinition {
   readonly indexes: readonly IndexDefinition[];
   /** Attribute holding an epoch-seconds expiry, enforced by DynamoDB TTL. */
   readonly timeToLiveAttribute?: string;
+  /** What the table's DynamoDB stream carries (deployed); absent: no stream. */
+  readonly stream?: 'NEW_IMAGE';
 }
 
 export const KEYS_BY_BRANCH_INDEX = 'by-branch';
@@ -60,12 +67,14 @@ export const keysTable: TableDefinition = {
   ],
 };
 
-/** One record per call: by branch, newest first through the sort key `<timestamp>#<request id>`. */
-export const usageTable: TableDefinition = {
-  id: 'Usage',
-  name: 'usage',
-  envVar: 'USAGE_TABLE',
-  localName: 'branch-api-usage',
+/** The rollups table's per-key index: the same layout as the usage table's. */
+export const ROLLUPS_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
+
+/**
+ * The layout of the usage and rollups tables: a branch's items under `sk`, a key's under the
+ * same `sk` through the `by-key` index, expired by DynamoDB TTL.
+ */
+const byBranchAndKey = {
   partitionKey: { name: 'branch_id', type: 'S' },
   sortKey: { name: 'sk', type: 'S' },
   indexes: [
@@ -76,6 +85,17 @@ export const usageTable: TableDefinition = {
     },
   ],
   timeToLiveAttribute: 'expires_at_epoch',
+} as const satisfies Partial<TableDefinition>;
+
+/** One record per call: by branch, newest first through the sort key `<timestamp>#<request id>`. */
+export const usageTable: TableDefinition = {
+  id: 'Usage',
+  name: 'usage',
+  envVar: 'USAGE_TABLE',
+  localName: 'branch-api-usage',
+  ...byBranchAndKey,
+  // Feeds the rollups aggregator (docs/decisions.md "Usage rollups").
+  stream: 'NEW_IMAGE',
 };
 
 /**
@@ -99,7 +119,20 @@ export const branchDataTable: TableDefinition = {
   ],
 };
 
-export const tableDefinitions = [keysTable, usageTable, branchDataTable] as const;
+/**
+ * Usage rollups (docs/decisions.md "Usage rollups"): per branch, one item per key and hour
+ * (sort key `h#<hour>#<key id>`, so a branch × period is one Query) and one `last#<key id>` item
+ * per key holding when it was last used; the index serves one key × period.
+ */
+export const rollupsTable: TableDefinition = {
+  id: 'UsageRollups',
+  name: 'rollups',
+  envVar: 'ROLLUPS_TABLE',
+  localName: 'branch-api-usage-rollups',
+  ...byBranchAndKey,
+};
+
+export const tableDefinitions = [keysTable, usageTable, branchDataTable, rollupsTable] as const;
 
 type TableNameMap<T> = { readonly [K in keyof TableNames]: T };
 const byName = <T>(pick: (definition: TableDefinition) => T) =>

@@ -6,14 +6,14 @@
  * overhead part and the bare HTTP harness, so both compare against the very same calls.
  */
 import { GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { TableNames } from '../../shared/config';
+import type { ApiTableNames } from '../../shared/config';
 import { ACTIVE_PROVIDERS_INDEX } from '../../shared/tables';
 
 const PROVIDER_PATH = '/v1/payment-providers/';
 /** As the handlers ask: one item more than the default page of 50. */
 const QUERY_LIMIT = 51;
 
-export const createBareRequest = (client: DynamoDBDocumentClient, tables: TableNames) => {
+export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTableNames) => {
   const read = async (path: string, branchId: string): Promise<unknown> => {
     if (path === '/v1/members' || path === '/v1/payment-providers') {
       const members = path === '/v1/members';

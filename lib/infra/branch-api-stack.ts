@@ -13,6 +13,7 @@ import { ApiFunction, FALLBACK_MEMORY_MB, FALLBACK_TIMEOUT } from './api-functio
 import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
 import { Monitoring } from './monitoring';
+import { UsageAggregation } from './usage-aggregation';
 
 export const POWERTOOLS_LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 export type PowertoolsLogLevel = (typeof POWERTOOLS_LOG_LEVELS)[number];
@@ -41,6 +42,11 @@ export interface BranchApiStackProps extends StackProps {
    * @default 90
    */
   readonly usageRetentionDays?: number;
+  /**
+   * Days an hour item of the usage rollups is kept (`ROLLUP_RETENTION_DAYS`).
+   * @default 400
+   */
+  readonly rollupRetentionDays?: number;
   /**
    * Powertools log level of the functions.
    * @default 'INFO'
@@ -136,6 +142,8 @@ export class BranchApiStack extends Stack {
   readonly fallback: ApiFunction;
   readonly api: BranchHttpApi;
   readonly monitoring: Monitoring;
+  /** The usage table's stream feeding the rollups (lib/infra/usage-aggregation.ts). */
+  readonly usageAggregation: UsageAggregation;
 
   constructor(scope: Construct, id: string, props: BranchApiStackProps = {}) {
     const settings = resolveStackSettings(props);
@@ -174,6 +182,9 @@ export class BranchApiStack extends Stack {
       accessLogRetention: settings.logRetention,
     });
 
+    const alarmTopic = settings.alarmTopicArn
+      ? { alarmTopic: sns.Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn) }
+      : {};
     this.monitoring = new Monitoring(this, 'Monitoring', {
       stage: this.api.stage,
       functions: lambdasOf({ ...this.functions, Fallback: this.fallback }),
@@ -184,9 +195,15 @@ export class BranchApiStack extends Stack {
         ]),
       ),
       serverErrorRatePercent: settings.serverErrorRatePercent,
-      ...(settings.alarmTopicArn
-        ? { alarmTopic: sns.Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn) }
-        : {}),
+      ...alarmTopic,
+    });
+
+    this.usageAggregation = new UsageAggregation(this, 'UsageAggregation', {
+      usageTable: this.tables.usage,
+      rollupsTable: this.tables.rollups,
+      ...(props.rollupRetentionDays !== undefined ? { rollupRetentionDays: props.rollupRetentionDays } : {}),
+      ...functionOptions,
+      ...alarmTopic,
     });
 
     new CfnOutput(this, 'ApiBaseUrl', {
@@ -199,5 +216,6 @@ export class BranchApiStack extends Stack {
       value: this.tables.branchData.tableName,
       description: 'BRANCH_DATA_TABLE',
     });
+    new CfnOutput(this, 'RollupsTableName', { value: this.tables.rollups.tableName, description: 'ROLLUPS_TABLE' });
   }
 }

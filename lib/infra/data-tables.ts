@@ -12,6 +12,7 @@ import { Construct } from 'constructs';
 import {
   branchDataTable,
   keysTable,
+  rollupsTable,
   usageTable,
   type AttributeDefinition,
   type TableDefinition,
@@ -36,6 +37,8 @@ export class DataTables extends Construct implements ApiTables {
   readonly keys: dynamodb.Table;
   readonly usage: dynamodb.Table;
   readonly branchData: dynamodb.Table;
+  /** Usage rollups: derived from the usage table's stream, rebuildable from it (docs/usage-rollups.md). */
+  readonly rollups: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: DataTablesProps = {}) {
     super(scope, id);
@@ -44,6 +47,7 @@ export class DataTables extends Construct implements ApiTables {
     this.keys = this.table(keysTable, retain);
     this.usage = this.table(usageTable, retain);
     this.branchData = this.table(branchDataTable, retain);
+    this.rollups = this.table(rollupsTable, retain);
   }
 
   private table(definition: TableDefinition, retain: boolean) {
@@ -53,6 +57,7 @@ export class DataTables extends Construct implements ApiTables {
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       ...(definition.timeToLiveAttribute ? { timeToLiveAttribute: definition.timeToLiveAttribute } : {}),
+      ...(definition.stream === 'NEW_IMAGE' ? { stream: dynamodb.StreamViewType.NEW_IMAGE } : {}),
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: retain,
       removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,

@@ -7,9 +7,9 @@
  * HOST the API uses, and only serves clients that are not a browser page (docs/decisions.md,
  * "Embedded DynamoDB").
  */
-import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { listen } from './listen';
 import dynalite from 'dynalite';
 
 export interface EmbeddedDynamo {
@@ -37,13 +37,13 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
  * this listener's own loopback address, as after a DNS rebinding (`evil.example` resolving to
  * 127.0.0.1). The AWS SDK sends none of these.
  */
-const fromBrowser = (request: IncomingMessage, port: number): boolean => {
+export const fromBrowser = (request: IncomingMessage, port: number): boolean => {
   if (request.headers.origin !== undefined || request.method === 'OPTIONS') return true;
   const host = request.headers.host;
   return host !== `${EMBEDDED_DYNAMO_HOST}:${port}` && host !== `localhost:${port}`;
 };
 
-const refuse = (response: ServerResponse): void => {
+export const refuse = (response: ServerResponse): void => {
   const body = 'Forbidden: the embedded DynamoDB serves local programs only\n';
   response.writeHead(403, {
     'Content-Type': 'text/plain; charset=utf-8',
@@ -67,14 +67,8 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
     if (fromBrowser(request, (server.address() as AddressInfo).port)) return refuse(response);
     for (const handler of handlers) handler(request, response);
   });
-  server.listen(options.port ?? 0, EMBEDDED_DYNAMO_HOST);
-  await Promise.race([
-    once(server, 'listening'),
-    once(server, 'error').then(([error]) => {
-      throw error;
-    }),
-  ]);
-  const { address, port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port ?? 0, EMBEDDED_DYNAMO_HOST);
+  const { address } = server.address() as AddressInfo;
   return {
     endpoint: `http://${address}:${port}`,
     port,

@@ -1,15 +1,18 @@
 /**
  * The local environment behind `npm start`: an embedded DynamoDB (or an external one), the
- * tables from the shared definitions, demo data, a demo key, and the local gateway serving the
- * same handlers the CDK stack deploys.
+ * tables from the shared definitions, demo data, a demo key, the local gateway serving the
+ * same handlers the CDK stack deploys, and the usage change feed keeping the rollups.
  */
 import { join } from 'node:path';
-import { createOperatorContext } from '../operator/context';
+import { createOperatorContext, operatorTableNames } from '../operator/context';
 import { seed } from '../operator/operations';
+import { startUsageChangeFeed, type ChangeFeed } from './change-feed';
 import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
 import { PortInUseError, PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
+
+const LOOPBACK = '127.0.0.1';
 
 export const DEMO_SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
 
@@ -31,6 +34,8 @@ export interface LocalEnvironmentOptions {
 
 export interface LocalEnvironment {
   gateway: Gateway;
+  /** Feeds the usage table's writes to the rollups aggregator (lib/local/change-feed.ts). */
+  usageFeed: ChangeFeed;
   dynamoEndpoint: string;
   demoKey: string;
   demoKeyId: string;
@@ -44,24 +49,36 @@ export interface LocalEnvironment {
 
 export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
   let dynamo: EmbeddedDynamo | undefined;
+  let feed: ChangeFeed | undefined;
   const host = options.host ?? '127.0.0.1';
-  if (!options.dynamoEndpoint) {
-    try {
+  try {
+    // The embedded DynamoDB listens on a free port behind the usage change feed, which takes the
+    // advertised one: every write to the usage table, whoever makes it, goes through the feed.
+    // Both on loopback whatever HOST says: the database is for this machine's tools only.
+    if (!options.dynamoEndpoint) {
       dynamo = await startEmbeddedDynamo({
-        port: options.dynamoPort ?? 8000,
+        port: 0,
         ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        throw new PortInUseError(
-          `DynamoDB port ${options.dynamoPort ?? 8000} is already in use; set DYNAMODB_PORT to another port`,
-          { cause: error },
-        );
-      }
-      throw error;
     }
+    feed = await startUsageChangeFeed({
+      target: options.dynamoEndpoint ?? dynamo!.endpoint,
+      usageTable: operatorTableNames(process.env).usage,
+      host: LOOPBACK,
+      port: options.dynamoEndpoint ? 0 : (options.dynamoPort ?? 8000),
+      onError: (error) => process.stderr.write(`Usage change feed: ${(error as Error).message}\n`),
+    });
+  } catch (error) {
+    await dynamo?.close();
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new PortInUseError(
+        `DynamoDB port ${options.dynamoPort ?? 8000} is already in use; set DYNAMODB_PORT to another port`,
+        { cause: error },
+      );
+    }
+    throw error;
   }
-  const dynamoEndpoint = options.dynamoEndpoint ?? dynamo!.endpoint;
+  const dynamoEndpoint = feed.endpoint;
 
   // The handlers read their configuration from the environment when they are imported.
   process.env.DYNAMODB_ENDPOINT = dynamoEndpoint;
@@ -70,6 +87,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   process.env.KEYS_TABLE = operator.tables.keys;
   process.env.USAGE_TABLE = operator.tables.usage;
   process.env.BRANCH_DATA_TABLE = operator.tables.branchData;
+  process.env.ROLLUPS_TABLE = operator.tables.rollups;
 
   try {
     await ensureTables(operator.client, operator.tables);
@@ -84,6 +102,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     });
     return {
       gateway,
+      usageFeed: feed,
       dynamoEndpoint,
       demoKey: demoKey.key,
       demoKeyId: demoKey.keyId,
@@ -93,11 +112,13 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       close: async () => {
         await gateway.close();
         operator.close();
+        await feed.close();
         await dynamo?.close();
       },
     };
   } catch (error) {
     operator.close();
+    await feed.close();
     await dynamo?.close();
     throw error;
   }

@@ -3,10 +3,9 @@
  * 2.0) event AWS would send, routed by the shared route table to the same handler modules the
  * CDK stack deploys; anything unmatched goes to the same catch-all function as `$default`.
  */
+import { listen } from './listen';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { ApiContext } from '../../shared/middlewares';
 import { errorBody, internalError } from '../../shared/errors';
@@ -130,14 +129,9 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
     });
   });
   server.keepAliveTimeout = 5_000;
-  server.listen(options.port ?? 3000, host);
+  let port: number;
   try {
-    await Promise.race([
-      once(server, 'listening'),
-      once(server, 'error').then(([error]) => {
-        throw error;
-      }),
-    ]);
+    port = await listen(server, options.port ?? 3000, host);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new PortInUseError(`Port ${options.port} on ${host} is already in use; set PORT to another port`, {
@@ -146,7 +140,6 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
     }
     throw error;
   }
-  const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://${host}:${port}/${LOCAL_STAGE}`,
     port,

@@ -53,7 +53,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     return;
   }
   const store = options.dynamodbEndpoint
-    ? 'external'
+    ? terminal`external ${options.dynamodbEndpoint} behind the usage change feed`
     : options.dataDir
       ? terminal`embedded, data in ${options.dataDir}`
       : 'embedded, in memory';

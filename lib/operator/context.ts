@@ -5,19 +5,22 @@
  * Target selection, from the environment:
  * - `DYNAMODB_ENDPOINT` set: that endpoint (e.g. the one `npm start` prints);
  * - otherwise AWS, with the default credential chain and `AWS_REGION`;
- * - table names from `KEYS_TABLE`, `USAGE_TABLE`, `BRANCH_DATA_TABLE` (a deployed stack's
+ * - table names from `KEYS_TABLE`, `USAGE_TABLE`, `BRANCH_DATA_TABLE`, `ROLLUPS_TABLE` (a deployed stack's
  *   outputs), defaulting to the local names.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConfigError, readDynamoDbSettings } from '../../shared/config';
 import { createDocumentClient } from '../../shared/dynamodb';
 import { createRepositories, type Repositories } from '../../shared/repositories';
+import { RollupsRepository } from '../../shared/repositories/rollups';
 import { LOCAL_TABLE_NAMES, tableDefinitions, type TableNames } from '../../shared/tables';
 
 type Env = Record<string, string | undefined>;
 
 export interface OperatorContext extends Repositories {
   tables: TableNames;
+  /** Usage rollups (lib/operator/usage-rollups.ts). */
+  rollups: RollupsRepository;
   endpoint?: string;
   /** The document client (it also sends plain commands such as CreateTable). */
   client: DynamoDBDocumentClient;
@@ -42,6 +45,7 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
     tables,
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
     ...createRepositories(client, tables, settings.deadlineMs),
+    rollups: new RollupsRepository(client, tables.rollups, settings.deadlineMs),
     client,
     close: () => client.destroy(),
   };

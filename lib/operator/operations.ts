@@ -80,7 +80,7 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
 };
 
 export interface KeyListing extends ApiKeyRecord {
-  /** Timestamp of the key's newest usage record, if any. */
+  /** Time of the key's newest call counted in the rollups, if any. */
   last_used_at: string | null;
   status: 'active' | 'expired' | 'revoked';
 }
@@ -91,24 +91,24 @@ export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyListing['s
   return 'active';
 };
 
-/** How many "last used" queries run at once: a branch with 1,000 keys must not send 1,000 together. */
-const LAST_USED_CONCURRENCY = 16;
-
-const withLastUsed = async (ctx: OperatorContext, records: ApiKeyRecord[], now: Date): Promise<KeyListing[]> => {
-  const lastUsed = new Array<string | null>(records.length).fill(null);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < records.length; i = next++) {
-      lastUsed[i] = (await ctx.usage.lastUsedAt(records[i]!.key_id)) ?? null;
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(LAST_USED_CONCURRENCY, records.length) }, worker));
-  return records.map((record, i) => ({ ...record, status: keyStatus(record, now), last_used_at: lastUsed[i]! }));
+/** "Last used" of every key of a branch, from the rollups in one Query (lib/operator/usage-rollups.ts). */
+const withLastUsed = async (
+  ctx: OperatorContext,
+  branchId: string,
+  records: ApiKeyRecord[],
+  now: Date,
+): Promise<KeyListing[]> => {
+  const lastUsed = await ctx.rollups.lastUsed(branchId);
+  return records.map((record) => ({
+    ...record,
+    status: keyStatus(record, now),
+    last_used_at: lastUsed.get(record.key_id) ?? null,
+  }));
 };
 
 export const listKeys = async (ctx: OperatorContext, branchId: string, now = new Date()): Promise<KeyListing[]> => {
   await requireBranch(ctx, branchId);
-  return withLastUsed(ctx, await ctx.keys.listByBranch(branchId), now);
+  return withLastUsed(ctx, branchId, await ctx.keys.listByBranch(branchId), now);
 };
 
 /**
@@ -124,7 +124,7 @@ export const listKeyPage = async (
   await requireBranch(ctx, branchId);
   const records = await ctx.keys.listByBranch(branchId);
   return {
-    keys: await withLastUsed(ctx, records.slice(page.offset, page.offset + page.limit), now),
+    keys: await withLastUsed(ctx, branchId, records.slice(page.offset, page.offset + page.limit), now),
     total: records.length,
   };
 };

@@ -13,21 +13,24 @@ import { createTableInput, tableDefinitions, type TableNames } from '../../share
  */
 export const ensureTables = async (
   anyClient: DynamoDBClient | DynamoDBDocumentClient,
-  names: TableNames,
+  names: Partial<TableNames>,
 ): Promise<string[]> => {
+  // Only the tables named: the tests and tools that use the API tables alone create those.
+  const definitions = tableDefinitions.filter((definition) => names[definition.name] !== undefined);
   // A document client sends plain (non-document) commands unchanged.
   const client = anyClient as DynamoDBClient;
   const created: string[] = [];
-  for (const definition of tableDefinitions) {
+  for (const definition of definitions) {
+    const tableName = names[definition.name]!;
     try {
-      await client.send(new CreateTableCommand(createTableInput(definition, names[definition.name])));
-      created.push(names[definition.name]);
+      await client.send(new CreateTableCommand(createTableInput(definition, tableName)));
+      created.push(tableName);
     } catch (error) {
       if ((error as Error).name !== 'ResourceInUseException') throw error;
     }
   }
-  for (const definition of tableDefinitions) {
-    const tableName = names[definition.name];
+  for (const definition of definitions) {
+    const tableName = names[definition.name]!;
     for (let attempt = 0; ; attempt += 1) {
       const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
       if (Table?.TableStatus === 'ACTIVE') break;

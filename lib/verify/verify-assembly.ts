@@ -13,7 +13,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { generateApiKey } from '../../shared/api-key';
 import { createRepositories } from '../../shared/repositories';
-import { TABLE_ENV, type TableNames } from '../../shared/tables';
+import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
 import { readSeedFile } from '../operator/operations';
@@ -72,11 +72,11 @@ const routeMatcher = (routes: readonly TemplateRoute[]) => {
   };
 };
 
-/** The table names functions read from their environment (the first function that names them all). */
-const tableNamesOf = (assembly: Assembly): TableNames | undefined => {
+/** The API's table names as functions read them from their environment (the first function that names them all). */
+const tableNamesOf = (assembly: Assembly): ApiTableNames | undefined => {
   for (const fn of assembly.functions) {
-    const names = Object.fromEntries(Object.entries(TABLE_ENV).map(([name, envVar]) => [name, fn.environment[envVar]]));
-    if (Object.values(names).every((value) => value !== undefined)) return names as unknown as TableNames;
+    const names = Object.fromEntries(API_TABLES.map((name) => [name, fn.environment[TABLE_ENV[name]]]));
+    if (Object.values(names).every((value) => value !== undefined)) return names as unknown as ApiTableNames;
   }
   return undefined;
 };
@@ -137,7 +137,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
     if (!tables) {
       defects.push({
         resource: assembly.stack,
-        reason: `no function is given every table variable (${Object.values(TABLE_ENV).join(', ')})`,
+        reason: `no function is given every API table variable (${API_TABLES.map((name) => TABLE_ENV[name]).join(', ')})`,
       });
     } else {
       const repositories = createRepositories(DynamoDBDocumentClient.from(raw), tables);

@@ -3,7 +3,7 @@
  * and the tests all build, one way.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { TableNames } from '../config';
+import type { ApiTableNames } from '../config';
 import { BranchDataRepository } from './branch-data';
 import { KeysRepository } from './keys';
 import { UsageRepository } from './usage';
@@ -17,7 +17,7 @@ export interface Repositories {
 /** @param deadlineMs longest one repository call may take, retries included */
 export const createRepositories = (
   client: DynamoDBDocumentClient,
-  tables: TableNames,
+  tables: ApiTableNames,
   deadlineMs?: number,
 ): Repositories => ({
   keys: new KeysRepository(client, tables.keys, deadlineMs),

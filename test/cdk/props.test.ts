@@ -31,7 +31,7 @@ describe('stack props', () => {
       DefaultRouteSettings: { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 },
     });
     const logGroups = Object.values(resourcesOfType(template, 'AWS::Logs::LogGroup'));
-    expect(logGroups).toHaveLength(6);
+    expect(logGroups).toHaveLength(7); // six functions' (with the rollups aggregator) and the API's
     expect(new Set(logGroups.map((group) => group.Properties.RetentionInDays))).toEqual(new Set([7]));
     const functions = Object.values(resourcesOfType(template, 'AWS::Lambda::Function'));
     expect(functions.every((fn) => fn.Properties.Environment.Variables.POWERTOOLS_LOG_LEVEL === 'DEBUG')).toBe(true);

@@ -77,8 +77,8 @@ describe('HTTP API', () => {
 });
 
 describe('functions', () => {
-  it('are five: one per route plus the fallback', () => {
-    template.resourceCountIs('AWS::Lambda::Function', routes.length + 1);
+  it('are six: one per route, the fallback and the rollups aggregator', () => {
+    template.resourceCountIs('AWS::Lambda::Function', routes.length + 2);
     expect(stack.fallback.node.id).toBe('Fallback');
     expect(fallbackEntry).toBe('functions/fallback.ts');
   });
@@ -164,16 +164,19 @@ describe('functions', () => {
 describe('tables', () => {
   const tables = resourcesOfType(template, 'AWS::DynamoDB::Table');
   const tableOf = (definition: TableDefinition) => {
-    const construct = { Keys: stack.tables.keys, Usage: stack.tables.usage, BranchData: stack.tables.branchData }[
-      definition.id
-    ];
+    const construct = {
+      Keys: stack.tables.keys,
+      Usage: stack.tables.usage,
+      BranchData: stack.tables.branchData,
+      UsageRollups: stack.tables.rollups,
+    }[definition.id];
     return tables[logicalId(construct)]!;
   };
   const sortBy = <T>(items: T[] | undefined, key: (item: T) => string) =>
     [...(items ?? [])].sort((a, b) => key(a).localeCompare(key(b)));
 
-  it('are three, on demand, encrypted with the AWS managed key', () => {
-    template.resourceCountIs('AWS::DynamoDB::Table', 3);
+  it('are four, on demand, encrypted with the AWS managed key', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 4);
     for (const table of Object.values(tables)) {
       expect(table.Properties).toMatchObject({
         BillingMode: 'PAY_PER_REQUEST',
@@ -242,9 +245,15 @@ describe('tables', () => {
   it('destroyData deletes all three with the stack and drops deletion protection, keeping point-in-time recovery', () => {
     const { template: throwaway } = buildStack({ destroyData: true });
     const all = Object.values(resourcesOfType(throwaway, 'AWS::DynamoDB::Table'));
-    expect(all.map((table) => table.DeletionPolicy)).toEqual(['Delete', 'Delete', 'Delete']);
-    expect(all.map((table) => table.Properties.DeletionProtectionEnabled ?? false)).toEqual([false, false, false]);
+    expect(all.map((table) => table.DeletionPolicy)).toEqual(['Delete', 'Delete', 'Delete', 'Delete']);
+    expect(all.map((table) => table.Properties.DeletionProtectionEnabled ?? false)).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
     expect(all.map((table) => table.Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled)).toEqual([
+      true,
       true,
       true,
       true,
@@ -321,7 +330,7 @@ describe('least privilege', () => {
     expect(permissionsOf(stack.fallback)).toEqual(baseline(stack.fallback).sort());
   });
 
-  it('no role carries a managed policy; no wildcard action; no DynamoDB call but GetItem, Query, PutItem', () => {
+  it('no role carries a managed policy; no wildcard action; no DynamoDB call but GetItem, Query, PutItem, the rollups UpdateItem and the stream reads', () => {
     for (const role of Object.values(resourcesOfType(template, 'AWS::IAM::Role'))) {
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     }
@@ -330,9 +339,14 @@ describe('least privilege', () => {
     );
     expect(actions.filter((action: string) => action.includes('*'))).toEqual([]);
     expect([...new Set(actions.filter((action: string) => action.startsWith('dynamodb:')))].sort()).toEqual([
+      'dynamodb:DescribeStream',
       'dynamodb:GetItem',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:ListStreams',
       'dynamodb:PutItem',
       'dynamodb:Query',
+      'dynamodb:UpdateItem',
     ]);
     const forbidden = [
       'dynamodb:Scan',
@@ -394,7 +408,9 @@ describe('alarms', () => {
     Object.values(alarms).filter((alarm) => metricsOf(alarm).some(predicate));
 
   it('cover the API, every function, every table and index, and usage writes, and send nothing without a topic', () => {
-    expect(Object.keys(alarms)).toHaveLength(1 + 2 * 5 + (3 + 4) + 1);
+    // + the rollups pipeline's iterator age and dead letters (test/cdk/usage-aggregation.test.ts).
+    const tablesAndIndexes = tableDefinitions.reduce((n, table) => n + 1 + table.indexes.length, 0);
+    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + tablesAndIndexes + 1 + 2);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
@@ -509,13 +525,15 @@ describe('alarms', () => {
 });
 
 describe('outputs', () => {
-  it('give the base URL ending in /api and the three table names', () => {
+  it('give the base URL ending in /api and the table names', () => {
     expect(Object.keys(template.findOutputs('*')).sort()).toEqual([
       'ApiBaseUrl',
       'BranchDataTableName',
       'KeysTableName',
+      'RollupsTableName',
       'UsageTableName',
     ]);
+    template.hasOutput('RollupsTableName', { Value: { Ref: logicalId(stack.tables.rollups) } });
     template.hasOutput('ApiBaseUrl', {
       Value: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.api.httpApi), 'ApiEndpoint'] }, '/api']] },
     });

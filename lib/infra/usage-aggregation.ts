@@ -1,0 +1,189 @@
+/**
+ * The rollups pipeline (docs/usage-rollups.md): the usage table's stream feeds the aggregator
+ * function through an event source mapping that batches, splits a failing batch, retries a
+ * bounded number of times and sends what still fails to a dead-letter queue. Alarms fire when
+ * the stream falls behind (iterator age) and when anything reaches the queue.
+ */
+import { Duration, Validations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { TABLE_ENV } from '../../shared/config';
+import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/rollups';
+import { AGGREGATOR_ENTRY } from '../../shared/usage-stream';
+import { ApiFunction } from './api-function';
+
+export interface UsageAggregationProps {
+  /** The usage table; it must have a stream (NEW_IMAGE). */
+  readonly usageTable: dynamodb.ITable;
+  readonly rollupsTable: dynamodb.ITable;
+  /**
+   * Days DynamoDB TTL keeps an hour item (`ROLLUP_RETENTION_DAYS`).
+   * @default 400
+   */
+  readonly rollupRetentionDays?: number;
+  /**
+   * Stream records per invocation (1-1000).
+   * @default 100
+   */
+  readonly batchSize?: number;
+  /**
+   * Longest wait to fill a batch; with the processing time it bounds the lag (at most 60 s).
+   * @default Duration.seconds(5)
+   */
+  readonly maxBatchingWindow?: Duration;
+  /**
+   * Retries of a failing batch (each split in two) before it goes to the dead-letter queue (0-10000).
+   * @default 5
+   */
+  readonly retryAttempts?: number;
+  /**
+   * Alarm when the newest batch read is older than this (the lag target).
+   * @default Duration.seconds(60)
+   */
+  readonly maxIteratorAge?: Duration;
+  /**
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Powertools log level.
+   * @default 'INFO'
+   */
+  readonly logLevel?: string;
+  /**
+   * Topic notified when an alarm fires and when it recovers.
+   * @default - no alarm actions
+   */
+  readonly alarmTopic?: sns.ITopic;
+}
+
+export class InvalidUsageAggregationPropsError extends Error {
+  override name = 'InvalidUsageAggregationPropsError';
+}
+
+const check = (ok: boolean, message: string) => {
+  if (!ok) throw new InvalidUsageAggregationPropsError(`UsageAggregation: ${message}`);
+};
+const isIntegerIn = (value: number, min: number, max: number) =>
+  Number.isInteger(value) && value >= min && value <= max;
+
+export class UsageAggregation extends Construct {
+  readonly function: ApiFunction;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly eventSource: DynamoEventSource;
+  readonly alarms: cloudwatch.Alarm[] = [];
+
+  constructor(scope: Construct, id: string, props: UsageAggregationProps) {
+    super(scope, id);
+    const retentionDays = props.rollupRetentionDays ?? DEFAULT_ROLLUP_RETENTION_DAYS;
+    const batchSize = props.batchSize ?? 100;
+    const window = props.maxBatchingWindow ?? Duration.seconds(5);
+    const retryAttempts = props.retryAttempts ?? 5;
+    const maxIteratorAge = props.maxIteratorAge ?? Duration.seconds(60);
+    check(
+      isIntegerIn(retentionDays, 1, 100_000),
+      `rollupRetentionDays must be a positive integer, got ${retentionDays}`,
+    );
+    check(isIntegerIn(batchSize, 1, 1000), `batchSize must be an integer from 1 to 1000, got ${batchSize}`);
+    check(
+      window.toSeconds() <= 60,
+      `maxBatchingWindow must be at most 60 s (the lag target), got ${window.toHumanString()}`,
+    );
+    check(
+      isIntegerIn(retryAttempts, 0, 10_000),
+      `retryAttempts must be an integer from 0 to 10000, got ${retryAttempts}`,
+    );
+    check(maxIteratorAge.toSeconds() >= 1, 'maxIteratorAge must be at least 1 second');
+    if (!props.usageTable.tableStreamArn) {
+      throw new InvalidUsageAggregationPropsError('UsageAggregation: the usage table has no stream');
+    }
+
+    this.function = new ApiFunction(this, 'Aggregator', {
+      entry: AGGREGATOR_ENTRY,
+      // Applying a batch is a few dozen UpdateItems in parallel, each within the SDK deadline.
+      timeout: Duration.seconds(30),
+      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
+      ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
+      environment: {
+        [TABLE_ENV.rollups]: props.rollupsTable.tableName,
+        ROLLUP_RETENTION_DAYS: String(retentionDays),
+      },
+    });
+    // The only table call the aggregator makes (shared/repositories/rollups.ts): no read, no index.
+    this.function.role.addToPolicy(
+      new iam.PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: [props.rollupsTable.tableArn] }),
+    );
+
+    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(this.deadLetterQueue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'This queue is itself the dead-letter destination of the rollups event source mapping; what it holds ' +
+        '(stream batch pointers) is alarmed on and recoverable with `branch-api usage rebuild`.',
+    });
+
+    this.eventSource = new DynamoEventSource(props.usageTable, {
+      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      batchSize,
+      maxBatchingWindow: window,
+      bisectBatchOnError: true,
+      retryAttempts,
+      reportBatchItemFailures: true,
+      onFailure: new SqsDlq(this.deadLetterQueue),
+    });
+    this.function.function.addEventSource(this.eventSource);
+    Validations.of(this.function.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'X-Ray tracing actions, and dynamodb:ListStreams that the stream event source needs, support no ' +
+        'resource-level permissions; the stream read actions name the usage table stream.',
+    });
+
+    this.alarm(
+      'IteratorAge',
+      this.function.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
+      maxIteratorAge.toMilliseconds(),
+      `The rollups aggregator is more than ${maxIteratorAge.toHumanString()} behind the usage table's stream.`,
+      props.alarmTopic,
+    );
+    this.alarm(
+      'DeadLetters',
+      this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: 'Maximum',
+      }),
+      0,
+      'Usage stream batches failed past their retries and are in the dead-letter queue; ' +
+        'rebuild the rollups of their period (docs/usage-rollups.md).',
+      props.alarmTopic,
+    );
+  }
+
+  private alarm(id: string, metric: cloudwatch.IMetric, threshold: number, description: string, topic?: sns.ITopic) {
+    const alarm = new cloudwatch.Alarm(this, id, {
+      metric,
+      threshold,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription: description,
+    });
+    if (topic) {
+      alarm.addAlarmAction(new actions.SnsAction(topic));
+      alarm.addOkAction(new actions.SnsAction(topic));
+    }
+    this.alarms.push(alarm);
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * DynamoDB stream events as Lambda receives them (NEW_IMAGE view), built from written items: what
+ * the local change feed delivers and the tests replay.
+ */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+
+export interface StreamChange {
+  eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
+  keys: Record<string, AttributeValue>;
+  /** Absent for REMOVE. */
+  newImage?: Record<string, AttributeValue>;
+  /** Increasing within a partition, as DynamoDB's are within a shard. */
+  sequenceNumber: string;
+}
+
+export const streamRecord = (change: StreamChange, tableArn: string): DynamoDBRecord => ({
+  eventID: change.sequenceNumber,
+  eventName: change.eventName,
+  eventVersion: '1.1',
+  eventSource: 'aws:dynamodb',
+  awsRegion: 'local',
+  eventSourceARN: `${tableArn}/stream/local`,
+  dynamodb: {
+    ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
+    Keys: change.keys as NonNullable<DynamoDBRecord['dynamodb']>['Keys'],
+    ...(change.newImage ? { NewImage: change.newImage as NonNullable<DynamoDBRecord['dynamodb']>['NewImage'] } : {}),
+    SequenceNumber: change.sequenceNumber,
+    SizeBytes: JSON.stringify(change.newImage ?? change.keys).length,
+    StreamViewType: 'NEW_IMAGE',
+  },
+});
+
+export const streamEvent = (changes: readonly StreamChange[], tableArn: string): DynamoDBStreamEvent => ({
+  Records: changes.map((change) => streamRecord(change, tableArn)),
+});
+
+/** Sequence numbers as DynamoDB's: decimal strings of equal width, so they also sort as text. */
+export const sequenceNumber = (n: number): string => String(n).padStart(21, '0');
