@@ -87,15 +87,20 @@ stack's outputs); by default the local stack's names.`,
     .requiredOption('--scopes <list>', 'comma-separated: read, write, webhooks, team:read, billing:read')
     .option('--expires <iso8601>', 'expiry date-time (UTC unless an offset is given)')
     .option('--name <label>', 'a label to tell keys apart')
+    .option('--rate-limit <N/unit>', "calls allowed per s, min or h, e.g. 20/s (default: the deployment's)")
     .option('--json', 'JSON output')
     .action(
       withContext(
-        async (ctx, options: { branch: string; scopes: string; expires?: string; name?: string } & JsonOption) => {
+        async (
+          ctx,
+          options: { branch: string; scopes: string; expires?: string; name?: string; rateLimit?: string } & JsonOption,
+        ) => {
           const { key, record } = await createKey(ctx, {
             branchId: options.branch,
             scopes: options.scopes,
             ...(options.expires !== undefined ? { expires: options.expires } : {}),
             ...(options.name !== undefined ? { name: options.name } : {}),
+            ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
           });
           print({ key, ...record }, options, () =>
             [
@@ -103,6 +108,7 @@ stack's outputs); by default the local stack's names.`,
               `  name:    ${record.name}`,
               `  scopes:  ${record.scopes.join(', ')}`,
               `  expires: ${record.expires_at ?? 'never'}`,
+              `  rate limit: ${record.rate_limit ?? 'default'}`,
               '',
               `  ${key}`,
               '',
@@ -125,12 +131,13 @@ stack's outputs); by default the local stack's names.`,
           listing.length === 0
             ? `No keys for branch ${options.branch}`
             : formatTable(
-                ['ID', 'NAME', 'START', 'SCOPES', 'STATUS', 'CREATED', 'EXPIRES', 'REVOKED', 'LAST USED'],
+                ['ID', 'NAME', 'START', 'SCOPES', 'RATE LIMIT', 'STATUS', 'CREATED', 'EXPIRES', 'REVOKED', 'LAST USED'],
                 listing.map((k) => [
                   k.key_id,
                   k.name,
                   `${k.start}…`,
                   k.scopes.join(','),
+                  k.rate_limit ?? 'default',
                   k.status,
                   k.created_at,
                   dash(k.expires_at),

@@ -47,6 +47,7 @@ Object.assign(process.env, {
   KEYS_TABLE: `${run}-keys`,
   USAGE_TABLE: `${run}-usage`,
   BRANCH_DATA_TABLE: `${run}-branch-data`,
+  RATE_LIMITS_TABLE: `${run}-rate-limits`,
   // INFO: the "Call without a known key" lines are needed to account for every 503 (read below).
   POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'INFO',
 });

@@ -14,7 +14,7 @@ import type { Scope } from './schemas';
 export const AUTH_REALM = 'branch-api';
 
 /** Response headers an error may carry beyond the ones every response has. */
-export type ErrorHeaderName = 'WWW-Authenticate' | 'Allow' | 'Retry-After';
+export type ErrorHeaderName = 'WWW-Authenticate' | 'Allow' | 'Retry-After' | 'RateLimit' | 'RateLimit-Policy';
 
 /**
  * Which operations can answer with a code: `every` authenticated operation, those that take query
@@ -89,6 +89,13 @@ export const ERROR_CATALOGUE = {
     headers: ['Allow'],
     scope: ['unmatched'],
   },
+  rate_limited: {
+    status: 429,
+    message: "Too many calls with this API key. Retry after the window resets.",
+    when: "the key's rate limit is used up for this window (`Retry-After` says when it resets)",
+    headers: ['Retry-After', 'RateLimit', 'RateLimit-Policy'],
+    scope: ['every'],
+  },
   service_unavailable: {
     status: 503,
     message: 'The service is temporarily unavailable. Retry shortly.',
@@ -146,6 +153,9 @@ export const methodNotAllowed = (allow: string) =>
   new ApiError('method_not_allowed', `This path only accepts ${allow}.`, { Allow: allow });
 export const serviceUnavailable = (retryAfterSeconds: number) =>
   new ApiError('service_unavailable', undefined, { 'Retry-After': String(retryAfterSeconds) });
+/** The rate-limit headers (RateLimit, RateLimit-Policy) are added by the rate-limit middleware. */
+export const rateLimited = (retryAfterSeconds: number) =>
+  new ApiError('rate_limited', undefined, { 'Retry-After': String(retryAfterSeconds) });
 export const internalError = () => new ApiError('internal_error');
 
 /**

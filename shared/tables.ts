@@ -20,11 +20,12 @@ export interface TableNames {
   readonly keys: string;
   readonly usage: string;
   readonly branchData: string;
+  readonly rateLimits: string;
 }
 
 export interface TableDefinition {
   /** Stable id: the CDK construct id. */
-  readonly id: 'Keys' | 'Usage' | 'BranchData';
+  readonly id: 'Keys' | 'Usage' | 'BranchData' | 'RateLimits';
   /** Its field in TableNames. */
   readonly name: keyof TableNames;
   /** The environment variable that carries its name to functions and the operator tooling. */
@@ -99,7 +100,21 @@ export const branchDataTable: TableDefinition = {
   ],
 };
 
-export const tableDefinitions = [keysTable, usageTable, branchDataTable] as const;
+/**
+ * Per-key call counters, one item per key and fixed window (`<key_id>#<window start epoch>`),
+ * removed by TTL after the window (docs/decisions.md "Rate limits").
+ */
+export const rateLimitsTable: TableDefinition = {
+  id: 'RateLimits',
+  name: 'rateLimits',
+  envVar: 'RATE_LIMITS_TABLE',
+  localName: 'branch-api-rate-limits',
+  partitionKey: { name: 'pk', type: 'S' },
+  indexes: [],
+  timeToLiveAttribute: 'expires_at_epoch',
+};
+
+export const tableDefinitions = [keysTable, usageTable, branchDataTable, rateLimitsTable] as const;
 
 type TableNameMap<T> = { readonly [K in keyof TableNames]: T };
 const byName = <T>(pick: (definition: TableDefinition) => T) =>

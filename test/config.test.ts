@@ -5,6 +5,7 @@ const complete = {
   KEYS_TABLE: 'keys',
   USAGE_TABLE: 'usage',
   BRANCH_DATA_TABLE: 'branch-data',
+  RATE_LIMITS_TABLE: 'rate-limits',
   AWS_REGION: 'eu-west-1',
 };
 
@@ -32,7 +33,7 @@ describe('loadConfig', () => {
     });
   });
 
-  it.each(['KEYS_TABLE', 'USAGE_TABLE', 'BRANCH_DATA_TABLE', 'AWS_REGION'])(
+  it.each(['KEYS_TABLE', 'USAGE_TABLE', 'BRANCH_DATA_TABLE', 'RATE_LIMITS_TABLE', 'AWS_REGION'])(
     'fails with the name of a missing %s',
     (name) => {
       const error = failureOf({ ...complete, [name]: undefined });

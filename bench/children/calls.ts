@@ -19,6 +19,7 @@ Object.assign(process.env, {
   KEYS_TABLE: 'calls-keys',
   USAGE_TABLE: 'calls-usage',
   BRANCH_DATA_TABLE: 'calls-branch-data',
+  RATE_LIMITS_TABLE: 'calls-rate-limits',
   POWERTOOLS_LOG_LEVEL: 'SILENT',
 });
 

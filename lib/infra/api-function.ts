@@ -13,6 +13,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { TABLE_ENV } from '../../shared/config';
+import { DEFAULT_RATE_LIMIT } from '../../shared/rate-limit';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability';
 import { ACTIVE_PROVIDERS_INDEX } from '../../shared/tables';
 
@@ -72,11 +73,12 @@ export const ENDPOINT_TIMEOUT = Duration.seconds(10);
 export const FALLBACK_MEMORY_MB = 256;
 export const FALLBACK_TIMEOUT = Duration.seconds(3);
 
-/** The three tables, as bindTables needs them. */
+/** The tables, as bindTables needs them. */
 export interface ApiTables {
   readonly keys: dynamodb.ITable;
   readonly usage: dynamodb.ITable;
   readonly branchData: dynamodb.ITable;
+  readonly rateLimits: dynamodb.ITable;
 }
 
 export interface ApiFunctionProps {
@@ -163,13 +165,15 @@ export class ApiFunction extends Construct {
   /**
    * Points the function at the three tables and grants exactly what the handlers call: GetItem
    * on keys (verification), GetItem and Query on branch data and its active-providers index,
-   * PutItem on usage (the usage record). No Scan, no batch calls, no write to keys or branch data.
+   * PutItem on usage (the usage record), UpdateItem on the rate-limit counters. No Scan, no batch calls, no write to keys or branch data.
    */
-  bindTables(tables: ApiTables, usageRetentionDays: number): this {
+  bindTables(tables: ApiTables, usageRetentionDays: number, defaultRateLimit: string = DEFAULT_RATE_LIMIT): this {
     this.function.addEnvironment(TABLE_ENV.keys, tables.keys.tableName);
     this.function.addEnvironment(TABLE_ENV.usage, tables.usage.tableName);
     this.function.addEnvironment(TABLE_ENV.branchData, tables.branchData.tableName);
+    this.function.addEnvironment(TABLE_ENV.rateLimits, tables.rateLimits.tableName);
     this.function.addEnvironment('USAGE_RETENTION_DAYS', String(usageRetentionDays));
+    this.function.addEnvironment('DEFAULT_RATE_LIMIT', defaultRateLimit);
     // Explicit statements, not table.grant(): that adds `<table>/index/*` for tables with indexes.
     this.allow(['dynamodb:GetItem'], [tables.keys.tableArn]);
     this.allow(
@@ -177,6 +181,8 @@ export class ApiFunction extends Construct {
       [tables.branchData.tableArn, `${tables.branchData.tableArn}/index/${ACTIVE_PROVIDERS_INDEX}`],
     );
     this.allow(['dynamodb:PutItem'], [tables.usage.tableArn]);
+    // The rate-limit counter: one UpdateItem ADD per call (docs/decisions.md "Rate limits").
+    this.allow(['dynamodb:UpdateItem'], [tables.rateLimits.tableArn]);
     return this;
   }
 

@@ -8,6 +8,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { fallbackEntry, routes, type RouteId } from '../../shared/routes';
+import { DEFAULT_RATE_LIMIT, parseRateLimit } from '../../shared/rate-limit';
 import { ApiFunction, FALLBACK_MEMORY_MB, FALLBACK_TIMEOUT } from './api-function';
 import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
@@ -41,6 +42,11 @@ export interface BranchApiStackProps extends StackProps {
    */
   readonly usageRetentionDays?: number;
   /**
+   * Rate limit of keys created without one (`DEFAULT_RATE_LIMIT`): `N/s`, `N/min` or `N/h`.
+   * @default '50/s'
+   */
+  readonly defaultRateLimit?: string;
+  /**
    * Powertools log level of the functions.
    * @default 'INFO'
    */
@@ -67,6 +73,7 @@ export interface ResolvedStackSettings {
   readonly logRetention: logs.RetentionDays;
   readonly destroyData: boolean;
   readonly usageRetentionDays: number;
+  readonly defaultRateLimit: string;
   readonly logLevel: PowertoolsLogLevel;
   readonly alarmTopicArn?: string;
   readonly serverErrorRatePercent: number;
@@ -100,6 +107,12 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
   if (!isPositiveInteger(usageRetentionDays)) {
     fail(`usageRetentionDays must be a positive integer, got ${show(props.usageRetentionDays)}`);
   }
+  const defaultRateLimit = props.defaultRateLimit ?? DEFAULT_RATE_LIMIT;
+  try {
+    parseRateLimit(defaultRateLimit);
+  } catch (error) {
+    fail(`defaultRateLimit: ${(error as Error).message}, got ${show(props.defaultRateLimit)}`);
+  }
   const logLevel = props.logLevel ?? 'INFO';
   if (!POWERTOOLS_LOG_LEVELS.includes(logLevel)) {
     fail(`logLevel must be one of ${POWERTOOLS_LOG_LEVELS.join(', ')}, got ${show(props.logLevel)}`);
@@ -116,6 +129,7 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
     logRetention,
     destroyData: props.destroyData ?? false,
     usageRetentionDays,
+    defaultRateLimit,
     logLevel,
     ...(props.alarmTopicArn ? { alarmTopicArn: props.alarmTopicArn } : {}),
     serverErrorRatePercent,
@@ -154,6 +168,7 @@ export class BranchApiStack extends Stack {
         new ApiFunction(this, route.id, { entry: route.entry, ...functionOptions }).bindTables(
           this.tables,
           settings.usageRetentionDays,
+          settings.defaultRateLimit,
         ),
       ]),
     ) as Record<RouteId, ApiFunction>;
@@ -175,7 +190,12 @@ export class BranchApiStack extends Stack {
     this.monitoring = new Monitoring(this, 'Monitoring', {
       stage: this.api.stage,
       functions: lambdasOf({ ...this.functions, Fallback: this.fallback }),
-      tables: { Keys: this.tables.keys, Usage: this.tables.usage, BranchData: this.tables.branchData },
+      tables: {
+        Keys: this.tables.keys,
+        Usage: this.tables.usage,
+        BranchData: this.tables.branchData,
+        RateLimits: this.tables.rateLimits,
+      },
       serverErrorRatePercent: settings.serverErrorRatePercent,
       ...(settings.alarmTopicArn
         ? { alarmTopic: sns.Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn) }

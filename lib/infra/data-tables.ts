@@ -1,5 +1,5 @@
 /**
- * The three DynamoDB tables, built from the shared definitions (shared/tables.ts) that the local
+ * The DynamoDB tables, built from the shared definitions (shared/tables.ts) that the local
  * bootstrap uses too: on-demand, encrypted with the AWS managed key, every index projecting all
  * attributes (as the local tables do). Keys and branch data are the source of truth: point-in-time
  * recovery, deletion protection, and kept when the stack is deleted, unless `destroyData` is set.
@@ -10,6 +10,7 @@ import { Construct } from 'constructs';
 import {
   branchDataTable,
   keysTable,
+  rateLimitsTable,
   usageTable,
   type AttributeDefinition,
   type TableDefinition,
@@ -34,6 +35,7 @@ export class DataTables extends Construct implements ApiTables {
   readonly keys: dynamodb.Table;
   readonly usage: dynamodb.Table;
   readonly branchData: dynamodb.Table;
+  readonly rateLimits: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: DataTablesProps = {}) {
     super(scope, id);
@@ -49,6 +51,12 @@ export class DataTables extends Construct implements ApiTables {
       reason:
         'Usage records are an append-only access log that DynamoDB TTL expires after the retention period; ' +
         'losing them never affects serving, and a record that failed to be written is in the error log for replay.',
+    });
+    // Rate-limit counters live for one window: nothing to recover.
+    this.rateLimits = this.table(rateLimitsTable, { durable: false, retain: false });
+    Validations.of(this.rateLimits).acknowledge({
+      id: 'AwsSolutions-DDB3',
+      reason: 'Rate-limit counters only matter for the current window and expire through TTL; nothing to recover.',
     });
   }
 

@@ -11,7 +11,12 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { METRICS_NAMESPACE, SERVICE_NAME, USAGE_WRITE_FAILED_METRIC } from '../../shared/observability';
+import {
+  METRICS_NAMESPACE,
+  RATE_LIMIT_COUNTER_FAILED_METRIC,
+  SERVICE_NAME,
+  USAGE_WRITE_FAILED_METRIC,
+} from '../../shared/observability';
 
 export interface MonitoringProps {
   readonly stage: apigw.IHttpStage;
@@ -32,6 +37,16 @@ export interface MonitoringProps {
 }
 
 const PERIOD = Duration.minutes(5);
+
+/** A metric the functions emit through Powertools (shared/observability.ts). */
+const serviceMetric = (metricName: string) =>
+  new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName,
+    dimensionsMap: { service: SERVICE_NAME },
+    statistic: 'Sum',
+    period: PERIOD,
+  });
 
 export class Monitoring extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -84,17 +99,15 @@ export class Monitoring extends Construct {
       });
     }
 
-    const usageWriteFailed = new cloudwatch.Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName: USAGE_WRITE_FAILED_METRIC,
-      dimensionsMap: { service: SERVICE_NAME },
-      statistic: 'Sum',
-      period: PERIOD,
-    });
-    this.add('UsageRecordWriteFailed', usageWriteFailed, {
+    this.add('UsageRecordWriteFailed', serviceMetric(USAGE_WRITE_FAILED_METRIC), {
       threshold: 0,
       description:
         'Usage records could not be stored after retries; each one is in the functions\u2019 error log for replay.',
+    });
+    this.add('RateLimitCounterFailed', serviceMetric(RATE_LIMIT_COUNTER_FAILED_METRIC), {
+      threshold: 0,
+      description:
+        'Rate-limit counters could not be updated: those calls were admitted without a limit (fail open, docs/decisions.md "Rate limits").',
     });
   }
 

@@ -66,6 +66,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   process.env.KEYS_TABLE = operator.tables.keys;
   process.env.USAGE_TABLE = operator.tables.usage;
   process.env.BRANCH_DATA_TABLE = operator.tables.branchData;
+  process.env.RATE_LIMITS_TABLE = operator.tables.rateLimits;
 
   try {
     await ensureTables(operator.client, operator.tables);

@@ -168,6 +168,27 @@ const HEADERS: Record<string, Json> = {
   }),
   Allow: header('The methods this path accepts.', { type: 'string', minLength: 1, examples: ['GET'] }),
   'Retry-After': header('Seconds to wait before retrying.', { type: 'integer', minimum: 0, examples: [1] }),
+  // Not required: a call refused before its key is known (or with a revoked or expired key) is not counted.
+  'RateLimit-Policy': {
+    description:
+      "The key's rate limit (draft-ietf-httpapi-ratelimit-headers): `q` calls per window of `w` seconds. " +
+      'On every response to a key that is neither revoked nor expired, a 429 included.',
+    required: false,
+    schema: { type: 'string', pattern: '^"key";q=[1-9][0-9]*;w=(1|60|3600)$', examples: ['"key";q=50;w=1'] },
+  },
+  RateLimit: {
+    description:
+      'What is left of the key\'s limit: `r` calls remaining in this window, which resets in `t` seconds. On every ' +
+      'response to a counted key (absent only if the counter could not be read: the call was admitted).',
+    required: false,
+    schema: { type: 'string', pattern: '^"key";r=[0-9]+;t=[1-9][0-9]*$', examples: ['"key";r=49;t=1'] },
+  },
+};
+
+/** The rate-limit fields, on every response of an authenticated operation (docs/decisions.md "Rate limits"). */
+const RATE_LIMIT_RESPONSE_HEADERS = {
+  'RateLimit-Policy': ref('headers', 'RateLimit-Policy'),
+  RateLimit: ref('headers', 'RateLimit'),
 };
 
 /** Response header name → component name, for the headers every response carries. */
@@ -181,12 +202,13 @@ const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('sc
 
 const buildErrorResponses = (): Record<string, Json> =>
   Object.fromEntries(
-    ERROR_RESPONSES.map(({ status, name, codes, headers }) => [
+    ERROR_RESPONSES.map(({ status, name, codes, headers, scope }) => [
       name,
       {
         description: codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].when}.`).join(' '),
         headers: {
           ...COMMON_RESPONSE_HEADERS,
+          ...(scope.some((one) => one !== 'unmatched') ? RATE_LIMIT_RESPONSE_HEADERS : {}),
           ...Object.fromEntries(headers.map((header) => [header, ref('headers', headerComponent(status, header))])),
         },
         content: jsonContent(`${name}Error`),
@@ -239,7 +261,7 @@ const buildOperation = (route: RouteDefinition): Json => {
     responses: {
       200: {
         description: 'OK',
-        headers: COMMON_RESPONSE_HEADERS,
+        headers: { ...COMMON_RESPONSE_HEADERS, ...RATE_LIMIT_RESPONSE_HEADERS },
         content: jsonContent(operation.schema),
       },
       ...Object.fromEntries(

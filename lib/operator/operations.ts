@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
+import { formatRateLimit, InvalidRateLimitError, parseRateLimit } from '../../shared/rate-limit';
 import { KeyNotFoundError, type ApiKeyRecord } from '../../shared/repositories/keys';
 import type { UsageRecord } from '../../shared/repositories/usage';
 import { SCOPES, ScopeSchema, SeedFileSchema, type Scope, type SeedFile } from '../../shared/schemas';
@@ -52,6 +53,8 @@ export interface CreateKeyRequest {
   /** ISO 8601; must be in the future. */
   expires?: string;
   name?: string;
+  /** `N/s`, `N/min` or `N/h`; absent: the deployment's default. */
+  rateLimit?: string;
   now?: Date;
 }
 
@@ -64,6 +67,7 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     throw new OperatorError(`--expires must be in the future; got ${expiresAt.toISOString()}`);
   }
   if (request.name !== undefined && !request.name.trim()) throw new OperatorError('--name must not be empty');
+  const rateLimit = request.rateLimit === undefined ? undefined : parseRateLimitOption(request.rateLimit);
   await requireBranch(ctx, request.branchId);
   return ctx.keys.create({
     branchId: request.branchId,
@@ -71,7 +75,18 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     now,
     ...(expiresAt ? { expiresAt } : {}),
     ...(request.name ? { name: request.name.trim() } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
   });
+};
+
+/** `--rate-limit` in its written form, or a one-line OperatorError. */
+export const parseRateLimitOption = (value: string): string => {
+  try {
+    return formatRateLimit(parseRateLimit(value));
+  } catch (error) {
+    if (error instanceof InvalidRateLimitError) throw new OperatorError(`--rate-limit: ${error.message}`);
+    throw error;
+  }
 };
 
 export interface KeyListing extends ApiKeyRecord {

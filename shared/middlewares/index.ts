@@ -1,5 +1,6 @@
 export { authenticate } from './authenticate';
 export { errorMapper } from './error-mapper';
+export { rateLimit } from './rate-limit';
 export { recordUsage } from './record-usage';
 export { requestContext } from './request-context';
 export { requireScope } from './require-scope';

@@ -17,6 +17,8 @@ export interface ApiKeyRecord {
   created_at: string;
   expires_at?: string;
   revoked_at?: string;
+  /** `N/s`, `N/min` or `N/h`; absent: the deployment's default (shared/rate-limit.ts). */
+  rate_limit?: string;
 }
 
 interface StoredKey extends ApiKeyRecord {
@@ -28,6 +30,8 @@ export interface CreateKeyInput {
   scopes: Scope[];
   name?: string;
   expiresAt?: Date;
+  /** Already validated, in its written form (`formatRateLimit`). */
+  rateLimit?: string;
   now?: Date;
 }
 
@@ -62,6 +66,7 @@ export class KeysRepository extends DynamoRepository {
       start: apiKeyStart(key),
       created_at: (input.now ?? new Date()).toISOString(),
       ...(input.expiresAt ? { expires_at: input.expiresAt.toISOString() } : {}),
+      ...(input.rateLimit ? { rate_limit: input.rateLimit } : {}),
     };
     const item: StoredKey = { ...record, key_hash: hashApiKey(key) };
     await this.run('PutItem', (abortSignal) =>

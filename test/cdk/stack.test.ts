@@ -140,9 +140,12 @@ describe('functions', () => {
 describe('tables', () => {
   const tables = resourcesOfType(template, 'AWS::DynamoDB::Table');
   const tableOf = (definition: TableDefinition) => {
-    const construct = { Keys: stack.tables.keys, Usage: stack.tables.usage, BranchData: stack.tables.branchData }[
-      definition.id
-    ];
+    const construct = {
+      Keys: stack.tables.keys,
+      Usage: stack.tables.usage,
+      BranchData: stack.tables.branchData,
+      RateLimits: stack.tables.rateLimits,
+    }[definition.id];
     return tables[logicalId(construct)]!;
   };
   const sortBy = <T>(items: T[] | undefined, key: (item: T) => string) =>

@@ -14,7 +14,7 @@ import { expectToMatchContract } from '../support/contract';
 const startServe = (env: Record<string, string>, args: string[] = []) => {
   const child = spawn(process.execPath, [CLI, 'serve', ...args], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, DYNAMODB_ENDPOINT: '', KEYS_TABLE: '', USAGE_TABLE: '', BRANCH_DATA_TABLE: '', ...env },
+    env: { ...process.env, DYNAMODB_ENDPOINT: '', KEYS_TABLE: '', USAGE_TABLE: '', BRANCH_DATA_TABLE: '', RATE_LIMITS_TABLE: '', ...env },
   });
   let stdout = '';
   let stderr = '';
@@ -122,6 +122,7 @@ it('uses an external DynamoDB when DYNAMODB_ENDPOINT is set', async () => {
     KEYS_TABLE: `${process.env.KEYS_TABLE}-serve`,
     USAGE_TABLE: `${process.env.USAGE_TABLE}-serve`,
     BRANCH_DATA_TABLE: `${process.env.BRANCH_DATA_TABLE}-serve`,
+    RATE_LIMITS_TABLE: `${process.env.RATE_LIMITS_TABLE}-serve`,
   });
   running = serve.child;
   const stdout = await serve.ready;

@@ -6,6 +6,7 @@ const suffix = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 process.env.KEYS_TABLE = `test-keys-${suffix}`;
 process.env.USAGE_TABLE = `test-usage-${suffix}`;
 process.env.BRANCH_DATA_TABLE = `test-branch-data-${suffix}`;
+process.env.RATE_LIMITS_TABLE = `test-rate-limits-${suffix}`;
 process.env.AWS_REGION = 'local';
 // Quiet by default; a test that reads logs turns them on with captureLogs().
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
