@@ -15,7 +15,7 @@ interface DynamoReady {
   key: string;
   keyHash: string;
   keyId: string;
-  tables: { keys: string; usage: string; branchData: string };
+  tables: { keys: string; usage: string; branchData: string; rateLimits: string };
 }
 interface ServerReady {
   baseUrl: string;

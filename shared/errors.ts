@@ -91,7 +91,7 @@ export const ERROR_CATALOGUE = {
   },
   rate_limited: {
     status: 429,
-    message: "Too many calls with this API key. Retry after the window resets.",
+    message: 'Too many calls with this API key. Retry after the window resets.',
     when: "the key's rate limit is used up for this window (`Retry-After` says when it resets)",
     headers: ['Retry-After', 'RateLimit', 'RateLimit-Policy'],
     scope: ['every'],
@@ -153,9 +153,9 @@ export const methodNotAllowed = (allow: string) =>
   new ApiError('method_not_allowed', `This path only accepts ${allow}.`, { Allow: allow });
 export const serviceUnavailable = (retryAfterSeconds: number) =>
   new ApiError('service_unavailable', undefined, { 'Retry-After': String(retryAfterSeconds) });
-/** The rate-limit headers (RateLimit, RateLimit-Policy) are added by the rate-limit middleware. */
-export const rateLimited = (retryAfterSeconds: number) =>
-  new ApiError('rate_limited', undefined, { 'Retry-After': String(retryAfterSeconds) });
+/** @param fields the key's `RateLimit-Policy` and `RateLimit` (shared/middlewares/rate-limit.ts) */
+export const rateLimited = (retryAfterSeconds: number, fields: Record<'RateLimit-Policy' | 'RateLimit', string>) =>
+  new ApiError('rate_limited', undefined, { 'Retry-After': String(retryAfterSeconds), ...fields });
 export const internalError = () => new ApiError('internal_error');
 
 /**

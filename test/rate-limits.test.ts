@@ -32,7 +32,8 @@ let b: Service;
 
 beforeAll(async () => {
   await setUpBranches();
-  [a, b] = [await loadService(), await loadService()];
+  // The deployment default (50/s), not the test run's (test/support/env.ts).
+  [a, b] = [await loadService({ DEFAULT_RATE_LIMIT: undefined }), await loadService({ DEFAULT_RATE_LIMIT: undefined })];
 });
 
 beforeEach(() => {
@@ -191,7 +192,9 @@ describe('when the counter cannot be updated', () => {
         expect(limitOf(res)).toEqual(['"key";q=1;w=60', undefined]);
         expect(await usageRecordFor(res.requestId)).toMatchObject({ status: 200 });
       }
-      const failures = logs.entries.filter((entry) => entry.message === 'Rate limit counter not updated; call admitted');
+      const failures = logs.entries.filter(
+        (entry) => entry.message === 'Rate limit counter not updated; call admitted',
+      );
       expect(failures).toHaveLength(2);
       expect(failures[0]).toMatchObject({ level: 'WARN', error: { name: 'DataStoreUnavailableError' } });
       expect(logs.text).toContain('"RateLimitCounterFailed"');

@@ -52,7 +52,7 @@ const STATUS_NAMES: Record<number, string> = {
 
 /** The header component documenting a catalogue header on a response of this status. */
 const headerComponent = (status: number, name: ErrorHeaderName): string =>
-  name === 'WWW-Authenticate' ? `WWW-Authenticate-${status}` : name;
+  name === 'WWW-Authenticate' || name.startsWith('RateLimit') ? `${name}-${status}` : name;
 
 export interface ErrorResponse {
   status: number;
@@ -146,6 +146,27 @@ const buildSchemas = (): Record<string, Json> => {
 
 const header = (description: string, schema: Json): Json => ({ description, required: true, schema });
 
+/**
+ * The rate-limit fields (draft-ietf-httpapi-ratelimit-headers). Not required on most responses: a
+ * call refused before its key is known, or made with a revoked or expired key, is not counted.
+ */
+const RATE_LIMIT_HEADERS: Record<string, Json> = {
+  'RateLimit-Policy': {
+    description:
+      "The key's rate limit: `q` calls per window of `w` seconds. On every response to a key that is neither " +
+      'revoked nor expired.',
+    required: false,
+    schema: { type: 'string', pattern: '^"key";q=[1-9][0-9]*;w=(1|60|3600)$', examples: ['"key";q=50;w=1'] },
+  },
+  RateLimit: {
+    description:
+      "What is left of the key's limit: `r` calls remaining in this window, which resets in `t` seconds. On every " +
+      'response to a counted key, unless the counter could not be read (the call was then admitted).',
+    required: false,
+    schema: { type: 'string', pattern: '^"key";r=[0-9]+;t=[1-9][0-9]*$', examples: ['"key";r=49;t=1'] },
+  },
+};
+
 const HEADERS: Record<string, Json> = {
   'X-Request-Id': header(
     'Id of this request; the same id is in the error body (`request_id`) and in the usage record of the call.',
@@ -168,21 +189,11 @@ const HEADERS: Record<string, Json> = {
   }),
   Allow: header('The methods this path accepts.', { type: 'string', minLength: 1, examples: ['GET'] }),
   'Retry-After': header('Seconds to wait before retrying.', { type: 'integer', minimum: 0, examples: [1] }),
-  // Not required: a call refused before its key is known (or with a revoked or expired key) is not counted.
-  'RateLimit-Policy': {
-    description:
-      "The key's rate limit (draft-ietf-httpapi-ratelimit-headers): `q` calls per window of `w` seconds. " +
-      'On every response to a key that is neither revoked nor expired, a 429 included.',
-    required: false,
-    schema: { type: 'string', pattern: '^"key";q=[1-9][0-9]*;w=(1|60|3600)$', examples: ['"key";q=50;w=1'] },
-  },
-  RateLimit: {
-    description:
-      'What is left of the key\'s limit: `r` calls remaining in this window, which resets in `t` seconds. On every ' +
-      'response to a counted key (absent only if the counter could not be read: the call was admitted).',
-    required: false,
-    schema: { type: 'string', pattern: '^"key";r=[0-9]+;t=[1-9][0-9]*$', examples: ['"key";r=49;t=1'] },
-  },
+  ...RATE_LIMIT_HEADERS,
+  // Always on a 429: the same fields, required.
+  ...Object.fromEntries(
+    Object.entries(RATE_LIMIT_HEADERS).map(([name, definition]) => [`${name}-429`, { ...definition, required: true }]),
+  ),
 };
 
 /** The rate-limit fields, on every response of an authenticated operation (docs/decisions.md "Rate limits"). */

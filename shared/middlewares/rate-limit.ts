@@ -44,6 +44,17 @@ const setHeaders = (context: ApiContext, headers: Record<string, string>): void 
   context.responseHeaders = { ...context.responseHeaders, ...headers };
 };
 
+const policyField = ({ limit, windowSeconds }: RateLimit): string => `"key";q=${limit};w=${windowSeconds}`;
+const remainingField = (left: number, window: Window, at: number): string =>
+  `"key";r=${left};t=${secondsUntil(window.endsAt, at)}`;
+
+/** The 429 of a used-up window, with the same fields as the response headers. */
+const refusal = (context: ApiContext, window: Window, at: number) => {
+  const fields = { 'RateLimit-Policy': policyField(window.policy), RateLimit: remainingField(0, window, at) };
+  setHeaders(context, fields);
+  return rateLimited(secondsUntil(window.endsAt, at), fields);
+};
+
 /**
  * Per-key fixed-window rate limit (docs/decisions.md "Rate limits"). Runs right after
  * `authenticate`, so it sees only keys that are neither revoked nor expired. `before` starts the
@@ -67,10 +78,6 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     usedUp.set(keyId, endsAt);
   };
 
-  const remaining = (left: number, window: Window, at: number) => ({
-    RateLimit: `"key";r=${left};t=${secondsUntil(window.endsAt, at)}`,
-  });
-
   const rateLimitBefore = ({ context }: ApiRequest): void => {
     const { apiKey } = context;
     if (!apiKey) return;
@@ -80,12 +87,9 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     const startsAt = Math.floor(at / windowMs) * windowMs;
     const window: Window = { keyId: apiKey.key_id, policy, endsAt: startsAt + windowMs };
     windows.set(context, window);
-    setHeaders(context, { 'RateLimit-Policy': `"key";q=${policy.limit};w=${policy.windowSeconds}` });
+    setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
     const until = usedUp.get(window.keyId);
-    if (until !== undefined && until > at) {
-      setHeaders(context, remaining(0, window, at));
-      throw rateLimited(secondsUntil(window.endsAt, at));
-    }
+    if (until !== undefined && until > at) throw refusal(context, window, at);
     usedUp.delete(window.keyId);
     window.count = counter.increment(window.keyId, startsAt / 1000, policy.windowSeconds).then(
       (count) => ({ count }),
@@ -106,21 +110,23 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
       metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
       return undefined;
     }
-    setHeaders(context, remaining(Math.max(0, window.policy.limit - result.count), window, at));
-    if (result.count <= window.policy.limit) return undefined;
+    if (result.count <= window.policy.limit) {
+      setHeaders(context, { RateLimit: remainingField(window.policy.limit - result.count, window, at) });
+      return undefined;
+    }
     remember(window.keyId, window.endsAt, at);
-    return rateLimited(secondsUntil(window.endsAt, at));
+    return refusal(context, window, at);
   };
 
   const rateLimitAfter = async ({ context }: ApiRequest): Promise<void> => {
-    const refusal = await settle(context);
+    const refused = await settle(context);
     // Middy then runs onError: the 429 replaces the handler's response.
-    if (refusal) throw refusal;
+    if (refused) throw refused;
   };
 
   const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
-    const refusal = await settle(request.context);
-    if (refusal) request.error = refusal;
+    const refused = await settle(request.context);
+    if (refused) request.error = refused;
   };
 
   return { before: rateLimitBefore, after: rateLimitAfter, onError: rateLimitOnError, name: 'rateLimit' };

@@ -14,6 +14,7 @@ describe('stack props', () => {
       logRetention: RetentionDays.ONE_MONTH,
       destroyData: false,
       usageRetentionDays: 90,
+      defaultRateLimit: '50/s',
       logLevel: 'INFO',
       serverErrorRatePercent: 5,
     });
@@ -24,6 +25,7 @@ describe('stack props', () => {
       throttle: { rateLimit: 20, burstLimit: 40 },
       logRetention: RetentionDays.ONE_WEEK,
       usageRetentionDays: 30,
+      defaultRateLimit: '600/min',
       logLevel: 'DEBUG',
       serverErrorRatePercent: 2,
     });
@@ -36,6 +38,9 @@ describe('stack props', () => {
     const functions = Object.values(resourcesOfType(template, 'AWS::Lambda::Function'));
     expect(functions.every((fn) => fn.Properties.Environment.Variables.POWERTOOLS_LOG_LEVEL === 'DEBUG')).toBe(true);
     expect(functions.filter((fn) => fn.Properties.Environment.Variables.USAGE_RETENTION_DAYS === '30')).toHaveLength(4);
+    expect(functions.filter((fn) => fn.Properties.Environment.Variables.DEFAULT_RATE_LIMIT === '600/min')).toHaveLength(
+      4,
+    );
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { Threshold: 2, EvaluationPeriods: 2 });
   });
 
@@ -54,6 +59,17 @@ describe('stack props', () => {
     ],
     ['infinite retention', { logRetention: RetentionDays.INFINITE }, /logRetention must be a finite/],
     ['zero usage days', { usageRetentionDays: 0 }, /usageRetentionDays must be a positive integer, got 0/],
+    [
+      'zero rate limit',
+      { defaultRateLimit: '0/s' },
+      /defaultRateLimit: Rate limit must allow at least 1 call.*got "0\/s"/,
+    ],
+    [
+      'rate limit in days',
+      { defaultRateLimit: '5/d' },
+      /defaultRateLimit: Rate limit must be a whole number.*got "5\/d"/,
+    ],
+    ['huge rate limit', { defaultRateLimit: '2000000/s' }, /defaultRateLimit: Rate limit must allow at most 1000000/],
     ['fractional usage days', { usageRetentionDays: 1.5 }, /usageRetentionDays must be a positive integer, got 1\.5/],
     ['unknown log level', { logLevel: 'LOUD' as never }, /logLevel must be one of TRACE, DEBUG, INFO.*got "LOUD"/],
     ['5xx rate of 100', { serverErrorRatePercent: 100 }, /serverErrorRatePercent must be between 0 and 100/],

@@ -104,7 +104,7 @@ describe('functions', () => {
     },
   );
 
-  it('endpoint functions get the three table names and the usage retention; the fallback gets none', () => {
+  it('endpoint functions get the table names, usage retention and default rate limit; the fallback gets none', () => {
     for (const route of routes) {
       const variables = resourcesOfType(template, 'AWS::Lambda::Function')[
         logicalId(stack.functions[route.id].function)
@@ -113,7 +113,9 @@ describe('functions', () => {
         KEYS_TABLE: { Ref: logicalId(stack.tables.keys) },
         USAGE_TABLE: { Ref: logicalId(stack.tables.usage) },
         BRANCH_DATA_TABLE: { Ref: logicalId(stack.tables.branchData) },
+        RATE_LIMITS_TABLE: { Ref: logicalId(stack.tables.rateLimits) },
         USAGE_RETENTION_DAYS: '90',
+        DEFAULT_RATE_LIMIT: '50/s',
       });
     }
     const fallbackVariables = resourcesOfType(template, 'AWS::Lambda::Function')[logicalId(stack.fallback.function)]
@@ -151,8 +153,8 @@ describe('tables', () => {
   const sortBy = <T>(items: T[] | undefined, key: (item: T) => string) =>
     [...(items ?? [])].sort((a, b) => key(a).localeCompare(key(b)));
 
-  it('are three, on demand, encrypted with the AWS managed key', () => {
-    template.resourceCountIs('AWS::DynamoDB::Table', 3);
+  it('are four, on demand, encrypted with the AWS managed key', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 4);
     for (const table of Object.values(tables)) {
       expect(table.Properties).toMatchObject({
         BillingMode: 'PAY_PER_REQUEST',
@@ -215,11 +217,24 @@ describe('tables', () => {
     expect(branchData).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
+  it('rate limits: by pk only, no index, with TTL; deleted with the stack', () => {
+    const rateLimits = tableOf(tableDefinitions[3]);
+    expect(rateLimits.Properties.KeySchema).toEqual([{ AttributeName: 'pk', KeyType: 'HASH' }]);
+    expect(rateLimits.Properties.GlobalSecondaryIndexes).toBeUndefined();
+    expect(rateLimits.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at_epoch', Enabled: true });
+    expect(rateLimits).toMatchObject({ DeletionPolicy: 'Delete', UpdateReplacePolicy: 'Delete' });
+  });
+
   it('destroyData deletes keys and branch data with the stack and drops deletion protection', () => {
     const { template: throwaway } = buildStack({ destroyData: true });
     const all = Object.values(resourcesOfType(throwaway, 'AWS::DynamoDB::Table'));
-    expect(all.map((table) => table.DeletionPolicy)).toEqual(['Delete', 'Delete', 'Delete']);
-    expect(all.map((table) => table.Properties.DeletionProtectionEnabled ?? false)).toEqual([false, false, false]);
+    expect(all.map((table) => table.DeletionPolicy)).toEqual(['Delete', 'Delete', 'Delete', 'Delete']);
+    expect(all.map((table) => table.Properties.DeletionProtectionEnabled ?? false)).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
@@ -252,12 +267,13 @@ describe('least privilege', () => {
   ];
 
   it.each(routes.map((route) => route.id))(
-    '%s may GetItem keys, GetItem/Query branch data, PutItem usage: nothing else',
+    '%s may GetItem keys, GetItem/Query branch data, PutItem usage, UpdateItem rate limits: nothing else',
     (id) => {
       const fn = stack.functions[id];
       const keys = logicalId(stack.tables.keys);
       const usage = logicalId(stack.tables.usage);
       const branchData = logicalId(stack.tables.branchData);
+      const rateLimits = logicalId(stack.tables.rateLimits);
       expect(permissionsOf(fn)).toEqual(
         [
           ...baseline(fn),
@@ -267,6 +283,7 @@ describe('least privilege', () => {
           `Allow dynamodb:Query ${branchData}.Arn`,
           `Allow dynamodb:Query ${branchData}.Arn/index/active-providers`,
           `Allow dynamodb:PutItem ${usage}.Arn`,
+          `Allow dynamodb:UpdateItem ${rateLimits}.Arn`,
         ].sort(),
       );
     },
@@ -276,7 +293,7 @@ describe('least privilege', () => {
     expect(permissionsOf(stack.fallback)).toEqual(baseline(stack.fallback).sort());
   });
 
-  it('no role carries a managed policy; no wildcard action; no DynamoDB call but GetItem, Query, PutItem', () => {
+  it('no role carries a managed policy; no wildcard action; no DynamoDB call but GetItem, Query, PutItem, UpdateItem', () => {
     for (const role of Object.values(resourcesOfType(template, 'AWS::IAM::Role'))) {
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     }
@@ -288,6 +305,7 @@ describe('least privilege', () => {
       'dynamodb:GetItem',
       'dynamodb:PutItem',
       'dynamodb:Query',
+      'dynamodb:UpdateItem',
     ]);
     const effects = policies.flatMap((policy) => policy.Properties.PolicyDocument.Statement.map((s: any) => s.Effect));
     expect(new Set(effects)).toEqual(new Set(['Allow']));
@@ -308,7 +326,7 @@ describe('alarms', () => {
     Object.values(alarms).filter((alarm) => metricsOf(alarm).some(predicate));
 
   it('cover the API, every function, every table and usage writes, and send nothing without a topic', () => {
-    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + 3 + 1);
+    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + 4 + 2);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
@@ -366,8 +384,8 @@ describe('alarms', () => {
     expect(alarm?.Properties.Threshold).toBe(0);
   });
 
-  it('fire on the UsageRecordWriteFailed metric the usage middleware emits', () => {
-    const found = findAlarms((metric) => metric.MetricName === 'UsageRecordWriteFailed');
+  it.each(['UsageRecordWriteFailed', 'RateLimitCounterFailed'])('fire on the %s metric the functions emit', (name) => {
+    const found = findAlarms((metric) => metric.MetricName === name);
     expect(found).toHaveLength(1);
     expect(found[0]?.Properties).toMatchObject({
       Namespace: 'BranchApi',

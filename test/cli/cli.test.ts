@@ -25,11 +25,16 @@ beforeAll(async () => {
 });
 
 describe('tables create', () => {
-  it('creates the three tables, then reports them as already there', async () => {
+  it('creates the four tables, then reports them as already there', async () => {
     const first = await runCli(['tables', 'create', '--json']);
     expect(first.code).toBe(0);
     expect(first.json.created.sort()).toEqual(
-      [process.env.KEYS_TABLE, process.env.USAGE_TABLE, process.env.BRANCH_DATA_TABLE].sort(),
+      [
+        process.env.KEYS_TABLE,
+        process.env.USAGE_TABLE,
+        process.env.BRANCH_DATA_TABLE,
+        process.env.RATE_LIMITS_TABLE,
+      ].sort(),
     );
     const again = await runCli(['tables', 'create']);
     expect(again.code).toBe(0);
@@ -157,7 +162,7 @@ describe('keys', () => {
 
     const readable = await runCli(['keys', 'list', '--branch', 'br_second']);
     expect(readable.stdout.split('\n')[0]).toMatch(
-      /^ID\s+NAME\s+START\s+SCOPES\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED$/,
+      /^ID\s+NAME\s+START\s+SCOPES\s+RATE LIMIT\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED$/,
     );
 
     const revoked = await runCli(['keys', 'revoke', created.key_id, '--json']);

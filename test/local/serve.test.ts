@@ -14,7 +14,15 @@ import { expectToMatchContract } from '../support/contract';
 const startServe = (env: Record<string, string>, args: string[] = []) => {
   const child = spawn(process.execPath, [CLI, 'serve', ...args], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, DYNAMODB_ENDPOINT: '', KEYS_TABLE: '', USAGE_TABLE: '', BRANCH_DATA_TABLE: '', RATE_LIMITS_TABLE: '', ...env },
+    env: {
+      ...process.env,
+      DYNAMODB_ENDPOINT: '',
+      KEYS_TABLE: '',
+      USAGE_TABLE: '',
+      BRANCH_DATA_TABLE: '',
+      RATE_LIMITS_TABLE: '',
+      ...env,
+    },
   });
   let stdout = '';
   let stderr = '';

@@ -19,6 +19,7 @@ import {
   missingApiKey,
   notFound,
   revokedApiKey,
+  rateLimited,
   serviceUnavailable,
   type ApiError,
   type ErrorScope,
@@ -116,6 +117,7 @@ describe('docs/openapi.json', () => {
     403: ['insufficient_scope'],
     404: ['not_found'],
     405: ['method_not_allowed'],
+    429: ['rate_limited'],
     500: ['internal_error'],
     503: ['service_unavailable'],
   };
@@ -126,16 +128,19 @@ describe('docs/openapi.json', () => {
     403: ['WWW-Authenticate'],
     404: [],
     405: ['Allow'],
+    429: ['Retry-After', 'RateLimit-Policy', 'RateLimit'],
     500: [],
     503: ['Retry-After'],
   };
+  /** On every response of an operation, required only on the 429 (a 401 is not counted). */
+  const RATE_LIMIT_HEADERS = ['RateLimit-Policy', 'RateLimit'];
 
   /** Only what each operation can answer: 400 needs query parameters, 404 a single resource. */
   const STATUSES: Record<string, string[]> = {
-    GetBranch: ['200', '401', '403', '404', '500', '503'],
-    ListMembers: ['200', '400', '401', '403', '500', '503'],
-    ListPaymentProviders: ['200', '400', '401', '403', '500', '503'],
-    GetPaymentProvider: ['200', '401', '403', '404', '500', '503'],
+    GetBranch: ['200', '401', '403', '404', '429', '500', '503'],
+    ListMembers: ['200', '400', '401', '403', '429', '500', '503'],
+    ListPaymentProviders: ['200', '400', '401', '403', '429', '500', '503'],
+    GetPaymentProvider: ['200', '401', '403', '404', '429', '500', '503'],
   };
 
   describe.each(operations.map(({ operation }) => [operation.operationId, operation]))('%s', (id, operation) => {
@@ -156,9 +161,16 @@ describe('docs/openapi.json', () => {
     it.each(own(EXTRA_HEADERS))('%s carries its required headers', (status, extra) => {
       const headers = resolve(operation.responses[status]).headers;
       expect(Object.keys(headers).sort()).toEqual(
-        ['X-Request-Id', 'Cache-Control', 'X-Content-Type-Options', ...extra].sort(),
+        [
+          ...new Set(['X-Request-Id', 'Cache-Control', 'X-Content-Type-Options', ...extra, ...RATE_LIMIT_HEADERS]),
+        ].sort(),
       );
-      for (const header of Object.values(headers)) expect(resolve(header).required).toBe(true);
+      for (const [name, header] of Object.entries(headers)) {
+        expect([name, resolve(header).required]).toEqual([
+          name,
+          !RATE_LIMIT_HEADERS.includes(name) || status === '429',
+        ]);
+      }
       expect(Object.keys(resolve(operation.responses[status]).content)).toEqual(['application/json']);
     });
   });
@@ -199,6 +211,7 @@ describe('the error responses the middleware chain writes are the documented one
     invalidRequest('limit must be a whole number from 1 to 100.'),
     notFound(),
     methodNotAllowed('GET'),
+    rateLimited(1, { 'RateLimit-Policy': '"key";q=50;w=1', RateLimit: '"key";r=0;t=1' }),
     serviceUnavailable(1),
     internalError(),
   ];
