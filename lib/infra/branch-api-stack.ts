@@ -19,10 +19,14 @@ export type PowertoolsLogLevel = (typeof POWERTOOLS_LOG_LEVELS)[number];
 
 export interface BranchApiStackProps extends StackProps {
   /**
-   * Stage-wide throttling. HTTP APIs have no per-key usage plans, so this caps what the whole
-   * API can cost and how hard it can hit DynamoDB. At ~20 ms per warm request, 100 requests/s is
-   * a handful of concurrent executions.
-   * @default { rateLimit: 100, burstLimit: 200 }
+   * The stage's default route throttle. It applies to **each route** on its own (five routes
+   * with `$default`), not to the API as a whole; it is the outer guard against aggregate
+   * overload, while each key's own limit (`defaultRateLimit`, `keys create --rate-limit`) keeps one
+   * branch from taking the others' share. Sized for many branches: 1,000 requests/s per route is
+   * 20 keys at the 50/s default each on one route, and all five routes together (5,000/s) stay
+   * within half of the account's regional API Gateway quota (10,000/s) and, at ~20-30 ms per warm
+   * request, well within the default 1,000 Lambda concurrency. See docs/deploy.md "Limits".
+   * @default { rateLimit: 1000, burstLimit: 2000 }
    */
   readonly throttle?: Partial<StageThrottle>;
   /**
@@ -79,7 +83,7 @@ export interface ResolvedStackSettings {
   readonly serverErrorRatePercent: number;
 }
 
-export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 100, burstLimit: 200 };
+export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 1000, burstLimit: 2000 };
 const RETENTION_VALUES = new Set(Object.values(logs.RetentionDays).filter((v) => typeof v === 'number'));
 
 const fail = (message: string): never => {

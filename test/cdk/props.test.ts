@@ -8,9 +8,9 @@ import { readAppSettings } from '../../lib/infra/context';
 import { buildStack, newApp, resourcesOfType } from './support';
 
 describe('stack props', () => {
-  it('default to retained data, 100/200 throttling, 30-day logs, 90-day usage records', () => {
+  it('default to retained data, 1000/2000 throttling per route, 30-day logs, 90-day usage records', () => {
     expect(resolveStackSettings()).toEqual({
-      throttle: { rateLimit: 100, burstLimit: 200 },
+      throttle: { rateLimit: 1000, burstLimit: 2000 },
       logRetention: RetentionDays.ONE_MONTH,
       destroyData: false,
       usageRetentionDays: 90,
@@ -100,6 +100,7 @@ describe('app context (cdk deploy -c ...)', () => {
         throttleBurst: '20',
         logRetentionDays: '7',
         usageRetentionDays: '14',
+        defaultRateLimit: '20/s',
         logLevel: 'debug',
         alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
         serverErrorRatePercent: '1',
@@ -111,6 +112,7 @@ describe('app context (cdk deploy -c ...)', () => {
         throttle: { rateLimit: 10, burstLimit: 20 },
         logRetention: 7,
         usageRetentionDays: 14,
+        defaultRateLimit: '20/s',
         logLevel: 'DEBUG',
         alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
         serverErrorRatePercent: 1,
