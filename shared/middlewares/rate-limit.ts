@@ -81,7 +81,8 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const rateLimitBefore = ({ context }: ApiRequest): void => {
     const { apiKey } = context;
     if (!apiKey) return;
-    const at = now();
+    // The window of the moment the request arrived: the one its usage record's timestamp falls in.
+    const at = context.receivedAt?.getTime() ?? now();
     const policy = rateLimitOf(apiKey.rate_limit, defaultLimit);
     const windowMs = policy.windowSeconds * 1000;
     const startsAt = Math.floor(at / windowMs) * windowMs;
