@@ -28,6 +28,7 @@ export const LAMBDA_ENV: Record<string, string> = {
   KEYS_TABLE: 'bench-keys',
   USAGE_TABLE: 'bench-usage',
   BRANCH_DATA_TABLE: 'bench-branch-data',
+  RATE_LIMITS_TABLE: 'bench-rate-limits',
   USAGE_RETENTION_DAYS: '90',
   POWERTOOLS_SERVICE_NAME: 'branch-api',
   POWERTOOLS_METRICS_NAMESPACE: 'BranchApi',

@@ -15,7 +15,7 @@ interface DynamoReady {
   key: string;
   keyHash: string;
   keyId: string;
-  tables: { keys: string; usage: string; branchData: string };
+  tables: { keys: string; usage: string; branchData: string; rateLimits: string };
 }
 interface ServerReady {
   baseUrl: string;
@@ -125,6 +125,7 @@ export const runEndToEnd = async () => {
       KEYS_TABLE: tables.keys,
       USAGE_TABLE: tables.usage,
       BRANCH_DATA_TABLE: tables.branchData,
+      RATE_LIMITS_TABLE: tables.rateLimits,
       POWERTOOLS_LOG_LEVEL: 'INFO',
     };
     const gateway = await startChild<ServerReady>('bench/children/gateway.ts', env, { execArgv: ['--expose-gc'] });

@@ -74,6 +74,7 @@ const newKeyText = (key: string, record: ApiKeyRecord, heading: TerminalText): T
     terminal`  scopes:  ${record.scopes.join(', ')}`,
     terminal`  expires: ${record.expires_at ?? 'never'}`,
     terminal`  from:    ${record.allowed_ips?.join(', ') ?? 'any IP address'}`,
+    terminal`  limit:   ${record.rate_limit ?? "the deployment's default"}`,
     terminal``,
     terminal`  ${key}`,
     terminal``,
@@ -156,12 +157,20 @@ credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TA
     .option('--expires <iso8601>', 'expiry date or date-time (UTC unless an offset is given); unset: never expires')
     .addOption(new Option('--name <label>', 'a label to tell keys apart').default('API key'))
     .option('--allow-ip <cidr,...>', 'only these IPv4/IPv6 addresses or CIDR blocks may use the key')
+    .option('--rate-limit <N/unit>', "calls allowed per s, min or h, e.g. 20/s (default: the deployment's)")
     .option('--json', 'JSON output')
     .action(
       withContext(
         async (
           ctx,
-          options: { branch: string; scopes: string; expires?: string; name?: string; allowIp?: string } & JsonOption,
+          options: {
+            branch: string;
+            scopes: string;
+            expires?: string;
+            name?: string;
+            allowIp?: string;
+            rateLimit?: string;
+          } & JsonOption,
         ) => {
           const { key, record } = await createKey(ctx, {
             branchId: options.branch,
@@ -169,6 +178,7 @@ credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TA
             ...(options.expires !== undefined ? { expires: options.expires } : {}),
             ...(options.name !== undefined ? { name: options.name } : {}),
             ...(options.allowIp !== undefined ? { allowIps: options.allowIp } : {}),
+            ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
           });
           print({ key, ...record }, options, () =>
             newKeyText(key, record, terminal`Created key ${record.key_id} for branch ${record.branch_id}`),
@@ -194,6 +204,7 @@ credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TA
                   'NAME',
                   'START',
                   'SCOPES',
+                  'RATE LIMIT',
                   'STATUS',
                   'CREATED',
                   'EXPIRES',
@@ -207,6 +218,7 @@ credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TA
                   k.name,
                   `${k.start}…`,
                   k.scopes.join(','),
+                  k.rate_limit ?? 'default',
                   k.status,
                   k.created_at,
                   dash(k.expires_at),

@@ -4,7 +4,9 @@
  * Starts an embedded DynamoDB (dynalite, in memory) with fresh tables, seeds two branches and a
  * set of keys, serves the real handlers through the local gateway on a free port, drives it with
  * autocannon, then checks every status and the usage table (one record per request made with a
- * known key, matched by X-Request-Id). Prints the figures; exits 1 if an invariant broke.
+ * known key, matched by X-Request-Id); then a runaway key at ten times its limit or more beside a
+ * well-behaved key (test/reliability/support/runaway.ts). Prints the figures; exits 1 if an
+ * invariant broke.
  * The logic lives in test/reliability/support/load.ts, which the CI-size jest test runs too.
  */
 import { parseArgs } from 'node:util';
@@ -16,13 +18,16 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '10000' },
     connections: { type: 'string', default: '32' },
     'max-seconds': { type: 'string', default: '300' },
+    'runaway-seconds': { type: 'string', default: '3' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 
 if (values.help) {
-  console.log('Usage: npm run load -- [--requests N] [--connections N] [--max-seconds N] [--json]');
+  console.log(
+    'Usage: npm run load -- [--requests N] [--connections N] [--max-seconds N] [--runaway-seconds N] [--json]',
+  );
   process.exit(0);
 }
 
@@ -37,6 +42,7 @@ const positive = (name: string, raw: string): number => {
 const requests = positive('requests', values.requests);
 const connections = positive('connections', values.connections);
 const maxSeconds = positive('max-seconds', values['max-seconds']);
+const runawaySeconds = positive('runaway-seconds', values['runaway-seconds']);
 
 const dynamo = await startEmbeddedDynamo();
 // The handlers read their configuration when the gateway imports them: set it first.
@@ -47,10 +53,12 @@ Object.assign(process.env, {
   KEYS_TABLE: `${run}-keys`,
   USAGE_TABLE: `${run}-usage`,
   BRANCH_DATA_TABLE: `${run}-branch-data`,
+  RATE_LIMITS_TABLE: `${run}-rate-limits`,
   // INFO: the "Call without a known key" lines are needed to account for every 503 (read below).
   POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'INFO',
 });
 const { formatReport, loadProblems, runLoad } = await import('../test/reliability/support/load');
+const { formatRunaway, runawayProblems, runRunaway } = await import('../test/reliability/support/runaway');
 
 // The service's JSON log lines are read, not printed with the figures: a usage record it could not
 // store is logged whole (it counts as kept), a call it could not tie to a key is logged as such;
@@ -92,7 +100,9 @@ try {
     unattributed: () => unattributed,
     logText: () => logText,
   });
-  const problems = loadProblems(report);
+  // Then a runaway key beside a well-behaved one (docs/decisions.md "Rate limits").
+  const runaway = await runRunaway({ seconds: runawaySeconds });
+  const problems = [...loadProblems(report), ...runawayProblems(runaway)];
   if (values.json) {
     const { records, ...rest } = report;
     const summary = {
@@ -106,12 +116,14 @@ try {
         duplicates: records.duplicates.length,
         mismatched: records.mismatched.length,
       },
+      runaway,
       problems,
     };
     console.log(JSON.stringify(summary, null, 2));
   } else {
     console.log(`\nBranch API load: ${new Date().toISOString()}, Node ${process.version}\n`);
     console.log(formatReport(report));
+    console.log(`\n${formatRunaway(runaway)}`);
     console.log(
       problems.length ? `\nFAILED:\n${problems.map((p) => `  - ${p}`).join('\n')}` : '\nAll invariants held.',
     );

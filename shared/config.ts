@@ -2,6 +2,7 @@
  * Configuration, read once from the environment. A missing or invalid variable fails at
  * start-up with the variable's name, never on a request.
  */
+import { DEFAULT_RATE_LIMIT, InvalidRateLimitError, parseRateLimit, type RateLimit } from './rate-limit';
 import { API_TABLES, tableDefinitions, type ApiTableNames, type TableNames } from './tables';
 
 export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from './tables';
@@ -46,6 +47,8 @@ export interface Config {
   readonly tables: ApiTableNames;
   readonly dynamodb: DynamoDbSettings;
   readonly usageRetentionDays: number;
+  /** The limit of keys stored without one (docs/decisions.md "Rate limits"). */
+  readonly defaultRateLimit: RateLimit;
 }
 
 /**
@@ -98,8 +101,19 @@ export const readTableNames = <K extends keyof TableNames = (typeof API_TABLES)[
       .map(({ name, envVar }) => [name, requireEnv(env, envVar)]),
   ) as unknown as Pick<TableNames, K>;
 
+export const readDefaultRateLimit = (env: Env): RateLimit => {
+  const raw = env.DEFAULT_RATE_LIMIT?.trim() || DEFAULT_RATE_LIMIT;
+  try {
+    return parseRateLimit(raw);
+  } catch (error) {
+    if (error instanceof InvalidRateLimitError) throw new ConfigError(`DEFAULT_RATE_LIMIT: ${error.message}`);
+    throw error;
+  }
+};
+
 export const loadConfig = (env: Env = process.env): Config => ({
   tables: readTableNames(env),
   dynamodb: readDynamoDbSettings(env),
   usageRetentionDays: positiveIntEnv(env, 'USAGE_RETENTION_DAYS', 90),
+  defaultRateLimit: readDefaultRateLimit(env),
 });

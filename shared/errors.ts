@@ -14,7 +14,7 @@ import type { Scope } from './schemas';
 export const AUTH_REALM = 'branch-api';
 
 /** Response headers an error may carry beyond the ones every response has. */
-export type ErrorHeaderName = 'WWW-Authenticate' | 'Allow' | 'Retry-After';
+export type ErrorHeaderName = 'WWW-Authenticate' | 'Allow' | 'Retry-After' | 'RateLimit' | 'RateLimit-Policy';
 
 /**
  * Which operations can answer with a code: `every` authenticated operation, those that take query
@@ -97,6 +97,13 @@ export const ERROR_CATALOGUE = {
     headers: ['Allow'],
     scope: ['unmatched'],
   },
+  rate_limited: {
+    status: 429,
+    message: 'Too many calls with this API key. Retry after the window resets.',
+    when: "the key's rate limit is used up for this window (`Retry-After` says when it resets)",
+    headers: ['Retry-After', 'RateLimit', 'RateLimit-Policy'],
+    scope: ['every'],
+  },
   service_unavailable: {
     status: 503,
     message: 'The service is temporarily unavailable. Retry shortly.',
@@ -155,6 +162,9 @@ export const methodNotAllowed = (allow: string) =>
   new ApiError('method_not_allowed', `This path only accepts ${allow}.`, { Allow: allow });
 export const serviceUnavailable = (retryAfterSeconds: number) =>
   new ApiError('service_unavailable', undefined, { 'Retry-After': String(retryAfterSeconds) });
+/** @param fields the key's `RateLimit-Policy` and `RateLimit` (shared/middlewares/rate-limit.ts) */
+export const rateLimited = (retryAfterSeconds: number, fields: Record<'RateLimit-Policy' | 'RateLimit', string>) =>
+  new ApiError('rate_limited', undefined, { 'Retry-After': String(retryAfterSeconds), ...fields });
 export const internalError = () => new ApiError('internal_error');
 
 /**

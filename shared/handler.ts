@@ -1,19 +1,25 @@
 /**
  * Builds an endpoint function: the handler plus the whole middleware chain (authentication,
- * scope, usage record, error mapping, headers). A handler file only says what it reads.
+ * rate limit, scope, usage record, error mapping, headers). A handler file only says what it reads.
  */
-import { apiKeyExpires, authenticate, ipAllowlist, recordUsage, requireScope } from './middlewares';
+import { apiKeyExpires, authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from './middlewares';
 import type { AuthenticatedContext } from './middlewares';
 import { createMiddlewareChain, type ChainHandler } from './middleware-chain';
 import { logger, metrics } from './observability';
 import { getRoute, routeKey, type RouteId } from './routes';
-import { config, keys, usage } from './runtime';
+import { config, keys, rateLimits, usage } from './runtime';
 
 export const createApiHandler = (routeId: RouteId, handler: ChainHandler<AuthenticatedContext>) => {
   const route = getRoute(routeId);
   return createMiddlewareChain(handler as ChainHandler, {
     route: routeKey(route),
-    guards: [authenticate({ keys }), ipAllowlist(), requireScope({ scope: route.scope })],
+    // Counted once the key is known to be neither revoked nor expired, whatever comes next.
+    guards: [
+      authenticate({ keys }),
+      rateLimit({ counter: rateLimits, defaultLimit: config.defaultRateLimit, logger, metrics }),
+      ipAllowlist(),
+      requireScope({ scope: route.scope }),
+    ],
     observers: [recordUsage({ usage, logger, metrics, retentionDays: config.usageRetentionDays }), apiKeyExpires()],
   });
 };

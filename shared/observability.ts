@@ -9,6 +9,8 @@ export const SERVICE_NAME = 'branch-api';
 export const METRICS_NAMESPACE = 'BranchApi';
 /** Emitted by the usage middleware when a record could not be stored after its retries. */
 export const USAGE_WRITE_FAILED_METRIC = 'UsageRecordWriteFailed';
+/** Emitted when a key's rate-limit counter could not be updated and the call was admitted anyway. */
+export const RATE_LIMIT_COUNTER_FAILED_METRIC = 'RateLimitCounterFailed';
 
 export const logger = new Logger({ serviceName: SERVICE_NAME });
 

@@ -7,7 +7,7 @@ import type { Scope } from './schemas';
 import { ACTIVE_PROVIDERS_INDEX, type TableNames } from './tables';
 
 /** The DynamoDB calls the functions make, by their IAM action names. */
-export type DynamoDbAction = 'dynamodb:GetItem' | 'dynamodb:Query' | 'dynamodb:PutItem';
+export type DynamoDbAction = 'dynamodb:GetItem' | 'dynamodb:Query' | 'dynamodb:PutItem' | 'dynamodb:UpdateItem';
 
 /**
  * Calls a function makes on one table: on the table itself or, with `index`, on that index only.
@@ -82,6 +82,8 @@ export const fallbackEntry = 'functions/fallback.ts';
 export const CHAIN_TABLE_ACCESS: readonly TableAccess[] = [
   { table: 'keys', actions: ['dynamodb:GetItem'] },
   { table: 'usage', actions: ['dynamodb:PutItem'] },
+  // The rate-limit counter: one UpdateItem ADD per counted call (docs/decisions.md "Rate limits").
+  { table: 'rateLimits', actions: ['dynamodb:UpdateItem'] },
 ];
 
 /** Every table call a route's function makes: its chain's and its handler's. */

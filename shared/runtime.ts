@@ -8,7 +8,7 @@ import { createRepositories } from './repositories';
 
 export const config = loadConfig();
 export const documentClient = createDocumentClient(config.dynamodb);
-export const { keys, usage, branchData } = createRepositories(
+export const { keys, usage, branchData, rateLimits } = createRepositories(
   documentClient,
   config.tables,
   config.dynamodb.deadlineMs,

@@ -21,15 +21,21 @@ export interface TableNames {
   readonly usage: string;
   readonly branchData: string;
   readonly rollups: string;
+  readonly rateLimits: string;
 }
 
 /** The tables the API functions use (the rollups table is the aggregator's and the operator's). */
-export type ApiTableNames = Pick<TableNames, 'keys' | 'usage' | 'branchData'>;
-export const API_TABLES = ['keys', 'usage', 'branchData'] as const satisfies readonly (keyof TableNames)[];
+export type ApiTableNames = Pick<TableNames, 'keys' | 'usage' | 'branchData' | 'rateLimits'>;
+export const API_TABLES = [
+  'keys',
+  'usage',
+  'branchData',
+  'rateLimits',
+] as const satisfies readonly (keyof TableNames)[];
 
 export interface TableDefinition {
   /** Stable id: the CDK construct id. */
-  readonly id: 'Keys' | 'Usage' | 'BranchData' | 'UsageRollups';
+  readonly id: 'Keys' | 'Usage' | 'BranchData' | 'UsageRollups' | 'RateLimits';
   /** Its field in TableNames. */
   readonly name: keyof TableNames;
   /** The environment variable that carries its name to functions and the operator tooling. */
@@ -132,7 +138,21 @@ export const rollupsTable: TableDefinition = {
   ...byBranchAndKey,
 };
 
-export const tableDefinitions = [keysTable, usageTable, branchDataTable, rollupsTable] as const;
+/**
+ * Per-key call counters, one item per key and fixed window (`<key_id>#<window start epoch>`),
+ * removed by TTL after the window (docs/decisions.md "Rate limits").
+ */
+export const rateLimitsTable: TableDefinition = {
+  id: 'RateLimits',
+  name: 'rateLimits',
+  envVar: 'RATE_LIMITS_TABLE',
+  localName: 'branch-api-rate-limits',
+  partitionKey: { name: 'pk', type: 'S' },
+  indexes: [],
+  timeToLiveAttribute: 'expires_at_epoch',
+};
+
+export const tableDefinitions = [keysTable, usageTable, branchDataTable, rollupsTable, rateLimitsTable] as const;
 
 type TableNameMap<T> = { readonly [K in keyof TableNames]: T };
 const byName = <T>(pick: (definition: TableDefinition) => T) =>

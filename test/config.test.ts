@@ -5,6 +5,7 @@ const complete = {
   KEYS_TABLE: 'keys',
   USAGE_TABLE: 'usage',
   BRANCH_DATA_TABLE: 'branch-data',
+  RATE_LIMITS_TABLE: 'rate-limits',
   AWS_REGION: 'eu-west-1',
 };
 
@@ -20,7 +21,7 @@ const failureOf = (env: Record<string, string | undefined>): Error => {
 describe('loadConfig', () => {
   it('reads the table names, region and the bounded DynamoDB defaults', () => {
     expect(loadConfig(complete)).toEqual({
-      tables: { keys: 'keys', usage: 'usage', branchData: 'branch-data' },
+      tables: { keys: 'keys', usage: 'usage', branchData: 'branch-data', rateLimits: 'rate-limits' },
       dynamodb: {
         region: 'eu-west-1',
         connectTimeoutMs: 500,
@@ -29,10 +30,21 @@ describe('loadConfig', () => {
         deadlineMs: 2000,
       },
       usageRetentionDays: 90,
+      defaultRateLimit: { limit: 50, windowSeconds: 1 },
     });
   });
 
-  it.each(['KEYS_TABLE', 'USAGE_TABLE', 'BRANCH_DATA_TABLE', 'AWS_REGION'])(
+  it('reads DEFAULT_RATE_LIMIT, and fails at start-up on a bad one', () => {
+    expect(loadConfig({ ...complete, DEFAULT_RATE_LIMIT: ' 600/min ' }).defaultRateLimit).toEqual({
+      limit: 600,
+      windowSeconds: 60,
+    });
+    const error = failureOf({ ...complete, DEFAULT_RATE_LIMIT: '0/s' });
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toBe('DEFAULT_RATE_LIMIT: Rate limit must allow at least 1 call per window');
+  });
+
+  it.each(['KEYS_TABLE', 'USAGE_TABLE', 'BRANCH_DATA_TABLE', 'RATE_LIMITS_TABLE', 'AWS_REGION'])(
     'fails with the name of a missing %s',
     (name) => {
       const error = failureOf({ ...complete, [name]: undefined });

@@ -13,6 +13,19 @@ import { documentClient } from '../shared/runtime';
 import { countCommands, createKey, fixtureKeys, invoke, tableNames, setUpBranches } from './support/harness';
 
 const counter = countCommands(documentClient);
+/** When each command is sent and answered, from a step on the same client (nothing stubbed). */
+const timeline: string[] = [];
+documentClient.middlewareStack.add(
+  (next, context) => async (args) => {
+    timeline.push(`sent ${context.commandName}`);
+    try {
+      return await next(args);
+    } finally {
+      timeline.push(`answered ${context.commandName}`);
+    }
+  },
+  { step: 'initialize', name: 'timeline' },
+);
 let key: string;
 
 beforeAll(async () => {
@@ -73,14 +86,30 @@ describe('a successful request', () => {
     ['GET /v1/members', () => invoke(listMembers, { path: '/v1/members', key }), 'QueryCommand'],
     ['GET /v1/payment-providers', () => invoke(listProviders, { path: '/v1/payment-providers', key }), 'QueryCommand'],
     ['GET /v1/payment-providers/{id}', () => provider('pp_stripe'), 'GetItemCommand'],
-  ])('%s costs exactly 3 calls: key lookup, one read, usage write', async (_route, request, read) => {
-    expect((await request()).statusCode).toBe(200);
-    expect(counter.commands).toEqual(['GetItemCommand', read, 'PutItemCommand']);
-    const [lookup, data, usage] = counter.sent;
-    expect(lookup?.input).toMatchObject({ TableName: tableNames.keys, ConsistentRead: true });
-    expect(data?.input).toMatchObject({ TableName: tableNames.branchData });
-    expect(usage?.input).toMatchObject({ TableName: tableNames.usage });
-  });
+  ])(
+    '%s costs exactly 4 calls in 3 round trips: key lookup, then one read beside the rate-limit counter, then usage write',
+    async (_route, request, read) => {
+      timeline.splice(0);
+      expect((await request()).statusCode).toBe(200);
+      expect(counter.commands).toHaveLength(4);
+      const [lookup, ...rest] = counter.sent;
+      const usage = rest.pop();
+      expect(lookup?.input).toMatchObject({ TableName: tableNames.keys, ConsistentRead: true });
+      expect(usage).toMatchObject({ command: 'PutItemCommand', input: { TableName: tableNames.usage } });
+      const data = rest.find((one) => one.command === read);
+      const count = rest.find((one) => one.command === 'UpdateItemCommand');
+      expect(data?.input).toMatchObject({ TableName: tableNames.branchData });
+      expect(count?.input).toMatchObject({ TableName: tableNames.rateLimits, ReturnValues: 'UPDATED_NEW' });
+      // Three sequential round trips: the read and the counter are both sent before either answers.
+      expect(timeline).toEqual([
+        'sent GetItemCommand',
+        'answered GetItemCommand',
+        ...(['sent', 'sent', 'answered', 'answered'] as const).map((step) => expect.stringMatching(`^${step} `)),
+        'sent PutItemCommand',
+        'answered PutItemCommand',
+      ]);
+    },
+  );
 
   it('reads with Query or GetItem, never Scan, on every page of a list', async () => {
     let cursor: string | null = null;
@@ -92,10 +121,12 @@ describe('a successful request', () => {
       });
       cursor = res.json.next_cursor;
     } while (cursor);
-    expect(counter.commands).toHaveLength(4 * 3);
-    expect(counter.commands.filter((command) => command !== 'GetItemCommand' && command !== 'PutItemCommand')).toEqual(
-      Array(4).fill('QueryCommand'),
-    );
+    expect(counter.commands).toHaveLength(4 * 4);
+    expect(
+      counter.commands.filter(
+        (command) => !['GetItemCommand', 'PutItemCommand', 'UpdateItemCommand'].includes(command),
+      ),
+    ).toEqual(Array(4).fill('QueryCommand'));
     for (const { input } of counter.sent.filter((one) => one.command === 'QueryCommand')) {
       expect(input.ExpressionAttributeValues[':branch']).toBe('br_main');
     }
@@ -103,22 +134,29 @@ describe('a successful request', () => {
 });
 
 describe('a refused request with a known key', () => {
-  it('costs 2 calls (lookup and usage write) and reads no branch data', async () => {
-    const { key: noRead } = await createKey({ scopes: ['write'] });
+  it('costs 2 calls (lookup and usage write) when the key is revoked or expired', async () => {
     const { key: expired } = await createKey({ expiresAt: new Date(Date.now() - 1000) });
     const { key: revoked, record } = await createKey();
     await fixtureKeys.revoke(record.key_id);
     counter.reset();
+    for (const refused of [expired, revoked]) {
+      expect((await invoke(getBranch, { path: '/v1/branch', key: refused })).statusCode).toBe(401);
+      expect(counter.commands).toEqual(['GetItemCommand', 'PutItemCommand']);
+      counter.reset();
+    }
+  });
+
+  it('costs 3 calls (lookup, rate-limit counter, usage write) and reads no branch data', async () => {
+    const { key: noRead } = await createKey({ scopes: ['write'] });
+    counter.reset();
     for (const request of [
       () => invoke(getBranch, { path: '/v1/branch', key: noRead }),
-      () => invoke(getBranch, { path: '/v1/branch', key: expired }),
-      () => invoke(getBranch, { path: '/v1/branch', key: revoked }),
       () => invoke(listMembers, { path: '/v1/members', key, query: { limit: '0' } }),
       () => invoke(listMembers, { path: '/v1/members', key, query: { cursor: 'forged' } }),
       () => provider('not%20an%20id'),
     ]) {
       expect((await request()).statusCode).toBeGreaterThanOrEqual(400);
-      expect(counter.commands).toEqual(['GetItemCommand', 'PutItemCommand']);
+      expect(counter.commands).toEqual(['GetItemCommand', 'UpdateItemCommand', 'PutItemCommand']);
       counter.reset();
     }
   });

@@ -116,7 +116,9 @@ describe('server errors and dropped connections', () => {
     const res = await members(service);
     expect(res.statusCode).toBe(200);
     expect(res.json.data).toHaveLength(23);
-    expect(proxy.operations()).toEqual(['GetItem', 'Query', 'Query', 'PutItem']);
+    // The rate-limit counter's UpdateItem runs alongside the read, so only the Query order is fixed.
+    expect(proxy.operations().filter((op) => op !== 'UpdateItem')).toEqual(['GetItem', 'Query', 'Query', 'PutItem']);
+    expect(proxy.operations().filter((op) => op === 'UpdateItem')).toHaveLength(1);
   });
 
   it('a connection dropped on every attempt is a 503; dropped once, it is retried', async () => {

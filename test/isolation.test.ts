@@ -25,9 +25,9 @@ const provider = (segment: string, withKey = key) =>
     key: withKey,
   });
 
-/** What a caller can compare between two responses: all but the request id. */
+/** What a caller can compare between two responses: all but the request id and the key's remaining calls. */
 const comparable = (res: InvokeResult) => {
-  const { 'X-Request-Id': _id, ...headers } = res.headers;
+  const { 'X-Request-Id': _id, RateLimit: _left, ...headers } = res.headers;
   return { status: res.statusCode, headers, body: { ...res.json, error: { ...res.json.error, request_id: '-' } } };
 };
 

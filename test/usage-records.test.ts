@@ -163,9 +163,14 @@ describe('a usage write that fails', () => {
     }
     expect(res.statusCode).toBe(200);
     expect(res.body).toBe(normal.body);
-    const { 'X-Request-Id': _a, ...headers } = res.headers;
-    const { 'X-Request-Id': _b, ...normalHeaders } = normal.headers;
+    // Apart from the request id and the remaining count (the second call counted one more).
+    const { 'X-Request-Id': _a, RateLimit: left, ...headers } = res.headers;
+    const { 'X-Request-Id': _b, RateLimit: normalLeft, ...normalHeaders } = normal.headers;
     expect(headers).toEqual(normalHeaders);
+    expect([left, normalLeft]).toEqual([
+      expect.stringMatching(/^"key";r=\d+;t=1$/),
+      expect.stringMatching(/^"key";r=/),
+    ]);
 
     const failures = logs.entries.filter((entry) => entry.message === 'Usage record not stored');
     expect(failures).toHaveLength(1);

@@ -19,6 +19,7 @@ Object.assign(process.env, {
   KEYS_TABLE: 'calls-keys',
   USAGE_TABLE: 'calls-usage',
   BRANCH_DATA_TABLE: 'calls-branch-data',
+  RATE_LIMITS_TABLE: 'calls-rate-limits',
   POWERTOOLS_LOG_LEVEL: 'SILENT',
 });
 
@@ -34,8 +35,12 @@ const handlers: Record<string, Fn> = {
 
 await ensureTables(runtime.documentClient, runtime.config.tables);
 await runtime.branchData.putBranch(demoBranch);
-const create = (input: { scopes?: ['read'] | ['team:read']; expiresAt?: Date; allowedIps?: string[] }) =>
-  runtime.keys.create({ branchId: demoBranch.id, scopes: input.scopes ?? ['read'], ...input });
+const create = (input: {
+  scopes?: ['read'] | ['team:read'];
+  expiresAt?: Date;
+  allowedIps?: string[];
+  rateLimit?: string;
+}) => runtime.keys.create({ branchId: demoBranch.id, scopes: input.scopes ?? ['read'], ...input });
 const valid = await create({});
 const revoked = await create({});
 await runtime.keys.revoke(revoked.record.key_id);
@@ -44,6 +49,7 @@ const noRead = await create({ scopes: ['team:read'] });
 // The bench's events come from 127.0.0.1 (lib/local/events.ts).
 const fenced = await create({ allowedIps: ['127.0.0.1/32'], expiresAt: new Date(Date.now() + 86_400_000) });
 const elsewhere = await create({ allowedIps: ['192.0.2.0/24'] });
+const limited = await create({ rateLimit: '1/h' });
 const malformed = `${valid.key.slice(0, -1)}${valid.key.endsWith('A') ? 'B' : 'A'}`;
 
 let commands: string[] = [];
@@ -72,7 +78,11 @@ const invoke = async (endpoint: string, authorization: string | undefined, query
 };
 
 const bearer = (key: string) => `Bearer ${key}`;
-/** expected: the order of checks of docs/decisions.md (header → format → lookup → revoked → expired → IP allowlist → scope → handler), usage record for known keys. */
+/**
+ * expected: the order of checks of docs/decisions.md (header → format → lookup → revoked → expired
+ * → rate limit → IP allowlist → scope → handler), usage record for known keys. The rate-limit counter's UpdateItem
+ * runs alongside the read, so a success is 4 calls in 3 sequential round trips.
+ */
 const cases: {
   outcome: string;
   endpoint: string;
@@ -85,7 +95,7 @@ const cases: {
     outcome: `success (${one.name})`,
     endpoint: one.name,
     auth: bearer(valid.key),
-    expected: 3,
+    expected: 4,
     target: true,
   })),
   {
@@ -99,7 +109,23 @@ const cases: {
   { outcome: 'no Authorization header', endpoint: 'GetBranch', expected: 0, target: false },
   { outcome: 'revoked key', endpoint: 'GetBranch', auth: bearer(revoked.key), expected: 2, target: false },
   { outcome: 'expired key', endpoint: 'GetBranch', auth: bearer(expired.key), expected: 2, target: false },
-  { outcome: 'key without read scope', endpoint: 'GetBranch', auth: bearer(noRead.key), expected: 2, target: false },
+  { outcome: 'key without read scope', endpoint: 'GetBranch', auth: bearer(noRead.key), expected: 3, target: false },
+  {
+    outcome: 'last call within the limit',
+    endpoint: 'GetBranch',
+    auth: bearer(limited.key),
+    expected: 4,
+    target: false,
+  },
+  // The read ran alongside the counter before the count said no: the 429 still costs 4 calls.
+  { outcome: 'over the limit (429)', endpoint: 'GetBranch', auth: bearer(limited.key), expected: 4, target: false },
+  {
+    outcome: 'over the limit, known to this container (429)',
+    endpoint: 'GetBranch',
+    auth: bearer(limited.key),
+    expected: 2,
+    target: false,
+  },
   {
     outcome: 'success, key with an IP allowlist and an expiry',
     endpoint: 'GetBranch',
@@ -119,7 +145,7 @@ const cases: {
     endpoint: 'ListMembers',
     auth: bearer(valid.key),
     query: { cursor: 'x.y' },
-    expected: 2,
+    expected: 3,
     target: false,
   },
 ];

@@ -12,6 +12,7 @@ import { NodejsFunction, OutputFormat, SourceMapMode, type BundlingOptions } fro
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
+import { DEFAULT_RATE_LIMIT } from '../../shared/rate-limit';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability';
 import type { TableAccess } from '../../shared/routes';
 import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/tables';
@@ -162,10 +163,16 @@ export class ApiFunction extends Construct {
    * it names. Explicit statements, not table.grant(): that adds `<table>/index/*` for tables with
    * indexes, and a wider action set than the handler uses.
    */
-  bindTables(tables: ApiTables, usageRetentionDays: number, access: readonly TableAccess[]): this {
+  bindTables(
+    tables: ApiTables,
+    usageRetentionDays: number,
+    access: readonly TableAccess[],
+    defaultRateLimit: string = DEFAULT_RATE_LIMIT,
+  ): this {
     // The tables an API function's configuration reads (shared/config.ts), no more.
     for (const name of API_TABLES) this.function.addEnvironment(TABLE_ENV[name], tables[name].tableName);
     this.function.addEnvironment('USAGE_RETENTION_DAYS', String(usageRetentionDays));
+    this.function.addEnvironment('DEFAULT_RATE_LIMIT', defaultRateLimit);
     for (const { table, actions, index } of access) {
       const definition = tableDefinitions.find((candidate) => candidate.name === table);
       if (actions.length === 0) throw new Error(`ApiFunction ${this.node.id}: no action given on the ${table} table`);

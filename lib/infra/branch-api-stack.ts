@@ -9,6 +9,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { fallbackEntry, routes, tableAccessOf, type RouteId } from '../../shared/routes';
 import { tableDefinitions } from '../../shared/tables';
+import { DEFAULT_RATE_LIMIT, parseRateLimit } from '../../shared/rate-limit';
 import { ApiFunction, FALLBACK_MEMORY_MB, FALLBACK_TIMEOUT } from './api-function';
 import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
@@ -20,10 +21,14 @@ export type PowertoolsLogLevel = (typeof POWERTOOLS_LOG_LEVELS)[number];
 
 export interface BranchApiStackProps extends StackProps {
   /**
-   * Stage-wide throttling. HTTP APIs have no per-key usage plans, so this caps what the whole
-   * API can cost and how hard it can hit DynamoDB. At ~20 ms per warm request, 100 requests/s is
-   * a handful of concurrent executions.
-   * @default { rateLimit: 100, burstLimit: 200 }
+   * The stage's default route throttle. It applies to **each route** on its own (five routes
+   * with `$default`), not to the API as a whole; it is the outer guard against aggregate
+   * overload, while each key's own limit (`defaultRateLimit`, `keys create --rate-limit`) keeps one
+   * branch from taking the others' share. Sized for many branches: 1,000 requests/s per route is
+   * 20 keys at the 50/s default each on one route, and all five routes together (5,000/s) stay
+   * within half of the account's regional API Gateway quota (10,000/s) and, at ~20-30 ms per warm
+   * request, well within the default 1,000 Lambda concurrency. See docs/deploy.md "Limits".
+   * @default { rateLimit: 1000, burstLimit: 2000 }
    */
   readonly throttle?: Partial<StageThrottle>;
   /**
@@ -47,6 +52,11 @@ export interface BranchApiStackProps extends StackProps {
    * @default 400
    */
   readonly rollupRetentionDays?: number;
+  /**
+   * Rate limit of keys created without one (`DEFAULT_RATE_LIMIT`): `N/s`, `N/min` or `N/h`.
+   * @default '50/s'
+   */
+  readonly defaultRateLimit?: string;
   /**
    * Powertools log level of the functions.
    * @default 'INFO'
@@ -74,12 +84,13 @@ export interface ResolvedStackSettings {
   readonly logRetention: logs.RetentionDays;
   readonly destroyData: boolean;
   readonly usageRetentionDays: number;
+  readonly defaultRateLimit: string;
   readonly logLevel: PowertoolsLogLevel;
   readonly alarmTopicArn?: string;
   readonly serverErrorRatePercent: number;
 }
 
-export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 100, burstLimit: 200 };
+export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 1000, burstLimit: 2000 };
 const RETENTION_VALUES = new Set(Object.values(logs.RetentionDays).filter((v) => typeof v === 'number'));
 
 const fail = (message: string): never => {
@@ -107,6 +118,12 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
   if (!isPositiveInteger(usageRetentionDays)) {
     fail(`usageRetentionDays must be a positive integer, got ${show(props.usageRetentionDays)}`);
   }
+  const defaultRateLimit = props.defaultRateLimit ?? DEFAULT_RATE_LIMIT;
+  try {
+    parseRateLimit(defaultRateLimit);
+  } catch (error) {
+    fail(`defaultRateLimit: ${(error as Error).message}, got ${show(props.defaultRateLimit)}`);
+  }
   const logLevel = props.logLevel ?? 'INFO';
   if (!POWERTOOLS_LOG_LEVELS.includes(logLevel)) {
     fail(`logLevel must be one of ${POWERTOOLS_LOG_LEVELS.join(', ')}, got ${show(props.logLevel)}`);
@@ -123,6 +140,7 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
     logRetention,
     destroyData: props.destroyData ?? false,
     usageRetentionDays,
+    defaultRateLimit,
     logLevel,
     ...(props.alarmTopicArn ? { alarmTopicArn: props.alarmTopicArn } : {}),
     serverErrorRatePercent,
@@ -164,6 +182,7 @@ export class BranchApiStack extends Stack {
           this.tables,
           settings.usageRetentionDays,
           tableAccessOf(route),
+          settings.defaultRateLimit,
         ),
       ]),
     ) as Record<RouteId, ApiFunction>;

@@ -1,18 +1,19 @@
 /**
- * The three DynamoDB tables, built from the shared definitions (shared/tables.ts) that the local
+ * The DynamoDB tables, built from the shared definitions (shared/tables.ts) that the local
  * bootstrap uses too: on-demand, encrypted with the AWS managed key, every index projecting all
  * attributes (as the local tables do). Every table has point-in-time recovery, deletion protection,
  * and is kept when the stack is deleted, unless `destroyData` is set: keys and branch data are the
  * source of truth, and the usage table is the only record of who called with which key, which no
  * one can rebuild once it is lost (docs/deploy.md, "Teardown").
  */
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import {
   branchDataTable,
   keysTable,
   rollupsTable,
+  rateLimitsTable,
   usageTable,
   type AttributeDefinition,
   type TableDefinition,
@@ -39,6 +40,7 @@ export class DataTables extends Construct implements ApiTables {
   readonly branchData: dynamodb.Table;
   /** Usage rollups: derived from the usage table's stream, rebuildable from it (docs/usage-rollups.md). */
   readonly rollups: dynamodb.Table;
+  readonly rateLimits: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: DataTablesProps = {}) {
     super(scope, id);
@@ -48,9 +50,16 @@ export class DataTables extends Construct implements ApiTables {
     this.usage = this.table(usageTable, retain);
     this.branchData = this.table(branchDataTable, retain);
     this.rollups = this.table(rollupsTable, retain);
+    // Rate-limit counters live for one window and expire through TTL: nothing to recover or keep.
+    this.rateLimits = this.table(rateLimitsTable, false, false);
+    Validations.of(this.rateLimits).acknowledge({
+      id: 'AwsSolutions-DDB3',
+      reason: 'Rate-limit counters only matter for the current window and expire through TTL; nothing to recover.',
+    });
   }
 
-  private table(definition: TableDefinition, retain: boolean) {
+  /** @param recover point-in-time recovery, for every table that holds what could not be rebuilt */
+  private table(definition: TableDefinition, retain: boolean, recover = true) {
     const table = new dynamodb.Table(this, definition.id, {
       partitionKey: attribute(definition.partitionKey),
       ...(definition.sortKey ? { sortKey: attribute(definition.sortKey) } : {}),
@@ -58,7 +67,7 @@ export class DataTables extends Construct implements ApiTables {
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       ...(definition.timeToLiveAttribute ? { timeToLiveAttribute: definition.timeToLiveAttribute } : {}),
       ...(definition.stream === 'NEW_IMAGE' ? { stream: dynamodb.StreamViewType.NEW_IMAGE } : {}),
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: recover },
       deletionProtection: retain,
       removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });

@@ -17,7 +17,7 @@ import type { RouteDefinition, RouteId } from '../../shared/routes';
 export const API_STAGE_NAME = 'api';
 
 export interface StageThrottle {
-  /** Steady-state requests per second across the stage. */
+  /** Steady-state requests per second, per route. */
   readonly rateLimit: number;
   /** Bucket size: requests accepted at once above the steady rate. */
   readonly burstLimit: number;
@@ -30,7 +30,7 @@ export interface BranchHttpApiProps {
   readonly functions: Readonly<Record<RouteId, lambda.IFunction>>;
   /** Serves the `$default` route: 404 for unknown paths, 405 for known paths with another method. */
   readonly fallback: lambda.IFunction;
-  /** Stage-wide throttling. */
+  /** Default route throttle: API Gateway applies it to each route separately, not to the stage as a whole. */
   readonly throttle: StageThrottle;
   /**
    * How long the access log group keeps its logs.

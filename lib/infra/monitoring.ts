@@ -11,7 +11,12 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { METRICS_NAMESPACE, SERVICE_NAME, USAGE_WRITE_FAILED_METRIC } from '../../shared/observability';
+import {
+  METRICS_NAMESPACE,
+  RATE_LIMIT_COUNTER_FAILED_METRIC,
+  SERVICE_NAME,
+  USAGE_WRITE_FAILED_METRIC,
+} from '../../shared/observability';
 
 /** A table and its global secondary indexes, which DynamoDB meters and throttles apart from it. */
 export interface MonitoredTable {
@@ -54,6 +59,15 @@ const throttleEvents = (table: dynamodb.ITable, label: string, indexName?: strin
     period: PERIOD,
   });
 };
+/** A metric the functions emit through Powertools (shared/observability.ts). */
+const serviceMetric = (metricName: string) =>
+  new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName,
+    dimensionsMap: { service: SERVICE_NAME },
+    statistic: 'Sum',
+    period: PERIOD,
+  });
 
 export class Monitoring extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -107,17 +121,15 @@ export class Monitoring extends Construct {
       }
     }
 
-    const usageWriteFailed = new cloudwatch.Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName: USAGE_WRITE_FAILED_METRIC,
-      dimensionsMap: { service: SERVICE_NAME },
-      statistic: 'Sum',
-      period: PERIOD,
-    });
-    this.add('UsageRecordWriteFailed', usageWriteFailed, {
+    this.add('UsageRecordWriteFailed', serviceMetric(USAGE_WRITE_FAILED_METRIC), {
       threshold: 0,
       description:
         'Usage records could not be stored after retries; each one is in the functions\u2019 error log for replay.',
+    });
+    this.add('RateLimitCounterFailed', serviceMetric(RATE_LIMIT_COUNTER_FAILED_METRIC), {
+      threshold: 0,
+      description:
+        'Rate-limit counters could not be updated: those calls were admitted without a limit (fail open, docs/decisions.md "Rate limits").',
     });
   }
 

@@ -88,6 +88,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   process.env.USAGE_TABLE = operator.tables.usage;
   process.env.BRANCH_DATA_TABLE = operator.tables.branchData;
   process.env.ROLLUPS_TABLE = operator.tables.rollups;
+  process.env.RATE_LIMITS_TABLE = operator.tables.rateLimits;
 
   try {
     await ensureTables(operator.client, operator.tables);

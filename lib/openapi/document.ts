@@ -53,7 +53,7 @@ const STATUS_NAMES: Record<number, string> = {
 
 /** The header component documenting a catalogue header on a response of this status. */
 const headerComponent = (status: number, name: ErrorHeaderName): string =>
-  name === 'WWW-Authenticate' ? `WWW-Authenticate-${status}` : name;
+  name === 'WWW-Authenticate' || name.startsWith('RateLimit') ? `${name}-${status}` : name;
 
 export interface ErrorResponse {
   status: number;
@@ -147,6 +147,27 @@ const buildSchemas = (): Record<string, Json> => {
 
 const header = (description: string, schema: Json): Json => ({ description, required: true, schema });
 
+/**
+ * The rate-limit fields (draft-ietf-httpapi-ratelimit-headers). Not required on most responses: a
+ * call refused before its key is known, or made with a revoked or expired key, is not counted.
+ */
+const RATE_LIMIT_HEADERS: Record<string, Json> = {
+  'RateLimit-Policy': {
+    description:
+      "The key's rate limit: `q` calls per window of `w` seconds. On every response to a key that is neither " +
+      'revoked nor expired.',
+    required: false,
+    schema: { type: 'string', pattern: '^"key";q=[1-9][0-9]*;w=(1|60|3600)$', examples: ['"key";q=50;w=1'] },
+  },
+  RateLimit: {
+    description:
+      "What is left of the key's limit: `r` calls remaining in this window, which resets in `t` seconds. On every " +
+      'response to a counted key, unless the counter could not be read (the call was then admitted).',
+    required: false,
+    schema: { type: 'string', pattern: '^"key";r=[0-9]+;t=[1-9][0-9]*$', examples: ['"key";r=49;t=1'] },
+  },
+};
+
 const HEADERS: Record<string, Json> = {
   'X-Request-Id': header(
     'Id of this request; the same id is in the error body (`request_id`) and in the usage record of the call.',
@@ -177,6 +198,17 @@ const HEADERS: Record<string, Json> = {
     ),
     required: false,
   },
+  ...RATE_LIMIT_HEADERS,
+  // Always on a 429: the same fields, required.
+  ...Object.fromEntries(
+    Object.entries(RATE_LIMIT_HEADERS).map(([name, definition]) => [`${name}-429`, { ...definition, required: true }]),
+  ),
+};
+
+/** The rate-limit fields, on every response of an authenticated operation (docs/decisions.md "Rate limits"). */
+const RATE_LIMIT_RESPONSE_HEADERS = {
+  'RateLimit-Policy': ref('headers', 'RateLimit-Policy'),
+  RateLimit: ref('headers', 'RateLimit'),
 };
 
 /**
@@ -211,12 +243,13 @@ const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('sc
 
 const buildErrorResponses = (): Record<string, Json> =>
   Object.fromEntries(
-    ERROR_RESPONSES.map(({ status, name, codes, headers }) => [
+    ERROR_RESPONSES.map(({ status, name, codes, headers, scope }) => [
       name,
       {
         description: codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].when}.`).join(' '),
         headers: {
           ...COMMON_RESPONSE_HEADERS,
+          ...(scope.some((one) => one !== 'unmatched') ? RATE_LIMIT_RESPONSE_HEADERS : {}),
           ...Object.fromEntries(headers.map((header) => [header, ref('headers', headerComponent(status, header))])),
         },
         content: jsonContent(`${name}Error`),
@@ -269,7 +302,7 @@ const buildOperation = (route: RouteDefinition): Json => {
     responses: {
       200: {
         description: 'OK',
-        headers: COMMON_RESPONSE_HEADERS,
+        headers: { ...COMMON_RESPONSE_HEADERS, ...RATE_LIMIT_RESPONSE_HEADERS },
         content: jsonContent(operation.schema),
       },
       ...Object.fromEntries(

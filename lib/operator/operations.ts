@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
 import { InvalidCidrError, parseAllowlist } from '../../shared/cidr';
+import { formatRateLimit, InvalidRateLimitError, parseRateLimit } from '../../shared/rate-limit';
 import { KeyNotFoundError, type ApiKeyRecord } from '../../shared/repositories/keys';
 import type { UsageRecord } from '../../shared/repositories/usage';
 import { SCOPES, ScopeSchema, SeedFileSchema, type Scope, type SeedFile } from '../../shared/schemas';
@@ -55,6 +56,8 @@ export interface CreateKeyRequest {
   name?: string;
   /** Comma-separated IPv4/IPv6 addresses or CIDR blocks the key may be used from. */
   allowIps?: string;
+  /** `N/s`, `N/min` or `N/h`; absent: the deployment's default. */
+  rateLimit?: string;
   now?: Date;
 }
 
@@ -68,6 +71,7 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
   }
   if (request.name !== undefined && !request.name.trim()) throw new OperatorError('--name must not be empty');
   const allowedIps = request.allowIps === undefined ? undefined : parseAllowIps(request.allowIps);
+  const rateLimit = request.rateLimit === undefined ? undefined : parseRateLimitOption(request.rateLimit);
   await requireBranch(ctx, request.branchId);
   return ctx.keys.create({
     branchId: request.branchId,
@@ -76,7 +80,18 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     ...(allowedIps ? { allowedIps } : {}),
     ...(expiresAt ? { expiresAt } : {}),
     ...(request.name ? { name: request.name.trim() } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
   });
+};
+
+/** `--rate-limit` in its written form, or a one-line OperatorError. */
+export const parseRateLimitOption = (value: string): string => {
+  try {
+    return formatRateLimit(parseRateLimit(value));
+  } catch (error) {
+    if (error instanceof InvalidRateLimitError) throw new OperatorError(`--rate-limit: ${error.message}`);
+    throw error;
+  }
 };
 
 export interface KeyListing extends ApiKeyRecord {

@@ -2,6 +2,7 @@ export { apiKeyExpires } from './api-key-expires';
 export { authenticate } from './authenticate';
 export { errorMapper } from './error-mapper';
 export { ipAllowlist } from './ip-allowlist';
+export { rateLimit } from './rate-limit';
 export { recordUsage } from './record-usage';
 export { requestContext } from './request-context';
 export { requireScope } from './require-scope';

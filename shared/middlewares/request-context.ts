@@ -15,6 +15,7 @@ export const requestContext = ({ logger, route }: RequestContextOptions): ApiMid
     context.receivedAt = new Date();
     context.requestId = event.requestContext?.requestId || context.awsRequestId;
     context.route = route ?? event.routeKey;
+    delete context.responseHeaders;
     // Reset after each invocation by injectLambdaContext({ resetKeys: true }).
     logger.appendKeys({ request_id: context.requestId, route: context.route });
   };

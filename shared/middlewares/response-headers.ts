@@ -5,7 +5,12 @@ import type { ApiMiddleware, ApiRequest } from './types';
 export const responseHeaders = (): ApiMiddleware => {
   const addHeaders = ({ response, context }: ApiRequest): void => {
     if (!response) return;
-    response.headers = { ...COMMON_HEADERS, ...response.headers, 'X-Request-Id': context.requestId };
+    response.headers = {
+      ...COMMON_HEADERS,
+      ...response.headers,
+      ...context.responseHeaders,
+      'X-Request-Id': context.requestId,
+    };
   };
   return { after: addHeaders, onError: addHeaders, name: 'responseHeaders' };
 };

@@ -15,6 +15,8 @@ export interface ApiContext extends Context {
   route: string;
   /** The key that made the call, once it has been found (even if then refused). */
   apiKey?: ApiKeyRecord;
+  /** Headers a middleware wants on the final response, success or error (the rate-limit fields). */
+  responseHeaders?: Record<string, string>;
 }
 
 /** What a handler sees: the stack has authenticated the key and checked its scope. */

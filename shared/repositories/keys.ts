@@ -23,6 +23,8 @@ export interface ApiKeyRecord {
   rolled_from?: string;
   /** The key that replaced this one; this key then expires at the end of the grace period. */
   rolled_to?: string;
+  /** `N/s`, `N/min` or `N/h`; absent: the deployment's default (shared/rate-limit.ts). */
+  rate_limit?: string;
 }
 
 interface StoredKey extends ApiKeyRecord {
@@ -36,6 +38,8 @@ export interface CreateKeyInput {
   expiresAt?: Date;
   /** Canonical CIDR entries (shared/cidr.ts parseAllowlist). */
   allowedIps?: string[];
+  /** Already validated, in its written form (`formatRateLimit`). */
+  rateLimit?: string;
   now?: Date;
 }
 
@@ -129,6 +133,7 @@ export class KeysRepository extends DynamoRepository {
       scopes: [...new Set(input.scopes)],
       created_at: (input.now ?? new Date()).toISOString(),
       ...(input.expiresAt ? { expires_at: input.expiresAt.toISOString() } : {}),
+      ...(input.rateLimit ? { rate_limit: input.rateLimit } : {}),
       ...(input.allowedIps && input.allowedIps.length > 0 ? { allowed_ips: [...input.allowedIps] } : {}),
     });
   }

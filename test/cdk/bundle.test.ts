@@ -67,6 +67,7 @@ const environmentOf = (fn: ApiFunction): Record<string, string> => {
     [logicalId(stack.tables.keys)]: tableNames.keys,
     [logicalId(stack.tables.usage)]: tableNames.usage,
     [logicalId(stack.tables.branchData)]: tableNames.branchData,
+    [logicalId(stack.tables.rateLimits)]: tableNames.rateLimits,
   };
   return Object.fromEntries(
     Object.entries(variables).map(([name, value]: [string, any]) => [

@@ -8,12 +8,13 @@ import { readAppSettings } from '../../lib/infra/context';
 import { buildStack, newApp, resourcesOfType } from './support';
 
 describe('stack props', () => {
-  it('default to retained data, 100/200 throttling, 30-day logs, 90-day usage records', () => {
+  it('default to retained data, 1000/2000 throttling per route, 30-day logs, 90-day usage records', () => {
     expect(resolveStackSettings()).toEqual({
-      throttle: { rateLimit: 100, burstLimit: 200 },
+      throttle: { rateLimit: 1000, burstLimit: 2000 },
       logRetention: RetentionDays.ONE_MONTH,
       destroyData: false,
       usageRetentionDays: 90,
+      defaultRateLimit: '50/s',
       logLevel: 'INFO',
       serverErrorRatePercent: 5,
     });
@@ -24,6 +25,7 @@ describe('stack props', () => {
       throttle: { rateLimit: 20, burstLimit: 40 },
       logRetention: RetentionDays.ONE_WEEK,
       usageRetentionDays: 30,
+      defaultRateLimit: '600/min',
       logLevel: 'DEBUG',
       serverErrorRatePercent: 2,
     });
@@ -36,6 +38,9 @@ describe('stack props', () => {
     const functions = Object.values(resourcesOfType(template, 'AWS::Lambda::Function'));
     expect(functions.every((fn) => fn.Properties.Environment.Variables.POWERTOOLS_LOG_LEVEL === 'DEBUG')).toBe(true);
     expect(functions.filter((fn) => fn.Properties.Environment.Variables.USAGE_RETENTION_DAYS === '30')).toHaveLength(4);
+    expect(functions.filter((fn) => fn.Properties.Environment.Variables.DEFAULT_RATE_LIMIT === '600/min')).toHaveLength(
+      4,
+    );
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { Threshold: 2, EvaluationPeriods: 2 });
   });
 
@@ -54,6 +59,17 @@ describe('stack props', () => {
     ],
     ['infinite retention', { logRetention: RetentionDays.INFINITE }, /logRetention must be a finite/],
     ['zero usage days', { usageRetentionDays: 0 }, /usageRetentionDays must be a positive integer, got 0/],
+    [
+      'zero rate limit',
+      { defaultRateLimit: '0/s' },
+      /defaultRateLimit: Rate limit must allow at least 1 call.*got "0\/s"/,
+    ],
+    [
+      'rate limit in days',
+      { defaultRateLimit: '5/d' },
+      /defaultRateLimit: Rate limit must be a whole number.*got "5\/d"/,
+    ],
+    ['huge rate limit', { defaultRateLimit: '2000000/s' }, /defaultRateLimit: Rate limit must allow at most 1000000/],
     ['fractional usage days', { usageRetentionDays: 1.5 }, /usageRetentionDays must be a positive integer, got 1\.5/],
     ['unknown log level', { logLevel: 'LOUD' as never }, /logLevel must be one of TRACE, DEBUG, INFO.*got "LOUD"/],
     ['5xx rate of 100', { serverErrorRatePercent: 100 }, /serverErrorRatePercent must be between 0 and 100/],
@@ -84,6 +100,7 @@ describe('app context (cdk deploy -c ...)', () => {
         throttleBurst: '20',
         logRetentionDays: '7',
         usageRetentionDays: '14',
+        defaultRateLimit: '20/s',
         logLevel: 'debug',
         alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
         serverErrorRatePercent: '1',
@@ -95,6 +112,7 @@ describe('app context (cdk deploy -c ...)', () => {
         throttle: { rateLimit: 10, burstLimit: 20 },
         logRetention: 7,
         usageRetentionDays: 14,
+        defaultRateLimit: '20/s',
         logLevel: 'DEBUG',
         alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
         serverErrorRatePercent: 1,

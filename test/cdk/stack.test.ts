@@ -4,7 +4,7 @@
  * is checked against the same source the local gateway and bootstrap use.
  */
 import { Match } from 'aws-cdk-lib/assertions';
-import { createTableInput, tableDefinitions, type TableDefinition } from '../../shared/tables';
+import { createTableInput, rateLimitsTable, tableDefinitions, type TableDefinition } from '../../shared/tables';
 import { fallbackEntry, routeKey, routes, type RouteId } from '../../shared/routes';
 import { Stack } from 'aws-cdk-lib';
 import { DataTables } from '../../lib/infra/data-tables';
@@ -22,7 +22,7 @@ describe('HTTP API', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: 'api',
       AutoDeploy: true,
-      DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+      DefaultRouteSettings: { ThrottlingRateLimit: 1000, ThrottlingBurstLimit: 2000 },
     });
   });
 
@@ -126,13 +126,16 @@ describe('functions', () => {
       KEYS_TABLE: { Ref: logicalId(stack.tables.keys) },
       USAGE_TABLE: { Ref: logicalId(stack.tables.usage) },
       BRANCH_DATA_TABLE: { Ref: logicalId(stack.tables.branchData) },
+      RATE_LIMITS_TABLE: { Ref: logicalId(stack.tables.rateLimits) },
       USAGE_RETENTION_DAYS: '90',
+      DEFAULT_RATE_LIMIT: '50/s',
     });
     const resolved = {
       ...variables,
       KEYS_TABLE: 'k',
       USAGE_TABLE: 'u',
       BRANCH_DATA_TABLE: 'b',
+      RATE_LIMITS_TABLE: 'r',
       AWS_REGION: 'eu-west-1',
     };
     expect(loadConfig(resolved as Record<string, string>)).toMatchObject({
@@ -169,6 +172,7 @@ describe('tables', () => {
       Usage: stack.tables.usage,
       BranchData: stack.tables.branchData,
       UsageRollups: stack.tables.rollups,
+      RateLimits: stack.tables.rateLimits,
     }[definition.id];
     return tables[logicalId(construct)]!;
   };
@@ -242,22 +246,26 @@ describe('tables', () => {
     expect(branchData).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('destroyData deletes all three with the stack and drops deletion protection, keeping point-in-time recovery', () => {
+  it('rate limits: by pk only, no index, with TTL; deleted with the stack', () => {
+    const rateLimits = tableOf(rateLimitsTable);
+    expect(rateLimits.Properties.KeySchema).toEqual([{ AttributeName: 'pk', KeyType: 'HASH' }]);
+    expect(rateLimits.Properties.GlobalSecondaryIndexes).toBeUndefined();
+    expect(rateLimits.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at_epoch', Enabled: true });
+    expect(rateLimits).toMatchObject({ DeletionPolicy: 'Delete', UpdateReplacePolicy: 'Delete' });
+    expect(rateLimits.Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled).toBe(false);
+  });
+
+  it('destroyData deletes every table with the stack and drops deletion protection, keeping point-in-time recovery', () => {
     const { template: throwaway } = buildStack({ destroyData: true });
     const all = Object.values(resourcesOfType(throwaway, 'AWS::DynamoDB::Table'));
-    expect(all.map((table) => table.DeletionPolicy)).toEqual(['Delete', 'Delete', 'Delete', 'Delete']);
-    expect(all.map((table) => table.Properties.DeletionProtectionEnabled ?? false)).toEqual([
-      false,
-      false,
-      false,
-      false,
-    ]);
-    expect(all.map((table) => table.Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled)).toEqual([
-      true,
-      true,
-      true,
-      true,
-    ]);
+    expect(all).toHaveLength(tableDefinitions.length);
+    expect(new Set(all.map((table) => table.DeletionPolicy))).toEqual(new Set(['Delete']));
+    expect(all.filter((table) => table.Properties.DeletionProtectionEnabled)).toEqual([]);
+    // Recovery stays on every table that holds what could not be rebuilt (not the rate-limit counters).
+    const recovering = all.filter(
+      (table) => table.Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled,
+    );
+    expect(recovering).toHaveLength(tableDefinitions.length - 1);
   });
 });
 
@@ -292,7 +300,12 @@ describe('least privilege', () => {
   const keys = logicalId(stack.tables.keys);
   const usage = logicalId(stack.tables.usage);
   const branchData = logicalId(stack.tables.branchData);
-  const chain = [`Allow dynamodb:GetItem ${keys}.Arn`, `Allow dynamodb:PutItem ${usage}.Arn`];
+  const rateLimits = logicalId(stack.tables.rateLimits);
+  const chain = [
+    `Allow dynamodb:GetItem ${keys}.Arn`,
+    `Allow dynamodb:PutItem ${usage}.Arn`,
+    `Allow dynamodb:UpdateItem ${rateLimits}.Arn`,
+  ];
   const dataAccess: Record<RouteId, string[]> = {
     GetBranch: [`Allow dynamodb:GetItem ${branchData}.Arn`],
     ListMembers: [`Allow dynamodb:Query ${branchData}.Arn`],
@@ -407,9 +420,10 @@ describe('alarms', () => {
     Object.values(alarms).filter((alarm) => metricsOf(alarm).some(predicate));
 
   it('cover the API, every function, every table and index, and usage writes, and send nothing without a topic', () => {
-    // + the rollups pipeline's iterator age and dead letters (test/cdk/usage-aggregation.test.ts).
+    // + usage writes and rate-limit counter failures, + the rollups pipeline's iterator age and dead
+    // letters (test/cdk/usage-aggregation.test.ts).
     const tablesAndIndexes = tableDefinitions.reduce((n, table) => n + 1 + table.indexes.length, 0);
-    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + tablesAndIndexes + 1 + 2);
+    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + tablesAndIndexes + 2 + 2);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
@@ -501,8 +515,8 @@ describe('alarms', () => {
     expect(watched).toHaveLength(2 * (tableDefinitions.length + indexes.length));
   });
 
-  it('fire on the UsageRecordWriteFailed metric the usage middleware emits', () => {
-    const found = findAlarms((metric) => metric.MetricName === 'UsageRecordWriteFailed');
+  it.each(['UsageRecordWriteFailed', 'RateLimitCounterFailed'])('fire on the %s metric the functions emit', (name) => {
+    const found = findAlarms((metric) => metric.MetricName === name);
     expect(found).toHaveLength(1);
     expect(found[0]?.Properties).toMatchObject({
       Namespace: 'BranchApi',

@@ -34,6 +34,7 @@ describe('tables create', () => {
         process.env.USAGE_TABLE,
         process.env.BRANCH_DATA_TABLE,
         process.env.ROLLUPS_TABLE,
+        process.env.RATE_LIMITS_TABLE,
       ].sort(),
     );
     const again = await runCli(['tables', 'create']);
@@ -166,7 +167,7 @@ describe('keys', () => {
 
     const readable = await runCli(['keys', 'list', '--branch', 'br_second']);
     expect(readable.stdout.split('\n')[0]).toMatch(
-      /^ID\s+NAME\s+START\s+SCOPES\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED\s+ALLOWED IPS\s+ROLLED$/,
+      /^ID\s+NAME\s+START\s+SCOPES\s+RATE LIMIT\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED\s+ALLOWED IPS\s+ROLLED$/,
     );
 
     const revoked = await runCli(['keys', 'revoke', created.key_id, '--branch', 'br_second', '--json']);

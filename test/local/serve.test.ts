@@ -21,6 +21,7 @@ const startServe = (env: Record<string, string>, args: string[] = []) => {
       USAGE_TABLE: '',
       BRANCH_DATA_TABLE: '',
       CONSOLE_PORT: '0',
+      RATE_LIMITS_TABLE: '',
       ...env,
     },
   });
@@ -157,6 +158,7 @@ it('uses an external DynamoDB when DYNAMODB_ENDPOINT is set', async () => {
     KEYS_TABLE: `${process.env.KEYS_TABLE}-serve`,
     USAGE_TABLE: `${process.env.USAGE_TABLE}-serve`,
     BRANCH_DATA_TABLE: `${process.env.BRANCH_DATA_TABLE}-serve`,
+    RATE_LIMITS_TABLE: `${process.env.RATE_LIMITS_TABLE}-serve`,
   });
   running = serve.child;
   const stdout = await serve.ready;

@@ -160,7 +160,7 @@ describe('a response that departs from the document fails', () => {
 
   it('a status the operation does not document', () => {
     expect(contractViolations({ ...branch, statusCode: 201 })).toEqual([
-      'status 201 is not documented for operation GetBranch (GET /v1/branch); documented: 200, 401, 403, 404, 500, 503',
+      'status 201 is not documented for operation GetBranch (GET /v1/branch); documented: 200, 401, 403, 404, 429, 500, 503',
     ]);
     expect(contractViolations({ ...branch, method: 'GET', path: '/v2/branch' })).toEqual([
       'status 200 is not documented for an unknown path; documented: 404, 500',
@@ -226,10 +226,10 @@ describe('warmContract', () => {
     expect(
       Object.fromEntries(Object.entries(compiled).map(([id, byStatus]) => [id, Object.keys(byStatus ?? {})])),
     ).toEqual({
-      GetBranch: ['200', '401', '403', '404', '500', '503'],
-      ListMembers: ['200', '400', '401', '403', '500', '503'],
-      ListPaymentProviders: ['200', '400', '401', '403', '500', '503'],
-      GetPaymentProvider: ['200', '401', '403', '404', '500', '503'],
+      GetBranch: ['200', '401', '403', '404', '429', '500', '503'],
+      ListMembers: ['200', '400', '401', '403', '429', '500', '503'],
+      ListPaymentProviders: ['200', '400', '401', '403', '429', '500', '503'],
+      GetPaymentProvider: ['200', '401', '403', '404', '429', '500', '503'],
     });
   });
 });

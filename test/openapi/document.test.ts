@@ -102,6 +102,7 @@ describe('docs/openapi.json', () => {
     403: ['insufficient_scope', 'ip_not_allowed'],
     404: ['not_found'],
     405: ['method_not_allowed'],
+    429: ['rate_limited'],
     500: ['internal_error'],
     503: ['service_unavailable'],
   };
@@ -112,16 +113,19 @@ describe('docs/openapi.json', () => {
     403: ['WWW-Authenticate'],
     404: [],
     405: ['Allow'],
+    429: ['Retry-After', 'RateLimit-Policy', 'RateLimit'],
     500: [],
     503: ['Retry-After'],
   };
+  /** On every response of an operation, required only on the 429 (a 401 is not counted). */
+  const RATE_LIMIT_HEADERS = ['RateLimit-Policy', 'RateLimit'];
 
   /** Only what each operation can answer: 400 needs query parameters, 404 a single resource. */
   const STATUSES: Record<string, string[]> = {
-    GetBranch: ['200', '401', '403', '404', '500', '503'],
-    ListMembers: ['200', '400', '401', '403', '500', '503'],
-    ListPaymentProviders: ['200', '400', '401', '403', '500', '503'],
-    GetPaymentProvider: ['200', '401', '403', '404', '500', '503'],
+    GetBranch: ['200', '401', '403', '404', '429', '500', '503'],
+    ListMembers: ['200', '400', '401', '403', '429', '500', '503'],
+    ListPaymentProviders: ['200', '400', '401', '403', '429', '500', '503'],
+    GetPaymentProvider: ['200', '401', '403', '404', '429', '500', '503'],
   };
 
   describe.each(operations.map(({ operation }) => [operation.operationId, operation]))('%s', (id, operation) => {
@@ -142,10 +146,21 @@ describe('docs/openapi.json', () => {
     it.each(own(EXTRA_HEADERS))('%s carries its required headers', (status, extra) => {
       const headers = resolve(operation.responses[status]).headers;
       expect(Object.keys(headers).sort()).toEqual(
-        ['X-Request-Id', 'Cache-Control', 'X-Content-Type-Options', 'Api-Key-Expires', ...extra].sort(),
+        [
+          'X-Request-Id',
+          'Cache-Control',
+          'X-Content-Type-Options',
+          'Api-Key-Expires',
+          ...extra,
+          ...RATE_LIMIT_HEADERS,
+        ].sort(),
       );
       // Api-Key-Expires only for a key that has an expiry; a 403 ip_not_allowed has no challenge.
-      const optional = ['Api-Key-Expires', ...(status === '403' ? ['WWW-Authenticate'] : [])];
+      const optional = [
+        'Api-Key-Expires',
+        ...(status === '403' ? ['WWW-Authenticate'] : []),
+        ...(status === '429' ? [] : RATE_LIMIT_HEADERS),
+      ];
       for (const [name, header] of Object.entries(headers)) {
         expect([name, resolve(header).required]).toEqual([name, !optional.includes(name)]);
       }

@@ -74,9 +74,9 @@ const call = async (
   return res;
 };
 
-/** A response minus what differs between any two calls: the request id. */
+/** A response minus what differs between any two calls: the request id and the key's remaining calls. */
 const comparable = (res: AnyResponse) => {
-  const { 'X-Request-Id': _id, ...headers } = res.headers;
+  const { 'X-Request-Id': _id, RateLimit: _left, ...headers } = res.headers;
   return { status: res.status, headers, error: { ...res.json.error, request_id: '<id>' } };
 };
 

@@ -12,6 +12,7 @@ import {
   methodNotAllowed,
   missingApiKey,
   notFound,
+  rateLimited,
   revokedApiKey,
   serviceUnavailable,
   type ApiError,
@@ -28,6 +29,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, () => ApiError> = {
   invalid_request: () => invalidRequest('limit must be a whole number from 1 to 100.'),
   not_found: () => notFound(),
   method_not_allowed: () => methodNotAllowed('GET'),
+  rate_limited: () => rateLimited(1, { 'RateLimit-Policy': '"key";q=50;w=1', RateLimit: '"key";r=0;t=1' }),
   service_unavailable: () => serviceUnavailable(1),
   internal_error: internalError,
 };

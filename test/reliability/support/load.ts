@@ -100,7 +100,13 @@ const prepare = async (secrets?: SecretTracker) => {
   await branchData.putBranch(first);
   await branchData.putBranch(second);
   const make = async (label: string, input: { branchId: string; expiresAt?: Date; scopes?: Scope[] }) => {
-    const { key, record } = await keys.create({ scopes: ['read'], ...input, name: `load: ${label}` });
+    // Far above the load: this run measures throughput and records; runaway.ts measures the limit.
+    const { key, record } = await keys.create({
+      scopes: ['read'],
+      rateLimit: '1000000/s',
+      ...input,
+      name: `load: ${label}`,
+    });
     secrets?.key(key);
     return { label, key, keyId: record.key_id };
   };
@@ -170,7 +176,7 @@ const prepare = async (secrets?: SecretTracker) => {
   return { client, tables, kinds, keyIds };
 };
 
-const headerValue = (headers: Record<string, unknown>, name: string): string | undefined => {
+export const headerValue = (headers: Record<string, unknown>, name: string): string | undefined => {
   const found = Object.entries(headers).find(([candidate]) => candidate.toLowerCase() === name)?.[1];
   return found === undefined ? undefined : String(found);
 };

@@ -1,0 +1,134 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import { rateLimited } from '../errors';
+import { RATE_LIMIT_COUNTER_FAILED_METRIC } from '../observability';
+import { rateLimitOf, type RateLimit } from '../rate-limit';
+import type { ApiContext, ApiMiddleware, ApiRequest } from './types';
+
+export interface RateCounter {
+  /** Counts one call of the key in the window; resolves to the window's count, this call included. */
+  increment(keyId: string, windowStartEpoch: number, windowSeconds: number): Promise<number>;
+}
+
+export interface RateLimitOptions {
+  counter: RateCounter;
+  /** The limit of keys stored without one (DEFAULT_RATE_LIMIT). */
+  defaultLimit: RateLimit;
+  logger: Pick<Logger, 'warn'>;
+  /** Flushed after the request by the chain's logMetrics. */
+  metrics: Pick<Metrics, 'addMetric'>;
+  /** Clock, in epoch milliseconds. */
+  now?: () => number;
+  /** Keys remembered as used up in this container; beyond it the expired entries are dropped. @default 10000 */
+  maxRemembered?: number;
+}
+
+// Looked up on each call (not bound at load), so a test can move the clock with jest.setSystemTime.
+const defaults = { now: () => Date.now(), maxRemembered: 10_000 };
+
+type Count = { count: number } | { error: unknown };
+
+interface Window {
+  readonly keyId: string;
+  readonly policy: RateLimit;
+  /** Epoch milliseconds at which the window ends. */
+  readonly endsAt: number;
+  /** The counter update, started in `before`; settled by `after` or `onError`. */
+  count?: Promise<Count>;
+  settled?: boolean;
+}
+
+const secondsUntil = (endsAt: number, now: number): number => Math.max(1, Math.ceil((endsAt - now) / 1000));
+
+const setHeaders = (context: ApiContext, headers: Record<string, string>): void => {
+  context.responseHeaders = { ...context.responseHeaders, ...headers };
+};
+
+const policyField = ({ limit, windowSeconds }: RateLimit): string => `"key";q=${limit};w=${windowSeconds}`;
+const remainingField = (left: number, window: Window, at: number): string =>
+  `"key";r=${left};t=${secondsUntil(window.endsAt, at)}`;
+
+/** The 429 of a used-up window, with the same fields as the response headers. */
+const refusal = (context: ApiContext, window: Window, at: number) => {
+  const fields = { 'RateLimit-Policy': policyField(window.policy), RateLimit: remainingField(0, window, at) };
+  setHeaders(context, fields);
+  return rateLimited(secondsUntil(window.endsAt, at), fields);
+};
+
+/**
+ * Per-key fixed-window rate limit (docs/decisions.md "Rate limits"). Runs right after
+ * `authenticate`, so it sees only keys that are neither revoked nor expired. `before` starts the
+ * counter's UpdateItem without waiting for it, so it runs alongside the handler's data read;
+ * `after`/`onError` wait for it and turn the answer into a 429 when the key is over its limit.
+ * A key this container already saw over its limit is answered 429 in `before` until its window
+ * ends, without the data read and without counting. If the counter fails the call proceeds
+ * (fail open) with a log line and a metric.
+ */
+export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
+  const { counter, defaultLimit, logger, metrics, now, maxRemembered } = { ...defaults, ...opts };
+  /** key_id → epoch ms at which its used-up window ends. */
+  const usedUp = new Map<string, number>();
+  const windows = new WeakMap<ApiContext, Window>();
+
+  const remember = (keyId: string, endsAt: number, at: number): void => {
+    if (usedUp.size >= maxRemembered) {
+      for (const [id, until] of usedUp) if (until <= at) usedUp.delete(id);
+      if (usedUp.size >= maxRemembered) usedUp.clear();
+    }
+    usedUp.set(keyId, endsAt);
+  };
+
+  const rateLimitBefore = ({ context }: ApiRequest): void => {
+    const { apiKey } = context;
+    if (!apiKey) return;
+    // The window of the moment the request arrived: the one its usage record's timestamp falls in.
+    const at = context.receivedAt?.getTime() ?? now();
+    const policy = rateLimitOf(apiKey.rate_limit, defaultLimit);
+    const windowMs = policy.windowSeconds * 1000;
+    const startsAt = Math.floor(at / windowMs) * windowMs;
+    const window: Window = { keyId: apiKey.key_id, policy, endsAt: startsAt + windowMs };
+    windows.set(context, window);
+    setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
+    const until = usedUp.get(window.keyId);
+    if (until !== undefined && until > at) throw refusal(context, window, at);
+    usedUp.delete(window.keyId);
+    window.count = counter.increment(window.keyId, startsAt / 1000, policy.windowSeconds).then(
+      (count) => ({ count }),
+      (error: unknown) => ({ error }),
+    );
+  };
+
+  /** Waits for the counter; returns the 429 to answer with, if the key is over its limit. */
+  const settle = async (context: ApiContext): Promise<Error | undefined> => {
+    const window = windows.get(context);
+    if (!window?.count || window.settled) return undefined;
+    window.settled = true;
+    const result = await window.count;
+    const at = now();
+    if ('error' in result) {
+      // Fail open: no RateLimit field, since the remaining count is unknown.
+      logger.warn('Rate limit counter not updated; call admitted', { error: result.error, key_id: window.keyId });
+      metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
+      return undefined;
+    }
+    if (result.count <= window.policy.limit) {
+      setHeaders(context, { RateLimit: remainingField(window.policy.limit - result.count, window, at) });
+      return undefined;
+    }
+    remember(window.keyId, window.endsAt, at);
+    return refusal(context, window, at);
+  };
+
+  const rateLimitAfter = async ({ context }: ApiRequest): Promise<void> => {
+    const refused = await settle(context);
+    // Middy then runs onError: the 429 replaces the handler's response.
+    if (refused) throw refused;
+  };
+
+  const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
+    const refused = await settle(request.context);
+    if (refused) request.error = refused;
+  };
+
+  return { before: rateLimitBefore, after: rateLimitAfter, onError: rateLimitOnError, name: 'rateLimit' };
+};

@@ -1,0 +1,28 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoRepository } from '../dynamodb';
+
+/**
+ * Fixed-window call counters shared by every container (docs/decisions.md "Rate limits"): one
+ * item per key and window, `<key_id>#<window start, epoch seconds>`, that DynamoDB TTL removes
+ * once the window is over.
+ */
+export class RateLimitsRepository extends DynamoRepository {
+  /** Counts one call in the window and returns the window's count, this call included. One UpdateItem. */
+  async increment(keyId: string, windowStartEpoch: number, windowSeconds: number): Promise<number> {
+    const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: `${keyId}#${windowStartEpoch}` },
+          UpdateExpression: 'ADD #count :one SET #expires = :expires',
+          ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
+          // TTL deletion runs late (up to days); the window key makes an old item harmless anyway.
+          ExpressionAttributeValues: { ':one': 1, ':expires': windowStartEpoch + 2 * windowSeconds },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+        { abortSignal },
+      ),
+    );
+    return Number(Attributes?.count);
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * The runaway-key scenario of `npm run load` and test/reliability/runaway.test.ts
+ * (docs/decisions.md "Rate limits"): a well-behaved key calls at a steady pace below its limit,
+ * first alone, then beside a runaway key of the same branch hammering at ten times its limit or
+ * more. Figures: the well-behaved key's 429s, 5xx and p50 (alone and beside), the runaway key's
+ * rate and the most calls admitted in any one window, and whether every call has its usage record.
+ *
+ * Plain TypeScript, no jest; the environment (DYNAMODB_ENDPOINT, *_TABLE) must be set first.
+ */
+import autocannon from 'autocannon';
+import { readDynamoDbSettings, readTableNames } from '../../../shared/config';
+import { createDocumentClient } from '../../../shared/dynamodb';
+import { parseRateLimit } from '../../../shared/rate-limit';
+import { BranchDataRepository } from '../../../shared/repositories/branch-data';
+import { KeysRepository } from '../../../shared/repositories/keys';
+import { ensureTables } from '../../../lib/operator/tables';
+import { startGateway } from '../../../lib/local/gateway';
+import { reliabilityBranch } from './fixtures';
+import { scanAll, type SeenRecord } from './ledger';
+import { headerValue } from './load';
+
+export interface RunawayOptions {
+  /** Length of each phase (alone, beside), in seconds. @default 3 */
+  seconds?: number;
+  /** The limit of both keys. @default '20/s' */
+  limit?: string;
+  /** The well-behaved key's pace, calls per second (below its limit). @default 10 */
+  wellBehavedPerSecond?: number;
+  /** Connections of the runaway key. @default 8 */
+  connections?: number;
+}
+
+interface Phase {
+  requests: number;
+  p50Ms: number;
+  status429: number;
+  status5xx: number;
+  other: number;
+}
+
+export interface RunawayReport {
+  limit: string;
+  seconds: number;
+  wellBehaved: { alone: Phase; beside: Phase; p50Ratio: number };
+  runaway: {
+    sent: number;
+    perSecond: number;
+    timesLimit: number;
+    admitted: number;
+    refused: number;
+    other: number;
+    /** The most calls admitted (usage records with status 200) in one window. */
+    maxAdmittedPerWindow: number;
+  };
+  records: { expected: number; found: number };
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length ? sorted[Math.floor(sorted.length / 2)]! : Number.NaN;
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayReport> => {
+  const seconds = options.seconds ?? 3;
+  const limit = options.limit ?? '20/s';
+  const pace = options.wellBehavedPerSecond ?? 10;
+  const policy = parseRateLimit(limit);
+  const env = process.env;
+  const tables = readTableNames(env);
+  const client = createDocumentClient(readDynamoDbSettings(env), env);
+  await ensureTables(client, tables);
+  const branch = reliabilityBranch(90);
+  await new BranchDataRepository(client, tables.branchData).putBranch(branch);
+  const keys = new KeysRepository(client, tables.keys);
+  const make = (name: string) => keys.create({ branchId: branch.id, scopes: ['read'], rateLimit: limit, name });
+  const [good, runaway] = [await make('load: well-behaved'), await make('load: runaway')];
+  const gateway = await startGateway({ port: 0 });
+  const url = `${gateway.baseUrl}/v1/branch`;
+  const requestIds: string[] = [];
+
+  /** The well-behaved key: one call every 1/pace s, each timed. */
+  const steady = async (): Promise<Phase> => {
+    const phase: Phase = { requests: 0, p50Ms: 0, status429: 0, status5xx: 0, other: 0 };
+    const latencies: number[] = [];
+    const end = performance.now() + seconds * 1000;
+    for (let next = performance.now(); next < end; next += 1000 / pace) {
+      await sleep(Math.max(0, next - performance.now()));
+      const started = performance.now();
+      const res = await fetch(url, { headers: { authorization: `Bearer ${good.key}` } });
+      await res.arrayBuffer();
+      latencies.push(performance.now() - started);
+      phase.requests += 1;
+      if (res.status === 429) phase.status429 += 1;
+      else if (res.status >= 500) phase.status5xx += 1;
+      else if (res.status !== 200) phase.other += 1;
+      requestIds.push(res.headers.get('x-request-id') ?? '');
+    }
+    return { ...phase, p50Ms: median(latencies) };
+  };
+
+  try {
+    const alone = await steady();
+    const counts = { sent: 0, admitted: 0, refused: 0, other: 0 };
+    const hammer = new Promise<void>((resolve, reject) => {
+      autocannon(
+        {
+          url,
+          connections: options.connections ?? 8,
+          duration: seconds,
+          timeout: 10,
+          headers: { authorization: `Bearer ${runaway.key}` },
+          requests: [
+            {
+              onResponse: (status, _body, _context, headers = {}) => {
+                counts.sent += 1;
+                if (status === 200) counts.admitted += 1;
+                else if (status === 429) counts.refused += 1;
+                else counts.other += 1;
+                requestIds.push(headerValue(headers, 'x-request-id') ?? '');
+              },
+            },
+          ],
+        },
+        (error) => (error ? reject(error) : resolve()),
+      );
+    });
+    const [beside] = await Promise.all([steady(), hammer]);
+    // Calls autocannon abandoned at the end still finish on the server: let their writes land.
+    let table = (await scanAll(client, tables.usage)) as SeenRecord[];
+    for (let tries = 0; tries < 10; tries += 1) {
+      await sleep(200);
+      const again = (await scanAll(client, tables.usage)) as SeenRecord[];
+      if (again.length === table.length) break;
+      table = again;
+    }
+    const stored = new Set(table.map((record) => record.request_id));
+    const windowMs = policy.windowSeconds * 1000;
+    const perWindow = new Map<number, number>();
+    for (const record of table) {
+      if (record.key_id !== runaway.record.key_id || record.status !== 200) continue;
+      const window = Math.floor(Date.parse(String(record.timestamp)) / windowMs);
+      perWindow.set(window, (perWindow.get(window) ?? 0) + 1);
+    }
+    const perSecond = counts.sent / seconds;
+    return {
+      limit,
+      seconds,
+      wellBehaved: { alone, beside, p50Ratio: beside.p50Ms / alone.p50Ms },
+      runaway: {
+        ...counts,
+        perSecond,
+        timesLimit: perSecond / (policy.limit / policy.windowSeconds),
+        maxAdmittedPerWindow: Math.max(0, ...perWindow.values()),
+      },
+      records: { expected: requestIds.length, found: requestIds.filter((id) => id && stored.has(id)).length },
+    };
+  } finally {
+    await gateway.close();
+  }
+};
+
+/** What broke, if anything: the invariants of the scenario (the p50 ratio is a figure, not one of them). */
+export const runawayProblems = (report: RunawayReport): string[] => {
+  const problems: string[] = [];
+  const { wellBehaved, runaway, records } = report;
+  const limit = parseRateLimit(report.limit).limit;
+  for (const [name, phase] of Object.entries({ alone: wellBehaved.alone, beside: wellBehaved.beside })) {
+    if (phase.status429 || phase.status5xx || phase.other) {
+      problems.push(`well-behaved key (${name}): ${phase.status429} 429, ${phase.status5xx} 5xx, ${phase.other} other`);
+    }
+  }
+  if (runaway.timesLimit < 10) problems.push(`runaway key only reached ${runaway.timesLimit.toFixed(1)}× its limit`);
+  if (runaway.maxAdmittedPerWindow > limit) {
+    problems.push(`runaway key: ${runaway.maxAdmittedPerWindow} calls admitted in one window (limit ${limit})`);
+  }
+  if (runaway.other) problems.push(`runaway key: ${runaway.other} answers other than 200/429`);
+  if (records.found !== records.expected) problems.push(`usage records: ${records.found} of ${records.expected}`);
+  return problems;
+};
+
+export const formatRunaway = (report: RunawayReport): string => {
+  const { wellBehaved: good, runaway } = report;
+  const phase = (p: Phase) =>
+    `${p.requests} calls, p50 ${p.p50Ms.toFixed(1)} ms, ${p.status429} × 429, ${p.status5xx} × 5xx`;
+  return [
+    `Runaway key (both keys ${report.limit}, ${report.seconds} s per phase):`,
+    `  well-behaved alone:   ${phase(good.alone)}`,
+    `  well-behaved beside:  ${phase(good.beside)}  (p50 ×${good.p50Ratio.toFixed(2)})`,
+    `  runaway:              ${runaway.sent} calls, ${runaway.perSecond.toFixed(0)}/s = ${runaway.timesLimit.toFixed(1)}× its limit; ` +
+      `${runaway.admitted} admitted, ${runaway.refused} × 429; at most ${runaway.maxAdmittedPerWindow} admitted in one window`,
+    `  usage records:        ${report.records.found} of ${report.records.expected} calls`,
+  ].join('\n');
+};
