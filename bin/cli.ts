@@ -74,7 +74,7 @@ const newKeyText = (key: string, record: ApiKeyRecord, heading: TerminalText): T
     terminal`  scopes:  ${record.scopes.join(', ')}`,
     terminal`  expires: ${record.expires_at ?? 'never'}`,
     terminal`  from:    ${record.allowed_ips?.join(', ') ?? 'any IP address'}`,
-    terminal`  limit:   ${record.rate_limit ?? "the deployment's default"}`,
+    terminal`  rate limit: ${record.rate_limit ?? 'default'}`,
     terminal``,
     terminal`  ${key}`,
     terminal``,

@@ -163,7 +163,7 @@ describe('a refused request with a known key', () => {
 });
 
 describe('a key with an IP allowlist and an expiry (docs/decisions.md "Key lifecycle")', () => {
-  it('costs the same: 3 calls for a success, 2 when the address is not on the list', async () => {
+  it('costs the same as any key: 4 calls for a success, 3 when the address is not on the list', async () => {
     const { key: limited } = await createKey({
       allowedIps: ['10.0.0.0/8'],
       expiresAt: new Date(Date.now() + 86_400_000),
@@ -171,20 +171,21 @@ describe('a key with an IP allowlist and an expiry (docs/decisions.md "Key lifec
     counter.reset();
     const inside = await invoke(getBranch, { path: '/v1/branch', key: limited, sourceIp: '10.1.2.3' });
     expect(inside.statusCode).toBe(200);
-    expect(counter.commands).toEqual(['GetItemCommand', 'GetItemCommand', 'PutItemCommand']);
+    expect(counter.commands).toEqual(['GetItemCommand', 'UpdateItemCommand', 'GetItemCommand', 'PutItemCommand']);
     counter.reset();
     const outside = await invoke(getBranch, { path: '/v1/branch', key: limited, sourceIp: '192.0.2.1' });
     expect(outside.statusCode).toBe(403);
-    expect(counter.commands).toEqual(['GetItemCommand', 'PutItemCommand']);
+    // Counted against its rate limit (the key is neither revoked nor expired), then refused.
+    expect(counter.commands).toEqual(['GetItemCommand', 'UpdateItemCommand', 'PutItemCommand']);
   });
 
-  it('a rolled key in its grace period and its successor each cost 3 calls', async () => {
+  it('a rolled key in its grace period and its successor each cost the 4 calls of a success', async () => {
     const { key: old, record } = await createKey();
     const rolled = await fixtureKeys.roll({ keyId: record.key_id, branchId: record.branch_id, graceMs: 60_000 });
     for (const one of [old, rolled.key]) {
       counter.reset();
       expect((await invoke(getBranch, { path: '/v1/branch', key: one })).statusCode).toBe(200);
-      expect(counter.commands).toEqual(['GetItemCommand', 'GetItemCommand', 'PutItemCommand']);
+      expect(counter.commands).toEqual(['GetItemCommand', 'UpdateItemCommand', 'GetItemCommand', 'PutItemCommand']);
     }
   });
 });

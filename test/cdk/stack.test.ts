@@ -179,8 +179,8 @@ describe('tables', () => {
   const sortBy = <T>(items: T[] | undefined, key: (item: T) => string) =>
     [...(items ?? [])].sort((a, b) => key(a).localeCompare(key(b)));
 
-  it('are four, on demand, encrypted with the AWS managed key', () => {
-    template.resourceCountIs('AWS::DynamoDB::Table', 4);
+  it('are those of the shared definitions, on demand, encrypted with the AWS managed key', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', tableDefinitions.length);
     for (const table of Object.values(tables)) {
       expect(table.Properties).toMatchObject({
         BillingMode: 'PAY_PER_REQUEST',
