@@ -56,6 +56,8 @@ export interface EventSourceMapping {
   /** The table whose stream feeds the function. */
   tableLogicalId: string;
   batchSize: number;
+  /** ARN of the on-failure destination (an SQS queue or SNS topic) the mapping sends failed batches to. */
+  onFailure?: string;
 }
 
 export interface AlarmMetric {
@@ -229,7 +231,16 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
     const functionLogicalId = functionOfArn(properties.FunctionName) ?? resolver.resolve(properties.FunctionName);
     const [tableLogicalId, attribute] = asArray<string>(properties.EventSourceArn?.['Fn::GetAtt']);
     if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
-    return [{ logicalId, functionLogicalId, tableLogicalId, batchSize: Number(properties.BatchSize ?? 100) }];
+    const onFailure = resolver.resolve(properties.DestinationConfig?.OnFailure?.Destination);
+    return [
+      {
+        logicalId,
+        functionLogicalId,
+        tableLogicalId,
+        batchSize: Number(properties.BatchSize ?? 100),
+        ...(onFailure ? { onFailure } : {}),
+      },
+    ];
   });
 
   const metricOf = (metric: Json): AlarmMetric => ({

@@ -47,7 +47,12 @@ export interface IamUse {
   operations: DynamoOperation[];
   /** Stream ARNs its event source mappings read. */
   streams: string[];
+  /** On-failure destinations of its event source mappings, which Lambda sends to with the function's role. */
+  destinations?: string[];
 }
+
+/** What Lambda needs the execution role to allow to send a failed batch to a destination. */
+const DESTINATION_ACTIONS: Record<string, string> = { sqs: 'sqs:SendMessage', sns: 'sns:Publish' };
 
 export const checkIam = (assembly: Assembly, uses: readonly IamUse[]): { defects: Defect[]; unused: string[] } => {
   const defects: Defect[] = [];
@@ -74,6 +79,20 @@ export const checkIam = (assembly: Assembly, uses: readonly IamUse[]): { defects
             reason: `its event source mapping reads stream ${stream}, but its role does not allow ${action} on it`,
           });
         }
+      }
+    }
+    for (const destination of use.destinations ?? []) {
+      const action = DESTINATION_ACTIONS[destination.split(':')[2] ?? ''];
+      if (!action) {
+        defects.push({
+          resource: use.functionLogicalId,
+          reason: `its event source mapping sends failed batches to ${destination}, a destination this check does not know`,
+        });
+      } else if (!allows(statements, action, destination)) {
+        defects.push({
+          resource: use.functionLogicalId,
+          reason: `its event source mapping sends failed batches to ${destination}, but its role does not allow ${action} on it`,
+        });
       }
     }
     for (const statement of statements) {

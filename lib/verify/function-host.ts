@@ -56,8 +56,13 @@ export const metricsOfLine = (line: string): EmittedMetric[] => {
   );
 };
 
-export const startFunction = async (fn: TemplateFunction, dynamoEndpoint: string): Promise<FunctionHost> => {
-  const proxy = await startRecordingProxy(dynamoEndpoint);
+/** @param streamed tables with a stream (name → key attribute names), whose changes the proxy captures. */
+export const startFunction = async (
+  fn: TemplateFunction,
+  dynamoEndpoint: string,
+  streamed?: ReadonlyMap<string, readonly string[]>,
+): Promise<FunctionHost> => {
+  const proxy = await startRecordingProxy(dynamoEndpoint, streamed);
   const environment: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     // What the Lambda runtime sets.
