@@ -14,6 +14,7 @@ const STACK = 'Verify';
 let root: string;
 let assembly: string;
 let report: VerifyReport;
+let template: Template;
 
 type Template = { Resources: Record<string, { Type: string; Properties: any }> };
 
@@ -23,6 +24,7 @@ beforeAll(async () => {
   const app = newApp({ bundle: true, outdir: assembly });
   new BranchApiStack(app, STACK);
   app.synth();
+  template = JSON.parse(readFileSync(join(assembly, `${STACK}.template.json`), 'utf8')) as Template;
   report = await verifyAssembly(assembly);
 }, 120_000);
 
@@ -53,7 +55,8 @@ describe('the project as it is', () => {
   });
 
   it('ran every function and saw each one make the calls its route declares', () => {
-    expect(report.functions).toBe(5);
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(report.functions).toBe(functions.length);
     const ops = (prefix: string) =>
       Object.keys(Object.entries(report.operations).find(([fn]) => fn.startsWith(prefix))?.[1] ?? {}).map((op) =>
         op.replace(/Tables(\w+?)[0-9A-F]{8}/g, '$1'),
@@ -65,6 +68,8 @@ describe('the project as it is', () => {
       ['dynamodb:GetItem BranchData', 'dynamodb:GetItem Keys', 'dynamodb:PutItem Usage'].sort(),
     );
     expect(ops('Fallback')).toEqual([]);
+    // The aggregator ran on the usage records the scenario wrote, delivered as its stream's records.
+    expect(ops('UsageAggregationAggregator')).toEqual(['dynamodb:UpdateItem UsageRollups']);
     expect(report.unusedGrants).toEqual([]);
   });
 });
@@ -155,6 +160,24 @@ describe('seeded defects are reported', () => {
 });
 
 describe('background functions', () => {
+  it("report a stream consumer whose role can't send to its mapping's dead-letter queue", async () => {
+    const mutated = await verifyMutated((template) => {
+      const policy = idOf(template, 'AWS::IAM::Policy', 'UsageAggregationAggregatorRoleDefaultPolicy');
+      const document = template.Resources[policy]!.Properties.PolicyDocument;
+      document.Statement = (document.Statement as any[]).filter(
+        (statement) => !JSON.stringify(statement.Action).includes('sqs:SendMessage'),
+      );
+    });
+    expect(mutated.defects).toEqual([
+      {
+        resource: expect.stringMatching(/^UsageAggregationAggregatorFunction/),
+        reason: expect.stringMatching(
+          /sends failed batches to arn:aws:sqs:.*DeadLetterQueue\w+, but its role does not allow sqs:SendMessage/,
+        ),
+      },
+    ]);
+  }, 60_000);
+
   it("feed a function its event source mapping's table writes as stream records", async () => {
     const mutated = await verifyMutated((template) => {
       const usage = idOf(template, 'AWS::DynamoDB::Table', 'TablesUsage');
