@@ -32,6 +32,8 @@ export interface TemplateFunction {
   handler: string;
   runtime: string;
   memorySize: number;
+  /** Seconds Lambda lets one invocation run (the template's Timeout, default 3). */
+  timeoutSeconds: number;
   /** The environment with every reference resolved; `undefined` where it could not be. */
   environment: Record<string, string | undefined>;
   roleLogicalId?: string;
@@ -203,6 +205,7 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
       handler: String(properties.Handler ?? ''),
       runtime: String(properties.Runtime ?? ''),
       memorySize: Number(properties.MemorySize ?? 128),
+      timeoutSeconds: Number(properties.Timeout ?? 3),
       environment: Object.fromEntries(
         Object.entries(variables).map(([name, value]) => [name, resolver.resolve(value)]),
       ),

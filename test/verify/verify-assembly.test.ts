@@ -31,12 +31,15 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 /** A copy of the assembly with its template changed by `mutate`, verified. */
-const verifyMutated = async (mutate: (template: Template) => void): Promise<VerifyReport> => {
-  const copy = mkdtempSync(join(root, 'mutated-'));
+const verifyMutated = async (
+  mutate: (template: Template, dir: string) => void,
+  parent = root,
+): Promise<VerifyReport> => {
+  const copy = mkdtempSync(join(parent, 'mutated-'));
   cpSync(assembly, copy, { recursive: true });
   const file = join(copy, `${STACK}.template.json`);
   const template = JSON.parse(readFileSync(file, 'utf8')) as Template;
-  mutate(template);
+  mutate(template, copy);
   writeFileSync(file, JSON.stringify(template));
   return verifyAssembly(copy);
 };
@@ -156,6 +159,30 @@ describe('seeded defects are reported', () => {
         reason: expect.stringMatching(/AWS publishes it with dimensions \{FunctionName\}/),
       },
     ]);
+  }, 60_000);
+});
+
+describe('the code runs with what Lambda has, nothing more', () => {
+  it('reports a bundle that imports a package it does not contain, even where the project has it', async () => {
+    // Inside the project, as cdk.out is: plain Node resolution would find zod in the project's
+    // node_modules, which Lambda does not have.
+    const parent = mkdtempSync(join(__dirname, '..', '..', 'node_modules', '.cache-verify-'));
+    try {
+      const mutated = await verifyMutated((template, dir) => {
+        const fallback = idOf(template, 'AWS::Lambda::Function', 'FallbackFunction');
+        const asset = template.Resources[fallback]!.Properties.Code.S3Key.replace(/\.zip$/, '');
+        writeFileSync(
+          join(dir, `asset.${asset}`, 'index.mjs'),
+          "import { z } from 'zod';\nexport const handler = async () => z.never();\n",
+        );
+      }, parent);
+      expect(mutated.defects).toContainEqual({
+        resource: expect.stringMatching(/^FallbackFunction/),
+        reason: expect.stringMatching(/fails to load: Error: package "zod" is not in the asset/),
+      });
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   }, 60_000);
 });
 
