@@ -2,7 +2,7 @@
 // from the asset directory (a failed import is reported, not thrown), then each invocation sent by
 // the parent over IPC is run and answered. Plain JavaScript: it must not need a TypeScript loader.
 import { builtinModules, registerHooks } from 'node:module';
-import { pathToFileURL } from 'node:url';
+import { URL, pathToFileURL } from 'node:url';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
