@@ -49,6 +49,7 @@ if (json) {
             .join(', ') || 'none'
         }`,
     ),
+    `Granted DynamoDB actions never used: ${report.unusedGrants.length}`,
     report.defects.length === 0 ? 'No defects.' : `${report.defects.length} defect(s).`,
   ];
   process.stdout.write(`${lines.map(escapeForTerminal).join('\n')}\n`);

@@ -206,5 +206,42 @@ export const checkAlarms = (
       }
     }
   }
+  defects.push(...checkIndexThrottleCoverage(assembly, alarms));
+  return defects;
+};
+
+const THROTTLE_METRICS = ['ReadThrottleEvents', 'WriteThrottleEvents'];
+
+/**
+ * A table's ReadThrottleEvents/WriteThrottleEvents do not count its global secondary indexes'
+ * throttling: where a table's throttling is watched, each of its indexes must be watched too.
+ */
+const checkIndexThrottleCoverage = (assembly: Assembly, alarms: readonly TemplateAlarm[]): Defect[] => {
+  const defects: Defect[] = [];
+  const watched = alarms.flatMap((alarm) =>
+    alarm.metrics
+      .filter((metric) => metric.namespace === 'AWS/DynamoDB' && THROTTLE_METRICS.includes(metric.name))
+      .map((metric) => ({ alarm: alarm.logicalId, metric })),
+  );
+  for (const table of assembly.tables) {
+    for (const { alarm, metric } of watched) {
+      if (metric.dimensions.TableName !== table.name || metric.dimensions.GlobalSecondaryIndexName !== undefined)
+        continue;
+      for (const index of table.indexes) {
+        const covered = watched.some(
+          (other) =>
+            other.metric.name === metric.name &&
+            other.metric.dimensions.TableName === table.name &&
+            other.metric.dimensions.GlobalSecondaryIndexName === index,
+        );
+        if (!covered) {
+          defects.push({
+            resource: alarm,
+            reason: `watches ${metric.name} of table ${table.logicalId}, which does not count index ${index}, and no alarm watches the index's`,
+          });
+        }
+      }
+    }
+  }
   return defects;
 };

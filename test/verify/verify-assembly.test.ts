@@ -148,6 +148,20 @@ describe('seeded defects are reported', () => {
     ]);
   }, 60_000);
 
+  it("a table's throttling watched but not its index's", async () => {
+    const mutated = await verifyMutated((template) => {
+      delete template.Resources[idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringKeysIndexbybranchThrottles')];
+    });
+    expect(mutated.defects).toEqual(
+      ['ReadThrottleEvents', 'WriteThrottleEvents'].map((metric) => ({
+        resource: expect.stringMatching(/^MonitoringKeysTableThrottles/),
+        reason: expect.stringMatching(
+          new RegExp(`watches ${metric} of table TablesKeys\\w+, which does not count index by-branch, and no alarm`),
+        ),
+      })),
+    );
+  }, 60_000);
+
   it('an AWS-service alarm without the dimension AWS publishes the metric with', async () => {
     const mutated = await verifyMutated((template) => {
       const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringGetBranchErrors');
