@@ -79,7 +79,10 @@ export interface RecordingProxy {
   endpoint: string;
   operations: DynamoOperation[];
   writes: CapturedWrite[];
-  /** While true, every write is answered with a ValidationException (not retried by the SDK). */
+  /**
+   * While true, every write is throttled (ProvisionedThroughputExceededException, the fault the
+   * throttle alarms watch for): the SDK retries it, then the code's own failure path runs.
+   */
   failWrites: boolean;
   /** Resolves once every change made so far is in `writes`. */
   settled(): Promise<void>;
@@ -133,7 +136,12 @@ export const startRecordingProxy = async (
     proxy.operations.push(...operationsOf(action, parsed));
     if (proxy.failWrites && WRITE_ACTIONS.has(action)) {
       response.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' });
-      response.end(JSON.stringify({ __type: 'com.amazon.coral.validate#ValidationException', message: 'Injected' }));
+      response.end(
+        JSON.stringify({
+          __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+          message: 'Injected by verify:assembly',
+        }),
+      );
       return;
     }
     const at = process.hrtime.bigint();

@@ -94,7 +94,7 @@ it('records each call with its table and index, and refuses writes when told to'
   proxy.failWrites = true;
   await expect(
     client.send(new PutItemCommand({ TableName: 'streamed', Item: { pk: { S: 'x' } } })),
-  ).rejects.toMatchObject({ name: 'ValidationException' });
+  ).rejects.toMatchObject({ name: 'ProvisionedThroughputExceededException' });
   proxy.failWrites = false;
   expect(proxy.operations).toEqual([
     { action: 'dynamodb:Query', table: 'plain' },
