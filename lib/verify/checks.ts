@@ -125,6 +125,9 @@ export const AWS_METRIC_DIMENSIONS: Record<string, readonly string[][]> = {
   'AWS/Lambda Invocations': [['FunctionName'], ['FunctionName', 'Resource']],
   'AWS/Lambda Duration': [['FunctionName'], ['FunctionName', 'Resource']],
   'AWS/Lambda IteratorAge': [['FunctionName'], ['FunctionName', 'Resource']],
+  'AWS/Lambda ConcurrentExecutions': [[], ['FunctionName'], ['FunctionName', 'Resource']],
+  'AWS/Lambda DestinationDeliveryFailures': [['FunctionName'], ['FunctionName', 'Resource']],
+  'AWS/Lambda DeadLetterErrors': [['FunctionName'], ['FunctionName', 'Resource']],
   'AWS/ApiGateway 4xx': [['ApiId'], ['ApiId', 'Stage'], ['ApiId', 'Stage', 'Route']],
   'AWS/ApiGateway 5xx': [['ApiId'], ['ApiId', 'Stage'], ['ApiId', 'Stage', 'Route']],
   'AWS/ApiGateway Count': [['ApiId'], ['ApiId', 'Stage'], ['ApiId', 'Stage', 'Route']],
@@ -134,8 +137,15 @@ export const AWS_METRIC_DIMENSIONS: Record<string, readonly string[][]> = {
   'AWS/DynamoDB WriteThrottleEvents': [['TableName'], ['GlobalSecondaryIndexName', 'TableName']],
   'AWS/DynamoDB ThrottledRequests': [['Operation', 'TableName']],
   'AWS/DynamoDB SystemErrors': [['Operation', 'TableName']],
+  'AWS/DynamoDB SuccessfulRequestLatency': [['Operation', 'TableName']],
+  'AWS/DynamoDB UserErrors': [[]],
+  'AWS/DynamoDB ConsumedReadCapacityUnits': [['TableName'], ['GlobalSecondaryIndexName', 'TableName']],
+  'AWS/DynamoDB ConsumedWriteCapacityUnits': [['TableName'], ['GlobalSecondaryIndexName', 'TableName']],
   'AWS/SQS ApproximateNumberOfMessagesVisible': [['QueueName']],
   'AWS/SQS ApproximateAgeOfOldestMessage': [['QueueName']],
+  'AWS/SQS ApproximateNumberOfMessagesNotVisible': [['QueueName']],
+  'AWS/SQS NumberOfMessagesSent': [['QueueName']],
+  'AWS/SQS NumberOfMessagesReceived': [['QueueName']],
 };
 
 const sameSet = (a: readonly string[], b: readonly string[]) =>
