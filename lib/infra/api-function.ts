@@ -14,7 +14,7 @@ import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability';
 import type { TableAccess } from '../../shared/routes';
-import { tableDefinitions, type TableNames } from '../../shared/tables';
+import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/tables';
 
 /** The project root: entries in shared/routes.ts are relative to it. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -163,9 +163,8 @@ export class ApiFunction extends Construct {
    * indexes, and a wider action set than the handler uses.
    */
   bindTables(tables: ApiTables, usageRetentionDays: number, access: readonly TableAccess[]): this {
-    for (const definition of tableDefinitions) {
-      this.function.addEnvironment(definition.envVar, tables[definition.name].tableName);
-    }
+    // The tables an API function's configuration reads (shared/config.ts), no more.
+    for (const name of API_TABLES) this.function.addEnvironment(TABLE_ENV[name], tables[name].tableName);
     this.function.addEnvironment('USAGE_RETENTION_DAYS', String(usageRetentionDays));
     for (const { table, actions, index } of access) {
       const definition = tableDefinitions.find((candidate) => candidate.name === table);

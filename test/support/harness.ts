@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { readDynamoDbSettings, readTableNames } from '../../shared/config';
+import { tableDefinitions } from '../../shared/tables';
 import { createDocumentClient } from '../../shared/dynamodb';
 import type { ApiResponse } from '../../shared/http/response';
 import type { ApiContext } from '../../shared/middlewares';
@@ -23,7 +24,11 @@ import { ensureTables } from '../../lib/operator/tables';
 import { expectToMatchContract } from './contract';
 import { mainBranch, otherBranch } from './fixtures';
 
-export const tableNames = readTableNames(process.env);
+/** Every table of this test file, the rollups too (the operator tooling reads them). */
+export const tableNames = readTableNames(
+  process.env,
+  tableDefinitions.map((definition) => definition.name),
+);
 const settings = readDynamoDbSettings(process.env);
 /** The harness's own client, separate from the one the handlers use (so it is not counted). */
 export const fixtureClient = createDocumentClient(settings);

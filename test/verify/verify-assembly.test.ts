@@ -71,8 +71,8 @@ describe('the project as it is', () => {
       ['dynamodb:GetItem BranchData', 'dynamodb:GetItem Keys', 'dynamodb:PutItem Usage'].sort(),
     );
     expect(ops('Fallback')).toEqual([]);
-    // The aggregator ran on the usage records the scenario wrote, delivered as its stream's records.
-    expect(ops('UsageAggregationAggregator')).toEqual(['dynamodb:UpdateItem UsageRollups']);
+    // The rollups aggregator, fed the usage records the scenario wrote through the usage table's stream.
+    expect(ops('UsageAggregation')).toEqual(['dynamodb:UpdateItem UsageRollups']);
     expect(report.unusedGrants).toEqual([]);
   });
 });
