@@ -1,7 +1,8 @@
 // Runs one bundled function in this process, as Lambda would: the handler module is imported once
 // from the asset directory (a failed import is reported, not thrown), then each invocation sent by
 // the parent over IPC is run and answered. Plain JavaScript: it must not need a TypeScript loader.
-import { builtinModules, registerHooks } from 'node:module';
+// A namespace import: registerHooks exists from Node 22.15 only, and a named import would fail to link.
+import * as nodeModule from 'node:module';
 import { URL, pathToFileURL } from 'node:url';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -17,8 +18,9 @@ const exportName = handlerString.slice(dot + 1);
 const codeUrl = pathToFileURL(resolve(codeDir) + '/').href;
 const projectUrl = new URL('../../package.json', import.meta.url).href;
 const RUNTIME_PROVIDED = /^@(aws-sdk|smithy|aws-crypto)\//;
-const isBare = (specifier) => !/^(node:|file:|data:|\.{0,2}\/)/.test(specifier) && !builtinModules.includes(specifier);
-registerHooks?.({
+const isBare = (specifier) =>
+  !/^(node:|file:|data:|\.{0,2}\/)/.test(specifier) && !nodeModule.builtinModules.includes(specifier);
+nodeModule.registerHooks?.({
   resolve(specifier, context, nextResolve) {
     if (!isBare(specifier) || !context.parentURL?.startsWith(codeUrl)) return nextResolve(specifier, context);
     if (RUNTIME_PROVIDED.test(specifier)) {
