@@ -148,6 +148,23 @@ describe('seeded defects are reported', () => {
     ]);
   }, 60_000);
 
+  it('the catch-all route removed', async () => {
+    const mutated = await verifyMutated((template) => {
+      const route = Object.keys(template.Resources).find(
+        (id) =>
+          template.Resources[id]!.Type === 'AWS::ApiGatewayV2::Route' &&
+          template.Resources[id]!.Properties.RouteKey === '$default',
+      );
+      delete template.Resources[route!];
+    });
+    expect(mutated.defects).toEqual(
+      expect.arrayContaining([
+        { resource: STACK, reason: 'no route serves GET /v1/verify-no-such-path' },
+        { resource: STACK, reason: expect.stringMatching(/^no route serves DELETE \/v1\//) },
+      ]),
+    );
+  }, 60_000);
+
   it("a table's throttling watched but not its index's", async () => {
     const mutated = await verifyMutated((template) => {
       delete template.Resources[idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringKeysIndexbybranchThrottles')];
