@@ -4,7 +4,7 @@
  * it synthesizes first. One line per defect, then a summary; exit 1 on any defect.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { escapeForTerminal } from '../lib/operator/terminal';
@@ -16,21 +16,25 @@ const stackAt = args.indexOf('--stack');
 const stack = stackAt === -1 ? undefined : args[stackAt + 1];
 const positional = args.filter((arg, i) => !arg.startsWith('--') && args[i - 1] !== '--stack');
 let dir = positional[0];
+let synthesized: string | undefined;
 
 if (!dir) {
-  dir = mkdtempSync(join(tmpdir(), 'verify-assembly-'));
+  dir = synthesized = mkdtempSync(join(tmpdir(), 'verify-assembly-'));
   process.stderr.write(`Synthesizing into ${dir}…\n`);
   const synth = spawnSync('npx', ['cdk', 'synth', '--quiet', '--output', dir], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' },
   });
   if (synth.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
     process.stderr.write('error: cdk synth failed\n');
     process.exit(1);
   }
 }
 
-const report = await verifyAssembly(dir, stack);
+const report = await verifyAssembly(dir, stack).finally(() => {
+  if (synthesized) rmSync(synthesized, { recursive: true, force: true });
+});
 if (json) {
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 } else {
@@ -49,6 +53,7 @@ if (json) {
             .join(', ') || 'none'
         }`,
     ),
+    `Granted DynamoDB actions never used: ${report.unusedGrants.length}`,
     report.defects.length === 0 ? 'No defects.' : `${report.defects.length} defect(s).`,
   ];
   process.stdout.write(`${lines.map(escapeForTerminal).join('\n')}\n`);

@@ -32,6 +32,8 @@ export interface TemplateFunction {
   handler: string;
   runtime: string;
   memorySize: number;
+  /** Seconds Lambda lets one invocation run (the template's Timeout, default 3). */
+  timeoutSeconds: number;
   /** The environment with every reference resolved; `undefined` where it could not be. */
   environment: Record<string, string | undefined>;
   roleLogicalId?: string;
@@ -56,6 +58,8 @@ export interface EventSourceMapping {
   /** The table whose stream feeds the function. */
   tableLogicalId: string;
   batchSize: number;
+  /** ARN of the on-failure destination (an SQS queue or SNS topic) the mapping sends failed batches to. */
+  onFailure?: string;
 }
 
 export interface AlarmMetric {
@@ -201,6 +205,7 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
       handler: String(properties.Handler ?? ''),
       runtime: String(properties.Runtime ?? ''),
       memorySize: Number(properties.MemorySize ?? 128),
+      timeoutSeconds: Number(properties.Timeout ?? 3),
       environment: Object.fromEntries(
         Object.entries(variables).map(([name, value]) => [name, resolver.resolve(value)]),
       ),
@@ -229,7 +234,16 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
     const functionLogicalId = functionOfArn(properties.FunctionName) ?? resolver.resolve(properties.FunctionName);
     const [tableLogicalId, attribute] = asArray<string>(properties.EventSourceArn?.['Fn::GetAtt']);
     if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
-    return [{ logicalId, functionLogicalId, tableLogicalId, batchSize: Number(properties.BatchSize ?? 100) }];
+    const onFailure = resolver.resolve(properties.DestinationConfig?.OnFailure?.Destination);
+    return [
+      {
+        logicalId,
+        functionLogicalId,
+        tableLogicalId,
+        batchSize: Number(properties.BatchSize ?? 100),
+        ...(onFailure ? { onFailure } : {}),
+      },
+    ];
   });
 
   const metricOf = (metric: Json): AlarmMetric => ({

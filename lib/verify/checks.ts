@@ -47,7 +47,12 @@ export interface IamUse {
   operations: DynamoOperation[];
   /** Stream ARNs its event source mappings read. */
   streams: string[];
+  /** On-failure destinations of its event source mappings, which Lambda sends to with the function's role. */
+  destinations?: string[];
 }
+
+/** What Lambda needs the execution role to allow to send a failed batch to a destination. */
+const DESTINATION_ACTIONS: Record<string, string> = { sqs: 'sqs:SendMessage', sns: 'sns:Publish' };
 
 export const checkIam = (assembly: Assembly, uses: readonly IamUse[]): { defects: Defect[]; unused: string[] } => {
   const defects: Defect[] = [];
@@ -74,6 +79,20 @@ export const checkIam = (assembly: Assembly, uses: readonly IamUse[]): { defects
             reason: `its event source mapping reads stream ${stream}, but its role does not allow ${action} on it`,
           });
         }
+      }
+    }
+    for (const destination of use.destinations ?? []) {
+      const action = DESTINATION_ACTIONS[destination.split(':')[2] ?? ''];
+      if (!action) {
+        defects.push({
+          resource: use.functionLogicalId,
+          reason: `its event source mapping sends failed batches to ${destination}, a destination this check does not know`,
+        });
+      } else if (!allows(statements, action, destination)) {
+        defects.push({
+          resource: use.functionLogicalId,
+          reason: `its event source mapping sends failed batches to ${destination}, but its role does not allow ${action} on it`,
+        });
       }
     }
     for (const statement of statements) {
@@ -106,6 +125,9 @@ export const AWS_METRIC_DIMENSIONS: Record<string, readonly string[][]> = {
   'AWS/Lambda Invocations': [['FunctionName'], ['FunctionName', 'Resource']],
   'AWS/Lambda Duration': [['FunctionName'], ['FunctionName', 'Resource']],
   'AWS/Lambda IteratorAge': [['FunctionName'], ['FunctionName', 'Resource']],
+  'AWS/Lambda ConcurrentExecutions': [[], ['FunctionName'], ['FunctionName', 'Resource']],
+  'AWS/Lambda DestinationDeliveryFailures': [['FunctionName'], ['FunctionName', 'Resource']],
+  'AWS/Lambda DeadLetterErrors': [['FunctionName'], ['FunctionName', 'Resource']],
   'AWS/ApiGateway 4xx': [['ApiId'], ['ApiId', 'Stage'], ['ApiId', 'Stage', 'Route']],
   'AWS/ApiGateway 5xx': [['ApiId'], ['ApiId', 'Stage'], ['ApiId', 'Stage', 'Route']],
   'AWS/ApiGateway Count': [['ApiId'], ['ApiId', 'Stage'], ['ApiId', 'Stage', 'Route']],
@@ -115,8 +137,15 @@ export const AWS_METRIC_DIMENSIONS: Record<string, readonly string[][]> = {
   'AWS/DynamoDB WriteThrottleEvents': [['TableName'], ['GlobalSecondaryIndexName', 'TableName']],
   'AWS/DynamoDB ThrottledRequests': [['Operation', 'TableName']],
   'AWS/DynamoDB SystemErrors': [['Operation', 'TableName']],
+  'AWS/DynamoDB SuccessfulRequestLatency': [['Operation', 'TableName']],
+  'AWS/DynamoDB UserErrors': [[]],
+  'AWS/DynamoDB ConsumedReadCapacityUnits': [['TableName'], ['GlobalSecondaryIndexName', 'TableName']],
+  'AWS/DynamoDB ConsumedWriteCapacityUnits': [['TableName'], ['GlobalSecondaryIndexName', 'TableName']],
   'AWS/SQS ApproximateNumberOfMessagesVisible': [['QueueName']],
   'AWS/SQS ApproximateAgeOfOldestMessage': [['QueueName']],
+  'AWS/SQS ApproximateNumberOfMessagesNotVisible': [['QueueName']],
+  'AWS/SQS NumberOfMessagesSent': [['QueueName']],
+  'AWS/SQS NumberOfMessagesReceived': [['QueueName']],
 };
 
 const sameSet = (a: readonly string[], b: readonly string[]) =>
@@ -182,6 +211,43 @@ export const checkAlarms = (
           defects.push({
             resource: alarm.logicalId,
             reason: `watches index ${GlobalSecondaryIndexName}, which table ${table.logicalId} does not have`,
+          });
+        }
+      }
+    }
+  }
+  defects.push(...checkIndexThrottleCoverage(assembly, alarms));
+  return defects;
+};
+
+const THROTTLE_METRICS = ['ReadThrottleEvents', 'WriteThrottleEvents'];
+
+/**
+ * A table's ReadThrottleEvents/WriteThrottleEvents do not count its global secondary indexes'
+ * throttling: where a table's throttling is watched, each of its indexes must be watched too.
+ */
+const checkIndexThrottleCoverage = (assembly: Assembly, alarms: readonly TemplateAlarm[]): Defect[] => {
+  const defects: Defect[] = [];
+  const watched = alarms.flatMap((alarm) =>
+    alarm.metrics
+      .filter((metric) => metric.namespace === 'AWS/DynamoDB' && THROTTLE_METRICS.includes(metric.name))
+      .map((metric) => ({ alarm: alarm.logicalId, metric })),
+  );
+  for (const table of assembly.tables) {
+    for (const { alarm, metric } of watched) {
+      if (metric.dimensions.TableName !== table.name || metric.dimensions.GlobalSecondaryIndexName !== undefined)
+        continue;
+      for (const index of table.indexes) {
+        const covered = watched.some(
+          (other) =>
+            other.metric.name === metric.name &&
+            other.metric.dimensions.TableName === table.name &&
+            other.metric.dimensions.GlobalSecondaryIndexName === index,
+        );
+        if (!covered) {
+          defects.push({
+            resource: alarm,
+            reason: `watches ${metric.name} of table ${table.logicalId}, which does not count index ${index}, and no alarm watches the index's`,
           });
         }
       }

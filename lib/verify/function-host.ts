@@ -56,8 +56,13 @@ export const metricsOfLine = (line: string): EmittedMetric[] => {
   );
 };
 
-export const startFunction = async (fn: TemplateFunction, dynamoEndpoint: string): Promise<FunctionHost> => {
-  const proxy = await startRecordingProxy(dynamoEndpoint);
+/** @param streamed tables with a stream (name → key attribute names), whose changes the proxy captures. */
+export const startFunction = async (
+  fn: TemplateFunction,
+  dynamoEndpoint: string,
+  streamed?: ReadonlyMap<string, readonly string[]>,
+): Promise<FunctionHost> => {
+  const proxy = await startRecordingProxy(dynamoEndpoint, streamed);
   const environment: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     // What the Lambda runtime sets.
@@ -67,7 +72,14 @@ export const startFunction = async (fn: TemplateFunction, dynamoEndpoint: string
     AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memorySize),
     AWS_EXECUTION_ENV: `AWS_Lambda_${fn.runtime}`,
+    AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${fn.logicalId}`,
+    AWS_LAMBDA_LOG_STREAM_NAME: 'verify',
+    AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
     LAMBDA_TASK_ROOT: fn.codeDir,
+    _HANDLER: fn.handler,
+    // Lambda's clock and locale: code that formats dates or text is seen as it will run there.
+    TZ: ':UTC',
+    LANG: 'en_US.UTF-8',
     AWS_ACCESS_KEY_ID: 'verify',
     AWS_SECRET_ACCESS_KEY: 'verify',
     AWS_SESSION_TOKEN: 'verify',
@@ -78,7 +90,7 @@ export const startFunction = async (fn: TemplateFunction, dynamoEndpoint: string
     // The one addition: DynamoDB is the recording proxy in front of the embedded one.
     DYNAMODB_ENDPOINT: proxy.endpoint,
   };
-  const child: ChildProcess = fork(RUNNER, [fn.codeDir, fn.handler], {
+  const child: ChildProcess = fork(RUNNER, [fn.codeDir, fn.handler, String(fn.timeoutSeconds)], {
     env: environment,
     execArgv: [],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -123,9 +135,16 @@ export const startFunction = async (fn: TemplateFunction, dynamoEndpoint: string
       if (host.importError) return resolve({ error: host.importError });
       const id = randomUUID();
       host.invocations += 1;
+      const started = performance.now();
       pending.set(id, (outcome) => {
         pending.delete(id);
-        resolve(outcome);
+        const seconds = (performance.now() - started) / 1000;
+        // Lambda would have stopped it: its answer would never have been seen.
+        resolve(
+          seconds > fn.timeoutSeconds && !outcome.error
+            ? { error: `ran ${seconds.toFixed(1)} s, longer than its Timeout of ${fn.timeoutSeconds} s` }
+            : outcome,
+        );
       });
       child.send({
         id,

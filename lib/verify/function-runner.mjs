@@ -1,14 +1,47 @@
 // Runs one bundled function in this process, as Lambda would: the handler module is imported once
 // from the asset directory (a failed import is reported, not thrown), then each invocation sent by
 // the parent over IPC is run and answered. Plain JavaScript: it must not need a TypeScript loader.
-import { pathToFileURL } from 'node:url';
+// A namespace import: registerHooks exists from Node 22.15 only, and a named import would fail to link.
+import * as nodeModule from 'node:module';
+import { URL, pathToFileURL } from 'node:url';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
-const [codeDir, handlerString] = process.argv.slice(2);
+const [codeDir, handlerString, timeoutSeconds = '3'] = process.argv.slice(2);
 const dot = handlerString.lastIndexOf('.');
 const moduleName = handlerString.slice(0, dot);
 const exportName = handlerString.slice(dot + 1);
+
+// Lambda has the asset and its own runtime, nothing else: a package the code resolves outside
+// its asset directory (say, from the project's node_modules above cdk.out) would be missing
+// there. The runtime provides the AWS SDK for JavaScript v3, taken here from the project.
+const codeUrl = pathToFileURL(resolve(codeDir) + '/').href;
+const projectUrl = new URL('../../package.json', import.meta.url).href;
+const RUNTIME_PROVIDED = /^@(aws-sdk|smithy|aws-crypto)\//;
+const isBare = (specifier) =>
+  !/^(node:|file:|data:|\.{0,2}\/)/.test(specifier) && !nodeModule.builtinModules.includes(specifier);
+nodeModule.registerHooks?.({
+  resolve(specifier, context, nextResolve) {
+    if (!isBare(specifier) || !context.parentURL?.startsWith(codeUrl)) return nextResolve(specifier, context);
+    if (RUNTIME_PROVIDED.test(specifier)) {
+      try {
+        return nextResolve(specifier, context);
+      } catch {
+        return nextResolve(specifier, { ...context, parentURL: projectUrl });
+      }
+    }
+    let resolved;
+    try {
+      resolved = nextResolve(specifier, context);
+    } catch {
+      // Reported below, with the same words.
+    }
+    if (!resolved?.url.startsWith(codeUrl)) {
+      throw new Error(`package "${specifier}" is not in the asset, and the Lambda runtime does not provide it`);
+    }
+    return resolved;
+  },
+});
 
 let handler;
 try {
@@ -26,7 +59,15 @@ try {
 }
 
 process.on('message', async ({ id, event, context }) => {
-  const lambdaContext = { ...context, getRemainingTimeInMillis: () => 10_000, done() {}, fail() {}, succeed() {} };
+  // The template's Timeout: code that budgets its work on the remaining time sees what Lambda gives it.
+  const deadline = Date.now() + Number(timeoutSeconds) * 1000;
+  const lambdaContext = {
+    ...context,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done() {},
+    fail() {},
+    succeed() {},
+  };
   try {
     const result = await handler(event, lambdaContext);
     process.send({ type: 'result', id, result });

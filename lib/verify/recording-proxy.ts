@@ -6,8 +6,9 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { forwardRequest } from '../local/forward';
-import type { Json } from './assembly';
+import { LOCAL_REGION, type Json } from './assembly';
 
 export interface DynamoOperation {
   /** e.g. `dynamodb:Query`. */
@@ -16,11 +17,44 @@ export interface DynamoOperation {
   index?: string;
 }
 
-/** Items written, for a table's stream: the new image of each PutItem (and BatchWriteItem put). */
+/** One item changed in a streamed table, as its stream would show it (DynamoDB JSON images). */
 export interface CapturedWrite {
   table: string;
-  item: Record<string, unknown>;
+  /** When the request arrived (process clock): orders the changes of every function. */
+  at: bigint;
+  keys: Record<string, unknown>;
+  oldImage?: Record<string, unknown>;
+  newImage?: Record<string, unknown>;
 }
+
+/** The items one write request touches in the streamed tables (table name → key attribute names). */
+const touchedBy = (
+  action: string,
+  body: Json,
+  streamed: ReadonlyMap<string, readonly string[]>,
+): { table: string; key: Record<string, unknown> }[] => {
+  const pick = (table: string, item: Json | undefined) =>
+    Object.fromEntries((streamed.get(table) ?? []).map((name) => [name, item?.[name]]));
+  const one = (table: string, operation: Json | undefined) =>
+    operation?.Item ? pick(table, operation.Item) : ((operation?.Key ?? {}) as Record<string, unknown>);
+  let touched: { table: string; key: Record<string, unknown> }[] = [];
+  if (action === 'PutItem' || action === 'UpdateItem' || action === 'DeleteItem') {
+    touched = [{ table: String(body.TableName), key: one(String(body.TableName), body) }];
+  } else if (action === 'BatchWriteItem') {
+    touched = Object.entries<Json[]>(body.RequestItems ?? {}).flatMap(([table, requests]) =>
+      requests.map((entry) => ({ table, key: one(table, entry.PutRequest ?? entry.DeleteRequest) })),
+    );
+  } else if (action === 'TransactWriteItems') {
+    touched = asArray(body.TransactItems).flatMap((entry: Json) =>
+      Object.values<Json>(entry)
+        .filter((operation) => operation?.TableName && (operation.Item || operation.Key))
+        .map((operation) => ({ table: String(operation.TableName), key: one(String(operation.TableName), operation) })),
+    );
+  }
+  return touched.filter((item) => streamed.has(item.table));
+};
+
+const asArray = (value: unknown): Json[] => (Array.isArray(value) ? (value as Json[]) : []);
 
 const WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
 
@@ -41,22 +75,17 @@ const operationsOf = (action: string, body: Json): DynamoOperation[] => {
   return [{ action: name, table: '*' }];
 };
 
-const writesOf = (action: string, body: Json): CapturedWrite[] => {
-  if (action === 'PutItem') return [{ table: body.TableName, item: body.Item }];
-  if (action === 'BatchWriteItem') {
-    return Object.entries<Json[]>(body.RequestItems ?? {}).flatMap(([table, requests]) =>
-      requests.filter((entry) => entry.PutRequest).map((entry) => ({ table, item: entry.PutRequest.Item })),
-    );
-  }
-  return [];
-};
-
 export interface RecordingProxy {
   endpoint: string;
   operations: DynamoOperation[];
   writes: CapturedWrite[];
-  /** While true, every write is answered with a ValidationException (not retried by the SDK). */
+  /**
+   * While true, every write is throttled (ProvisionedThroughputExceededException, the fault the
+   * throttle alarms watch for): the SDK retries it, then the code's own failure path runs.
+   */
   failWrites: boolean;
+  /** Resolves once every change made so far is in `writes`. */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -66,13 +95,33 @@ const readBody = async (request: IncomingMessage): Promise<Buffer> => {
   return Buffer.concat(chunks);
 };
 
-export const startRecordingProxy = async (upstream: string): Promise<RecordingProxy> => {
+/**
+ * @param streamed tables that have a stream, with their key attribute names: each change to them
+ * is captured with its old and new image, read around the write (calls are sequential here).
+ */
+export const startRecordingProxy = async (
+  upstream: string,
+  streamed: ReadonlyMap<string, readonly string[]> = new Map(),
+): Promise<RecordingProxy> => {
   const target = new URL(upstream);
+  // Reads the images straight from the embedded DynamoDB: not recorded, not the function's call.
+  const reader = new DynamoDBClient({
+    endpoint: upstream,
+    region: LOCAL_REGION,
+    credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
+  });
+  const imageOf = async (table: string, key: Record<string, unknown>) =>
+    (await reader.send(new GetItemCommand({ TableName: table, Key: key as never, ConsistentRead: true }))).Item as
+      Record<string, unknown> | undefined;
+  const pending = new Set<Promise<void>>();
   const proxy: RecordingProxy = {
     endpoint: '',
     operations: [],
     writes: [],
     failWrites: false,
+    settled: async () => {
+      await Promise.all(pending);
+    },
     close: async () => undefined,
   };
   const server: Server = createServer(async (request, response) => {
@@ -87,11 +136,35 @@ export const startRecordingProxy = async (upstream: string): Promise<RecordingPr
     proxy.operations.push(...operationsOf(action, parsed));
     if (proxy.failWrites && WRITE_ACTIONS.has(action)) {
       response.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' });
-      response.end(JSON.stringify({ __type: 'com.amazon.coral.validate#ValidationException', message: 'Injected' }));
+      response.end(
+        JSON.stringify({
+          __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+          message: 'Injected by verify:assembly',
+        }),
+      );
       return;
     }
+    const at = process.hrtime.bigint();
+    const touched = touchedBy(action, parsed, streamed);
+    const before = await Promise.all(touched.map((item) => imageOf(item.table, item.key)));
     forwardRequest(target, request, response, body, (status) => {
-      if (status < 300) proxy.writes.push(...writesOf(action, parsed));
+      if (status >= 300 || touched.length === 0) return;
+      const capture = Promise.all(touched.map((item) => imageOf(item.table, item.key))).then((after) => {
+        touched.forEach((item, i) => {
+          const [oldImage, newImage] = [before[i], after[i]];
+          // DynamoDB writes no stream record for a write that changed nothing.
+          if (JSON.stringify(oldImage) === JSON.stringify(newImage)) return;
+          proxy.writes.push({
+            table: item.table,
+            at,
+            keys: item.key,
+            ...(oldImage ? { oldImage } : {}),
+            ...(newImage ? { newImage } : {}),
+          });
+        });
+      });
+      pending.add(capture);
+      void capture.finally(() => pending.delete(capture));
     });
   });
   server.listen(0, '127.0.0.1');
@@ -99,6 +172,7 @@ export const startRecordingProxy = async (upstream: string): Promise<RecordingPr
   proxy.endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   proxy.close = () =>
     new Promise<void>((resolve) => {
+      reader.destroy();
       server.closeAllConnections();
       server.close(() => resolve());
     });

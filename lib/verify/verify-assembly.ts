@@ -17,7 +17,14 @@ import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
 import { readSeedFile } from '../operator/operations';
-import { readAssembly, LOCAL_REGION, type Assembly, type Json, type TemplateRoute } from './assembly';
+import {
+  readAssembly,
+  LOCAL_REGION,
+  type Assembly,
+  type Json,
+  type TemplateRoute,
+  type TemplateTable,
+} from './assembly';
 import { checkAlarms, checkIam, type Defect } from './checks';
 import { startFunction, type FunctionHost } from './function-host';
 
@@ -44,6 +51,8 @@ interface Case {
   query?: Record<string, string>;
   key?: string;
   expected: number;
+  /** The documented error code (shared/errors.ts) an error answer must carry. */
+  code?: string;
 }
 
 /** API Gateway's route selection over the template's route keys, `$default` last. */
@@ -94,6 +103,16 @@ const listOperations = (): Set<string> => {
   return lists;
 };
 
+/** `error.code` of an error body, if it has one. */
+const errorCodeOf = (body: string | undefined): string | undefined => {
+  try {
+    const code = (JSON.parse(body ?? '') as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
 export const verifyAssembly = async (dir: string, stackName?: string): Promise<VerifyReport> => {
   const started = performance.now();
   const assembly = readAssembly(dir, stackName);
@@ -119,6 +138,11 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
       );
     }
 
+    const keyNamesOf = (table: TemplateTable) =>
+      (table.properties.KeySchema as { AttributeName: string }[]).map((key) => key.AttributeName);
+    const streamed = new Map(
+      assembly.tables.filter((table) => table.streamArn).map((table) => [table.name, keyNamesOf(table)]),
+    );
     for (const fn of assembly.functions) {
       for (const [name, value] of Object.entries(fn.environment)) {
         if (value === undefined)
@@ -127,7 +151,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
             reason: `environment variable ${name} refers to something that cannot be resolved`,
           });
       }
-      const host = await startFunction(fn, dynamo.endpoint);
+      const host = await startFunction(fn, dynamo.endpoint, streamed);
       hosts.set(fn.logicalId, host);
       if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });
     }
@@ -161,6 +185,13 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
       const expiredKey = await make(['read'], past);
       const revoked = await repositories.keys.create({ branchId: branch.id, scopes: ['read'], name: 'verify revoked' });
       await repositories.keys.revoke(revoked.record.key_id);
+      // Allowed only from a documentation range (RFC 5737); events come from 127.0.0.1.
+      const elsewhere = await repositories.keys.create({
+        branchId: branch.id,
+        scopes: ['read'],
+        name: 'verify ip allowlist',
+        allowedIps: ['192.0.2.0/24'],
+      });
 
       const lists = listOperations();
       const cases: Case[] = [];
@@ -170,17 +201,22 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
           cases.push({ label: `${route.routeKey}: ${label}`, method, path, expected, ...extra });
         at('a read key', 200, { key: readKey });
-        at('no key', 401);
-        at('a malformed key', 401, { key: 'wsk_malformed' });
-        at('an unknown key', 401, { key: generateApiKey() });
-        at('a revoked key', 401, { key: revoked.key });
-        at('an expired key', 401, { key: expiredKey });
-        at('a key without read', 403, { key: noScopeKey });
+        at('no key', 401, { code: 'missing_api_key' });
+        at('a malformed key', 401, { key: 'wsk_malformed', code: 'invalid_api_key' });
+        at('an unknown key', 401, { key: generateApiKey(), code: 'invalid_api_key' });
+        at('a revoked key', 401, { key: revoked.key, code: 'revoked_api_key' });
+        at('an expired key', 401, { key: expiredKey, code: 'expired_api_key' });
+        at('a caller outside the key IP allowlist', 403, { key: elsewhere.key, code: 'ip_not_allowed' });
+        at('a key without read', 403, { key: noScopeKey, code: 'insufficient_scope' });
         if (template.includes('{'))
-          at('an unknown id', 404, { key: readKey, path: template.replace(/\{(\w+)\}/g, 'no_such_id') });
+          at('an unknown id', 404, {
+            key: readKey,
+            path: template.replace(/\{(\w+)\}/g, 'no_such_id'),
+            code: 'not_found',
+          });
         if (lists.has(route.routeKey)) {
-          at('a bad limit', 400, { key: readKey, query: { limit: '0' } });
-          at('a bad cursor', 400, { key: readKey, query: { cursor: 'forged' } });
+          at('a bad limit', 400, { key: readKey, query: { limit: '0' }, code: 'invalid_request' });
+          at('a bad cursor', 400, { key: readKey, query: { cursor: 'forged' }, code: 'invalid_request' });
         }
       }
       const firstPath = cases[0]?.path ?? '/';
@@ -189,6 +225,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         method: 'GET',
         path: '/v1/verify-no-such-path',
         expected: 404,
+        code: 'not_found',
         key: readKey,
       });
       cases.push({
@@ -196,6 +233,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         method: 'DELETE',
         path: firstPath,
         expected: 405,
+        code: 'method_not_allowed',
         key: readKey,
       });
 
@@ -217,7 +255,8 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
           ...(selected.pathParameters ? { pathParameters: selected.pathParameters } : {}),
         });
         const outcome = await host.invoke({ ...event, requestContext: { ...event.requestContext } });
-        const status = (outcome.result as { statusCode?: number } | undefined)?.statusCode;
+        const result = outcome.result as { statusCode?: number; body?: string } | undefined;
+        const status = result?.statusCode;
         if (outcome.error)
           defects.push({
             resource: host.fn.logicalId,
@@ -228,19 +267,44 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
             resource: host.fn.logicalId,
             reason: `${one.label}${note}: answered ${status}, expected ${one.expected}`,
           });
+        } else if (one.code !== undefined && errorCodeOf(result?.body) !== one.code) {
+          defects.push({
+            resource: host.fn.logicalId,
+            reason: `${one.label}${note}: answered ${status} with code ${errorCodeOf(result?.body) ?? 'none'}, expected ${one.code}`,
+          });
         }
       };
       for (const one of cases) await call(one);
       // Failure paths: every write fails once per route; the answer must not change, and what the
       // code emits when a write fails (metrics the alarms watch) is emitted.
+      // Each function's calls in turn (one invocation at a time per process, as per container), the
+      // functions side by side: the SDK's retries and backoff make these the slow ones.
       for (const host of hosts.values()) host.proxy.failWrites = true;
-      for (const one of cases.filter((c) => c.expected === 200)) await call(one, ' (writes failing)');
+      const byFunction = new Map<string, Case[]>();
+      for (const one of cases.filter((c) => c.expected === 200)) {
+        const id = match(one.method, one.path)?.route.functionLogicalId ?? '';
+        byFunction.set(id, [...(byFunction.get(id) ?? []), one]);
+      }
+      await Promise.all(
+        [...byFunction.values()].map(async (group) => {
+          for (const one of group) await call(one, ' (writes failing)');
+        }),
+      );
       for (const host of hosts.values()) host.proxy.failWrites = false;
     }
 
     // Background paths: each stream consumer gets what was written to its table, as stream records.
+    await Promise.all([...hosts.values()].map((host) => host.proxy.settled()));
+    const changes = [...hosts.values()].flatMap((host) => host.proxy.writes).sort((a, b) => (a.at < b.at ? -1 : 1));
     const streams = new Map<string, string[]>();
+    const destinations = new Map<string, string[]>();
     for (const mapping of assembly.mappings) {
+      if (mapping.onFailure) {
+        destinations.set(mapping.functionLogicalId, [
+          ...(destinations.get(mapping.functionLogicalId) ?? []),
+          mapping.onFailure,
+        ]);
+      }
       const table = assembly.tables.find((candidate) => candidate.logicalId === mapping.tableLogicalId)!;
       const consumer = hosts.get(mapping.functionLogicalId);
       streams.set(mapping.functionLogicalId, [
@@ -248,24 +312,26 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         table.streamArn ?? `${table.arn}/stream/*`,
       ]);
       if (!consumer || consumer.importError) continue;
-      const keyNames = (table.properties.KeySchema as { AttributeName: string }[]).map((key) => key.AttributeName);
-      const records = [...hosts.values()]
-        .flatMap((host) => host.proxy.writes)
+      const viewType = String(table.properties.StreamSpecification?.StreamViewType ?? 'NEW_IMAGE');
+      const records = changes
         .filter((write) => write.table === table.name)
         .map((write, i) => ({
           eventID: String(i + 1),
-          eventName: 'INSERT',
+          eventName: !write.oldImage ? 'INSERT' : write.newImage ? 'MODIFY' : 'REMOVE',
           eventVersion: '1.1',
           eventSource: 'aws:dynamodb',
           awsRegion: LOCAL_REGION,
           eventSourceARN: table.streamArn,
           dynamodb: {
             ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
-            Keys: Object.fromEntries(keyNames.map((name) => [name, write.item[name]])),
-            NewImage: write.item,
-            SequenceNumber: String(100000000000000000000 + i),
-            SizeBytes: JSON.stringify(write.item).length,
-            StreamViewType: table.properties.StreamSpecification?.StreamViewType ?? 'NEW_IMAGE',
+            Keys: write.keys,
+            ...(write.newImage && viewType.startsWith('NEW') ? { NewImage: write.newImage } : {}),
+            ...(write.oldImage && (viewType === 'OLD_IMAGE' || viewType === 'NEW_AND_OLD_IMAGES')
+              ? { OldImage: write.oldImage }
+              : {}),
+            SequenceNumber: String(BigInt('100000000000000000000') + BigInt(i)),
+            SizeBytes: JSON.stringify(write.newImage ?? write.keys).length,
+            StreamViewType: viewType,
           },
         }));
       if (records.length === 0) {
@@ -273,6 +339,13 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
           resource: mapping.logicalId,
           reason: `the scenario wrote nothing to table ${table.logicalId}, so its stream consumer never ran`,
         });
+      }
+      // Its failure path first: the first batch while its writes are throttled (whatever it answers,
+      // Lambda retries), then every batch, that one again, as an at-least-once stream delivers it.
+      if (records.length > 0) {
+        consumer.proxy.failWrites = true;
+        await consumer.invoke({ Records: records.slice(0, mapping.batchSize) });
+        consumer.proxy.failWrites = false;
       }
       for (let i = 0; i < records.length; i += mapping.batchSize) {
         const outcome = await consumer.invoke({ Records: records.slice(i, i + mapping.batchSize) });
@@ -293,6 +366,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
         operations: host.proxy.operations,
         streams: streams.get(host.fn.logicalId) ?? [],
+        destinations: destinations.get(host.fn.logicalId) ?? [],
       })),
     );
     defects.push(...iam.defects);

@@ -14,6 +14,7 @@ const STACK = 'Verify';
 let root: string;
 let assembly: string;
 let report: VerifyReport;
+let template: Template;
 
 type Template = { Resources: Record<string, { Type: string; Properties: any }> };
 
@@ -23,18 +24,22 @@ beforeAll(async () => {
   const app = newApp({ bundle: true, outdir: assembly });
   new BranchApiStack(app, STACK);
   app.synth();
+  template = JSON.parse(readFileSync(join(assembly, `${STACK}.template.json`), 'utf8')) as Template;
   report = await verifyAssembly(assembly);
 }, 120_000);
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 /** A copy of the assembly with its template changed by `mutate`, verified. */
-const verifyMutated = async (mutate: (template: Template) => void): Promise<VerifyReport> => {
-  const copy = mkdtempSync(join(root, 'mutated-'));
+const verifyMutated = async (
+  mutate: (template: Template, dir: string) => void,
+  parent = root,
+): Promise<VerifyReport> => {
+  const copy = mkdtempSync(join(parent, 'mutated-'));
   cpSync(assembly, copy, { recursive: true });
   const file = join(copy, `${STACK}.template.json`);
   const template = JSON.parse(readFileSync(file, 'utf8')) as Template;
-  mutate(template);
+  mutate(template, copy);
   writeFileSync(file, JSON.stringify(template));
   return verifyAssembly(copy);
 };
@@ -53,7 +58,8 @@ describe('the project as it is', () => {
   });
 
   it('ran every function and saw each one make the calls its route declares', () => {
-    expect(report.functions).toBe(6);
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(report.functions).toBe(functions.length);
     const ops = (prefix: string) =>
       Object.keys(Object.entries(report.operations).find(([fn]) => fn.startsWith(prefix))?.[1] ?? {}).map((op) =>
         op.replace(/Tables(\w+?)[0-9A-F]{8}/g, '$1'),
@@ -142,6 +148,37 @@ describe('seeded defects are reported', () => {
     ]);
   }, 60_000);
 
+  it('the catch-all route removed', async () => {
+    const mutated = await verifyMutated((template) => {
+      const route = Object.keys(template.Resources).find(
+        (id) =>
+          template.Resources[id]!.Type === 'AWS::ApiGatewayV2::Route' &&
+          template.Resources[id]!.Properties.RouteKey === '$default',
+      );
+      delete template.Resources[route!];
+    });
+    expect(mutated.defects).toEqual(
+      expect.arrayContaining([
+        { resource: STACK, reason: 'no route serves GET /v1/verify-no-such-path' },
+        { resource: STACK, reason: expect.stringMatching(/^no route serves DELETE \/v1\//) },
+      ]),
+    );
+  }, 60_000);
+
+  it("a table's throttling watched but not its index's", async () => {
+    const mutated = await verifyMutated((template) => {
+      delete template.Resources[idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringKeysIndexbybranchThrottles')];
+    });
+    expect(mutated.defects).toEqual(
+      ['ReadThrottleEvents', 'WriteThrottleEvents'].map((metric) => ({
+        resource: expect.stringMatching(/^MonitoringKeysTableThrottles/),
+        reason: expect.stringMatching(
+          new RegExp(`watches ${metric} of table TablesKeys\\w+, which does not count index by-branch, and no alarm`),
+        ),
+      })),
+    );
+  }, 60_000);
+
   it('an AWS-service alarm without the dimension AWS publishes the metric with', async () => {
     const mutated = await verifyMutated((template) => {
       const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringGetBranchErrors');
@@ -156,7 +193,49 @@ describe('seeded defects are reported', () => {
   }, 60_000);
 });
 
+describe('the code runs with what Lambda has, nothing more', () => {
+  it('reports a bundle that imports a package it does not contain, even where the project has it', async () => {
+    // Inside the project, as cdk.out is: plain Node resolution would find zod in the project's
+    // node_modules, which Lambda does not have.
+    const parent = mkdtempSync(join(__dirname, '..', '..', 'node_modules', '.cache-verify-'));
+    try {
+      const mutated = await verifyMutated((template, dir) => {
+        const fallback = idOf(template, 'AWS::Lambda::Function', 'FallbackFunction');
+        const asset = template.Resources[fallback]!.Properties.Code.S3Key.replace(/\.zip$/, '');
+        writeFileSync(
+          join(dir, `asset.${asset}`, 'index.mjs'),
+          "import { z } from 'zod';\nexport const handler = async () => z.never();\n",
+        );
+      }, parent);
+      expect(mutated.defects).toContainEqual({
+        resource: expect.stringMatching(/^FallbackFunction/),
+        reason: expect.stringMatching(/fails to load: Error: package "zod" is not in the asset/),
+      });
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 describe('background functions', () => {
+  it("report a stream consumer whose role can't send to its mapping's dead-letter queue", async () => {
+    const mutated = await verifyMutated((template) => {
+      const policy = idOf(template, 'AWS::IAM::Policy', 'UsageAggregationAggregatorRoleDefaultPolicy');
+      const document = template.Resources[policy]!.Properties.PolicyDocument;
+      document.Statement = (document.Statement as any[]).filter(
+        (statement) => !JSON.stringify(statement.Action).includes('sqs:SendMessage'),
+      );
+    });
+    expect(mutated.defects).toEqual([
+      {
+        resource: expect.stringMatching(/^UsageAggregationAggregatorFunction/),
+        reason: expect.stringMatching(
+          /sends failed batches to arn:aws:sqs:.*DeadLetterQueue\w+, but its role does not allow sqs:SendMessage/,
+        ),
+      },
+    ]);
+  }, 60_000);
+
   it("feed a function its event source mapping's table writes as stream records", async () => {
     const mutated = await verifyMutated((template) => {
       const usage = idOf(template, 'AWS::DynamoDB::Table', 'TablesUsage');
