@@ -193,6 +193,14 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         allowedIps: ['192.0.2.0/24'],
       });
 
+      // One call an hour: the first call of the scenario with it is admitted, every later one refused.
+      const limited = await repositories.keys.create({
+        branchId: branch.id,
+        scopes: ['read'],
+        name: 'verify rate limit',
+        rateLimit: '1/h',
+      });
+
       const lists = listOperations();
       const cases: Case[] = [];
       for (const route of assembly.routes.filter((r) => r.routeKey !== '$default')) {
@@ -208,6 +216,8 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         at('an expired key', 401, { key: expiredKey, code: 'expired_api_key' });
         at('a caller outside the key IP allowlist', 403, { key: elsewhere.key, code: 'ip_not_allowed' });
         at('a key without read', 403, { key: noScopeKey, code: 'insufficient_scope' });
+        if (cases.every((one) => one.key !== limited.key)) at('a key within its rate limit', 200, { key: limited.key });
+        at('a key over its rate limit', 429, { key: limited.key, code: 'rate_limited' });
         if (template.includes('{'))
           at('an unknown id', 404, {
             key: readKey,
@@ -281,7 +291,8 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
       // functions side by side: the SDK's retries and backoff make these the slow ones.
       for (const host of hosts.values()) host.proxy.failWrites = true;
       const byFunction = new Map<string, Case[]>();
-      for (const one of cases.filter((c) => c.expected === 200)) {
+      // The rate-limited key has used its one call: replayed, it would rightly be a 429.
+      for (const one of cases.filter((c) => c.expected === 200 && c.key !== limited.key)) {
         const id = match(one.method, one.path)?.route.functionLogicalId ?? '';
         byFunction.set(id, [...(byFunction.get(id) ?? []), one]);
       }

@@ -65,10 +65,20 @@ describe('the project as it is', () => {
         op.replace(/Tables(\w+?)[0-9A-F]{8}/g, '$1'),
       );
     expect(ops('ListPaymentProviders').sort()).toEqual(
-      ['dynamodb:GetItem Keys', 'dynamodb:PutItem Usage', 'dynamodb:Query BranchData/active-providers'].sort(),
+      [
+        'dynamodb:GetItem Keys',
+        'dynamodb:PutItem Usage',
+        'dynamodb:Query BranchData/active-providers',
+        'dynamodb:UpdateItem RateLimits',
+      ].sort(),
     );
     expect(ops('GetBranch').sort()).toEqual(
-      ['dynamodb:GetItem BranchData', 'dynamodb:GetItem Keys', 'dynamodb:PutItem Usage'].sort(),
+      [
+        'dynamodb:GetItem BranchData',
+        'dynamodb:GetItem Keys',
+        'dynamodb:PutItem Usage',
+        'dynamodb:UpdateItem RateLimits',
+      ].sort(),
     );
     expect(ops('Fallback')).toEqual([]);
     // The rollups aggregator, fed the usage records the scenario wrote through the usage table's stream.
