@@ -393,7 +393,6 @@ export const usagePage = (input: UsagePageInput): string => {
         <p id="usage-summary">
           <strong>${chart.total}</strong> call(s) · latency p50 <strong>${chart.p50_ms ?? '—'}</strong> ms · p95
           <strong>${chart.p95_ms ?? '—'}</strong> ms
-          ${chart.truncated ? html`<br /><small>Chart and latency from the newest ${chart.total} calls of the period.</small>` : ''}
         </p>
         <div class="chart">
           <canvas

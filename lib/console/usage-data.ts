@@ -2,13 +2,13 @@
  * What the "API usage" page shows, read through the operator library: the chart's series, the
  * log one page at a time, and every record the filters select (the CSV export).
  *
- * `loadUsageChart` is the one place the chart's figures come from. Today it buckets the records
- * `readUsage` returns (at most MAX_USAGE_LIMIT, the newest of the period); when hourly/daily
- * rollups exist it can read those instead and nothing else on the page changes.
+ * `loadUsageChart` is the one place the chart's figures come from: the hourly rollups
+ * (lib/operator/usage-rollups.ts `summarizeUsage`), so its cost grows with hours × keys, never
+ * with calls. Latencies are the rollups' histogram bounds (docs/usage-rollups.md).
  */
 import type { UsageRecord } from '../../shared/repositories/usage';
 import type { OperatorContext } from '../operator/context';
-import { MAX_USAGE_LIMIT, readUsage } from '../operator/operations';
+import { summarizeUsage } from '../operator/usage-rollups';
 
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
 export type StatusClass = (typeof STATUS_CLASSES)[number];
@@ -42,8 +42,6 @@ export interface UsageChart {
   total: number;
   p50_ms: number | null;
   p95_ms: number | null;
-  /** True when the period held more calls than the chart read (it shows the newest). */
-  truncated: boolean;
 }
 
 export const statusClass = (status: number): StatusClass | undefined => {
@@ -51,49 +49,28 @@ export const statusClass = (status: number): StatusClass | undefined => {
   return (STATUS_CLASSES as readonly string[]).includes(cls) ? (cls as StatusClass) : undefined;
 };
 
-const bucketStart = (ms: number, bucket: Bucket): number => ms - (ms % (bucket === 'hour' ? HOUR_MS : DAY_MS));
-
 export const periodStart = (filters: Pick<UsageFilters, 'period' | 'now'>): Date =>
   new Date(filters.now.getTime() - PERIODS[filters.period].ms);
 
-/** Counts records per bucket and status class over [since, now]; every bucket present, oldest first. */
-export const bucketRecords = (
-  records: readonly Pick<UsageRecord, 'timestamp' | 'status'>[],
-  since: Date,
-  now: Date,
-  bucket: Bucket,
-): Pick<UsageChart, 'starts' | 'counts'> => {
-  const step = bucket === 'hour' ? HOUR_MS : DAY_MS;
-  const first = bucketStart(since.getTime(), bucket);
-  const size = Math.floor((bucketStart(now.getTime(), bucket) - first) / step) + 1;
-  const counts = Object.fromEntries(STATUS_CLASSES.map((cls) => [cls, new Array<number>(size).fill(0)])) as Record<
-    StatusClass,
-    number[]
-  >;
-  for (const record of records) {
-    const index = Math.floor((bucketStart(Date.parse(record.timestamp), bucket) - first) / step);
-    const cls = statusClass(record.status);
-    if (cls && index >= 0 && index < size) counts[cls][index]! += 1;
-  }
-  const starts = Array.from({ length: size }, (_, i) => new Date(first + i * step).toISOString());
-  return { starts, counts };
-};
-
 export const loadUsageChart = async (ctx: OperatorContext, filters: UsageFilters): Promise<UsageChart> => {
-  const since = periodStart(filters);
-  const { records, summary } = await readUsage(ctx, {
+  const summary = await summarizeUsage(ctx, {
     branchId: filters.branchId,
-    limit: MAX_USAGE_LIMIT,
-    since: since.toISOString(),
+    by: filters.bucket,
+    since: periodStart(filters).toISOString(),
+    until: filters.now.toISOString(),
+    now: filters.now,
     ...(filters.keyId ? { keyId: filters.keyId } : {}),
   });
+  const counts = Object.fromEntries(
+    STATUS_CLASSES.map((cls) => [cls, summary.buckets.map((bucket) => bucket.by_status_class[cls] ?? 0)]),
+  ) as Record<StatusClass, number[]>;
   return {
     bucket: filters.bucket,
-    ...bucketRecords(records, since, filters.now, filters.bucket),
-    total: summary.count,
-    p50_ms: summary.p50_ms,
-    p95_ms: summary.p95_ms,
-    truncated: records.length >= MAX_USAGE_LIMIT,
+    starts: summary.buckets.map((bucket) => bucket.start),
+    counts,
+    total: summary.totals.calls,
+    p50_ms: summary.totals.p50_ms,
+    p95_ms: summary.totals.p95_ms,
   };
 };
 

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { escapeHtml, html, jsonBlock } from '../../lib/console/html';
-import { bucketRecords, csvField, csvRow } from '../../lib/console/usage-data';
+import { csvField, csvRow } from '../../lib/console/usage-data';
 
 describe('html', () => {
   it('escapes every interpolated value and shows control characters as text', () => {
@@ -30,44 +30,6 @@ describe('html', () => {
     expect(block.match(/<\/script>/g)).toHaveLength(1);
     const json = block.slice(block.indexOf('>') + 1, block.lastIndexOf('</script>'));
     expect(JSON.parse(json)).toEqual({ path: '</script><script>alert(1)</script>&' });
-  });
-});
-
-describe('bucketRecords', () => {
-  it('counts calls per hour by status class, every hour of the period present, oldest first', () => {
-    const since = new Date('2026-11-22T10:30:00Z');
-    const now = new Date('2026-11-22T13:05:00Z');
-    const { starts, counts } = bucketRecords(
-      [
-        { timestamp: '2026-11-22T10:45:00Z', status: 200 },
-        { timestamp: '2026-11-22T10:59:59Z', status: 404 },
-        { timestamp: '2026-11-22T12:00:00Z', status: 503 },
-        { timestamp: '2026-11-22T13:01:00Z', status: 304 },
-        { timestamp: '2026-11-22T13:02:00Z', status: 201 },
-        { timestamp: '2026-11-22T09:00:00Z', status: 200 }, // before the period
-      ],
-      since,
-      now,
-      'hour',
-    );
-    expect(starts).toEqual([
-      '2026-11-22T10:00:00.000Z',
-      '2026-11-22T11:00:00.000Z',
-      '2026-11-22T12:00:00.000Z',
-      '2026-11-22T13:00:00.000Z',
-    ]);
-    expect(counts).toEqual({ '2xx': [1, 0, 0, 1], '3xx': [0, 0, 0, 1], '4xx': [1, 0, 0, 0], '5xx': [0, 0, 1, 0] });
-  });
-
-  it('counts per UTC day', () => {
-    const { starts, counts } = bucketRecords(
-      [{ timestamp: '2026-11-21T23:59:59Z', status: 200 }],
-      new Date('2026-11-20T12:00:00Z'),
-      new Date('2026-11-22T01:00:00Z'),
-      'day',
-    );
-    expect(starts).toEqual(['2026-11-20T00:00:00.000Z', '2026-11-21T00:00:00.000Z', '2026-11-22T00:00:00.000Z']);
-    expect(counts['2xx']).toEqual([0, 1, 0]);
   });
 });
 
