@@ -8,6 +8,7 @@
  * more entry.
  */
 import type { KeyListing } from '../operator/operations';
+import type { AuditFinding } from '../operator/lifecycle';
 import { SCOPES } from '../../shared/schemas';
 import type { UsageRecord } from '../../shared/repositories/usage';
 import { html, jsonBlock, type Html, type HtmlValue } from './html';
@@ -112,21 +113,50 @@ export const homePage = (branches: readonly string[], error?: string): string =>
       </form>`,
   });
 
+/** A key as the keys page shows it: its listing and, for an active key, its audit findings. */
+export interface KeyRow extends KeyListing {
+  findings?: readonly AuditFinding[];
+}
+
 export interface KeyColumn {
   header: string;
-  cell(key: KeyListing): HtmlValue;
+  cell(key: KeyRow): HtmlValue;
 }
+
+const rollLinks = (k: KeyRow): HtmlValue =>
+  k.rolled_from || k.rolled_to
+    ? html`<br /><small
+          >${k.rolled_from ? html`rolled from <code>${k.rolled_from}</code>` : ''}
+          ${k.rolled_to ? html`rolled to <code>${k.rolled_to}</code>` : ''}</small
+        >`
+    : '';
+
+const findingsCell = (k: KeyRow): HtmlValue =>
+  k.findings === undefined
+    ? '–'
+    : k.findings.length === 0
+      ? 'none'
+      : html`<ul class="findings">
+          ${k.findings.map((finding) => html`<li><code>${finding.code}</code>: ${finding.message}</li>`)}
+        </ul>`;
 
 /** The keys table's columns, in order (the first is the row header). */
 export const KEY_COLUMNS: KeyColumn[] = [
-  { header: 'Name', cell: (k) => html`${k.name}<br /><small><code>${k.key_id}</code></small>` },
+  {
+    header: 'Name',
+    cell: (k) =>
+      html`${k.name}<br /><small><code>${k.key_id}</code></small
+        >${rollLinks(k)}`,
+  },
   { header: 'Status', cell: (k) => html`<span class="status-${k.status}">${k.status}</span>` },
   { header: 'Start', cell: (k) => html`<code>${k.start}…</code>` },
   { header: 'Scopes', cell: (k) => k.scopes.join(', ') },
+  { header: 'Rate limit', cell: (k) => k.rate_limit ?? 'default' },
+  { header: 'Allowed IPs', cell: (k) => (k.allowed_ips?.length ? k.allowed_ips.join(', ') : 'any') },
   { header: 'Created', cell: (k) => time(k.created_at) },
   { header: 'Expires', cell: (k) => (k.expires_at ? time(k.expires_at) : 'never') },
   { header: 'Last used', cell: (k) => (k.last_used_at ? time(k.last_used_at) : 'never') },
-  // Rate limit, allowed IPs and audit findings go here when key records carry them.
+  { header: 'Audit findings', cell: findingsCell },
 ];
 
 export interface KeyAction {
@@ -137,13 +167,27 @@ export interface KeyAction {
   applies(key: KeyListing): boolean;
 }
 
-/** Per-key actions: each opens a confirmation page whose POST does it. Roll goes here when the operator library has it. */
-export const KEY_ACTIONS: KeyAction[] = [{ label: 'Revoke', action: 'revoke', applies: (k) => k.status !== 'revoked' }];
+/** Per-key actions: each opens a confirmation page whose POST does it. */
+export const KEY_ACTIONS: KeyAction[] = [
+  { label: 'Roll', action: 'roll', applies: (k) => k.status === 'active' && !k.rolled_to },
+  { label: 'Revoke', action: 'revoke', applies: (k) => k.status !== 'revoked' },
+];
+
+/** Grace periods a roll offers (lib/operator/lifecycle.ts parseGrace reads them). */
+export const GRACE_CHOICES = [
+  { value: '0', label: 'none: the old key stops now' },
+  { value: '15m', label: '15 minutes' },
+  { value: '1h', label: '1 hour' },
+  { value: '24h', label: '24 hours' },
+  { value: '7d', label: '7 days' },
+] as const;
 
 export interface CreateKeyForm {
   name?: string;
   scopes?: string[];
   expires?: string;
+  allowIps?: string;
+  rateLimit?: string;
 }
 
 /** Keys per page: "last used" costs one query per key shown (docs/console.md "Figures"). */
@@ -152,15 +196,15 @@ export const KEYS_PAGE_SIZE = 100;
 export interface KeysPageInput {
   branchId: string;
   /** This page's keys. */
-  keys: KeyListing[];
+  keys: KeyRow[];
   /** How many keys the branch has. */
   total: number;
   /** 1-based. */
   page: number;
   csrf: string;
   formId: string;
-  /** Just created: its value, shown this once. */
-  created?: { key: string; name: string; keyId: string };
+  /** Just created (or rolled to): its value, shown this once. */
+  created?: { key: string; name: string; keyId: string; note?: string };
   notice?: string;
   error?: string;
   form?: CreateKeyForm;
@@ -188,6 +232,7 @@ const createdPanel = (created: NonNullable<KeysPageInput['created']>): Html =>
     <p>
       <small>Key <code>${created.keyId}</code> (${created.name}).</small>
     </p>
+    ${created.note ? html`<p role="status">${created.note}</p>` : ''}
   </article>`;
 
 const createForm = (input: KeysPageInput): Html => {
@@ -212,6 +257,15 @@ const createForm = (input: KeysPageInput): Html => {
       </fieldset>
       <label for="key-expires">Expires (UTC, optional)</label>
       <input id="key-expires" name="expires" type="datetime-local" value="${form.expires ?? ''}" />
+      <label for="key-allow-ips">Allowed IPs (optional: addresses or CIDR blocks, comma-separated)</label>
+      <input
+        id="key-allow-ips"
+        name="allow_ips"
+        placeholder="203.0.113.0/24, 2001:db8::1"
+        value="${form.allowIps ?? ''}"
+      />
+      <label for="key-rate-limit">Rate limit (optional: N/s, N/min or N/h; empty for the default)</label>
+      <input id="key-rate-limit" name="rate_limit" placeholder="20/s" value="${form.rateLimit ?? ''}" />
       <button type="submit">Create key</button>
     </form>
   </section>`;
@@ -290,6 +344,10 @@ export const confirmPage = (input: {
   action: KeyAction;
   consequence: string;
   csrf: string;
+  /** Sent once only (a roll shows a new key's value: a re-sent form must not roll again). */
+  formId?: string;
+  /** Fields the action takes (a roll's grace period). */
+  fields?: Html;
 }): string =>
   layout({
     title: `${input.action.label} key`,
@@ -302,7 +360,7 @@ export const confirmPage = (input: {
       </p>
       <p>${input.consequence}</p>
       <form method="post" action="${keyPath(input.branchId, input.key.key_id, input.action.action)}">
-        ${hidden(input.csrf)}
+        ${hidden(input.csrf, input.formId ? { _form: input.formId } : {})} ${input.fields ?? ''}
         <button type="submit">${input.action.label}</button>
         <a href="${branchPath(input.branchId, 'keys')}">Cancel</a>
       </form>`,
@@ -457,3 +515,15 @@ export const usagePage = (input: UsagePageInput): string => {
       </section>`,
   });
 };
+
+/** The grace-period choice of a roll's confirmation page. */
+export const graceField = (): Html =>
+  html`<label for="grace">Grace period</label>
+    <select id="grace" name="grace">
+      ${GRACE_CHOICES.map(
+        (choice) =>
+          html`<option value="${choice.value}" ${choice.value === '24h' ? html`selected` : ''}>
+            ${choice.label}
+          </option>`,
+      )}
+    </select>`;

@@ -12,11 +12,13 @@ import { dirname, join } from 'node:path';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data-store-errors';
 import { InvalidUsagePositionError } from '../../shared/repositories/usage';
 import { createOperatorContext, type OperatorContext } from '../operator/context';
+import { auditOf, rollKey } from '../operator/lifecycle';
 import { createKey, keyStatus, listKeyPage, OperatorError, revokeKey } from '../operator/operations';
 import { showControls } from './html';
 import {
   branchPath,
   confirmPage,
+  graceField,
   homePage,
   KEY_ACTIONS,
   keysPage,
@@ -170,9 +172,14 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
       offset: (page - 1) * KEYS_PAGE_SIZE,
       limit: KEYS_PAGE_SIZE,
     });
+    // The audit of this page's active keys (lib/operator/lifecycle.ts), the same as `keys audit`.
+    const findings = new Map((await auditOf(ctx, keys, new Date())).map((audit) => [audit.key_id, audit.findings]));
     return keysPage({
       branchId,
-      keys,
+      keys: keys.map((key) => ({
+        ...key,
+        ...(findings.has(key.key_id) ? { findings: findings.get(key.key_id)! } : {}),
+      })),
       total,
       page,
       csrf: session.csrf,
@@ -240,7 +247,15 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
           key,
           action: keyAction,
           csrf: session.csrf,
-          consequence: 'Calls with this key are refused from the next request on. This cannot be undone.',
+          ...(keyAction.action === 'roll'
+            ? {
+                consequence:
+                  'A new key with the same scopes, rate limit, allowed IPs and expiry is created and shown once. ' +
+                  'This key keeps working until the grace period ends, then it is refused.',
+                formId: sessions.issueForm(session),
+                fields: graceField(),
+              }
+            : { consequence: 'Calls with this key are refused from the next request on. This cannot be undone.' }),
         }),
       );
     }
@@ -309,6 +324,8 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
         name: form.get('name') ?? '',
         scopes: form.getAll('scopes'),
         expires: form.get('expires') ?? '',
+        allowIps: form.get('allow_ips') ?? '',
+        rateLimit: form.get('rate_limit') ?? '',
       };
       if (!sessions.consumeForm(session, form.get('_form') ?? undefined)) {
         // A re-sent form (reload, back button): the first send already created the key and
@@ -327,6 +344,8 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
           scopes: fields.scopes!.join(','),
           ...(fields.name?.trim() ? { name: fields.name } : {}),
           ...(fields.expires ? { expires: fields.expires } : {}),
+          ...(fields.allowIps?.trim() ? { allowIps: fields.allowIps } : {}),
+          ...(fields.rateLimit?.trim() ? { rateLimit: fields.rateLimit.trim() } : {}),
         });
         // 200 with the value in the body, never a redirect: the value must not reach a URL.
         return send(
@@ -336,8 +355,41 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
         );
       } catch (error) {
         if (!(error instanceof OperatorError)) throw error;
-        const message = error.message.replace('--scopes', 'Scopes').replace('--expires', 'Expires');
+        const message = error.message
+          .replace('--scopes', 'Scopes')
+          .replace('--expires', 'Expires')
+          .replace('--allow-ip', 'Allowed IPs')
+          .replace('--rate-limit', 'Rate limit');
         return send(response, 400, await keysView(session, branchId, { error: message, form: fields }));
+      }
+    }
+    if (segments.length === 5 && keyId !== undefined && action === 'roll') {
+      if (!sessions.consumeForm(session, form.get('_form') ?? undefined)) {
+        // Re-sent (reload, back button): the first send rolled the key and showed the new value once.
+        return send(
+          response,
+          409,
+          await keysView(session, branchId, { error: 'This form was already sent, so the key was not rolled again.' }),
+        );
+      }
+      try {
+        const { key, record, previous } = await rollKey(ctx, { branchId, keyId, grace: form.get('grace') ?? '' });
+        // 200 with the value in the body, never a redirect: the value must not reach a URL.
+        return send(
+          response,
+          200,
+          await keysView(session, branchId, {
+            created: {
+              key,
+              name: record.name,
+              keyId: record.key_id,
+              note: `Key ${previous.key_id} keeps working until ${previous.expires_at}.`,
+            },
+          }),
+        );
+      } catch (error) {
+        if (!(error instanceof OperatorError)) throw error;
+        return send(response, 409, await keysView(session, branchId, { error: error.message }));
       }
     }
     if (segments.length === 5 && keyId !== undefined && action === 'revoke') {

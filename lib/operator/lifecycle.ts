@@ -192,12 +192,14 @@ export interface AuditRequest {
   now?: Date;
 }
 
-/** Audits every active key of a branch: what could be tightened, retired or renewed. */
-export const auditKeys = async (ctx: OperatorContext, request: AuditRequest): Promise<AuditReport> => {
-  const now = request.now ?? new Date();
-  await requireBranch(ctx, request.branchId);
-  const active = (await ctx.keys.listByBranch(request.branchId)).filter((key) => keyStatus(key, now) === 'active');
-  const keys = await Promise.all(
+/** The audit of the given keys that are active at `now` (revoked and expired keys open nothing). */
+export const auditOf = async (
+  ctx: OperatorContext,
+  records: readonly ApiKeyRecord[],
+  now: Date,
+): Promise<KeyAudit[]> => {
+  const active = records.filter((key) => keyStatus(key, now) === 'active');
+  return Promise.all(
     active.map(async (key): Promise<KeyAudit> => {
       const facts = await keyUsageFacts(ctx, key.key_id);
       return {
@@ -212,5 +214,12 @@ export const auditKeys = async (ctx: OperatorContext, request: AuditRequest): Pr
       };
     }),
   );
+};
+
+/** Audits every active key of a branch: what could be tightened, retired or renewed. */
+export const auditKeys = async (ctx: OperatorContext, request: AuditRequest): Promise<AuditReport> => {
+  const now = request.now ?? new Date();
+  await requireBranch(ctx, request.branchId);
+  const keys = await auditOf(ctx, await ctx.keys.listByBranch(request.branchId), now);
   return { branch_id: request.branchId, generated_at: now.toISOString(), keys };
 };

@@ -142,6 +142,71 @@ describeIfChromium('settings console in Chromium', () => {
     expect(refused.status).toBe(401);
   });
 
+  it('rolls a key with a grace choice: the new value is shown once, both work, the old one stops when asked', async () => {
+    const { key: old, record } = await ctx.keys.create({
+      branchId: env.stack.demoBranchId,
+      scopes: ['read'],
+      name: 'to roll',
+      rateLimit: '600/min',
+      allowedIps: ['127.0.0.1/32'],
+    });
+    await openKeys();
+    const row = page.getByRole('row', { name: /to roll/ });
+    await row.getByRole('button', { name: 'Roll' }).click();
+    await page.getByRole('heading', { name: /Roll key “to roll”\?/ }).waitFor();
+    expect((await api(old)).status).toBe(200); // asking is not rolling
+    await page.getByLabel('Grace period').selectOption('0');
+    await page.getByRole('button', { name: 'Roll' }).click();
+
+    const value = (await page.locator('#new-key-value').textContent())!;
+    expect(value).toMatch(/^wsk_[0-9A-Za-z]+$/);
+    expect(page.url()).not.toContain(value);
+    expect(await page.locator('.new-key').textContent()).toContain(`Key ${record.key_id} keeps working until`);
+    // Grace 0: the old key is refused on its next call; the new one carries its settings and works.
+    expect((await api(value)).status).toBe(200);
+    const refused = await api(old);
+    expect([refused.status, ((await refused.json()) as any).error.code]).toEqual([401, 'expired_api_key']);
+    const rows = page.getByRole('row', { name: /to roll/ });
+    const text = (await rows.allTextContents()).join(' ');
+    expect(text).toContain(`rolled from ${record.key_id}`);
+    expect(text).toContain(`rolled to`);
+    expect(text).toContain('600/min');
+    expect(text).toContain('127.0.0.1/32');
+    // Sent again (reload): no second roll, and the value is not shown again.
+    await page.reload();
+    expect(await page.locator('#new-key-value').count()).toBe(0);
+    expect((await ctx.keys.listByBranch(env.stack.demoBranchId)).filter((k) => k.name === 'to roll')).toHaveLength(2);
+    // The re-sent form's answer is a 409, which Chromium reports on its console: expected here.
+    expect(problems).toEqual([expect.stringContaining('status of 409')]);
+    problems.length = 0;
+  });
+
+  it('creates a key with an allowlist and a rate limit, shows both and the audit findings, refuses a bad CIDR', async () => {
+    await openKeys();
+    await page.getByLabel('Name').fill('fenced');
+    await page.getByLabel(/Allowed IPs/).fill('300.1.1.1/8');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    expect(await page.getByRole('alert').first().textContent()).toMatch(/Allowed IPs/);
+    expect(await page.getByLabel(/Allowed IPs/).inputValue()).toBe('300.1.1.1/8');
+    expect(await page.locator('#new-key-value').count()).toBe(0);
+    // The form's answer is a 400, which Chromium reports on its console: expected here.
+    expect(problems).toEqual([expect.stringContaining('status of 400')]);
+    problems.length = 0;
+
+    await page.getByLabel(/Allowed IPs/).fill('203.0.113.0/24');
+    await page.getByLabel(/Rate limit/).fill('20/s');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const value = (await page.locator('#new-key-value').textContent())!;
+    // The local gateway sees this test's calls from 127.0.0.1: outside the list.
+    const refused = await api(value);
+    expect([refused.status, ((await refused.json()) as any).error.code]).toEqual([403, 'ip_not_allowed']);
+    const fenced = (await page.getByRole('row', { name: /fenced/ }).allTextContents()).join(' ');
+    expect(fenced).toContain('203.0.113.0/24');
+    expect(fenced).toContain('20/s');
+    expect(fenced).toContain('no_expiry');
+    expect(fenced).not.toContain('no_ip_allowlist');
+  });
+
   it('reaches every control from the keyboard', async () => {
     await openKeys();
     const reached = new Set<string>();

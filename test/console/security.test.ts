@@ -130,28 +130,35 @@ it('creates a key with the session, CSRF token and same origin, and refuses each
   expect((await listKeys(ctx, branch)).length).toBe(keysBefore + 1);
 });
 
-it('refuses a cross-origin revoke and a GET never changes anything', async () => {
-  const branch = env.stack.demoBranchId;
-  const { cookie, csrf } = await openSession(env.console, branch);
-  const path = `/branches/${branch}/keys/${env.stack.demoKeyId}/revoke`;
-  const confirm = await rawRequest(env.console.origin, path, { headers: { cookie } });
-  expect(confirm.status).toBe(200);
-  expect(confirm.body).toContain('This cannot be undone');
-  const crossOrigin = await rawRequest(env.console.origin, path, {
-    method: 'POST',
-    headers: { host, cookie, origin: 'http://evil.example', 'content-type': FORM_TYPE },
-    body: form({ _csrf: csrf }),
-  });
-  expect(crossOrigin.status).toBe(403);
-  const noCsrf = await rawRequest(env.console.origin, path, {
-    method: 'POST',
-    headers: { host, cookie, origin: env.console.origin, 'content-type': FORM_TYPE },
-    body: '',
-  });
-  expect(noCsrf.status).toBe(403);
-  const key = (await listKeys(ctx, branch)).find((k) => k.key_id === env.stack.demoKeyId);
-  expect(key?.status).toBe('active');
-});
+it.each([
+  ['revoke', 'This cannot be undone'],
+  ['roll', 'Grace period'],
+])(
+  'refuses a cross-origin %s or one without its CSRF token, and a GET never changes anything',
+  async (action, text) => {
+    const branch = env.stack.demoBranchId;
+    const { cookie, csrf } = await openSession(env.console, branch);
+    const path = `/branches/${branch}/keys/${env.stack.demoKeyId}/${action}`;
+    const confirm = await rawRequest(env.console.origin, path, { headers: { cookie } });
+    expect(confirm.status).toBe(200);
+    expect(confirm.body).toContain(text);
+    const crossOrigin = await rawRequest(env.console.origin, path, {
+      method: 'POST',
+      headers: { host, cookie, origin: 'http://evil.example', 'content-type': FORM_TYPE },
+      body: form({ _csrf: csrf }),
+    });
+    expect(crossOrigin.status).toBe(403);
+    const noCsrf = await rawRequest(env.console.origin, path, {
+      method: 'POST',
+      headers: { host, cookie, origin: env.console.origin, 'content-type': FORM_TYPE },
+      body: '',
+    });
+    expect(noCsrf.status).toBe(403);
+    const key = (await listKeys(ctx, branch)).find((k) => k.key_id === env.stack.demoKeyId);
+    expect(key?.status).toBe('active');
+    expect(key?.rolled_to).toBeUndefined();
+  },
+);
 
 it('answers unknown pages, branches and bad input with an error page, never a stack trace', async () => {
   const { cookie } = await openSession(env.console, env.stack.demoBranchId);
