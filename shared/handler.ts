@@ -2,7 +2,7 @@
  * Builds an endpoint function: the handler plus the whole middleware chain (authentication,
  * rate limit, scope, usage record, error mapping, headers). A handler file only says what it reads.
  */
-import { apiKeyExpires, authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from './middlewares';
+import { authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from './middlewares';
 import type { AuthenticatedContext } from './middlewares';
 import { createMiddlewareChain, type ChainHandler } from './middleware-chain';
 import { logger, metrics } from './observability';
@@ -20,6 +20,6 @@ export const createApiHandler = (routeId: RouteId, handler: ChainHandler<Authent
       ipAllowlist(),
       requireScope({ scope: route.scope }),
     ],
-    observers: [recordUsage({ usage, logger, metrics, retentionDays: config.usageRetentionDays }), apiKeyExpires()],
+    observers: [recordUsage({ usage, logger, metrics, retentionDays: config.usageRetentionDays })],
   });
 };

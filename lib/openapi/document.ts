@@ -19,7 +19,7 @@ import {
 } from '../../shared/errors';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/http/pagination';
 import { COMMON_HEADERS } from '../../shared/http/response';
-import { API_KEY_EXPIRES_HEADER } from '../../shared/middlewares/api-key-expires';
+import { API_KEY_EXPIRES_HEADER } from '../../shared/middlewares/response-headers';
 import { routes, type RouteDefinition, type RouteId } from '../../shared/routes';
 import {
   BranchSchema,

@@ -1,4 +1,3 @@
-export { apiKeyExpires } from './api-key-expires';
 export { authenticate } from './authenticate';
 export { errorMapper } from './error-mapper';
 export { ipAllowlist } from './ip-allowlist';

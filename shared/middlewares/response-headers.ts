@@ -1,7 +1,22 @@
 import { COMMON_HEADERS } from '../http/response';
-import type { ApiMiddleware, ApiRequest } from './types';
+import type { ApiContext, ApiMiddleware, ApiRequest } from './types';
 
-/** Adds the headers every response carries, success or error, and the request id. */
+export const API_KEY_EXPIRES_HEADER = 'Api-Key-Expires';
+
+/**
+ * `Api-Key-Expires: <ISO 8601 UTC>` for a key that has an expiry, once the key has been found,
+ * success or error (docs/decisions.md "Key lifecycle"): an integrator's monitoring can warn before
+ * the key lapses, or before a rolled key's grace period ends.
+ */
+const keyExpiry = ({ apiKey }: ApiContext): Record<string, string> => {
+  const time = apiKey?.expires_at === undefined ? Number.NaN : Date.parse(apiKey.expires_at);
+  return Number.isNaN(time) ? {} : { [API_KEY_EXPIRES_HEADER]: new Date(time).toISOString() };
+};
+
+/**
+ * Adds the headers every response carries, success or error, the request id, the key's expiry,
+ * and what other middlewares put on `context.responseHeaders` (the rate-limit fields).
+ */
 export const responseHeaders = (): ApiMiddleware => {
   const addHeaders = ({ response, context }: ApiRequest): void => {
     if (!response) return;
@@ -9,6 +24,7 @@ export const responseHeaders = (): ApiMiddleware => {
       ...COMMON_HEADERS,
       ...response.headers,
       ...context.responseHeaders,
+      ...keyExpiry(context),
       'X-Request-Id': context.requestId,
     };
   };
