@@ -164,13 +164,15 @@ export interface KeyAction {
   label: string;
   /** Path segment of its confirmation page, e.g. "revoke". */
   action: string;
+  /** Its past participle, for messages: "revoked". */
+  done: string;
   applies(key: KeyListing): boolean;
 }
 
 /** Per-key actions: each opens a confirmation page whose POST does it. */
 export const KEY_ACTIONS: KeyAction[] = [
-  { label: 'Roll', action: 'roll', applies: (k) => k.status === 'active' && !k.rolled_to },
-  { label: 'Revoke', action: 'revoke', applies: (k) => k.status !== 'revoked' },
+  { label: 'Roll', action: 'roll', done: 'rolled', applies: (k) => k.status === 'active' && !k.rolled_to },
+  { label: 'Revoke', action: 'revoke', done: 'revoked', applies: (k) => k.status !== 'revoked' },
 ];
 
 /** Grace periods a roll offers (lib/operator/lifecycle.ts parseGrace reads them). */

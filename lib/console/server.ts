@@ -237,7 +237,11 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
       if (!keyAction) throw new Refusal(404, 'Not found', 'No such page.');
       const key = await findKey(branchId, keyId);
       if (!keyAction.applies(key)) {
-        throw new Refusal(409, 'Nothing to do', `Key ${keyId} is ${key.status}: it cannot be ${keyAction.action}d.`);
+        throw new Refusal(
+          409,
+          'Nothing to do',
+          `Key ${keyId} is ${key.status}${key.rolled_to ? ` and rolled to ${key.rolled_to}` : ''}: it cannot be ${keyAction.done}.`,
+        );
       }
       return send(
         response,
@@ -364,6 +368,8 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
       }
     }
     if (segments.length === 5 && keyId !== undefined && action === 'roll') {
+      // A key the branch does not have is a 404, as everywhere else in the console.
+      await findKey(branchId, keyId);
       if (!sessions.consumeForm(session, form.get('_form') ?? undefined)) {
         // Re-sent (reload, back button): the first send rolled the key and showed the new value once.
         return send(
