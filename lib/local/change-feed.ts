@@ -7,8 +7,9 @@
  */
 import type { AddressInfo } from 'node:net';
 import { fromBrowser, refuse } from './dynamo';
+import { readBody } from './forward';
 import { listen } from './listen';
-import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import { DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { join } from 'node:path';
@@ -54,12 +55,6 @@ export interface ChangeFeed {
 
 const MAX_LAGS_KEPT = 100_000;
 const WRITE_TARGET = /^DynamoDB_20120810\.(PutItem|BatchWriteItem|UpdateItem|DeleteItem)$/;
-
-const readBody = async (stream: IncomingMessage): Promise<Buffer> => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-};
 
 const parse = (body: Buffer): Record<string, unknown> => {
   try {

@@ -1,9 +1,17 @@
 /**
- * Forwards one HTTP request, body already read, to an upstream as a reverse proxy does (the
- * upstream sees its own address as Host), for the proxies in front of the embedded DynamoDB.
+ * HTTP plumbing of the proxies in front of the embedded DynamoDB (the change feed's, the verify
+ * run's recording proxies, the tests' fault proxy).
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 
+/** The whole body of a request or response, for a proxy that looks at what it passes on. */
+export const readBody = async (stream: IncomingMessage): Promise<Buffer> => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+};
+
+/** Forwards one request, body already read, as a reverse proxy does: the upstream sees its own address as Host. */
 export const forwardRequest = (
   upstream: URL,
   request: IncomingMessage,

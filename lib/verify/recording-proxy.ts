@@ -4,10 +4,10 @@
  * It can also refuse writes, to drive the paths that run when a write fails.
  */
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { forwardRequest } from '../local/forward';
+import { forwardRequest, readBody } from '../local/forward';
 import { LOCAL_REGION, type Json } from './assembly';
 
 export interface DynamoOperation {
@@ -88,12 +88,6 @@ export interface RecordingProxy {
   settled(): Promise<void>;
   close(): Promise<void>;
 }
-
-const readBody = async (request: IncomingMessage): Promise<Buffer> => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-};
 
 /**
  * @param streamed tables that have a stream, with their key attribute names: each change to them

@@ -14,7 +14,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { forwardRequest } from '../../lib/local/forward';
+import { forwardRequest, readBody } from '../../lib/local/forward';
 
 export type Fault =
   /** HTTP 400 ProvisionedThroughputExceededException, as DynamoDB throttles. */
@@ -99,9 +99,7 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
     forwardRequest(upstream, req, res, body);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks);
+    const body = await readBody(req);
     const operation = operationOf(req);
     const fault = takeFault(operation);
     seen.push({ operation, outcome: fault?.kind ?? 'forwarded' });
