@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { BUNDLE_BUDGET_BYTES } from '../lib/infra/api-function';
-import { fallbackEntry, routes } from '../shared/routes';
+import { fallbackEntry, routes } from '../shared/api/routes';
 import { buildBundle, type Bundle } from './lib/bundle';
 import { median, round } from './lib/stats';
 

@@ -14,7 +14,7 @@ import { ensureTables } from '../lib/operator/tables';
 import { createOperatorContext } from '../lib/operator/context';
 import { rebuildRollups } from '../lib/operator/usage-rollups';
 import { CHROMIUM_PATH, launchChromium } from '../scripts/chromium';
-import type { UsageRecord } from '../shared/repositories/usage';
+import type { UsageRecord } from '../shared/data/repositories/usage';
 import { demoBranch } from './lib/fixtures';
 import { round } from './lib/stats';
 

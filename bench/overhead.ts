@@ -15,10 +15,10 @@ import { handler as getPaymentProvider } from '../functions/get-payment-provider
 import { handler as listMembers } from '../functions/list-members';
 import { handler as listPaymentProviders } from '../functions/list-payment-providers';
 import { buildContext, buildEvent } from '../lib/local/events';
-import { createDocumentClient } from '../shared/dynamodb';
-import type { ApiEvent, ApiResponse } from '../shared/http/response';
-import type { ApiContext } from '../shared/middlewares';
-import { branchData, config, documentClient, keys, usage } from '../shared/runtime';
+import { createDocumentClient } from '../shared/data/dynamodb';
+import type { ApiEvent, ApiResponse } from '../shared/api/http/response';
+import type { ApiContext } from '../shared/api/middlewares';
+import { branchData, config, documentClient, keys, usage } from '../shared/lambda/runtime';
 import { createBareRequest } from './lib/bare';
 import { benchKey, demoBranch, ENDPOINTS, providerId, type EndpointName } from './lib/fixtures';
 import { createResponder, useResponder } from './lib/responder';

@@ -2,7 +2,7 @@
  * Usage at scale (docs/usage-rollups.md), on a fresh embedded DynamoDB of its own:
  * - 100,000 synthetic calls over 30 days (10 keys, one branch) stored as raw records;
  * - aggregator throughput: the same calls as stream batches of 100 through the aggregator's
- *   logic (shared/usage-stream.ts), one batch at a time (one shard), records/s;
+ *   logic (shared/lambda/usage-stream.ts), one batch at a time (one shard), records/s;
  * - `usage summary` over the 30 days from the rollups (items read, wall time) against reading
  *   the raw records for the same answer;
  * - local change feed lag: calls written through the feed's endpoint while it delivers them to
@@ -12,12 +12,12 @@
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { readDynamoDbSettings } from '../shared/config';
-import { createDocumentClient } from '../shared/dynamodb';
-import { RollupsRepository } from '../shared/repositories/rollups';
-import { UsageRepository, type UsageRecord } from '../shared/repositories/usage';
-import { hourOf, totalsOf } from '../shared/rollups';
-import { createUsageAggregator } from '../shared/usage-stream';
+import { readDynamoDbSettings } from '../shared/lambda/config';
+import { createDocumentClient } from '../shared/data/dynamodb';
+import { RollupsRepository } from '../shared/data/repositories/rollups';
+import { UsageRepository, type UsageRecord } from '../shared/data/repositories/usage';
+import { hourOf, totalsOf } from '../shared/domain/rollups';
+import { createUsageAggregator } from '../shared/lambda/usage-stream';
 import { startUsageChangeFeed } from '../lib/local/change-feed';
 import { startEmbeddedDynamo } from '../lib/local/dynamo';
 import { sequenceNumber, streamEvent } from '../lib/local/stream-events';

@@ -18,12 +18,12 @@ import {
 } from '../lib/operator/operations';
 import { ensureTables } from '../lib/operator/tables';
 import { auditKeys, DEFAULT_GRACE, rollKey } from '../lib/operator/lifecycle';
-import { DataStoreError, DataStoreUnavailableError } from '../shared/data-store-errors';
+import { DataStoreError, DataStoreUnavailableError } from '../shared/data/data-store-errors';
 import { serve } from '../lib/local/serve';
 import { formatTable } from '../lib/operator/format';
 import { DEMO_SEED_FILE } from '../lib/local/environment';
 import { escapeForTerminal, lines, terminal, terminalSafeJson, type TerminalText } from '../lib/operator/terminal';
-import type { ApiKeyRecord } from '../shared/repositories/keys';
+import type { ApiKeyRecord } from '../shared/data/repositories/keys';
 import { runConsoleCommand } from '../lib/console/command';
 import { addUsageRollupCommands } from './usage-rollup-commands';
 

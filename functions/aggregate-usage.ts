@@ -1,18 +1,18 @@
 /**
  * The rollups aggregator: the usage table's DynamoDB stream in, hour items of the rollups table
- * out (shared/usage-stream.ts; docs/usage-rollups.md). Not an API function: no HTTP chain, only
+ * out (shared/lambda/usage-stream.ts; docs/usage-rollups.md). Not an API function: no HTTP chain, only
  * Powertools' context and metrics. It reads the rollups table's name and nothing else.
  */
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { positiveIntEnv, readDynamoDbSettings, readTableNames } from '../shared/config';
-import { createDocumentClient } from '../shared/dynamodb';
-import { logger, metrics } from '../shared/observability';
-import { RollupsRepository } from '../shared/repositories/rollups';
-import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../shared/rollups';
-import { createUsageAggregator } from '../shared/usage-stream';
+import { positiveIntEnv, readDynamoDbSettings, readTableNames } from '../shared/lambda/config';
+import { createDocumentClient } from '../shared/data/dynamodb';
+import { logger, metrics } from '../shared/lambda/observability';
+import { RollupsRepository } from '../shared/data/repositories/rollups';
+import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../shared/domain/rollups';
+import { createUsageAggregator } from '../shared/lambda/usage-stream';
 
 const settings = readDynamoDbSettings(process.env);
 const { rollups } = readTableNames(process.env, ['rollups']);

@@ -3,9 +3,9 @@
  * unmatched requests): 405 with `Allow` for a known path, 404 for anything else, in the API's
  * error shape. It reads no key and no table, so it bundles no AWS SDK.
  */
-import { methodNotAllowed, notFound } from '../shared/errors';
-import { createMiddlewareChain } from '../shared/middleware-chain';
-import { matchRoute, pathWithinStage } from '../shared/routes';
+import { methodNotAllowed, notFound } from '../shared/api/errors';
+import { createMiddlewareChain } from '../shared/api/middleware-chain';
+import { matchRoute, pathWithinStage } from '../shared/api/routes';
 
 export const handler = createMiddlewareChain(async (event) => {
   const match = matchRoute(

@@ -1,8 +1,8 @@
-import { createApiHandler } from '../shared/handler';
-import { notFound } from '../shared/errors';
-import { jsonResponse, type ApiEvent } from '../shared/http/response';
-import type { AuthenticatedContext } from '../shared/middlewares';
-import { branchData } from '../shared/runtime';
+import { createApiHandler } from '../shared/lambda/handler';
+import { notFound } from '../shared/api/errors';
+import { jsonResponse, type ApiEvent } from '../shared/api/http/response';
+import type { AuthenticatedContext } from '../shared/api/middlewares';
+import { branchData } from '../shared/lambda/runtime';
 
 const lambdaHandler = async (_event: ApiEvent, { apiKey }: AuthenticatedContext) => {
   const branch = await branchData.getBranch(apiKey.branch_id);

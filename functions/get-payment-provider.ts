@@ -1,9 +1,9 @@
-import { createApiHandler } from '../shared/handler';
-import { notFound } from '../shared/errors';
-import { jsonResponse, type ApiEvent } from '../shared/http/response';
-import type { AuthenticatedContext } from '../shared/middlewares';
-import { branchData } from '../shared/runtime';
-import { ID_PATTERN } from '../shared/ids';
+import { createApiHandler } from '../shared/lambda/handler';
+import { notFound } from '../shared/api/errors';
+import { jsonResponse, type ApiEvent } from '../shared/api/http/response';
+import type { AuthenticatedContext } from '../shared/api/middlewares';
+import { branchData } from '../shared/lambda/runtime';
+import { ID_PATTERN } from '../shared/domain/ids';
 
 const lambdaHandler = async (event: ApiEvent, { apiKey }: AuthenticatedContext) => {
   const id = event.pathParameters?.id ?? '';

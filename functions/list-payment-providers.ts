@@ -1,8 +1,8 @@
-import { createApiHandler } from '../shared/handler';
-import { readPageRequest, toList } from '../shared/http/pagination';
-import { jsonResponse, type ApiEvent } from '../shared/http/response';
-import type { AuthenticatedContext } from '../shared/middlewares';
-import { branchData } from '../shared/runtime';
+import { createApiHandler } from '../shared/lambda/handler';
+import { readPageRequest, toList } from '../shared/api/http/pagination';
+import { jsonResponse, type ApiEvent } from '../shared/api/http/response';
+import type { AuthenticatedContext } from '../shared/api/middlewares';
+import { branchData } from '../shared/lambda/runtime';
 
 const lambdaHandler = async (event: ApiEvent, { apiKey }: AuthenticatedContext) => {
   const request = readPageRequest(event, 'payment_providers', apiKey.branch_id);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { startConsole } from '../lib/console/server';
 import { startLocalEnvironment } from '../lib/local/environment';
 import { createOperatorContext } from '../lib/operator/context';
-import type { UsageRecord } from '../shared/repositories/usage';
+import type { UsageRecord } from '../shared/data/repositories/usage';
 import { launchChromium } from './chromium';
 
 const outDir = process.argv[2] ?? 'docs';

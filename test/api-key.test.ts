@@ -8,7 +8,7 @@ import {
   hashApiKey,
   isWellFormedApiKey,
   redactApiKeys,
-} from '../shared/api-key';
+} from '../shared/domain/api-key';
 import { keyRunsIn, pastedKey } from './support/pasted-key';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -1,8 +1,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { generateApiKey, hashApiKey } from '../shared/api-key';
+import { generateApiKey, hashApiKey } from '../shared/domain/api-key';
 import { handler as getBranch } from '../functions/get-branch';
 import { handler as listMembers } from '../functions/list-members';
-import { readBearerToken } from '../shared/middlewares/authenticate';
+import { readBearerToken } from '../shared/api/middlewares/authenticate';
 import {
   CHALLENGE,
   createKey,

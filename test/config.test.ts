@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../shared/config';
+import { ConfigError, loadConfig } from '../shared/lambda/config';
 import { loadService } from './support/harness';
 
 const complete = {

@@ -1,6 +1,6 @@
 /**
  * How many DynamoDB calls each kind of request costs, counted on the handlers' own client
- * (shared/runtime.ts `documentClient`): a step added to its real middleware stack records each
+ * (shared/lambda/runtime.ts `documentClient`): a step added to its real middleware stack records each
  * command; nothing is stubbed and every call still reaches the embedded DynamoDB.
  */
 import { handler as fallback } from '../functions/fallback';
@@ -8,8 +8,8 @@ import { handler as getBranch } from '../functions/get-branch';
 import { handler as getProvider } from '../functions/get-payment-provider';
 import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
-import { generateApiKey } from '../shared/api-key';
-import { documentClient } from '../shared/runtime';
+import { generateApiKey } from '../shared/domain/api-key';
+import { documentClient } from '../shared/lambda/runtime';
 import { countCommands, createKey, fixtureKeys, invoke, tableNames, setUpBranches } from './support/harness';
 
 const counter = countCommands(documentClient);

@@ -3,7 +3,7 @@ import { handler as getBranch } from '../functions/get-branch';
 import { handler as getProvider } from '../functions/get-payment-provider';
 import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
-import { BranchSchema, MemberSchema, PaymentProviderSchema, listSchema } from '../shared/schemas';
+import { BranchSchema, MemberSchema, PaymentProviderSchema, listSchema } from '../shared/domain/schemas';
 import { mainBranch } from './support/fixtures';
 import {
   createKey,

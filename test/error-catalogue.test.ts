@@ -1,12 +1,12 @@
 /**
- * One catalogue of error codes (shared/errors.ts) feeds the error factories, the OpenAPI error
+ * One catalogue of error codes (shared/api/errors.ts) feeds the error factories, the OpenAPI error
  * responses and the README table: they must agree, so adding a code is an edit in one place.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ERROR_RESPONSES } from '../lib/openapi/document';
 import { ERRORS_TABLE_END, ERRORS_TABLE_START, renderErrorsTable } from '../lib/openapi/errors-table';
-import { ApiError, ERROR_CATALOGUE, ERROR_CODES } from '../shared/errors';
+import { ApiError, ERROR_CATALOGUE, ERROR_CODES } from '../shared/api/errors';
 import { ERROR_EXAMPLES } from './support/errors';
 import { OPENAPI_FILE } from './support/contract';
 

@@ -5,11 +5,11 @@
  * through Powertools only.
  */
 import { createError } from '@middy/util';
-import { DataStoreError } from '../shared/data-store-errors';
-import { invalidApiKey } from '../shared/errors';
-import { createMiddlewareChain } from '../shared/middleware-chain';
-import type { ApiMiddleware } from '../shared/middlewares';
-import { logger } from '../shared/observability';
+import { DataStoreError } from '../shared/data/data-store-errors';
+import { invalidApiKey } from '../shared/api/errors';
+import { createMiddlewareChain } from '../shared/api/middleware-chain';
+import type { ApiMiddleware } from '../shared/api/middlewares';
+import { logger } from '../shared/lambda/observability';
 import { captureLogs, expectError, invoke } from './support/harness';
 
 /** A chain whose only guard throws `error`, as a third-party Middy middleware would. */

@@ -1,5 +1,5 @@
 /**
- * Every row of the error table (shared/errors.ts, docs/decisions.md), through the real handlers: status, code, the body shape
+ * Every row of the error table (shared/api/errors.ts, docs/decisions.md), through the real handlers: status, code, the body shape
  * {error:{code,message,request_id}}, the common headers and the row's own headers.
  */
 import { handler as getBranch } from '../functions/get-branch';

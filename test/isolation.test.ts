@@ -6,7 +6,7 @@ import { handler as getBranch } from '../functions/get-branch';
 import { handler as getProvider } from '../functions/get-payment-provider';
 import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
-import { encodeCursor } from '../shared/http/pagination';
+import { encodeCursor } from '../shared/api/http/pagination';
 import { mainBranch, otherBranch } from './support/fixtures';
 import { expectError, invoke, usageOf, type InvokeResult, setUpBranches } from './support/harness';
 

@@ -4,7 +4,7 @@
  */
 import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
 import { auditKeys, AUDIT_CODES, parseGrace, requireKeyOfBranch, type AuditCode } from '../lib/operator/lifecycle';
-import type { Scope } from '../shared/schemas';
+import type { Scope } from '../shared/domain/schemas';
 import { mainBranch, otherBranch } from './support/fixtures';
 import { createKey, fixtureKeys, fixtureUsage, setUpBranches } from './support/harness';
 

@@ -7,12 +7,12 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { handler as getBranch } from '../functions/get-branch';
 import { handler as getProvider } from '../functions/get-payment-provider';
-import { hashApiKey } from '../shared/api-key';
-import { isAllowedIp, parseAllowlist, parseCidr } from '../shared/cidr';
-import { readDynamoDbSettings } from '../shared/config';
-import { DataStoreUnavailableError } from '../shared/data-store-errors';
-import { createDocumentClient } from '../shared/dynamodb';
-import { KeyNotFoundError, KeyNotRollableError, KeysRepository } from '../shared/repositories/keys';
+import { hashApiKey } from '../shared/domain/api-key';
+import { isAllowedIp, parseAllowlist, parseCidr } from '../shared/domain/cidr';
+import { readDynamoDbSettings } from '../shared/lambda/config';
+import { DataStoreUnavailableError } from '../shared/data/data-store-errors';
+import { createDocumentClient } from '../shared/data/dynamodb';
+import { KeyNotFoundError, KeyNotRollableError, KeysRepository } from '../shared/data/repositories/keys';
 import { otherBranch, mainBranch } from './support/fixtures';
 import {
   CHALLENGE,

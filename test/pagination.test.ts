@@ -1,8 +1,8 @@
 import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
 import { buildEvent } from '../lib/local/events';
-import { ApiError } from '../shared/errors';
-import { decodeCursor, encodeCursor, readPageRequest } from '../shared/http/pagination';
+import { ApiError } from '../shared/api/errors';
+import { decodeCursor, encodeCursor, readPageRequest } from '../shared/api/http/pagination';
 import { mainBranch } from './support/fixtures';
 import { invoke, setUpBranches } from './support/harness';
 

@@ -1,17 +1,17 @@
 /**
  * Rollups stay exact under at-least-once delivery: the aggregator (the deployed handler's logic,
- * shared/usage-stream.ts) against the real embedded DynamoDB, fed stream batches delivered twice,
+ * shared/lambda/usage-stream.ts) against the real embedded DynamoDB, fed stream batches delivered twice,
  * split differently and reordered.
  */
 import { marshall } from '@aws-sdk/util-dynamodb';
 import fc from 'fast-check';
-import { readDynamoDbSettings } from '../shared/config';
-import { createDocumentClient } from '../shared/dynamodb';
-import { logger, metrics } from '../shared/observability';
-import { RollupsRepository } from '../shared/repositories/rollups';
-import type { UsageRecord } from '../shared/repositories/usage';
-import { bucketOf, hourOf, RESPONSE_TIME_BOUNDS_MS, totalsOf, type HourRollup } from '../shared/rollups';
-import { createUsageAggregator } from '../shared/usage-stream';
+import { readDynamoDbSettings } from '../shared/lambda/config';
+import { createDocumentClient } from '../shared/data/dynamodb';
+import { logger, metrics } from '../shared/lambda/observability';
+import { RollupsRepository } from '../shared/data/repositories/rollups';
+import type { UsageRecord } from '../shared/data/repositories/usage';
+import { bucketOf, hourOf, RESPONSE_TIME_BOUNDS_MS, totalsOf, type HourRollup } from '../shared/domain/rollups';
+import { createUsageAggregator } from '../shared/lambda/usage-stream';
 import { ensureTables } from '../lib/operator/tables';
 import { sequenceNumber, streamEvent, type StreamChange } from '../lib/local/stream-events';
 

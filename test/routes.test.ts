@@ -1,5 +1,5 @@
 import { buildEvent } from '../lib/local/events';
-import { fallbackEntry, getRoute, matchRoute, pathWithinStage, routeKey, routes } from '../shared/routes';
+import { fallbackEntry, getRoute, matchRoute, pathWithinStage, routeKey, routes } from '../shared/api/routes';
 
 describe('the route table', () => {
   it('holds the four GET endpoints, each requiring read', () => {

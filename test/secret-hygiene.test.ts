@@ -7,8 +7,8 @@ import { handler as getBranch } from '../functions/get-branch';
 import { handler as getProvider } from '../functions/get-payment-provider';
 import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
-import { generateApiKey, hashApiKey, redactApiKeys } from '../shared/api-key';
-import { logger } from '../shared/observability';
+import { generateApiKey, hashApiKey, redactApiKeys } from '../shared/domain/api-key';
+import { logger } from '../shared/lambda/observability';
 import fc from 'fast-check';
 import {
   captureLogs,

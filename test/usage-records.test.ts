@@ -5,9 +5,9 @@
 import { handler as getBranch } from '../functions/get-branch';
 import { handler as getProvider } from '../functions/get-payment-provider';
 import { handler as listMembers } from '../functions/list-members';
-import { generateApiKey } from '../shared/api-key';
-import { logger } from '../shared/observability';
-import type { UsageRecord } from '../shared/repositories/usage';
+import { generateApiKey } from '../shared/domain/api-key';
+import { logger } from '../shared/lambda/observability';
+import type { UsageRecord } from '../shared/data/repositories/usage';
 import { startFaultProxy } from './support/fault-proxy';
 import { mainBranch } from './support/fixtures';
 import {

@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readDynamoDbSettings, readTableNames } from '../../shared/config';
-import { createDocumentClient } from '../../shared/dynamodb';
+import { readDynamoDbSettings, readTableNames } from '../../shared/lambda/config';
+import { createDocumentClient } from '../../shared/data/dynamodb';
 import { createBareRequest } from '../lib/bare';
 import { serveParent } from '../lib/child';
 

@@ -7,9 +7,9 @@
 import { startEmbeddedDynamo } from '../../lib/local/dynamo';
 import { ensureTables } from '../../lib/operator/tables';
 import { buildContext, buildEvent } from '../../lib/local/events';
-import { generateApiKey } from '../../shared/api-key';
-import type { ApiEvent, ApiResponse } from '../../shared/http/response';
-import type { ApiContext } from '../../shared/middlewares';
+import { generateApiKey } from '../../shared/domain/api-key';
+import type { ApiEvent, ApiResponse } from '../../shared/api/http/response';
+import type { ApiContext } from '../../shared/api/middlewares';
 import { demoBranch, ENDPOINTS } from '../lib/fixtures';
 
 const dynamo = await startEmbeddedDynamo({ port: 0 });
@@ -25,7 +25,7 @@ Object.assign(process.env, {
 
 // Loaded after the environment is set: the runtime reads it once, at module load.
 type Fn = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
-const runtime = await import('../../shared/runtime');
+const runtime = await import('../../shared/lambda/runtime');
 const handlers: Record<string, Fn> = {
   GetBranch: (await import('../../functions/get-branch')).handler,
   ListMembers: (await import('../../functions/list-members')).handler,

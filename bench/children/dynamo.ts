@@ -6,7 +6,7 @@ import { createOperatorContext } from '../../lib/operator/context';
 import { createKey, seed } from '../../lib/operator/operations';
 import { startEmbeddedDynamo } from '../../lib/local/dynamo';
 import { ensureTables } from '../../lib/operator/tables';
-import { hashApiKey } from '../../shared/api-key';
+import { hashApiKey } from '../../shared/domain/api-key';
 import { serveParent } from '../lib/child';
 import { demoBranch, seedFile } from '../lib/fixtures';
 

@@ -6,8 +6,8 @@
  * overhead part and the bare HTTP harness, so both compare against the very same calls.
  */
 import { GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { ApiTableNames } from '../../shared/config';
-import { ACTIVE_PROVIDERS_INDEX } from '../../shared/tables';
+import type { ApiTableNames } from '../../shared/lambda/config';
+import { ACTIVE_PROVIDERS_INDEX } from '../../shared/data/tables';
 
 const PROVIDER_PATH = '/v1/payment-providers/';
 /** As the handlers ask: one item more than the default page of 50. */

@@ -4,8 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateApiKey, hashApiKey } from '../../shared/api-key';
-import type { SeedBranch, SeedFile } from '../../shared/schemas';
+import { generateApiKey, hashApiKey } from '../../shared/domain/api-key';
+import type { SeedBranch, SeedFile } from '../../shared/domain/schemas';
 
 export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
 

@@ -9,8 +9,8 @@
  */
 import type { KeyListing } from '../operator/operations';
 import type { AuditFinding } from '../operator/lifecycle';
-import { SCOPES } from '../../shared/schemas';
-import type { UsageRecord } from '../../shared/repositories/usage';
+import { SCOPES } from '../../shared/domain/schemas';
+import type { UsageRecord } from '../../shared/data/repositories/usage';
 import { html, jsonBlock, type Html, type HtmlValue } from './html';
 import { PERIODS, STATUS_CLASSES, type Bucket, type Period, type UsageChart } from './usage-data';
 

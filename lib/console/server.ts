@@ -9,8 +9,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
-import { DataStoreError, DataStoreUnavailableError } from '../../shared/data-store-errors';
-import { InvalidUsagePositionError } from '../../shared/repositories/usage';
+import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
+import { InvalidUsagePositionError } from '../../shared/data/repositories/usage';
 import { createOperatorContext, type OperatorContext } from '../operator/context';
 import { auditOf, rollKey } from '../operator/lifecycle';
 import { createKey, keyStatus, listKeyPage, OperatorError, revokeKey } from '../operator/operations';

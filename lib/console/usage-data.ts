@@ -6,7 +6,7 @@
  * (lib/operator/usage-rollups.ts `summarizeUsage`), so its cost grows with hours × keys, never
  * with calls. Latencies are the rollups' histogram bounds (docs/usage-rollups.md).
  */
-import type { UsageRecord } from '../../shared/repositories/usage';
+import type { UsageRecord } from '../../shared/data/repositories/usage';
 import type { OperatorContext } from '../operator/context';
 import { summarizeUsage } from '../operator/usage-rollups';
 

@@ -12,12 +12,12 @@ import { NodejsFunction, OutputFormat, SourceMapMode, type BundlingOptions } fro
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
-import { DEFAULT_RATE_LIMIT } from '../../shared/rate-limit';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability';
-import type { TableAccess } from '../../shared/routes';
-import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/tables';
+import { DEFAULT_RATE_LIMIT } from '../../shared/domain/rate-limit';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/lambda/observability';
+import type { TableAccess } from '../../shared/api/routes';
+import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/data/tables';
 
-/** The project root: entries in shared/routes.ts are relative to it. */
+/** The project root: entries in shared/api/routes.ts are relative to it. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..', '..');
 
 /** Lambda runtime of every function; local development runs the same Node major (docs/toolchain.md). */
@@ -159,7 +159,7 @@ export class ApiFunction extends Construct {
 
   /**
    * Points the function at the three tables and grants exactly the calls of `access` (from the
-   * route table, shared/routes.ts `tableAccessOf`): each action on the table or on the one index
+   * route table, shared/api/routes.ts `tableAccessOf`): each action on the table or on the one index
    * it names. Explicit statements, not table.grant(): that adds `<table>/index/*` for tables with
    * indexes, and a wider action set than the handler uses.
    */
@@ -169,7 +169,7 @@ export class ApiFunction extends Construct {
     access: readonly TableAccess[],
     defaultRateLimit: string = DEFAULT_RATE_LIMIT,
   ): this {
-    // The tables an API function's configuration reads (shared/config.ts), no more.
+    // The tables an API function's configuration reads (shared/lambda/config.ts), no more.
     for (const name of API_TABLES) this.function.addEnvironment(TABLE_ENV[name], tables[name].tableName);
     this.function.addEnvironment('USAGE_RETENTION_DAYS', String(usageRetentionDays));
     this.function.addEnvironment('DEFAULT_RATE_LIMIT', defaultRateLimit);

@@ -1,5 +1,5 @@
 /**
- * The DynamoDB tables, built from the shared definitions (shared/tables.ts) that the local
+ * The DynamoDB tables, built from the shared definitions (shared/data/tables.ts) that the local
  * bootstrap uses too: on-demand, encrypted with the AWS managed key, every index projecting all
  * attributes (as the local tables do). Every table has point-in-time recovery, deletion protection,
  * and is kept when the stack is deleted, unless `destroyData` is set: keys and branch data are the
@@ -17,7 +17,7 @@ import {
   usageTable,
   type AttributeDefinition,
   type TableDefinition,
-} from '../../shared/tables';
+} from '../../shared/data/tables';
 import type { ApiTables } from './api-function';
 
 export interface DataTablesProps {

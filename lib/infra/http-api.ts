@@ -11,7 +11,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
-import type { RouteDefinition, RouteId } from '../../shared/routes';
+import type { RouteDefinition, RouteId } from '../../shared/api/routes';
 
 /** The stage name is part of the contract (`{base_url}` ends in `/api`), so it is not a prop. */
 export const API_STAGE_NAME = 'api';
@@ -24,7 +24,7 @@ export interface StageThrottle {
 }
 
 export interface BranchHttpApiProps {
-  /** The routes to serve, usually `routes` from shared/routes.ts. */
+  /** The routes to serve, usually `routes` from shared/api/routes.ts. */
   readonly routes: readonly RouteDefinition[];
   /** The function serving each route, by route id. */
   readonly functions: Readonly<Record<RouteId, lambda.IFunction>>;

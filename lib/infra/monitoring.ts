@@ -16,12 +16,12 @@ import {
   RATE_LIMIT_COUNTER_FAILED_METRIC,
   SERVICE_NAME,
   USAGE_WRITE_FAILED_METRIC,
-} from '../../shared/observability';
+} from '../../shared/lambda/observability';
 
 /** A table and its global secondary indexes, which DynamoDB meters and throttles apart from it. */
 export interface MonitoredTable {
   readonly table: dynamodb.ITable;
-  /** Names of the table's global secondary indexes (shared/tables.ts). */
+  /** Names of the table's global secondary indexes (shared/data/tables.ts). */
   readonly indexNames: readonly string[];
 }
 
@@ -59,7 +59,7 @@ const throttleEvents = (table: dynamodb.ITable, label: string, indexName?: strin
     period: PERIOD,
   });
 };
-/** A metric the functions emit through Powertools (shared/observability.ts). */
+/** A metric the functions emit through Powertools (shared/lambda/observability.ts). */
 const serviceMetric = (metricName: string) =>
   new cloudwatch.Metric({
     namespace: METRICS_NAMESPACE,

@@ -15,9 +15,9 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { TABLE_ENV } from '../../shared/config';
-import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/rollups';
-import { AGGREGATOR_ENTRY } from '../../shared/usage-stream';
+import { TABLE_ENV } from '../../shared/lambda/config';
+import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/domain/rollups';
+import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import { ApiFunction } from './api-function';
 
 export interface UsageAggregationProps {
@@ -117,7 +117,7 @@ export class UsageAggregation extends Construct {
         ROLLUP_RETENTION_DAYS: String(retentionDays),
       },
     });
-    // The only table call the aggregator makes (shared/repositories/rollups.ts): no read, no index.
+    // The only table call the aggregator makes (shared/data/repositories/rollups.ts): no read, no index.
     this.function.role.addToPolicy(
       new iam.PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: [props.rollupsTable.tableArn] }),
     );

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
-import type { ApiEvent } from '../../shared/http/response';
+import type { ApiEvent } from '../../shared/api/http/response';
 
 export const LOCAL_STAGE = 'api';
 

@@ -7,9 +7,9 @@ import { listen } from './listen';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { ApiContext } from '../../shared/middlewares';
-import { errorBody, internalError } from '../../shared/errors';
-import { COMMON_HEADERS, jsonResponse, type ApiEvent, type ApiResponse } from '../../shared/http/response';
+import type { ApiContext } from '../../shared/api/middlewares';
+import { errorBody, internalError } from '../../shared/api/errors';
+import { COMMON_HEADERS, jsonResponse, type ApiEvent, type ApiResponse } from '../../shared/api/http/response';
 import {
   fallbackEntry,
   matchRoute,
@@ -17,7 +17,7 @@ import {
   routeKey,
   routes,
   type RouteDefinition,
-} from '../../shared/routes';
+} from '../../shared/api/routes';
 import { buildContext, buildEvent, LOCAL_STAGE } from './events';
 import { invokeFunction } from './invoke';
 

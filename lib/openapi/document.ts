@@ -1,13 +1,13 @@
 /**
  * The OpenAPI 3.1 document of the API, built from the same zod schemas the code uses
- * (shared/schemas.ts, via zod's own JSON Schema draft 2020-12 output, the dialect OpenAPI 3.1
- * uses), the route table (shared/routes.ts), the error catalogue (shared/errors.ts) and the header
- * values of shared/http. Build-time only: it lives outside shared/ so no function bundles it.
+ * (shared/domain/schemas.ts, via zod's own JSON Schema draft 2020-12 output, the dialect OpenAPI 3.1
+ * uses), the route table (shared/api/routes.ts), the error catalogue (shared/api/errors.ts) and the header
+ * values of shared/api/http. Build-time only: it lives outside shared/ so no function bundles it.
  * `npm run openapi` writes it to docs/openapi.json; a test fails when that file differs from a
  * fresh build, and every response in the test suites is validated against it.
  */
 import { z } from 'zod';
-import { API_KEY_LENGTH, API_KEY_PREFIX } from '../../shared/api-key';
+import { API_KEY_LENGTH, API_KEY_PREFIX } from '../../shared/domain/api-key';
 import {
   AUTH_REALM,
   ERROR_CATALOGUE,
@@ -16,11 +16,11 @@ import {
   type ErrorCode,
   type ErrorHeaderName,
   type ErrorScope,
-} from '../../shared/errors';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/http/pagination';
-import { COMMON_HEADERS } from '../../shared/http/response';
-import { API_KEY_EXPIRES_HEADER } from '../../shared/middlewares/response-headers';
-import { routes, type RouteDefinition, type RouteId } from '../../shared/routes';
+} from '../../shared/api/errors';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/api/http/pagination';
+import { COMMON_HEADERS } from '../../shared/api/http/response';
+import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-headers';
+import { routes, type RouteDefinition, type RouteId } from '../../shared/api/routes';
 import {
   BranchSchema,
   ErrorBodySchema,
@@ -28,7 +28,7 @@ import {
   MemberSchema,
   PaymentProviderSchema,
   SCOPES,
-} from '../../shared/schemas';
+} from '../../shared/domain/schemas';
 
 export const OPENAPI_VERSION = '3.1.0';
 /** Version of the contract (info.version). Bump it when the document changes in a way callers see. */
@@ -64,7 +64,7 @@ export interface ErrorResponse {
   scope: ErrorScope[];
 }
 
-/** The error responses, one per status, grouped from the catalogue (shared/errors.ts). */
+/** The error responses, one per status, grouped from the catalogue (shared/api/errors.ts). */
 export const ERROR_RESPONSES: ErrorResponse[] = [...new Set(ERROR_CODES.map((code) => ERROR_CATALOGUE[code].status))]
   .sort((a, b) => a - b)
   .map((status) => {

@@ -1,10 +1,10 @@
 /**
- * The README's error table, generated from the catalogue (shared/errors.ts) like the OpenAPI
+ * The README's error table, generated from the catalogue (shared/api/errors.ts) like the OpenAPI
  * error responses. `npm run openapi` writes it between the markers; a test fails when it is stale.
  */
-import { ERROR_CATALOGUE, ERROR_CODES } from '../../shared/errors';
+import { ERROR_CATALOGUE, ERROR_CODES } from '../../shared/api/errors';
 
-export const ERRORS_TABLE_START = '<!-- error table: generated from shared/errors.ts by `npm run openapi` -->';
+export const ERRORS_TABLE_START = '<!-- error table: generated from shared/api/errors.ts by `npm run openapi` -->';
 export const ERRORS_TABLE_END = '<!-- end of error table -->';
 
 /** The table as markdown (before formatting), in catalogue order. */

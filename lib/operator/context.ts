@@ -9,11 +9,11 @@
  *   outputs), defaulting to the local names.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ConfigError, readDynamoDbSettings } from '../../shared/config';
-import { createDocumentClient } from '../../shared/dynamodb';
-import { createRepositories, type Repositories } from '../../shared/repositories';
-import { RollupsRepository } from '../../shared/repositories/rollups';
-import { LOCAL_TABLE_NAMES, tableDefinitions, type TableNames } from '../../shared/tables';
+import { ConfigError, readDynamoDbSettings } from '../../shared/lambda/config';
+import { createDocumentClient } from '../../shared/data/dynamodb';
+import { createRepositories, type Repositories } from '../../shared/data/repositories';
+import { RollupsRepository } from '../../shared/data/repositories/rollups';
+import { LOCAL_TABLE_NAMES, tableDefinitions, type TableNames } from '../../shared/data/tables';
 
 type Env = Record<string, string | undefined>;
 

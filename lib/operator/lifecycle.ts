@@ -4,9 +4,9 @@
  * `keys create --allow-ip`) and the settings console call these same functions; bad input is an
  * OperatorError with a one-line message, before anything is written.
  */
-import { KeyNotFoundError, KeyNotRollableError, type ApiKeyRecord } from '../../shared/repositories/keys';
-import { routeKey, routes } from '../../shared/routes';
-import type { Scope } from '../../shared/schemas';
+import { KeyNotFoundError, KeyNotRollableError, type ApiKeyRecord } from '../../shared/data/repositories/keys';
+import { routeKey, routes } from '../../shared/api/routes';
+import type { Scope } from '../../shared/domain/schemas';
 import type { OperatorContext } from './context';
 import { keyStatus, OperatorError, requireBranch, requireKeyOfBranch, unknownKey } from './operations';
 

@@ -5,11 +5,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
-import { InvalidCidrError, parseAllowlist } from '../../shared/cidr';
-import { formatRateLimit, InvalidRateLimitError, parseRateLimit } from '../../shared/rate-limit';
-import { KeyNotFoundError, type ApiKeyRecord } from '../../shared/repositories/keys';
-import type { UsageRecord } from '../../shared/repositories/usage';
-import { SCOPES, ScopeSchema, SeedFileSchema, type Scope, type SeedFile } from '../../shared/schemas';
+import { InvalidCidrError, parseAllowlist } from '../../shared/domain/cidr';
+import { formatRateLimit, InvalidRateLimitError, parseRateLimit } from '../../shared/domain/rate-limit';
+import { KeyNotFoundError, type ApiKeyRecord } from '../../shared/data/repositories/keys';
+import type { UsageRecord } from '../../shared/data/repositories/usage';
+import { SCOPES, ScopeSchema, SeedFileSchema, type Scope, type SeedFile } from '../../shared/domain/schemas';
 import type { OperatorContext } from './context';
 import { parseIsoDate } from './dates';
 import { OperatorError } from './errors';

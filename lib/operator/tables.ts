@@ -1,10 +1,10 @@
 /**
- * Creates the tables from the shared definitions (shared/tables.ts) on the target DynamoDB: the
+ * Creates the tables from the shared definitions (shared/data/tables.ts) on the target DynamoDB: the
  * embedded one of `npm start` and the tests, or AWS for `branch-api tables create`.
  */
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createTableInput, tableDefinitions, type TableNames } from '../../shared/tables';
+import { createTableInput, tableDefinitions, type TableNames } from '../../shared/data/tables';
 
 /**
  * Creates every table that does not exist yet and waits until all are ACTIVE; returns the names

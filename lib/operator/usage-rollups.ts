@@ -3,10 +3,16 @@
  * a rebuild of the rollups from raw records, and the replay of usage records whose write failed.
  */
 import { readFile } from 'node:fs/promises';
-import { positiveIntEnv } from '../../shared/config';
-import { DEFAULT_ROLLUP_RETENTION_DAYS, hourOf, totalsOf, type HourRollup, type Totals } from '../../shared/rollups';
-import type { UsageRecord } from '../../shared/repositories/usage';
-import { UsageRecordSchema } from '../../shared/usage-stream';
+import { positiveIntEnv } from '../../shared/lambda/config';
+import {
+  DEFAULT_ROLLUP_RETENTION_DAYS,
+  hourOf,
+  totalsOf,
+  type HourRollup,
+  type Totals,
+} from '../../shared/domain/rollups';
+import type { UsageRecord } from '../../shared/data/repositories/usage';
+import { UsageRecordSchema } from '../../shared/lambda/usage-stream';
 import type { OperatorContext } from './context';
 import { OperatorError, parseIsoDate, requireBranch, requireKeyOfBranch } from './operations';
 
@@ -226,7 +232,7 @@ const parseLogLine = (line: string): Record<string, unknown> | undefined => {
   }
 };
 
-/** The usage records a log holds because their write failed (shared/middlewares/record-usage.ts). */
+/** The usage records a log holds because their write failed (shared/api/middlewares/record-usage.ts). */
 export const failedUsageRecords = (text: string) => {
   const records: UsageRecord[] = [];
   const invalidLines: number[] = [];

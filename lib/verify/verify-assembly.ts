@@ -11,9 +11,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { generateApiKey } from '../../shared/api-key';
-import { createRepositories } from '../../shared/repositories';
-import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/tables';
+import { generateApiKey } from '../../shared/domain/api-key';
+import { createRepositories } from '../../shared/data/repositories';
+import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
 import { readSeedFile } from '../operator/operations';
@@ -51,7 +51,7 @@ interface Case {
   query?: Record<string, string>;
   key?: string;
   expected: number;
-  /** The documented error code (shared/errors.ts) an error answer must carry. */
+  /** The documented error code (shared/api/errors.ts) an error answer must carry. */
   code?: string;
 }
 

@@ -16,8 +16,8 @@ import { BUNDLE_BUDGET_BYTES } from '../../lib/infra/api-function';
 import { BranchApiStack } from '../../lib/infra/branch-api-stack';
 import { sequenceNumber, streamEvent } from '../../lib/local/stream-events';
 import { ensureTables } from '../../lib/operator/tables';
-import { RollupsRepository } from '../../shared/repositories/rollups';
-import { totalsOf } from '../../shared/rollups';
+import { RollupsRepository } from '../../shared/data/repositories/rollups';
+import { totalsOf } from '../../shared/domain/rollups';
 import { fixtureClient } from '../support/harness';
 import { logicalId, newApp } from './support';
 

@@ -13,9 +13,9 @@ import type { Asset } from 'aws-cdk-lib/aws-s3-assets';
 import { BUNDLE_BUDGET_BYTES, type ApiFunction } from '../../lib/infra/api-function';
 import { BranchApiStack } from '../../lib/infra/branch-api-stack';
 import { buildEvent, type EventInput } from '../../lib/local/events';
-import { getRoute, routeKey, routes } from '../../shared/routes';
+import { getRoute, routeKey, routes } from '../../shared/api/routes';
 import { expectToMatchContract } from '../support/contract';
-import { mainBranch } from './../support/fixtures';
+import { mainBranch } from '../support/fixtures';
 import { createKey, createTables, seedBranches, tableNames, usageRecordFor } from '../support/harness';
 import { logicalId, newApp } from './support';
 

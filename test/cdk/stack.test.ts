@@ -4,12 +4,12 @@
  * is checked against the same source the local gateway and bootstrap use.
  */
 import { Match } from 'aws-cdk-lib/assertions';
-import { createTableInput, rateLimitsTable, tableDefinitions, type TableDefinition } from '../../shared/tables';
-import { fallbackEntry, routeKey, routes, type RouteId } from '../../shared/routes';
+import { createTableInput, rateLimitsTable, tableDefinitions, type TableDefinition } from '../../shared/data/tables';
+import { fallbackEntry, routeKey, routes, type RouteId } from '../../shared/api/routes';
 import { Stack } from 'aws-cdk-lib';
 import { DataTables } from '../../lib/infra/data-tables';
 import { ApiFunction, ENDPOINT_MEMORY_MB, ENDPOINT_TIMEOUT, FALLBACK_MEMORY_MB } from '../../lib/infra/api-function';
-import { loadConfig } from '../../shared/config';
+import { loadConfig } from '../../shared/lambda/config';
 import { asArray, buildStack, logicalId, newApp, resourcesOfType } from './support';
 
 const { stack, template } = buildStack();

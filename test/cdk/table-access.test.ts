@@ -1,5 +1,5 @@
 /**
- * The grants are only as right as the route table's declarations (shared/routes.ts), so each is
+ * The grants are only as right as the route table's declarations (shared/api/routes.ts), so each is
  * checked against what its function really sends: every route's handler is invoked with a valid
  * key against the embedded DynamoDB, with a step on the handlers' own client recording each
  * command (nothing stubbed). A call the route does not declare would be an AccessDenied once
@@ -9,9 +9,9 @@ import { handler as getBranch } from '../../functions/get-branch';
 import { handler as getProvider } from '../../functions/get-payment-provider';
 import { handler as listMembers } from '../../functions/list-members';
 import { handler as listProviders } from '../../functions/list-payment-providers';
-import { documentClient } from '../../shared/runtime';
-import { getRoute, routes, tableAccessOf, type RouteId } from '../../shared/routes';
-import type { TableNames } from '../../shared/tables';
+import { documentClient } from '../../shared/lambda/runtime';
+import { getRoute, routes, tableAccessOf, type RouteId } from '../../shared/api/routes';
+import type { TableNames } from '../../shared/data/tables';
 import { countCommands, invoke, setUpBranches, tableNames } from '../support/harness';
 
 const counter = countCommands(documentClient);

@@ -5,7 +5,7 @@
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashApiKey, isWellFormedApiKey } from '../../shared/api-key';
+import { hashApiKey, isWellFormedApiKey } from '../../shared/domain/api-key';
 import { runCli, PROJECT_ROOT } from '../support/cli';
 import { fixtureBranchData, fixtureKeys, fixtureUsage } from '../support/harness';
 

@@ -3,7 +3,7 @@
  * `keys list`), each in a child process against this file's tables on the embedded DynamoDB.
  */
 import { handler as getBranch } from '../../functions/get-branch';
-import { isWellFormedApiKey } from '../../shared/api-key';
+import { isWellFormedApiKey } from '../../shared/domain/api-key';
 import { runCli } from '../support/cli';
 import { mainBranch, otherBranch } from '../support/fixtures';
 import { createKey, expectError, fixtureKeys, invoke, setUpBranches } from '../support/harness';

@@ -1,8 +1,8 @@
 /**
  * `keys create --rate-limit` and `keys list` through the real CLI (a child process), and the one
- * parser behind them, DEFAULT_RATE_LIMIT and the stack prop (shared/rate-limit.ts).
+ * parser behind them, DEFAULT_RATE_LIMIT and the stack prop (shared/domain/rate-limit.ts).
  */
-import { parseRateLimit, formatRateLimit, InvalidRateLimitError } from '../../shared/rate-limit';
+import { parseRateLimit, formatRateLimit, InvalidRateLimitError } from '../../shared/domain/rate-limit';
 import { runCli } from '../support/cli';
 import { fixtureKeys, setUpBranches } from '../support/harness';
 import { mainBranch } from '../support/fixtures';

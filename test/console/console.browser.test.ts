@@ -4,7 +4,7 @@
  * API; calls just made show up in the usage chart, log and CSV; a hostile recorded path stays text.
  */
 import type { Page } from 'playwright-core';
-import type { UsageRecord } from '../../shared/repositories/usage';
+import type { UsageRecord } from '../../shared/data/repositories/usage';
 import { createOperatorContext } from '../../lib/operator/context';
 import { launchChromium, type ChromiumSession } from '../../scripts/chromium';
 import { describeIfChromium, startEnvironment, type Environment } from './support';

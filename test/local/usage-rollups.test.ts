@@ -12,8 +12,8 @@ import { startUsageChangeFeed, type ChangeFeed } from '../../lib/local/change-fe
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { rebuildRollups, summarizeUsage } from '../../lib/operator/usage-rollups';
 import { ensureTables } from '../../lib/operator/tables';
-import type { UsageRecord } from '../../shared/repositories/usage';
-import { hourOf, totalsOf } from '../../shared/rollups';
+import type { UsageRecord } from '../../shared/data/repositories/usage';
+import { hourOf, totalsOf } from '../../shared/domain/rollups';
 import { runCli } from '../support/cli';
 import { mainBranch } from '../support/fixtures';
 import { createKey, createTables, fixtureClient, fixtureUsage, seedBranches, tableNames } from '../support/harness';

@@ -7,7 +7,7 @@ import { handler as getBranch } from '../../functions/get-branch';
 import { handler as getProvider } from '../../functions/get-payment-provider';
 import { handler as listMembers } from '../../functions/list-members';
 import { handler as listProviders } from '../../functions/list-payment-providers';
-import { createMiddlewareChain } from '../../shared/middleware-chain';
+import { createMiddlewareChain } from '../../shared/api/middleware-chain';
 import {
   contractViolations,
   createContract,

@@ -4,7 +4,7 @@
  * request kind says, no connection error or timeout, and exactly one usage record per request
  * made with a known key (matched by X-Request-Id), none for the others. Plus secret hygiene.
  */
-import { logger } from '../../shared/observability';
+import { logger } from '../../shared/lambda/observability';
 import { loadProblems, formatReport, runLoad, type LoadReport } from './support/load';
 import { SecretTracker } from './support/secrets';
 import { captureAllLogs, loggedUsageRecords, report, secretHygiene, unattributedRequests } from './support/suite';

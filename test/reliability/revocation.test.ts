@@ -9,7 +9,7 @@
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { revokeKey } from '../../lib/operator/operations';
 import { startGateway, type Gateway } from '../../lib/local/gateway';
-import { logger } from '../../shared/observability';
+import { logger } from '../../shared/lambda/observability';
 import { createKey, createTables, seedBranches } from '../support/harness';
 import { reliabilityBranch } from './support/fixtures';
 import { rawRequest, stagePath, type RawResponse } from './support/http';

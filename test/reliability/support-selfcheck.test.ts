@@ -3,7 +3,7 @@
  * error and the secret tracker finds a secret in each form it could leak in. (Without this, a
  * "0 lost" or "0 found" elsewhere could come from an instrument that never finds anything.)
  */
-import { generateApiKey } from '../../shared/api-key';
+import { generateApiKey } from '../../shared/domain/api-key';
 import { UsageLedger, type SeenRecord } from './support/ledger';
 import { MIN_SECRET_LENGTH, SecretTracker } from './support/secrets';
 

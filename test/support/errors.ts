@@ -17,7 +17,7 @@ import {
   serviceUnavailable,
   type ApiError,
   type ErrorCode,
-} from '../../shared/errors';
+} from '../../shared/api/errors';
 
 export const ERROR_EXAMPLES: Record<ErrorCode, () => ApiError> = {
   missing_api_key: missingApiKey,

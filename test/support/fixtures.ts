@@ -1,4 +1,4 @@
-import type { SeedBranch } from '../../shared/schemas';
+import type { SeedBranch } from '../../shared/domain/schemas';
 
 const pad = (n: number) => String(n).padStart(2, '0');
 

@@ -6,18 +6,18 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { readDynamoDbSettings, readTableNames } from '../../shared/config';
-import { tableDefinitions } from '../../shared/tables';
-import { createDocumentClient } from '../../shared/dynamodb';
-import type { ApiResponse } from '../../shared/http/response';
-import type { ApiContext } from '../../shared/middlewares';
-import type { createMiddlewareChain } from '../../shared/middleware-chain';
-import type * as Observability from '../../shared/observability';
-import type * as Runtime from '../../shared/runtime';
-import { createRepositories } from '../../shared/repositories';
-import type { CreateKeyInput } from '../../shared/repositories/keys';
-import type { UsageRecord } from '../../shared/repositories/usage';
-import type { SeedBranch } from '../../shared/schemas';
+import { readDynamoDbSettings, readTableNames } from '../../shared/lambda/config';
+import { tableDefinitions } from '../../shared/data/tables';
+import { createDocumentClient } from '../../shared/data/dynamodb';
+import type { ApiResponse } from '../../shared/api/http/response';
+import type { ApiContext } from '../../shared/api/middlewares';
+import type { createMiddlewareChain } from '../../shared/api/middleware-chain';
+import type * as Observability from '../../shared/lambda/observability';
+import type * as Runtime from '../../shared/lambda/runtime';
+import { createRepositories } from '../../shared/data/repositories';
+import type { CreateKeyInput } from '../../shared/data/repositories/keys';
+import type { UsageRecord } from '../../shared/data/repositories/usage';
+import type { SeedBranch } from '../../shared/domain/schemas';
 import { buildContext, buildEvent, type EventInput } from '../../lib/local/events';
 import { invokeFunction } from '../../lib/local/invoke';
 import { ensureTables } from '../../lib/operator/tables';
@@ -241,8 +241,8 @@ export const loadService = async (env: Record<string, string | undefined> = {}):
         import('../../functions/list-payment-providers'),
         import('../../functions/get-payment-provider'),
         import('../../functions/fallback'),
-        import('../../shared/runtime'),
-        import('../../shared/observability'),
+        import('../../shared/lambda/runtime'),
+        import('../../shared/lambda/observability'),
       ]);
       service = {
         getBranch: getBranch.handler,

@@ -4,7 +4,7 @@
  * of the key: no 20-character run of it, in the text as it is or percent-decoded.
  */
 import fc from 'fast-check';
-import { generateApiKey } from '../../shared/api-key';
+import { generateApiKey } from '../../shared/domain/api-key';
 
 /** One character as sent: itself, or its UTF-8 percent-encoding in lower or upper case hex. */
 const encodeChar = (char: string, how: 'raw' | 'lower' | 'upper'): string => {

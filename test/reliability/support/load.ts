@@ -11,16 +11,16 @@
  * module's runLoad() is called, because the handlers read it when the gateway imports them.
  */
 import autocannon from 'autocannon';
-import { generateApiKey } from '../../../shared/api-key';
-import { readDynamoDbSettings, readTableNames } from '../../../shared/config';
-import { createDocumentClient } from '../../../shared/dynamodb';
-import { createRepositories } from '../../../shared/repositories';
+import { generateApiKey } from '../../../shared/domain/api-key';
+import { readDynamoDbSettings, readTableNames } from '../../../shared/lambda/config';
+import { createDocumentClient } from '../../../shared/data/dynamodb';
+import { createRepositories } from '../../../shared/data/repositories';
 import { ensureTables } from '../../../lib/operator/tables';
 import { startGateway } from '../../../lib/local/gateway';
 import { reliabilityBranches } from './fixtures';
 import { scanAll, UsageLedger, type SeenRecord, type UsageAudit } from './ledger';
 import { SecretTracker } from './secrets';
-import type { Scope, SeedBranch } from '../../../shared/schemas';
+import type { Scope, SeedBranch } from '../../../shared/domain/schemas';
 
 export interface LoadOptions {
   /** Total requests. @default 10000 */

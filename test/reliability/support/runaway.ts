@@ -8,11 +8,11 @@
  * Plain TypeScript, no jest; the environment (DYNAMODB_ENDPOINT, *_TABLE) must be set first.
  */
 import autocannon from 'autocannon';
-import { readDynamoDbSettings, readTableNames } from '../../../shared/config';
-import { createDocumentClient } from '../../../shared/dynamodb';
-import { parseRateLimit } from '../../../shared/rate-limit';
-import { BranchDataRepository } from '../../../shared/repositories/branch-data';
-import { KeysRepository } from '../../../shared/repositories/keys';
+import { readDynamoDbSettings, readTableNames } from '../../../shared/lambda/config';
+import { createDocumentClient } from '../../../shared/data/dynamodb';
+import { parseRateLimit } from '../../../shared/domain/rate-limit';
+import { BranchDataRepository } from '../../../shared/data/repositories/branch-data';
+import { KeysRepository } from '../../../shared/data/repositories/keys';
 import { ensureTables } from '../../../lib/operator/tables';
 import { startGateway } from '../../../lib/local/gateway';
 import { reliabilityBranch } from './fixtures';

@@ -2,11 +2,11 @@
  * Builds an endpoint function: the handler plus the whole middleware chain (authentication,
  * rate limit, scope, usage record, error mapping, headers). A handler file only says what it reads.
  */
-import { authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from './middlewares';
-import type { AuthenticatedContext } from './middlewares';
-import { createMiddlewareChain, type ChainHandler } from './middleware-chain';
+import { authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from '../api/middlewares';
+import type { AuthenticatedContext } from '../api/middlewares';
+import { createMiddlewareChain, type ChainHandler } from '../api/middleware-chain';
 import { logger, metrics } from './observability';
-import { getRoute, routeKey, type RouteId } from './routes';
+import { getRoute, routeKey, type RouteId } from '../api/routes';
 import { config, keys, rateLimits, usage } from './runtime';
 
 export const createApiHandler = (routeId: RouteId, handler: ChainHandler<AuthenticatedContext>) => {

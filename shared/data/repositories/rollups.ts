@@ -12,7 +12,7 @@ import {
   toHourRollup,
   type Counters,
   type HourRollup,
-} from '../rollups';
+} from '../../domain/rollups';
 import { ROLLUPS_BY_KEY_INDEX } from '../tables';
 import type { UsageRecord } from './usage';
 

@@ -6,10 +6,10 @@
  * adding an entry here (and a factory when it needs arguments).
  *
  * Errors follow the http-errors contract (`statusCode`, `expose`, `headers`): the chain's error
- * mapper (shared/middlewares/error-mapper.ts) turns them into the JSON body and
+ * mapper (shared/api/middlewares/error-mapper.ts) turns them into the JSON body and
  * `@middy/http-error-handler` writes the response.
  */
-import type { Scope } from './schemas';
+import type { Scope } from '../domain/schemas';
 
 export const AUTH_REALM = 'branch-api';
 
@@ -162,7 +162,7 @@ export const methodNotAllowed = (allow: string) =>
   new ApiError('method_not_allowed', `This path only accepts ${allow}.`, { Allow: allow });
 export const serviceUnavailable = (retryAfterSeconds: number) =>
   new ApiError('service_unavailable', undefined, { 'Retry-After': String(retryAfterSeconds) });
-/** @param fields the key's `RateLimit-Policy` and `RateLimit` (shared/middlewares/rate-limit.ts) */
+/** @param fields the key's `RateLimit-Policy` and `RateLimit` (shared/api/middlewares/rate-limit.ts) */
 export const rateLimited = (retryAfterSeconds: number, fields: Record<'RateLimit-Policy' | 'RateLimit', string>) =>
   new ApiError('rate_limited', undefined, { 'Retry-After': String(retryAfterSeconds), ...fields });
 export const internalError = () => new ApiError('internal_error');

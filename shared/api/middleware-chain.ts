@@ -11,7 +11,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { ApiEvent, ApiResponse } from './http/response';
 import { errorMapper, requestContext, responseHeaders } from './middlewares';
 import type { ApiContext, ApiMiddleware } from './middlewares';
-import { logger, metrics } from './observability';
+import { logger, metrics } from '../lambda/observability';
 
 export type ChainHandler<TContext extends ApiContext = ApiContext> = (
   event: ApiEvent,

@@ -1,8 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
-import { redactApiKeys } from '../api-key';
-import { USAGE_WRITE_FAILED_METRIC } from '../observability';
-import type { UsageRecord } from '../repositories/usage';
+import { redactApiKeys } from '../../domain/api-key';
+import { USAGE_WRITE_FAILED_METRIC } from '../../lambda/observability';
+import type { UsageRecord } from '../../data/repositories/usage';
 import type { ApiMiddleware, ApiRequest } from './types';
 
 export interface UsageSink {

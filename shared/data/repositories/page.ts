@@ -1,6 +1,6 @@
 /**
  * The vocabulary of paging through a repository, shared by every repository. A repository pages
- * by position (`after`): the API's signed list cursor (shared/http/list-cursor.ts) and the
+ * by position (`after`): the API's signed list cursor (shared/api/http/pagination.ts) and the
  * operator's usage-log position (UsageRepository) are each encodings of one.
  */
 

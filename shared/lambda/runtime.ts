@@ -3,8 +3,8 @@
  * the DynamoDB document client and the repositories over it. No I/O happens here.
  */
 import { loadConfig } from './config';
-import { createDocumentClient } from './dynamodb';
-import { createRepositories } from './repositories';
+import { createDocumentClient } from '../data/dynamodb';
+import { createRepositories } from '../data/repositories';
 
 export const config = loadConfig();
 export const documentClient = createDocumentClient(config.dynamodb);

@@ -3,8 +3,8 @@
  * from each entry; the local gateway serves the same entries; each handler takes its scope and
  * route template from here.
  */
-import type { Scope } from './schemas';
-import { ACTIVE_PROVIDERS_INDEX, type TableNames } from './tables';
+import type { Scope } from '../domain/schemas';
+import { ACTIVE_PROVIDERS_INDEX, type TableNames } from '../data/tables';
 
 /** The DynamoDB calls the functions make, by their IAM action names. */
 export type DynamoDbAction = 'dynamodb:GetItem' | 'dynamodb:Query' | 'dynamodb:PutItem' | 'dynamodb:UpdateItem';

@@ -1,6 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { createError } from '@middy/util';
-import { DataStoreUnavailableError } from '../data-store-errors';
+import { DataStoreUnavailableError } from '../../data/data-store-errors';
 import { ApiError, codeForClientStatus, errorBody, internalError, serviceUnavailable } from '../errors';
 import { JSON_CONTENT_TYPE } from '../http/response';
 import type { ApiMiddleware, ApiRequest } from './types';

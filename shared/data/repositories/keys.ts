@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { apiKeyStart, generateApiKey, hashApiKey } from '../api-key';
+import { apiKeyStart, generateApiKey, hashApiKey } from '../../domain/api-key';
 import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
-import type { Scope } from '../schemas';
+import type { Scope } from '../../domain/schemas';
 import { KEYS_BY_BRANCH_INDEX, KEYS_BY_ID_INDEX } from '../tables';
 
 /** A stored key, as everything outside this module sees it: never the plaintext, never the hash. */
@@ -17,13 +17,13 @@ export interface ApiKeyRecord {
   created_at: string;
   expires_at?: string;
   revoked_at?: string;
-  /** Canonical CIDR blocks the key may be used from (shared/cidr.ts); absent: anywhere. */
+  /** Canonical CIDR blocks the key may be used from (shared/domain/cidr.ts); absent: anywhere. */
   allowed_ips?: string[];
   /** The key this one replaced (`keys roll`). */
   rolled_from?: string;
   /** The key that replaced this one; this key then expires at the end of the grace period. */
   rolled_to?: string;
-  /** `N/s`, `N/min` or `N/h`; absent: the deployment's default (shared/rate-limit.ts). */
+  /** `N/s`, `N/min` or `N/h`; absent: the deployment's default (shared/domain/rate-limit.ts). */
   rate_limit?: string;
 }
 
@@ -36,7 +36,7 @@ export interface CreateKeyInput {
   scopes: Scope[];
   name?: string;
   expiresAt?: Date;
-  /** Canonical CIDR entries (shared/cidr.ts parseAllowlist). */
+  /** Canonical CIDR entries (shared/domain/cidr.ts parseAllowlist). */
   allowedIps?: string[];
   /** Already validated, in its written form (`formatRateLimit`). */
   rateLimit?: string;

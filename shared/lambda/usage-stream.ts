@@ -10,8 +10,8 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
-import type { RollupsRepository } from './repositories/rollups';
-import type { UsageRecord } from './repositories/usage';
+import type { RollupsRepository } from '../data/repositories/rollups';
+import type { UsageRecord } from '../data/repositories/usage';
 
 /**
  * A usage record as stored (and as logged when its write failed). zod/mini: the full zod would

@@ -7,9 +7,9 @@
  * query is the key's own branch (docs/decisions.md "Cursors").
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ID_PATTERN } from '../ids';
-import type { List } from '../schemas';
-import type { Page, PageRequest } from '../repositories/page';
+import { ID_PATTERN } from '../../domain/ids';
+import type { List } from '../../domain/schemas';
+import type { Page, PageRequest } from '../../data/repositories/page';
 import { invalidRequest } from '../errors';
 import type { ApiEvent } from './response';
 

@@ -1,5 +1,5 @@
 import { insufficientScope } from '../errors';
-import type { Scope } from '../schemas';
+import type { Scope } from '../../domain/schemas';
 import type { ApiMiddleware, ApiRequest } from './types';
 
 export interface RequireScopeOptions {

@@ -5,7 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient, type BatchWriteCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { DynamoDbSettings } from './config';
+import type { DynamoDbSettings } from '../lambda/config';
 import { ConditionNotMetError, DataStoreError, DataStoreUnavailableError } from './data-store-errors';
 
 export const createDocumentClient = (settings: DynamoDbSettings, env = process.env): DynamoDBDocumentClient => {

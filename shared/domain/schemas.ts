@@ -4,7 +4,7 @@
  * document is generated from them.
  */
 import { z } from 'zod';
-import { ERROR_CODES } from './errors';
+import { ERROR_CODES } from '../api/errors';
 import { ID_PATTERN } from './ids';
 
 export const SCOPES = ['read', 'write', 'webhooks', 'team:read', 'billing:read'] as const;

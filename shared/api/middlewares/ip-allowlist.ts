@@ -1,4 +1,4 @@
-import { isAllowedIp } from '../cidr';
+import { isAllowedIp } from '../../domain/cidr';
 import { ipNotAllowed } from '../errors';
 import type { ApiMiddleware, ApiRequest } from './types';
 

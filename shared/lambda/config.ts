@@ -2,10 +2,10 @@
  * Configuration, read once from the environment. A missing or invalid variable fails at
  * start-up with the variable's name, never on a request.
  */
-import { DEFAULT_RATE_LIMIT, InvalidRateLimitError, parseRateLimit, type RateLimit } from './rate-limit';
-import { API_TABLES, tableDefinitions, type ApiTableNames, type TableNames } from './tables';
+import { DEFAULT_RATE_LIMIT, InvalidRateLimitError, parseRateLimit, type RateLimit } from '../domain/rate-limit';
+import { API_TABLES, tableDefinitions, type ApiTableNames, type TableNames } from '../data/tables';
 
-export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from './tables';
+export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from '../data/tables';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

@@ -1,7 +1,7 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import type { Page, PageRequest } from './page';
-import type { Branch, Member, PaymentProvider, SeedBranch } from '../schemas';
+import type { Branch, Member, PaymentProvider, SeedBranch } from '../../domain/schemas';
 import { ACTIVE_PROVIDERS_INDEX } from '../tables';
 
 type Item = Record<string, unknown>;

@@ -1,6 +1,6 @@
-import { hashApiKey, isWellFormedApiKey } from '../api-key';
+import { hashApiKey, isWellFormedApiKey } from '../../domain/api-key';
 import { expiredApiKey, invalidApiKey, missingApiKey, revokedApiKey } from '../errors';
-import type { ApiKeyRecord } from '../repositories/keys';
+import type { ApiKeyRecord } from '../../data/repositories/keys';
 import type { ApiMiddleware, ApiRequest } from './types';
 
 export interface KeyLookup {
