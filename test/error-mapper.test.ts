@@ -9,7 +9,7 @@ import { DataStoreError } from '../shared/data/data-store-errors';
 import { invalidApiKey } from '../shared/api/errors';
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
 import type { ApiMiddleware } from '../shared/api/middlewares';
-import { logger } from '../shared/lambda/observability';
+import { logger, metrics } from '../shared/lambda/observability';
 import { captureLogs, expectError, invoke } from './support/harness';
 
 /** A chain whose only guard throws `error`, as a third-party Middy middleware would. */
@@ -19,7 +19,11 @@ const throwing = (error: unknown) => {
       throw error;
     },
   };
-  return createMiddlewareChain(async () => ({ statusCode: 200, headers: {}, body: '{}' }), { guards: [middleware] });
+  return createMiddlewareChain(async () => ({ statusCode: 200, headers: {}, body: '{}' }), {
+    logger,
+    metrics,
+    guards: [middleware],
+  });
 };
 
 describe('errors thrown by other Middy middlewares', () => {

@@ -13,7 +13,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { DEFAULT_RATE_LIMIT } from '../../shared/domain/rate-limit';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/lambda/observability';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/domain/telemetry';
 import type { TableAccess } from '../../shared/api/routes';
 import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/data/tables';
 

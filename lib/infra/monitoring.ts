@@ -16,7 +16,7 @@ import {
   RATE_LIMIT_COUNTER_FAILED_METRIC,
   SERVICE_NAME,
   USAGE_WRITE_FAILED_METRIC,
-} from '../../shared/lambda/observability';
+} from '../../shared/domain/telemetry';
 
 /** A table and its global secondary indexes, which DynamoDB meters and throttles apart from it. */
 export interface MonitoredTable {

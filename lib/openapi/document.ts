@@ -21,14 +21,18 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/api/http/pagination';
 import { COMMON_HEADERS } from '../../shared/api/http/response';
 import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-headers';
 import { routes, type RouteDefinition, type RouteId } from '../../shared/api/routes';
-import {
-  BranchSchema,
-  ErrorBodySchema,
-  listSchema,
-  MemberSchema,
-  PaymentProviderSchema,
-  SCOPES,
-} from '../../shared/domain/schemas';
+import { BranchSchema, listSchema, MemberSchema, PaymentProviderSchema, SCOPES } from '../../shared/domain/schemas';
+
+/** The body of every error response (docs/api.md "Errors"). */
+/* Build-time only: zod stays out of the function bundles. */
+export const ErrorBodySchema = z.object({
+  error: z.object({
+    code: z.enum(ERROR_CODES).meta({ description: 'Stable, machine-readable error code' }),
+    message: z.string().meta({ description: 'Human-readable explanation; may change, do not parse it' }),
+    request_id: z.string().meta({ description: 'Same as the X-Request-Id response header' }),
+  }),
+});
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 export const OPENAPI_VERSION = '3.1.0';
 /** Version of the contract (info.version). Bump it when the document changes in a way callers see. */

@@ -11,7 +11,8 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { ApiEvent, ApiResponse } from './http/response';
 import { errorMapper, requestContext, responseHeaders } from './middlewares';
 import type { ApiContext, ApiMiddleware } from './middlewares';
-import { logger, metrics } from '../lambda/observability';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 
 export type ChainHandler<TContext extends ApiContext = ApiContext> = (
   event: ApiEvent,
@@ -19,6 +20,10 @@ export type ChainHandler<TContext extends ApiContext = ApiContext> = (
 ) => Promise<ApiResponse>;
 
 export interface ChainOptions {
+  /** The container's Powertools logger (shared/lambda/observability.ts). */
+  logger: Logger;
+  /** The container's Powertools metrics, flushed after every request. */
+  metrics: Metrics;
   /** Route template to record; defaults to the event's `routeKey`. */
   route?: string;
   /** Run before the handler, in order (authentication, scope). */
@@ -29,7 +34,7 @@ export interface ChainOptions {
 
 export const createMiddlewareChain = (
   handler: ChainHandler,
-  { route, guards = [], observers = [] }: ChainOptions = {},
+  { logger, metrics, route, guards = [], observers = [] }: ChainOptions,
 ) =>
   middy<ApiEvent, ApiResponse, Error, ApiContext>(handler)
     .use(injectLambdaContext(logger, { resetKeys: true }) as ApiMiddleware)

@@ -5,8 +5,21 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient, type BatchWriteCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { DynamoDbSettings } from '../lambda/config';
 import { ConditionNotMetError, DataStoreError, DataStoreUnavailableError } from './data-store-errors';
+
+export interface DynamoDbSettings {
+  /** Custom endpoint (dynalite, DynamoDB Local); unset means the regional AWS endpoint. */
+  readonly endpoint?: string;
+  readonly region: string;
+  /** Longest a TCP connection attempt may take. */
+  readonly connectTimeoutMs: number;
+  /** Longest one attempt (one HTTP request to DynamoDB) may take before it is abandoned and retried. */
+  readonly requestTimeoutMs: number;
+  /** Attempts per call, first one included (SDK standard retry with backoff). */
+  readonly maxAttempts: number;
+  /** Hard deadline for one repository call, retries included. */
+  readonly deadlineMs: number;
+}
 
 export const createDocumentClient = (settings: DynamoDbSettings, env = process.env): DynamoDBDocumentClient => {
   const client = new DynamoDBClient({

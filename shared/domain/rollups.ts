@@ -4,7 +4,7 @@
  * percentiles. No I/O here: the aggregator, the operator library and the tests share it.
  */
 import { createHash } from 'node:crypto';
-import type { UsageRecord } from '../data/repositories/usage';
+import type { UsageRecord } from './usage-record';
 
 /**
  * Upper bounds (inclusive, ms) of the response-time histogram buckets; a last bucket holds

@@ -4,7 +4,6 @@
  * document is generated from them.
  */
 import { z } from 'zod';
-import { ERROR_CODES } from '../api/errors';
 import { ID_PATTERN } from './ids';
 
 export const SCOPES = ['read', 'write', 'webhooks', 'team:read', 'billing:read'] as const;
@@ -127,15 +126,6 @@ export interface List<T> {
   has_more: boolean;
   next_cursor: string | null;
 }
-
-export const ErrorBodySchema = z.object({
-  error: z.object({
-    code: z.enum(ERROR_CODES).meta({ description: 'Stable, machine-readable error code' }),
-    message: z.string().meta({ description: 'Human-readable explanation; may change, do not parse it' }),
-    request_id: z.string().meta({ description: 'Same as the X-Request-Id response header' }),
-  }),
-});
-export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 /** Seed file: what `branch-api seed` loads (see README "Seed file format"). */
 export const SeedFileSchema = z.object({

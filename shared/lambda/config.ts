@@ -7,6 +7,10 @@ import { API_TABLES, tableDefinitions, type ApiTableNames, type TableNames } fro
 
 export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from '../data/tables';
 
+import type { DynamoDbSettings } from '../data/dynamodb';
+
+export type { DynamoDbSettings };
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -28,20 +32,6 @@ export const positiveIntEnv = (env: Env, name: string, fallback: number): number
   }
   return value;
 };
-
-export interface DynamoDbSettings {
-  /** Custom endpoint (dynalite, DynamoDB Local); unset means the regional AWS endpoint. */
-  readonly endpoint?: string;
-  readonly region: string;
-  /** Longest a TCP connection attempt may take. */
-  readonly connectTimeoutMs: number;
-  /** Longest one attempt (one HTTP request to DynamoDB) may take before it is abandoned and retried. */
-  readonly requestTimeoutMs: number;
-  /** Attempts per call, first one included (SDK standard retry with backoff). */
-  readonly maxAttempts: number;
-  /** Hard deadline for one repository call, retries included. */
-  readonly deadlineMs: number;
-}
 
 export interface Config {
   readonly tables: ApiTableNames;

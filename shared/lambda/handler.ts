@@ -12,6 +12,8 @@ import { config, keys, rateLimits, usage } from './runtime';
 export const createApiHandler = (routeId: RouteId, handler: ChainHandler<AuthenticatedContext>) => {
   const route = getRoute(routeId);
   return createMiddlewareChain(handler as ChainHandler, {
+    logger,
+    metrics,
     route: routeKey(route),
     // Counted once the key is known to be neither revoked nor expired, whatever comes next.
     guards: [

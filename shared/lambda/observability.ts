@@ -5,12 +5,9 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 
-export const SERVICE_NAME = 'branch-api';
-export const METRICS_NAMESPACE = 'BranchApi';
-/** Emitted by the usage middleware when a record could not be stored after its retries. */
-export const USAGE_WRITE_FAILED_METRIC = 'UsageRecordWriteFailed';
-/** Emitted when a key's rate-limit counter could not be updated and the call was admitted anyway. */
-export const RATE_LIMIT_COUNTER_FAILED_METRIC = 'RateLimitCounterFailed';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/telemetry';
+
+export * from '../domain/telemetry';
 
 export const logger = new Logger({ serviceName: SERVICE_NAME });
 

@@ -7,6 +7,7 @@ import { handler as getBranch } from '../../functions/get-branch';
 import { handler as getProvider } from '../../functions/get-payment-provider';
 import { handler as listMembers } from '../../functions/list-members';
 import { handler as listProviders } from '../../functions/list-payment-providers';
+import { logger, metrics } from '../../shared/lambda/observability';
 import { createMiddlewareChain } from '../../shared/api/middleware-chain';
 import {
   contractViolations,
@@ -89,9 +90,12 @@ describe('real responses match the contract', () => {
       '500 unexpected error',
       () =>
         call(
-          createMiddlewareChain(async () => {
-            throw new Error('boom');
-          }),
+          createMiddlewareChain(
+            async () => {
+              throw new Error('boom');
+            },
+            { logger, metrics },
+          ),
           { path: '/v1/branch', key },
         ),
       500,

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildOpenApiDocument } from '../../lib/openapi/document';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorScope } from '../../shared/api/errors';
+import { logger, metrics } from '../../shared/lambda/observability';
 import { createMiddlewareChain } from '../../shared/api/middleware-chain';
 import { routes } from '../../shared/api/routes';
 import { OPENAPI_FILE } from '../support/contract';
@@ -206,9 +207,12 @@ describe('the error responses the middleware chain writes are the documented one
   it.each(errors.map((error) => [error.statusCode, error.code, error] as const))(
     '%s %s',
     async (status, code, error) => {
-      const handler = createMiddlewareChain(async () => {
-        throw error;
-      });
+      const handler = createMiddlewareChain(
+        async () => {
+          throw error;
+        },
+        { logger, metrics },
+      );
       const scope: readonly ErrorScope[] = ERROR_CATALOGUE[code].scope;
       // The harness checks every response it sees against the document; which paths apply depends on scope.
       const paths = scope.includes('unmatched')

@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { rateLimited } from '../errors';
-import { RATE_LIMIT_COUNTER_FAILED_METRIC } from '../../lambda/observability';
+import { RATE_LIMIT_COUNTER_FAILED_METRIC } from '../../domain/telemetry';
 import { rateLimitOf, type RateLimit } from '../../domain/rate-limit';
 import type { ApiContext, ApiMiddleware, ApiRequest } from './types';
 

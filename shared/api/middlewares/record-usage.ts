@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { redactApiKeys } from '../../domain/api-key';
-import { USAGE_WRITE_FAILED_METRIC } from '../../lambda/observability';
+import { USAGE_WRITE_FAILED_METRIC } from '../../domain/telemetry';
 import type { UsageRecord } from '../../data/repositories/usage';
 import type { ApiMiddleware, ApiRequest } from './types';
 

@@ -3,7 +3,7 @@
  * and the tests all build, one way.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { ApiTableNames } from '../../lambda/config';
+import type { ApiTableNames } from '../tables';
 import { BranchDataRepository } from './branch-data';
 import { KeysRepository } from './keys';
 import { RateLimitsRepository } from './rate-limits';

@@ -1,21 +1,9 @@
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import { USAGE_BY_KEY_INDEX } from '../tables';
+import type { UsageRecord } from '../../domain/usage-record';
 
-/** One call made with a known key (docs/decisions.md "Usage records"). */
-export interface UsageRecord {
-  key_id: string;
-  branch_id: string;
-  method: string;
-  /** The path as requested, stage prefix included. */
-  path: string;
-  /** The route template, e.g. `GET /v1/payment-providers/{id}`. */
-  route: string;
-  status: number;
-  response_time_ms: number;
-  timestamp: string;
-  request_id: string;
-}
+export type { UsageRecord };
 
 export interface UsageQuery {
   branchId: string;
