@@ -8,82 +8,29 @@
  */
 import { z } from 'zod';
 import { API_KEY_LENGTH, API_KEY_PREFIX } from '../../shared/domain/api-key';
-import {
-  AUTH_REALM,
-  ERROR_CATALOGUE,
-  ERROR_CODES,
-  type CatalogueEntry,
-  type ErrorCode,
-  type ErrorHeaderName,
-  type ErrorScope,
-} from '../../shared/api/errors';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/api/http/pagination';
 import { COMMON_HEADERS } from '../../shared/api/http/response';
 import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-headers';
 import { routes, type RouteDefinition, type RouteId } from '../../shared/api/routes';
 import { BranchSchema, listSchema, MemberSchema, PaymentProviderSchema, SCOPES } from '../../shared/domain/schemas';
+import {
+  buildErrorResponses,
+  COMMON_RESPONSE_HEADERS,
+  ERROR_RESPONSES,
+  errorSchemaFor,
+  headerComponents,
+  jsonContent,
+  RATE_LIMIT_RESPONSE_HEADERS,
+  ref,
+  type Json,
+} from './responses';
 
-/** The body of every error response (docs/api.md "Errors"). */
-/* Build-time only: zod stays out of the function bundles. */
-export const ErrorBodySchema = z.object({
-  error: z.object({
-    code: z.enum(ERROR_CODES).meta({ description: 'Stable, machine-readable error code' }),
-    message: z.string().meta({ description: 'Human-readable explanation; may change, do not parse it' }),
-    request_id: z.string().meta({ description: 'Same as the X-Request-Id response header' }),
-  }),
-});
-export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+export { ERROR_RESPONSES, type ErrorResponse } from './responses';
 
 export const OPENAPI_VERSION = '3.1.0';
 /** Version of the contract (info.version). Bump it when the document changes in a way callers see. */
 export const API_VERSION = '1.0.0';
 export const SECURITY_SCHEME = 'branchApiKey';
-/** The one media type of every response body; the `Content-Type` header adds `charset=utf-8`. */
-export const MEDIA_TYPE = 'application/json';
-
-type Json = Record<string, unknown>;
-const ref = (section: string, name: string) => ({ $ref: `#/components/${section}/${name}` });
-
-const STATUS_NAMES: Record<number, string> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  405: 'MethodNotAllowed',
-  429: 'TooManyRequests',
-  500: 'InternalError',
-  503: 'ServiceUnavailable',
-};
-
-/** The header component documenting a catalogue header on a response of this status. */
-const headerComponent = (status: number, name: ErrorHeaderName): string =>
-  name === 'WWW-Authenticate' || name.startsWith('RateLimit') ? `${name}-${status}` : name;
-
-export interface ErrorResponse {
-  status: number;
-  /** Component name, e.g. `Unauthorized`. */
-  name: string;
-  codes: ErrorCode[];
-  headers: ErrorHeaderName[];
-  scope: ErrorScope[];
-}
-
-/** The error responses, one per status, grouped from the catalogue (shared/api/errors.ts). */
-export const ERROR_RESPONSES: ErrorResponse[] = [...new Set(ERROR_CODES.map((code) => ERROR_CATALOGUE[code].status))]
-  .sort((a, b) => a - b)
-  .map((status) => {
-    const codes = ERROR_CODES.filter((code) => ERROR_CATALOGUE[code].status === status);
-    const entries = codes.map((code): CatalogueEntry => ERROR_CATALOGUE[code]);
-    const name = STATUS_NAMES[status];
-    if (!name) throw new Error(`No response name for status ${status}: add it to STATUS_NAMES`);
-    return {
-      status,
-      name,
-      codes,
-      headers: [...new Set(entries.flatMap((entry) => entry.headers))],
-      scope: [...new Set(entries.flatMap((entry) => entry.scope))],
-    };
-  });
 
 /** What each route returns on success and which list parameters it takes. */
 const OPERATIONS: Record<RouteId, { schema: string; list: boolean; tag: string; description: string }> = {
@@ -115,13 +62,6 @@ const OPERATIONS: Record<RouteId, { schema: string; list: boolean; tag: string; 
   },
 };
 
-const errorSchemaFor = (codes: readonly ErrorCode[]) => {
-  const error = ErrorBodySchema.shape.error;
-  return ErrorBodySchema.extend({
-    error: error.extend({ code: error.shape.code.extract(codes as [ErrorCode, ...ErrorCode[]]) }),
-  });
-};
-
 /** The zod schemas of components/schemas, converted by zod itself. */
 const buildSchemas = (): Record<string, Json> => {
   const registry = z.registry<{ id: string }>();
@@ -148,118 +88,6 @@ const buildSchemas = (): Record<string, Json> => {
     Object.entries(schemas).map(([id, { $schema: _schema, $id: _id, ...schema }]) => [id, schema as Json]),
   );
 };
-
-const header = (description: string, schema: Json): Json => ({ description, required: true, schema });
-
-/**
- * The rate-limit fields (draft-ietf-httpapi-ratelimit-headers). Not required on most responses: a
- * call refused before its key is known, or made with a revoked or expired key, is not counted.
- */
-const RATE_LIMIT_HEADERS: Record<string, Json> = {
-  'RateLimit-Policy': {
-    description:
-      "The key's rate limit: `q` calls per window of `w` seconds. On every response to a key that is neither " +
-      'revoked nor expired.',
-    required: false,
-    schema: { type: 'string', pattern: '^"key";q=[1-9][0-9]*;w=(1|60|3600)$', examples: ['"key";q=50;w=1'] },
-  },
-  RateLimit: {
-    description:
-      "What is left of the key's limit: `r` calls remaining in this window, which resets in `t` seconds. On every " +
-      'response to a counted key, unless the counter could not be read (the call was then admitted).',
-    required: false,
-    schema: { type: 'string', pattern: '^"key";r=[0-9]+;t=[1-9][0-9]*$', examples: ['"key";r=49;t=1'] },
-  },
-};
-
-const HEADERS: Record<string, Json> = {
-  'X-Request-Id': header(
-    'Id of this request; the same id is in the error body (`request_id`) and in the usage record of the call.',
-    { type: 'string', minLength: 1, examples: ['4f8f3c2e-8b1a-4c3e-9a57-1e2d3c4b5a69'] },
-  ),
-  'Cache-Control': header('Responses are never cached.', { type: 'string', const: COMMON_HEADERS['Cache-Control'] }),
-  'X-Content-Type-Options': header('Browsers must not sniff the content type.', {
-    type: 'string',
-    const: COMMON_HEADERS['X-Content-Type-Options'],
-  }),
-  'WWW-Authenticate-401': header('RFC 6750 challenge; `error="invalid_token"` when a token was sent.', {
-    type: 'string',
-    pattern: `^Bearer realm="${AUTH_REALM}"(, error="invalid_token")?$`,
-    examples: [`Bearer realm="${AUTH_REALM}", error="invalid_token"`],
-  }),
-  'WWW-Authenticate-403': header('RFC 6750 challenge naming the scope the operation requires (`insufficient_scope`).', {
-    type: 'string',
-    pattern: `^Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="(${SCOPES.join('|')})"$`,
-    examples: [`Bearer realm="${AUTH_REALM}", error="insufficient_scope", scope="read"`],
-  }),
-  Allow: header('The methods this path accepts.', { type: 'string', minLength: 1, examples: ['GET'] }),
-  'Retry-After': header('Seconds to wait before retrying.', { type: 'integer', minimum: 0, examples: [1] }),
-  [API_KEY_EXPIRES_HEADER]: {
-    ...header(
-      'When the API key expires (ISO 8601, UTC): on every response to a key that has an expiry, once the key ' +
-        'has been found, success or error. A rolled key announces the end of its grace period here.',
-      { type: 'string', format: 'date-time', examples: ['2027-01-31T23:59:59.000Z'] },
-    ),
-    required: false,
-  },
-  ...RATE_LIMIT_HEADERS,
-  // Always on a 429: the same fields, required.
-  ...Object.fromEntries(
-    Object.entries(RATE_LIMIT_HEADERS).map(([name, definition]) => [`${name}-429`, { ...definition, required: true }]),
-  ),
-};
-
-/** The rate-limit fields, on every response of an authenticated operation (docs/decisions.md "Rate limits"). */
-const RATE_LIMIT_RESPONSE_HEADERS = {
-  'RateLimit-Policy': ref('headers', 'RateLimit-Policy'),
-  RateLimit: ref('headers', 'RateLimit'),
-};
-
-/**
- * A catalogue header is required on the response of a status only when every code of that status
- * carries it: a 403 `ip_not_allowed` has no challenge, a 403 `insufficient_scope` does.
- */
-const OPTIONAL_HEADER_COMPONENTS = new Set(
-  ERROR_RESPONSES.flatMap(({ status, codes, headers }) =>
-    headers
-      .filter((name) => !codes.every((code) => (ERROR_CATALOGUE[code].headers as readonly string[]).includes(name)))
-      .map((name) => headerComponent(status, name)),
-  ),
-);
-
-const headerComponents = (): Record<string, Json> =>
-  Object.fromEntries(
-    Object.entries(HEADERS).map(([name, component]) => [
-      name,
-      OPTIONAL_HEADER_COMPONENTS.has(name) ? { ...component, required: false } : component,
-    ]),
-  );
-
-/** Response header name → component name: the headers every response carries, and the optional key expiry. */
-const COMMON_RESPONSE_HEADERS = {
-  'X-Request-Id': ref('headers', 'X-Request-Id'),
-  'Cache-Control': ref('headers', 'Cache-Control'),
-  'X-Content-Type-Options': ref('headers', 'X-Content-Type-Options'),
-  [API_KEY_EXPIRES_HEADER]: ref('headers', API_KEY_EXPIRES_HEADER),
-};
-
-const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('schemas', schema) } });
-
-const buildErrorResponses = (): Record<string, Json> =>
-  Object.fromEntries(
-    ERROR_RESPONSES.map(({ status, name, codes, headers, scope }) => [
-      name,
-      {
-        description: codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].when}.`).join(' '),
-        headers: {
-          ...COMMON_RESPONSE_HEADERS,
-          ...(scope.some((one) => one !== 'unmatched') ? RATE_LIMIT_RESPONSE_HEADERS : {}),
-          ...Object.fromEntries(headers.map((header) => [header, ref('headers', headerComponent(status, header))])),
-        },
-        content: jsonContent(`${name}Error`),
-      },
-    ]),
-  );
 
 const PARAMETERS: Record<string, Json> = {
   Limit: {
