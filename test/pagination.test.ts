@@ -2,7 +2,7 @@ import { handler as listMembers } from '../functions/list-members';
 import { handler as listProviders } from '../functions/list-payment-providers';
 import { buildEvent } from '../lib/local/events';
 import { ApiError } from '../shared/api/errors';
-import { decodeCursor, encodeCursor, readPageRequest } from '../shared/api/http/pagination';
+import { decodeCursor, encodeCursor, LIMIT_PATTERN, MAX_LIMIT, readPageRequest } from '../shared/api/http/pagination';
 import { mainBranch } from './support/fixtures';
 import { invoke, setUpBranches } from './support/harness';
 
@@ -97,6 +97,13 @@ describe('readPageRequest', () => {
       expect(codeOf(() => read(`limit=${encodeURIComponent(limit)}`))).toBe('400 invalid_request');
     },
   );
+
+  it('accepts exactly the texts "1" to "100" of every text of up to four digits (LIMIT_PATTERN, published as the schema)', () => {
+    const texts = Array.from({ length: 10_000 }, (_, n) => String(n)).flatMap((n) => [n, n.padStart(4, '0')]);
+    const accepted = [...new Set(texts)].filter((text) => LIMIT_PATTERN.test(text));
+    expect(accepted).toEqual(Array.from({ length: MAX_LIMIT }, (_, i) => String(i + 1)));
+    for (const text of accepted) expect(read(`limit=${text}`)).toEqual({ limit: Number(text) });
+  });
 
   it('refuses a repeated limit (API Gateway joins the values with a comma)', () => {
     expect(codeOf(() => read('limit=5&limit=5'))).toBe('400 invalid_request');

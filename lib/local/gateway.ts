@@ -20,6 +20,7 @@ import {
 } from '../../shared/api/routes';
 import { buildContext, buildEvent, LOCAL_STAGE } from './events';
 import { invokeFunction } from './invoke';
+import { answerOversizedHeaders, HEADER_LIMIT } from './header-limit';
 
 export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
 
@@ -117,7 +118,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
     send(response, await invokeFunction(fn, event, buildContext() as ApiContext));
   };
 
-  const server = createServer((request, response) => {
+  const server = createServer(HEADER_LIMIT, (request, response) => {
     handle(request, response).catch(() => {
       // The stack maps every error itself; this is only reached if a function crashes outright.
       if (!response.headersSent) {
@@ -128,6 +129,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
       } else response.destroy();
     });
   });
+  answerOversizedHeaders(server);
   server.keepAliveTimeout = 5_000;
   let port: number;
   try {

@@ -8,7 +8,8 @@
  */
 import { z } from 'zod';
 import { API_KEY_LENGTH, API_KEY_PREFIX } from '../../shared/domain/api-key';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/api/http/pagination';
+import { DEFAULT_LIMIT, LIMIT_PATTERN, MAX_LIMIT } from '../../shared/api/http/pagination';
+import { MAX_REQUEST_HEADER_BYTES } from '../../shared/api/http/request-limits';
 import { COMMON_HEADERS } from '../../shared/api/http/response';
 import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-headers';
 import { routes, type RouteDefinition, type RouteId } from '../../shared/api/routes';
@@ -20,6 +21,7 @@ import {
   errorSchemaFor,
   headerComponents,
   jsonContent,
+  keylessResponseName,
   RATE_LIMIT_RESPONSE_HEADERS,
   ref,
   type Json,
@@ -29,7 +31,7 @@ export { ERROR_RESPONSES, type ErrorResponse } from './responses';
 
 export const OPENAPI_VERSION = '3.1.0';
 /** Version of the contract (info.version). Bump it when the document changes in a way callers see. */
-export const API_VERSION = '1.0.0';
+export const API_VERSION = '1.1.0';
 export const SECURITY_SCHEME = 'branchApiKey';
 
 /** What each route returns on success and which list parameters it takes. */
@@ -94,8 +96,11 @@ const PARAMETERS: Record<string, Json> = {
     name: 'limit',
     in: 'query',
     required: false,
-    description: `Page size, 1 to ${MAX_LIMIT}. Anything else is a 400.`,
-    schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+    description:
+      `Page size: a whole number from 1 to ${MAX_LIMIT}, written in plain decimal digits (no sign, exponent, ` +
+      'leading zero or space). Anything else, an empty value included, is a 400.',
+    // A pattern, not `type: integer`: validators coerce query text to integers differently (docs/decisions.md "HTTP contract").
+    schema: { type: 'string', pattern: LIMIT_PATTERN.source, default: String(DEFAULT_LIMIT), examples: ['20'] },
   },
   Cursor: {
     name: 'cursor',
@@ -138,9 +143,13 @@ const buildOperation = (route: RouteDefinition): Json => {
         content: jsonContent(operation.schema),
       },
       ...Object.fromEntries(
-        ERROR_RESPONSES.filter(
-          ({ scope }) => scope.includes('every') || scope.includes(operation.list ? 'list' : 'single'),
-        ).map(({ status, name }) => [status, ref('responses', name)]),
+        ERROR_RESPONSES.flatMap((response) =>
+          response.scope.includes('every') || response.scope.includes(operation.list ? 'list' : 'single')
+            ? [[response.status, ref('responses', response.name)]]
+            : response.scope.includes('gateway')
+              ? [[response.status, ref('responses', keylessResponseName(response))]]
+              : [],
+        ),
       ),
     },
   };
@@ -172,12 +181,17 @@ Every response, success or error, is JSON (\`Content-Type: ${COMMON_HEADERS['Con
 and \`X-Request-Id\`. Errors have the body \`{"error":{"code","message","request_id"}}\`; branch on \`code\`, never on
 \`message\`. A path that does not exist is a 404 and a known path with another method is a 405, in the same shape.
 A response to a key that has an expiry carries \`${API_KEY_EXPIRES_HEADER}\` (ISO 8601, UTC), so monitoring can warn
-before the key lapses.
+before the key lapses, and a response to a counted key carries the rate-limit fields; a 404 or 405 for a path or
+method no operation has is answered before the key is read and carries neither. Request headers over
+${MAX_REQUEST_HEADER_BYTES.toLocaleString('en')} bytes are refused before any key is read: deployed by API Gateway itself, in its own shape;
+locally as a 431 \`headers_too_large\`.
+
+Query parameters an operation does not list are ignored.
 
 ## Lists
 
 Lists return \`{"object":"list","data":[…],"has_more":…,"next_cursor":…}\`. Pass \`limit\`
-(1–${MAX_LIMIT}, default ${DEFAULT_LIMIT}) and, for the next page, \`cursor\` set to the previous page's \`next_cursor\`.`;
+(\`1\` to \`${MAX_LIMIT}\` in plain digits, default ${DEFAULT_LIMIT}) and, for the next page, \`cursor\` set to the previous page's \`next_cursor\`.`;
 
 /** Builds the whole document. Pure: the same inputs give the same document. */
 export const buildOpenApiDocument = (): Json => ({
@@ -206,12 +220,14 @@ export const buildOpenApiDocument = (): Json => ({
   'x-unmatched-requests': {
     description:
       'A path that matches no operation is a 404 (`not_found`); a path that exists, requested with a method it ' +
-      'does not accept, is a 405 (`method_not_allowed`) whose `Allow` header lists the accepted methods.',
+      'does not accept, is a 405 (`method_not_allowed`) whose `Allow` header lists the accepted methods. Both are ' +
+      'answered before any key is read: they carry no rate-limit fields and no `Api-Key-Expires`, and are not ' +
+      `counted against a key's limit. Request headers over ${MAX_REQUEST_HEADER_BYTES.toLocaleString('en')} bytes ` +
+      'are a 431 on any path.',
     responses: Object.fromEntries(
-      ERROR_RESPONSES.filter(({ scope }) => scope.includes('unmatched')).map(({ status, name }) => [
-        status,
-        ref('responses', name),
-      ]),
+      ERROR_RESPONSES.filter(({ scope }) => scope.includes('unmatched') || scope.includes('gateway')).map(
+        (response) => [response.status, ref('responses', keylessResponseName(response))],
+      ),
     ),
   },
   components: {

@@ -41,6 +41,7 @@ const STATUS_NAMES: Record<number, string> = {
   404: 'NotFound',
   405: 'MethodNotAllowed',
   429: 'TooManyRequests',
+  431: 'RequestHeaderFieldsTooLarge',
   500: 'InternalError',
   503: 'ServiceUnavailable',
 };
@@ -178,18 +179,53 @@ export const COMMON_RESPONSE_HEADERS = {
 
 export const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('schemas', schema) } });
 
+/** Scopes answered before any key is read: by the catch-all function, or by the gateway itself. */
+const KEYLESS_SCOPES: readonly ErrorScope[] = ['unmatched', 'gateway'];
+const isKeyless = (scope: ErrorScope): boolean => KEYLESS_SCOPES.includes(scope);
+
+/** The headers only a response to a found key carries; absent from every response answered before a key is read. */
+export const KEY_HEADERS = ['RateLimit-Policy', 'RateLimit', API_KEY_EXPIRES_HEADER] as const;
+
+/**
+ * The component of a status's response answered before any key is read: the status's own name when
+ * no operation that reads a key answers with it (405, 431), else `<name>WithoutKey` (404, 500).
+ */
+export const keylessResponseName = ({ name, scope }: ErrorResponse): string =>
+  scope.every(isKeyless) ? name : `${name}WithoutKey`;
+
+const describeCodes = (codes: readonly ErrorCode[]): string =>
+  codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].when}.`).join(' ');
+
+const catalogueHeaders = (status: number, headers: readonly ErrorHeaderName[]): Json =>
+  Object.fromEntries(headers.map((header) => [header, ref('headers', headerComponent(status, header))]));
+
+const keyedResponse = ({ status, name, codes, headers }: ErrorResponse): Json => ({
+  description: describeCodes(codes),
+  headers: { ...COMMON_RESPONSE_HEADERS, ...RATE_LIMIT_RESPONSE_HEADERS, ...catalogueHeaders(status, headers) },
+  content: jsonContent(`${name}Error`),
+});
+
+const keylessResponse = ({ status, name, codes }: ErrorResponse): Json => {
+  const own = codes.filter((code) => ERROR_CATALOGUE[code].scope.some(isKeyless));
+  const { [API_KEY_EXPIRES_HEADER]: _expiry, ...common } = COMMON_RESPONSE_HEADERS;
+  return {
+    description:
+      `Answered before any key is read, whatever \`Authorization\` says: never carries ${KEY_HEADERS.map((header) => `\`${header}\``).join(', ')}. ` +
+      describeCodes(own),
+    headers: {
+      ...common,
+      ...catalogueHeaders(status, [...new Set(own.flatMap((code) => ERROR_CATALOGUE[code].headers))]),
+    },
+    'x-absent-headers': [...KEY_HEADERS],
+    content: jsonContent(`${name}Error`),
+  };
+};
+
+/** Per status: the response of operations that read a key, and the one answered before a key is read. */
 export const buildErrorResponses = (): Record<string, Json> =>
   Object.fromEntries(
-    ERROR_RESPONSES.map(({ status, name, codes, headers, scope }) => [
-      name,
-      {
-        description: codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].when}.`).join(' '),
-        headers: {
-          ...COMMON_RESPONSE_HEADERS,
-          ...(scope.some((one) => one !== 'unmatched') ? RATE_LIMIT_RESPONSE_HEADERS : {}),
-          ...Object.fromEntries(headers.map((header) => [header, ref('headers', headerComponent(status, header))])),
-        },
-        content: jsonContent(`${name}Error`),
-      },
+    ERROR_RESPONSES.flatMap((response) => [
+      ...(response.scope.some((scope) => !isKeyless(scope)) ? [[response.name, keyedResponse(response)]] : []),
+      ...(response.scope.some(isKeyless) ? [[keylessResponseName(response), keylessResponse(response)]] : []),
     ]),
   );

@@ -10,6 +10,7 @@
  * `@middy/http-error-handler` writes the response.
  */
 import type { Scope } from '../domain/schemas';
+import { MAX_REQUEST_HEADER_BYTES } from './http/request-limits';
 
 export const AUTH_REALM = 'branch-api';
 
@@ -18,10 +19,11 @@ export type ErrorHeaderName = 'WWW-Authenticate' | 'Allow' | 'Retry-After' | 'Ra
 
 /**
  * Which operations can answer with a code: `every` authenticated operation, those that take query
- * parameters (`list`), those that read one resource (`single`), and requests no route matched
- * (`unmatched`, answered by the catch-all function).
+ * parameters (`list`), those that read one resource (`single`), requests no route matched
+ * (`unmatched`, answered by the catch-all function), and any request the gateway refuses before
+ * routing it (`gateway`). The last two are answered before any key is read.
  */
-export type ErrorScope = 'every' | 'list' | 'single' | 'unmatched';
+export type ErrorScope = 'every' | 'list' | 'single' | 'unmatched' | 'gateway';
 
 export interface CatalogueEntry {
   readonly status: number;
@@ -104,6 +106,13 @@ export const ERROR_CATALOGUE = {
     headers: ['Retry-After', 'RateLimit', 'RateLimit-Policy'],
     scope: ['every'],
   },
+  headers_too_large: {
+    status: 431,
+    message: `The request line and headers exceed ${MAX_REQUEST_HEADER_BYTES} bytes. An API key is short: check the Authorization header.`,
+    when: `request line and headers over ${MAX_REQUEST_HEADER_BYTES.toLocaleString('en')} bytes (deployed, API Gateway answers in its own shape)`,
+    headers: [],
+    scope: ['gateway'],
+  },
   service_unavailable: {
     status: 503,
     message: 'The service is temporarily unavailable. Retry shortly.',
@@ -166,6 +175,7 @@ export const serviceUnavailable = (retryAfterSeconds: number) =>
 export const rateLimited = (retryAfterSeconds: number, fields: Record<'RateLimit-Policy' | 'RateLimit', string>) =>
   new ApiError('rate_limited', undefined, { 'Retry-After': String(retryAfterSeconds), ...fields });
 export const internalError = () => new ApiError('internal_error');
+export const headersTooLarge = () => new ApiError('headers_too_large');
 
 /**
  * The catalogue code for an exposed HTTP error another Middy middleware threw (a 415 from a body

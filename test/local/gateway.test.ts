@@ -3,7 +3,9 @@
  * handlers, routed by the shared route table; unmatched requests get the catch-all function.
  */
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { startGateway, type Gateway } from '../../lib/local/gateway';
+import { MAX_REQUEST_HEADER_BYTES } from '../../shared/api/http/request-limits';
 import { expectToMatchContract } from '../support/contract';
 import { mainBranch } from '../support/fixtures';
 import { createKey, createTables, seedBranches, usageRecordFor } from '../support/harness';
@@ -96,4 +98,42 @@ it('joins repeated Authorization headers as API Gateway does, which is never a v
     req.end();
   });
   expect(status).toBe(401);
+});
+
+describe('request headers over API Gateway’s bound (MAX_REQUEST_HEADER_BYTES)', () => {
+  /** Raw bytes in, raw bytes out: what any client would read. */
+  const exchange = (request: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(gateway.port, '127.0.0.1', () => socket.end(request));
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (answer += chunk));
+      socket.on('end', () => resolve(answer));
+      socket.on('error', reject);
+    });
+
+  it('a 20 KB bearer token is a 431 headers_too_large in the API’s error shape', async () => {
+    const token = `wsk_${'a'.repeat(20 * 1024)}`;
+    const answer = await exchange(`GET /api/v1/branch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(head).toContain('Content-Type: application/json; charset=utf-8');
+    const requestId = /X-Request-Id: (\S+)/.exec(head)?.[1];
+    expect(JSON.parse(body)).toEqual({
+      error: { code: 'headers_too_large', message: expect.stringMatching(/10240 bytes/), request_id: requestId },
+    });
+  });
+
+  it('headers just under the bound reach the function: a long token is 401 invalid_api_key', async () => {
+    const token = `wsk_${'a'.repeat(MAX_REQUEST_HEADER_BYTES - 200)}`;
+    await expectError(
+      await get('/v1/branch', { headers: { authorization: `Bearer ${token}` } }),
+      401,
+      'invalid_api_key',
+    );
+  });
+
+  it('other malformed requests keep Node’s bare 400', async () => {
+    expect((await exchange('NOT HTTP\r\n\r\n')).split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+  });
 });

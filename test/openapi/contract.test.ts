@@ -164,13 +164,13 @@ describe('a response that departs from the document fails', () => {
 
   it('a status the operation does not document', () => {
     expect(contractViolations({ ...branch, statusCode: 201 })).toEqual([
-      'status 201 is not documented for operation GetBranch (GET /v1/branch); documented: 200, 401, 403, 404, 429, 500, 503',
+      'status 201 is not documented for operation GetBranch (GET /v1/branch); documented: 200, 401, 403, 404, 429, 431, 500, 503',
     ]);
     expect(contractViolations({ ...branch, method: 'GET', path: '/v2/branch' })).toEqual([
-      'status 200 is not documented for an unknown path; documented: 404, 500',
+      'status 200 is not documented for an unknown path; documented: 404, 431, 500',
     ]);
     expect(contractViolations({ ...notAllowed, statusCode: 404 })).toEqual([
-      'status 404 is not documented for /v1/members with method POST (not documented); documented: 405, 500',
+      'status 404 is not documented for /v1/members with method POST (not documented); documented: 405, 431, 500',
     ]);
     // A 400 where the operation takes no query parameter, and a 404 on a list, are not documented either.
     expect(contractViolations({ ...branch, statusCode: 400 })[0]).toMatch(/^status 400 is not documented/);
@@ -216,6 +216,17 @@ describe('a response that departs from the document fails', () => {
     ]);
   });
 
+  it('a header the document says is absent (an unmatched request answered before any key is read)', () => {
+    const withKeyHeaders = {
+      ...notAllowed,
+      headers: { ...notAllowed.headers, RateLimit: '"key";r=4;t=1', 'Api-Key-Expires': '2030-01-01T00:00:00.000Z' },
+    };
+    expect(contractViolations(withKeyHeaders)).toEqual([
+      'headers/ratelimit: documented as absent from this response',
+      'headers/api-key-expires: documented as absent from this response',
+    ]);
+  });
+
   it('a body that is not JSON', () => {
     expect(contractViolations({ ...branch, body: '<html>' })).toEqual(['body: not JSON: <html>']);
   });
@@ -230,10 +241,10 @@ describe('warmContract', () => {
     expect(
       Object.fromEntries(Object.entries(compiled).map(([id, byStatus]) => [id, Object.keys(byStatus ?? {})])),
     ).toEqual({
-      GetBranch: ['200', '401', '403', '404', '429', '500', '503'],
-      ListMembers: ['200', '400', '401', '403', '429', '500', '503'],
-      ListPaymentProviders: ['200', '400', '401', '403', '429', '500', '503'],
-      GetPaymentProvider: ['200', '401', '403', '404', '429', '500', '503'],
+      GetBranch: ['200', '401', '403', '404', '429', '431', '500', '503'],
+      ListMembers: ['200', '400', '401', '403', '429', '431', '500', '503'],
+      ListPaymentProviders: ['200', '400', '401', '403', '429', '431', '500', '503'],
+      GetPaymentProvider: ['200', '401', '403', '404', '429', '431', '500', '503'],
     });
   });
 });

@@ -86,7 +86,8 @@ describe('docs/openapi.json', () => {
         expect.objectContaining({
           name: 'limit',
           in: 'query',
-          schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
+          // The exact text the code accepts, so every validator gives the code's answer.
+          schema: { type: 'string', pattern: '^(?:100|[1-9][0-9]?)$', default: '50', examples: ['20'] },
         }),
         expect.objectContaining({ name: 'cursor', in: 'query', schema: expect.objectContaining({ type: 'string' }) }),
       ]);
@@ -104,6 +105,7 @@ describe('docs/openapi.json', () => {
     404: ['not_found'],
     405: ['method_not_allowed'],
     429: ['rate_limited'],
+    431: ['headers_too_large'],
     500: ['internal_error'],
     503: ['service_unavailable'],
   };
@@ -115,18 +117,22 @@ describe('docs/openapi.json', () => {
     404: [],
     405: ['Allow'],
     429: ['Retry-After', 'RateLimit-Policy', 'RateLimit'],
+    431: [],
     500: [],
     503: ['Retry-After'],
   };
   /** On every response of an operation, required only on the 429 (a 401 is not counted). */
   const RATE_LIMIT_HEADERS = ['RateLimit-Policy', 'RateLimit'];
+  /** Answered before any key is read (by the gateway): none of the key's headers, and the document says so. */
+  const KEYLESS = ['431'];
+  const KEY_HEADERS = [...RATE_LIMIT_HEADERS, 'Api-Key-Expires'];
 
   /** Only what each operation can answer: 400 needs query parameters, 404 a single resource. */
   const STATUSES: Record<string, string[]> = {
-    GetBranch: ['200', '401', '403', '404', '429', '500', '503'],
-    ListMembers: ['200', '400', '401', '403', '429', '500', '503'],
-    ListPaymentProviders: ['200', '400', '401', '403', '429', '500', '503'],
-    GetPaymentProvider: ['200', '401', '403', '404', '429', '500', '503'],
+    GetBranch: ['200', '401', '403', '404', '429', '431', '500', '503'],
+    ListMembers: ['200', '400', '401', '403', '429', '431', '500', '503'],
+    ListPaymentProviders: ['200', '400', '401', '403', '429', '431', '500', '503'],
+    GetPaymentProvider: ['200', '401', '403', '404', '429', '431', '500', '503'],
   };
 
   describe.each(operations.map(({ operation }) => [operation.operationId, operation]))('%s', (id, operation) => {
@@ -145,19 +151,21 @@ describe('docs/openapi.json', () => {
     });
 
     it.each(own(EXTRA_HEADERS))('%s carries its required headers', (status, extra) => {
-      const headers = resolve(operation.responses[status]).headers;
+      const response = resolve(operation.responses[status]);
+      const headers = response.headers;
+      const keyless = KEYLESS.includes(status);
       expect(Object.keys(headers).sort()).toEqual(
         [
           ...new Set([
             'X-Request-Id',
             'Cache-Control',
             'X-Content-Type-Options',
-            'Api-Key-Expires',
             ...extra,
-            ...RATE_LIMIT_HEADERS,
+            ...(keyless ? [] : KEY_HEADERS),
           ]),
         ].sort(),
       );
+      expect(response['x-absent-headers']).toEqual(keyless ? KEY_HEADERS : undefined);
       // Api-Key-Expires only for a key that has an expiry; a 403 ip_not_allowed has no challenge.
       const optional = [
         'Api-Key-Expires',
@@ -192,8 +200,17 @@ describe('docs/openapi.json', () => {
 describe('unmatched requests', () => {
   it('documents the 404 of an unknown path and the 405 of a known path with another method', () => {
     const { responses } = committed['x-unmatched-requests'];
-    expect(Object.keys(responses)).toEqual(['404', '405', '500']);
+    expect(Object.keys(responses)).toEqual(['404', '405', '431', '500']);
     expect(Object.keys(resolve(responses['405']).headers)).toContain('Allow');
+  });
+
+  it('says they are answered before any key is read: no rate-limit fields, no Api-Key-Expires', () => {
+    for (const response of Object.values<any>(committed['x-unmatched-requests'].responses).map(resolve)) {
+      expect(response['x-absent-headers']).toEqual(['RateLimit-Policy', 'RateLimit', 'Api-Key-Expires']);
+      expect(Object.keys(response.headers)).not.toEqual(expect.arrayContaining(['RateLimit']));
+      expect(Object.keys(response.headers)).not.toContain('Api-Key-Expires');
+      expect(response.description).toMatch(/^Answered before any key is read/);
+    }
   });
 });
 
@@ -215,15 +232,16 @@ describe('the error responses the middleware chain writes are the documented one
       );
       const scope: readonly ErrorScope[] = ERROR_CATALOGUE[code].scope;
       // The harness checks every response it sees against the document; which paths apply depends on scope.
-      const paths = scope.includes('unmatched')
-        ? ['/v1/nowhere']
-        : routes
-            .filter(
-              (route) =>
-                scope.includes('every') ||
-                scope.includes(route.path.includes('{') || route.id === 'GetBranch' ? 'single' : 'list'),
-            )
-            .map((route) => route.path.replace('{id}', 'pp_stripe'));
+      const paths =
+        scope.includes('unmatched') || scope.includes('gateway')
+          ? ['/v1/nowhere']
+          : routes
+              .filter(
+                (route) =>
+                  scope.includes('every') ||
+                  scope.includes(route.path.includes('{') || route.id === 'GetBranch' ? 'single' : 'list'),
+              )
+              .map((route) => route.path.replace('{id}', 'pp_stripe'));
       if (code === 'method_not_allowed') paths.splice(0, paths.length, '/v1/members');
       for (const path of paths) {
         const res = await invoke(handler, { method: code === 'method_not_allowed' ? 'POST' : 'GET', path });

@@ -205,6 +205,12 @@ export const contractViolations = (response: ContractResponse, contract = commit
   const validateHeaders = headerValidator(contract, validatorKey, status, documented);
   validateHeaders({ ...headers });
   problems.push(...describeErrors('headers', validateHeaders.errors));
+  // What the document says a response never carries (those answered before any key is read).
+  for (const name of (documented['x-absent-headers'] ?? []) as string[]) {
+    if (headers[name.toLowerCase()] !== undefined) {
+      problems.push(`headers/${name.toLowerCase()}: documented as absent from this response`);
+    }
+  }
 
   const mediaTypes = Object.keys(documented.content ?? {});
   const contentType = headers['content-type'];

@@ -4,6 +4,7 @@
  */
 import {
   expiredApiKey,
+  headersTooLarge,
   insufficientScope,
   ipNotAllowed,
   internalError,
@@ -32,4 +33,5 @@ export const ERROR_EXAMPLES: Record<ErrorCode, () => ApiError> = {
   rate_limited: () => rateLimited(1, { 'RateLimit-Policy': '"key";q=50;w=1', RateLimit: '"key";r=0;t=1' }),
   service_unavailable: () => serviceUnavailable(1),
   internal_error: internalError,
+  headers_too_large: headersTooLarge,
 };

@@ -15,7 +15,13 @@ import type { ApiEvent } from './response';
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 100;
-const LIMIT_PATTERN = /^[1-9][0-9]{0,2}$/;
+/**
+ * The exact text `limit` accepts: a whole number from 1 to MAX_LIMIT in plain decimal digits, no
+ * sign, exponent, leading zero or space. The OpenAPI document publishes this pattern as the
+ * parameter's schema, so every validator, coercing or not, answers as this code does
+ * (docs/decisions.md "HTTP contract").
+ */
+export const LIMIT_PATTERN = /^(?:100|[1-9][0-9]?)$/;
 const DIGEST_CHARS = 22;
 
 export type ListName = 'members' | 'payment_providers';
@@ -53,7 +59,7 @@ export const readPageRequest = (event: ApiEvent, list: ListName, branchId: strin
   const query = event.queryStringParameters ?? {};
   let limit = DEFAULT_LIMIT;
   if (query.limit !== undefined) {
-    if (!LIMIT_PATTERN.test(query.limit) || Number(query.limit) > MAX_LIMIT) {
+    if (!LIMIT_PATTERN.test(query.limit)) {
       throw invalidRequest(`limit must be a whole number from 1 to ${MAX_LIMIT}.`);
     }
     limit = Number(query.limit);
