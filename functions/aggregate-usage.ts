@@ -7,11 +7,10 @@ import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { positiveIntEnv, readDynamoDbSettings, readTableNames } from '../shared/lambda/config';
+import { readDynamoDbSettings, readRollupRetentionDays, readTableNames } from '../shared/lambda/config';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { logger, metrics } from '../shared/lambda/observability';
 import { RollupsRepository } from '../shared/data/repositories/rollups';
-import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../shared/domain/rollups';
 import { createUsageAggregator } from '../shared/lambda/usage-stream';
 
 const settings = readDynamoDbSettings(process.env);
@@ -20,7 +19,7 @@ const { rollups } = readTableNames(process.env, ['rollups']);
 export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>(
   createUsageAggregator({
     rollups: new RollupsRepository(createDocumentClient(settings), rollups, settings.deadlineMs),
-    retentionDays: positiveIntEnv(process.env, 'ROLLUP_RETENTION_DAYS', DEFAULT_ROLLUP_RETENTION_DAYS),
+    retentionDays: readRollupRetentionDays(process.env),
     logger,
     metrics,
   }),

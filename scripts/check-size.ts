@@ -13,6 +13,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import ts from 'typescript';
+import { PROJECT_ROOT } from '../lib/project-paths';
 
 export const MAX_FUNCTION_LINES = 80;
 export const MAX_FILE_LINES = 400;
@@ -145,7 +146,7 @@ export const formatReport = ({ failures, allowed, stale }: SizeReport): string[]
 ];
 
 const main = (): void => {
-  const root = join(import.meta.dirname, '..');
+  const root = PROJECT_ROOT;
   const report = checkSizes(measureTree(root), readAllowlist(join(root, 'scripts', 'size-allowlist.json')));
   if (process.argv.includes('--json')) console.log(JSON.stringify(report, null, 2));
   else for (const line of formatReport(report)) console.log(line);

@@ -4,14 +4,13 @@
  * (`npm run openapi`). With `--check`, writes nothing and exits 1 when either is stale.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { relative } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { serializeOpenApiDocument } from '../lib/openapi/document';
 import { renderErrorsTable, replaceErrorsTable } from '../lib/openapi/errors-table';
+import { OPENAPI_FILE, PROJECT_ROOT, README_FILE } from '../lib/project-paths';
 
-const ROOT = join(import.meta.dirname, '..');
-export const OPENAPI_FILE = join(ROOT, 'docs', 'openapi.json');
-export const README_FILE = join(ROOT, 'README.md');
+export { OPENAPI_FILE, README_FILE };
 
 const formatted = async (text: string, file: string): Promise<string> =>
   format(text, { ...((await resolveConfig(file)) ?? {}), filepath: file });
@@ -25,7 +24,7 @@ const main = async (): Promise<void> => {
   if (process.argv.includes('--check')) {
     const stale: string[] = [];
     for (const { file, text } of outputs) {
-      if ((await readFile(file, 'utf8').catch(() => '')) !== text) stale.push(file.slice(ROOT.length + 1));
+      if ((await readFile(file, 'utf8').catch(() => '')) !== text) stale.push(relative(PROJECT_ROOT, file));
     }
     if (stale.length > 0) {
       console.error(`${stale.join(' and ')} stale: run \`npm run openapi\` and commit.`);

@@ -3,13 +3,13 @@
  * `read` key for it, and the four endpoint requests (paths relative to {base_url}).
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { generateApiKey, hashApiKey } from '../../shared/domain/api-key';
 import type { SeedBranch, SeedFile } from '../../shared/domain/schemas';
+import { DEMO_SEED_FILE, PROJECT_ROOT } from '../../lib/project-paths';
 
-export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
+export { PROJECT_ROOT };
 
-export const seedFile = join(PROJECT_ROOT, 'seed', 'demo.json');
+export const seedFile = DEMO_SEED_FILE;
 export const demoBranch: SeedBranch = (JSON.parse(readFileSync(seedFile, 'utf8')) as SeedFile).branches[0]!;
 /** An active provider of the demo branch (GET /v1/payment-providers/{id}). */
 export const providerId = demoBranch.payment_providers.find((provider) => provider.active)!.id;

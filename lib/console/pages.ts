@@ -8,7 +8,7 @@
  * more entry.
  */
 import type { KeyListing } from '../operator/operations';
-import type { AuditFinding } from '../operator/lifecycle';
+import { DEFAULT_GRACE, type AuditFinding } from '../operator/lifecycle';
 import { SCOPES } from '../../shared/domain/schemas';
 import type { UsageRecord } from '../../shared/data/repositories/usage';
 import { html, jsonBlock, type Html, type HtmlValue } from './html';
@@ -524,7 +524,7 @@ export const graceField = (): Html =>
     <select id="grace" name="grace">
       ${GRACE_CHOICES.map(
         (choice) =>
-          html`<option value="${choice.value}" ${choice.value === '24h' ? html`selected` : ''}>
+          html`<option value="${choice.value}" ${choice.value === DEFAULT_GRACE ? html`selected` : ''}>
             ${choice.label}
           </option>`,
       )}

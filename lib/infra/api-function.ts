@@ -16,9 +16,9 @@ import { DEFAULT_RATE_LIMIT } from '../../shared/domain/rate-limit';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/domain/telemetry';
 import type { TableAccess } from '../../shared/api/routes';
 import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/data/tables';
+import { PROJECT_ROOT } from '../project-paths';
 
-/** The project root: entries in shared/api/routes.ts are relative to it. */
-export const PROJECT_ROOT = path.resolve(import.meta.dirname, '..', '..');
+export { PROJECT_ROOT };
 
 /** Lambda runtime of every function; local development runs the same Node major (docs/toolchain.md). */
 export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;

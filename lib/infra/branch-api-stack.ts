@@ -8,8 +8,9 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { fallbackEntry, routes, tableAccessOf, type RouteId } from '../../shared/api/routes';
-import { tableDefinitions } from '../../shared/data/tables';
+import { OPERATOR_TABLES, operatorTableOutput, TABLE_ENV, tableDefinitions } from '../../shared/data/tables';
 import { DEFAULT_RATE_LIMIT, parseRateLimit } from '../../shared/domain/rate-limit';
+import { DEFAULT_USAGE_RETENTION_DAYS } from '../../shared/domain/usage-record';
 import { ApiFunction, FALLBACK_MEMORY_MB, FALLBACK_TIMEOUT } from './api-function';
 import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
@@ -114,7 +115,7 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
       `logRetention must be a finite CloudWatch Logs retention in days (${[...RETENTION_VALUES].filter(Boolean).join(', ')}), got ${show(props.logRetention)}`,
     );
   }
-  const usageRetentionDays = props.usageRetentionDays ?? 90;
+  const usageRetentionDays = props.usageRetentionDays ?? DEFAULT_USAGE_RETENTION_DAYS;
   if (!isPositiveInteger(usageRetentionDays)) {
     fail(`usageRetentionDays must be a positive integer, got ${show(props.usageRetentionDays)}`);
   }
@@ -229,12 +230,11 @@ export class BranchApiStack extends Stack {
       value: this.api.baseUrl,
       description: '{base_url} of the API (the invoke URL of the `api` stage)',
     });
-    new CfnOutput(this, 'KeysTableName', { value: this.tables.keys.tableName, description: 'KEYS_TABLE' });
-    new CfnOutput(this, 'UsageTableName', { value: this.tables.usage.tableName, description: 'USAGE_TABLE' });
-    new CfnOutput(this, 'BranchDataTableName', {
-      value: this.tables.branchData.tableName,
-      description: 'BRANCH_DATA_TABLE',
-    });
-    new CfnOutput(this, 'RollupsTableName', { value: this.tables.rollups.tableName, description: 'ROLLUPS_TABLE' });
+    for (const name of OPERATOR_TABLES) {
+      new CfnOutput(this, operatorTableOutput(name), {
+        value: this.tables[name].tableName,
+        description: TABLE_ENV[name],
+      });
+    }
   }
 }

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { LOCAL_STAGE } from './events';
+import { OPENAPI_FILE } from '../project-paths';
 
 export interface DocsResponse {
   statusCode: number;
@@ -16,8 +17,7 @@ export interface DocsResponse {
   body: string | Buffer;
 }
 
-const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
-export const OPENAPI_FILE = join(PROJECT_ROOT, 'docs', 'openapi.json');
+export { OPENAPI_FILE };
 
 const swaggerUiDir = (): string =>
   dirname(createRequire(join(import.meta.dirname, 'docs.ts')).resolve('swagger-ui-dist/package.json'));

@@ -3,18 +3,18 @@
  * tables from the shared definitions, demo data, a demo key, the local gateway serving the
  * same handlers the CDK stack deploys, and the usage change feed keeping the rollups.
  */
-import { join } from 'node:path';
 import { createOperatorContext, operatorTableNames } from '../operator/context';
 import { seed } from '../operator/operations';
 import { startUsageChangeFeed, type ChangeFeed } from './change-feed';
 import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
-import { PortInUseError, PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
+import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
+import { DEMO_SEED_FILE } from '../project-paths';
 
 const LOOPBACK = '127.0.0.1';
 
-export const DEMO_SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
+export { DEMO_SEED_FILE };
 
 export interface LocalEnvironmentOptions {
   /** @default 3000 (env PORT) */

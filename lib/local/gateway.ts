@@ -20,9 +20,10 @@ import {
 } from '../../shared/api/routes';
 import { buildContext, buildEvent, LOCAL_STAGE } from './events';
 import { invokeFunction } from './invoke';
+import { PROJECT_ROOT } from '../project-paths';
 import { answerOversizedHeaders, HEADER_LIMIT } from './header-limit';
 
-export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
+export { PROJECT_ROOT };
 
 type LambdaFunction = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
 

@@ -15,6 +15,7 @@ import {
 } from '../../shared/api/errors';
 import { COMMON_HEADERS } from '../../shared/api/http/response';
 import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-headers';
+import { DEFAULT_RATE_LIMIT, parseRateLimit, WINDOW_SECONDS } from '../../shared/domain/rate-limit';
 import { SCOPES } from '../../shared/domain/schemas';
 
 /** The body of every error response (docs/api.md "Errors"). */
@@ -95,7 +96,13 @@ const RATE_LIMIT_HEADERS: Record<string, Json> = {
       "The key's rate limit: `q` calls per window of `w` seconds. On every response to a key that is neither " +
       'revoked nor expired.',
     required: false,
-    schema: { type: 'string', pattern: '^"key";q=[1-9][0-9]*;w=(1|60|3600)$', examples: ['"key";q=50;w=1'] },
+    schema: {
+      type: 'string',
+      pattern: `^"key";q=[1-9][0-9]*;w=(${WINDOW_SECONDS.join('|')})$`,
+      examples: [
+        `"key";q=${parseRateLimit(DEFAULT_RATE_LIMIT).limit};w=${parseRateLimit(DEFAULT_RATE_LIMIT).windowSeconds}`,
+      ],
+    },
   },
   RateLimit: {
     description:

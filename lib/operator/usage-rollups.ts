@@ -3,7 +3,7 @@
  * a rebuild of the rollups from raw records, and the replay of usage records whose write failed.
  */
 import { readFile } from 'node:fs/promises';
-import { positiveIntEnv } from '../../shared/lambda/config';
+import { readRollupRetentionDays, readUsageRetentionDays } from '../../shared/lambda/config';
 import {
   DEFAULT_ROLLUP_RETENTION_DAYS,
   hourOf,
@@ -22,8 +22,8 @@ const DAY_MS = 24 * HOUR_MS;
 export const DEFAULT_SUMMARY_DAYS = 7;
 
 type Env = Record<string, string | undefined>;
-const rollupRetentionDays = (env: Env) => positiveIntEnv(env, 'ROLLUP_RETENTION_DAYS', DEFAULT_ROLLUP_RETENTION_DAYS);
-const usageRetentionDays = (env: Env) => positiveIntEnv(env, 'USAGE_RETENTION_DAYS', 90);
+const rollupRetentionDays = readRollupRetentionDays;
+const usageRetentionDays = readUsageRetentionDays;
 
 export interface Period {
   since: Date;

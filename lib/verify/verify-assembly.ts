@@ -8,7 +8,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { generateApiKey } from '../../shared/domain/api-key';
@@ -27,10 +26,9 @@ import {
 } from './assembly';
 import { checkAlarms, checkIam, type Defect } from './checks';
 import { startFunction, type FunctionHost } from './function-host';
+import { DEMO_SEED_FILE, OPENAPI_FILE } from '../project-paths';
 
-const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
-const SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
-const OPENAPI_FILE = join(PROJECT_ROOT, 'docs', 'openapi.json');
+const SEED_FILE = DEMO_SEED_FILE;
 
 export interface VerifyReport {
   stack: string;

@@ -24,6 +24,21 @@ export interface TableNames {
   readonly rateLimits: string;
 }
 
+/**
+ * The tables the operator tooling (CLI, console, library) names on a deployment: each is a stack
+ * output (`operatorTableOutput`) whose value goes in the table's environment variable (`envVar`).
+ */
+export const OPERATOR_TABLES = [
+  'keys',
+  'usage',
+  'branchData',
+  'rollups',
+] as const satisfies readonly (keyof TableNames)[];
+
+/** The stack output of a table the operator tooling names, e.g. `KeysTableName`. */
+export const operatorTableOutput = (name: (typeof OPERATOR_TABLES)[number]): string =>
+  `${name.charAt(0).toUpperCase()}${name.slice(1)}TableName`;
+
 /** The tables the API functions use (the rollups table is the aggregator's and the operator's). */
 export type ApiTableNames = Pick<TableNames, 'keys' | 'usage' | 'branchData' | 'rateLimits'>;
 export const API_TABLES = [

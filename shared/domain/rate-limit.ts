@@ -7,6 +7,8 @@
 const UNITS = { s: 1, min: 60, h: 3600 } as const;
 export type RateLimitUnit = keyof typeof UNITS;
 export type WindowSeconds = (typeof UNITS)[RateLimitUnit];
+/** Every window a limit can have, in seconds (the `w` of `RateLimit-Policy`). */
+export const WINDOW_SECONDS: readonly WindowSeconds[] = Object.values(UNITS);
 
 /** The most calls one window may allow: beyond it a limit is a typo, not a policy. */
 export const MAX_RATE_LIMIT = 1_000_000;

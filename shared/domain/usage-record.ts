@@ -1,3 +1,6 @@
+/** Days DynamoDB TTL keeps a usage record unless `USAGE_RETENTION_DAYS` says otherwise (docs/decisions.md "Usage records"). */
+export const DEFAULT_USAGE_RETENTION_DAYS = 90;
+
 /** One call made with a known key (docs/decisions.md "Usage records"). */
 export interface UsageRecord {
   key_id: string;

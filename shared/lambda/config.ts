@@ -4,6 +4,8 @@
  */
 import { DEFAULT_RATE_LIMIT, InvalidRateLimitError, parseRateLimit, type RateLimit } from '../domain/rate-limit';
 import { API_TABLES, tableDefinitions, type ApiTableNames, type TableNames } from '../data/tables';
+import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../domain/rollups';
+import { DEFAULT_USAGE_RETENTION_DAYS } from '../domain/usage-record';
 
 export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from '../data/tables';
 
@@ -32,6 +34,14 @@ export const positiveIntEnv = (env: Env, name: string, fallback: number): number
   }
   return value;
 };
+
+/** Days a usage record is kept (`USAGE_RETENTION_DAYS`): the API functions and the operator's replay write with it. */
+export const readUsageRetentionDays = (env: Env): number =>
+  positiveIntEnv(env, 'USAGE_RETENTION_DAYS', DEFAULT_USAGE_RETENTION_DAYS);
+
+/** Days an hour item of the rollups is kept (`ROLLUP_RETENTION_DAYS`): the aggregator and the operator's rebuild. */
+export const readRollupRetentionDays = (env: Env): number =>
+  positiveIntEnv(env, 'ROLLUP_RETENTION_DAYS', DEFAULT_ROLLUP_RETENTION_DAYS);
 
 export interface Config {
   readonly tables: ApiTableNames;
@@ -104,6 +114,6 @@ export const readDefaultRateLimit = (env: Env): RateLimit => {
 export const loadConfig = (env: Env = process.env): Config => ({
   tables: readTableNames(env),
   dynamodb: readDynamoDbSettings(env),
-  usageRetentionDays: positiveIntEnv(env, 'USAGE_RETENTION_DAYS', 90),
+  usageRetentionDays: readUsageRetentionDays(env),
   defaultRateLimit: readDefaultRateLimit(env),
 });

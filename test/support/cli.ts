@@ -1,9 +1,9 @@
 /** Runs the real `branch-api` CLI in a child process against this test file's tables. */
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
+import { CLI_FILE, PROJECT_ROOT } from '../../lib/project-paths';
 
-export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
-export const CLI = join(PROJECT_ROOT, 'bin', 'branch-api.js');
+export { PROJECT_ROOT };
+export const CLI = CLI_FILE;
 
 export interface CliResult {
   code: number;

@@ -9,12 +9,12 @@
  *   expectToMatchContract({ method: 'GET', path: '/v1/branch', statusCode, headers, body });
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { OpenAPIValidator, type Document } from 'openapi-backend';
+import { OPENAPI_FILE } from '../../lib/project-paths';
 
-export const OPENAPI_FILE = join(import.meta.dirname, '..', '..', 'docs', 'openapi.json');
+export { OPENAPI_FILE };
 
 /** A response as the caller sees it. `path` is relative to {base_url}, as requested (query allowed). */
 export interface ContractResponse {

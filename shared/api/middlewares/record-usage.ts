@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { redactApiKeys } from '../../domain/api-key';
 import { USAGE_WRITE_FAILED_METRIC } from '../../domain/telemetry';
+import { DEFAULT_USAGE_RETENTION_DAYS } from '../../domain/usage-record';
 import type { UsageRecord } from '../../data/repositories/usage';
 import type { ApiMiddleware, ApiRequest } from './types';
 
@@ -14,11 +15,11 @@ export interface RecordUsageOptions {
   logger: Pick<Logger, 'debug' | 'info' | 'error'>;
   /** Flushed after the request by the chain's logMetrics. */
   metrics: Pick<Metrics, 'addMetric'>;
-  /** Days before DynamoDB TTL removes a record. @default 90 */
+  /** Days before DynamoDB TTL removes a record. @default DEFAULT_USAGE_RETENTION_DAYS */
   retentionDays?: number;
 }
 
-const defaults = { retentionDays: 90 };
+const defaults = { retentionDays: DEFAULT_USAGE_RETENTION_DAYS };
 
 /**
  * One usage record per call made with a known key, success or error, written after the response

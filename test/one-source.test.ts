@@ -1,0 +1,85 @@
+/**
+ * One source for each fact (README "Layout"): the defaults, the windows, the grace period and the
+ * tables the operator tooling names are each defined once, and what the stack deploys, what the
+ * functions and the CLI read, what the OpenAPI document and the docs say all follow that one
+ * definition.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { graceField } from '../lib/console/pages';
+import { DEFAULT_GRACE } from '../lib/operator/lifecycle';
+import { operatorTableNames } from '../lib/operator/context';
+import { PROJECT_ROOT } from '../lib/project-paths';
+import { OPERATOR_TABLES, operatorTableOutput, TABLE_ENV } from '../shared/data/tables';
+import { WINDOW_SECONDS } from '../shared/domain/rate-limit';
+import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../shared/domain/rollups';
+import { DEFAULT_USAGE_RETENTION_DAYS } from '../shared/domain/usage-record';
+import { readRollupRetentionDays, readUsageRetentionDays } from '../shared/lambda/config';
+import { buildStack, resourcesOfType } from './cdk/support';
+import { committedContract } from './support/contract';
+
+const { template } = buildStack();
+const functions = Object.values(resourcesOfType(template, 'AWS::Lambda::Function')).map(
+  (resource) => (resource.Properties.Environment?.Variables ?? {}) as Record<string, string>,
+);
+
+describe('retention defaults', () => {
+  it('usage records: what the functions read without a setting is what the stack deploys', () => {
+    expect(readUsageRetentionDays({})).toBe(DEFAULT_USAGE_RETENTION_DAYS);
+    const deployed = functions.filter((env) => 'USAGE_RETENTION_DAYS' in env).map((env) => env.USAGE_RETENTION_DAYS);
+    expect(deployed.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(deployed)).toEqual(new Set([String(DEFAULT_USAGE_RETENTION_DAYS)]));
+  });
+
+  it('rollups: the same for the aggregator', () => {
+    expect(readRollupRetentionDays({})).toBe(DEFAULT_ROLLUP_RETENTION_DAYS);
+    expect(functions.filter((env) => 'ROLLUP_RETENTION_DAYS' in env).map((env) => env.ROLLUP_RETENTION_DAYS)).toEqual([
+      String(DEFAULT_ROLLUP_RETENTION_DAYS),
+    ]);
+  });
+
+  it('a setting overrides both readers', () => {
+    expect(readUsageRetentionDays({ USAGE_RETENTION_DAYS: '30' })).toBe(30);
+    expect(readRollupRetentionDays({ ROLLUP_RETENTION_DAYS: '800' })).toBe(800);
+  });
+});
+
+describe('the tables the operator tooling names', () => {
+  it('are the stack outputs, each described by the variable the CLI reads', () => {
+    const outputs = template.findOutputs('*');
+    for (const name of OPERATOR_TABLES) {
+      expect(outputs[operatorTableOutput(name)]).toMatchObject({ Description: TABLE_ENV[name] });
+    }
+    expect(Object.keys(outputs).filter((id) => id.endsWith('TableName'))).toHaveLength(OPERATOR_TABLES.length);
+  });
+
+  it('the CLI reads each from that variable', () => {
+    const env = Object.fromEntries(OPERATOR_TABLES.map((name) => [TABLE_ENV[name], `deployed-${name}`]));
+    const names = operatorTableNames(env);
+    for (const name of OPERATOR_TABLES) expect(names[name]).toBe(`deployed-${name}`);
+  });
+
+  it('docs/deploy.md lists the same outputs and sets the same variables', () => {
+    const deploy = readFileSync(join(PROJECT_ROOT, 'docs', 'deploy.md'), 'utf8');
+    for (const name of OPERATOR_TABLES) {
+      expect(deploy).toMatch(
+        new RegExp(`\\| \`${operatorTableOutput(name)}\` +\\| \`${TABLE_ENV[name]}\` for the CLI`),
+      );
+    }
+    const exportLine = deploy.split('\n').find((line) => line.startsWith('export KEYS_TABLE='));
+    expect(exportLine?.replace(/^export /, '').split(' ')).toEqual(
+      OPERATOR_TABLES.map((name) => `${TABLE_ENV[name]}=<${operatorTableOutput(name)}>`),
+    );
+  });
+});
+
+it("rate-limit windows: the OpenAPI document's RateLimit-Policy allows exactly the windows a limit can have", () => {
+  const pattern = new RegExp(committedContract().document.components.headers['RateLimit-Policy'].schema.pattern);
+  const windows = [1, 2, 30, 60, 120, 600, 3600, 86400].filter((w) => pattern.test(`"key";q=5;w=${w}`));
+  expect(windows).toEqual([...WINDOW_SECONDS]);
+});
+
+it("roll grace: the console preselects the CLI's default", () => {
+  expect(String(graceField())).toMatch(new RegExp(`<option value="${DEFAULT_GRACE}" selected>`));
+  expect(String(graceField()).match(/selected/g)).toHaveLength(1);
+});
