@@ -22,6 +22,7 @@ import { DataStoreError, DataStoreUnavailableError } from '../shared/data/data-s
 import { serve } from '../lib/local/serve';
 import { formatTable } from '../lib/operator/format';
 import { DEMO_SEED_FILE } from '../lib/local/environment';
+import { LOCAL_API_PORT, LOCAL_CONSOLE_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../lib/local-defaults';
 import { escapeForTerminal, lines, terminal, terminalSafeJson, type TerminalText } from '../lib/operator/terminal';
 import type { ApiKeyRecord } from '../shared/data/repositories/keys';
 import { runConsoleCommand } from '../lib/console/command';
@@ -120,10 +121,13 @@ credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TA
   program
     .command('serve')
     .description('Start the local stack: embedded DynamoDB, demo data, a demo key, the API on http://HOST:PORT/api')
-    .addOption(new Option('--port <port>', 'HTTP port').env('PORT').default(3000).argParser(port))
-    .addOption(new Option('--host <host>', 'HTTP host').env('HOST').default('127.0.0.1'))
+    .addOption(new Option('--port <port>', 'HTTP port').env('PORT').default(LOCAL_API_PORT).argParser(port))
+    .addOption(new Option('--host <host>', 'HTTP host').env('HOST').default(LOCAL_HOST))
     .addOption(
-      new Option('--dynamodb-port <port>', 'embedded DynamoDB port').env('DYNAMODB_PORT').default(8000).argParser(port),
+      new Option('--dynamodb-port <port>', 'embedded DynamoDB port')
+        .env('DYNAMODB_PORT')
+        .default(LOCAL_DYNAMODB_PORT)
+        .argParser(port),
     )
     .addOption(new Option('--dynamodb-endpoint <url>', 'use this DynamoDB instead').env('DYNAMODB_ENDPOINT'))
     .option('--data-dir <dir>', 'keep the embedded DynamoDB data in this directory across restarts')
@@ -131,7 +135,7 @@ credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TA
     .addOption(
       new Option('--console-port <port>', 'settings console port (on 127.0.0.1)')
         .env('CONSOLE_PORT')
-        .default(3001)
+        .default(LOCAL_CONSOLE_PORT)
         .argParser(port),
     )
     .action(serve);
@@ -139,7 +143,7 @@ credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TA
   program
     .command('console')
     .description('Start the settings console: the "API keys" and "API usage" pages in a browser')
-    .addOption(new Option('--port <port>', 'HTTP port').env('CONSOLE_PORT').default(3001).argParser(port))
+    .addOption(new Option('--port <port>', 'HTTP port').env('CONSOLE_PORT').default(LOCAL_CONSOLE_PORT).argParser(port))
     .addOption(
       new Option('--host <host>', 'address to listen on (anything but loopback is reachable from the network)').default(
         '127.0.0.1',

@@ -10,6 +10,9 @@ import { graceField } from '../lib/console/pages';
 import { DEFAULT_GRACE } from '../lib/operator/lifecycle';
 import { operatorTableNames } from '../lib/operator/context';
 import { PROJECT_ROOT } from '../lib/project-paths';
+import { LOCAL_API_PORT, LOCAL_HOST } from '../lib/local-defaults';
+import { LOCAL_STAGE } from '../lib/local/events';
+import { API_STAGE } from '../shared/api/routes';
 import { OPERATOR_TABLES, operatorTableOutput, TABLE_ENV } from '../shared/data/tables';
 import { WINDOW_SECONDS } from '../shared/domain/rate-limit';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../shared/domain/rollups';
@@ -77,6 +80,18 @@ it("rate-limit windows: the OpenAPI document's RateLimit-Policy allows exactly t
   const pattern = new RegExp(committedContract().document.components.headers['RateLimit-Policy'].schema.pattern);
   const windows = [1, 2, 30, 60, 120, 600, 3600, 86400].filter((w) => pattern.test(`"key";q=5;w=${w}`));
   expect(windows).toEqual([...WINDOW_SECONDS]);
+});
+
+it('the stage: deployed, served locally and in the OpenAPI servers', () => {
+  expect(
+    Object.values(resourcesOfType(template, 'AWS::ApiGatewayV2::Stage')).map((stage) => stage.Properties.StageName),
+  ).toEqual([API_STAGE]);
+  expect(LOCAL_STAGE).toBe(API_STAGE);
+  const servers = committedContract().document.servers.map((server: { url: string }) => server.url);
+  expect(servers).toEqual([
+    `http://${LOCAL_HOST}:${LOCAL_API_PORT}/${API_STAGE}`,
+    `https://{api_id}.execute-api.{region}.amazonaws.com/${API_STAGE}`,
+  ]);
 });
 
 it("roll grace: the console preselects the CLI's default", () => {

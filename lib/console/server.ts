@@ -48,6 +48,7 @@ import {
   type Period,
   type UsageFilters,
 } from './usage-data';
+import { LOCAL_CONSOLE_PORT } from '../local-defaults';
 
 type Env = Record<string, string | undefined>;
 
@@ -476,7 +477,7 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
       }
     });
   });
-  server.listen(options.port ?? 3001, host);
+  server.listen(options.port ?? LOCAL_CONSOLE_PORT, host);
   try {
     await once(server, 'listening');
   } catch (error) {

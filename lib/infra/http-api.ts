@@ -11,10 +11,10 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
-import type { RouteDefinition, RouteId } from '../../shared/api/routes';
+import { API_STAGE, type RouteDefinition, type RouteId } from '../../shared/api/routes';
 
 /** The stage name is part of the contract (`{base_url}` ends in `/api`), so it is not a prop. */
-export const API_STAGE_NAME = 'api';
+export const API_STAGE_NAME = API_STAGE;
 
 export interface StageThrottle {
   /** Steady-state requests per second, per route. */

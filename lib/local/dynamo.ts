@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listen } from './listen';
 import dynalite from 'dynalite';
+import { LOCAL_HOST } from '../local-defaults';
 
 export interface EmbeddedDynamo {
   /** `http://127.0.0.1:<port>` */
@@ -27,7 +28,7 @@ export interface EmbeddedDynamoOptions {
 }
 
 /** Always loopback: the store has no authentication of its own. */
-export const EMBEDDED_DYNAMO_HOST = '127.0.0.1';
+export const EMBEDDED_DYNAMO_HOST = LOCAL_HOST;
 
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 

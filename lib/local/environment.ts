@@ -11,8 +11,9 @@ import { createDemoKey } from './demo-key';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
 import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
 import { DEMO_SEED_FILE } from '../project-paths';
+import { LOCAL_API_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../local-defaults';
 
-const LOOPBACK = '127.0.0.1';
+const LOOPBACK = LOCAL_HOST;
 
 export { DEMO_SEED_FILE };
 
@@ -50,7 +51,7 @@ export interface LocalEnvironment {
 export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
   let dynamo: EmbeddedDynamo | undefined;
   let feed: ChangeFeed | undefined;
-  const host = options.host ?? '127.0.0.1';
+  const host = options.host ?? LOCAL_HOST;
   try {
     // The embedded DynamoDB listens on a free port behind the usage change feed, which takes the
     // advertised one: every write to the usage table, whoever makes it, goes through the feed.
@@ -65,14 +66,14 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
       usageTable: operatorTableNames(process.env).usage,
       host: LOOPBACK,
-      port: options.dynamoEndpoint ? 0 : (options.dynamoPort ?? 8000),
+      port: options.dynamoEndpoint ? 0 : (options.dynamoPort ?? LOCAL_DYNAMODB_PORT),
       onError: (error) => process.stderr.write(`Usage change feed: ${(error as Error).message}\n`),
     });
   } catch (error) {
     await dynamo?.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new PortInUseError(
-        `DynamoDB port ${options.dynamoPort ?? 8000} is already in use; set DYNAMODB_PORT to another port`,
+        `DynamoDB port ${options.dynamoPort ?? LOCAL_DYNAMODB_PORT} is already in use; set DYNAMODB_PORT to another port`,
         { cause: error },
       );
     }
@@ -97,7 +98,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     const demoBranchId = seeded.branch_ids[0]!;
     const demoKey = await createDemoKey(operator, demoBranchId);
     const gateway = await startGateway({
-      port: options.port ?? 3000,
+      port: options.port ?? LOCAL_API_PORT,
       host,
       ...(options.staticFiles ? { staticFiles: options.staticFiles } : {}),
     });

@@ -7,8 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import type { ApiEvent } from '../../shared/api/http/response';
+import { API_STAGE } from '../../shared/api/routes';
 
-export const LOCAL_STAGE = 'api';
+export const LOCAL_STAGE = API_STAGE;
 
 export interface EventInput {
   method?: string;

@@ -21,6 +21,7 @@ import {
 import { buildContext, buildEvent, LOCAL_STAGE } from './events';
 import { invokeFunction } from './invoke';
 import { PROJECT_ROOT } from '../project-paths';
+import { LOCAL_API_PORT, LOCAL_HOST } from '../local-defaults';
 import { answerOversizedHeaders, HEADER_LIMIT } from './header-limit';
 
 export { PROJECT_ROOT };
@@ -85,7 +86,7 @@ const send = (response: ServerResponse, result: StaticResponse | ApiResponse): v
 
 export const startGateway = async (options: GatewayOptions = {}): Promise<Gateway> => {
   const functions = await loadFunctions();
-  const host = options.host ?? '127.0.0.1';
+  const host = options.host ?? LOCAL_HOST;
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const method = request.method ?? 'GET';
@@ -134,7 +135,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
   server.keepAliveTimeout = 5_000;
   let port: number;
   try {
-    port = await listen(server, options.port ?? 3000, host);
+    port = await listen(server, options.port ?? LOCAL_API_PORT, host);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new PortInUseError(`Port ${options.port} on ${host} is already in use; set PORT to another port`, {

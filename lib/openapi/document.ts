@@ -12,7 +12,8 @@ import { DEFAULT_LIMIT, LIMIT_PATTERN, MAX_LIMIT } from '../../shared/api/http/p
 import { MAX_REQUEST_HEADER_BYTES } from '../../shared/api/http/request-limits';
 import { COMMON_HEADERS } from '../../shared/api/http/response';
 import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-headers';
-import { routes, type RouteDefinition, type RouteId } from '../../shared/api/routes';
+import { API_STAGE, routes, type RouteDefinition, type RouteId } from '../../shared/api/routes';
+import { localBaseUrl } from '../local-defaults';
 import { BranchSchema, listSchema, MemberSchema, PaymentProviderSchema, SCOPES } from '../../shared/domain/schemas';
 import {
   buildErrorResponses,
@@ -199,9 +200,9 @@ export const buildOpenApiDocument = (): Json => ({
   info: { title: 'Branch API', version: API_VERSION, description: DESCRIPTION },
   servers: [
     // Plain text: Swagger UI shows server descriptions as they are, not as Markdown.
-    { url: 'http://127.0.0.1:3000/api', description: 'Local stack (npm start)' },
+    { url: localBaseUrl(), description: 'Local stack (npm start)' },
     {
-      url: 'https://{api_id}.execute-api.{region}.amazonaws.com/api',
+      url: `https://{api_id}.execute-api.{region}.amazonaws.com/${API_STAGE}`,
       description: 'Deployed: the HTTP API of the CDK stack, stage api',
       variables: {
         api_id: { default: 'api_id', description: 'Id of the API Gateway HTTP API (a CDK stack output)' },

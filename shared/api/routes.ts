@@ -36,6 +36,9 @@ export interface RouteDefinition {
 
 export type RouteId = RouteDefinition['id'];
 
+/** The stage every route is served under: `{base_url}` ends in `/api`, deployed and locally (docs/decisions.md "HTTP contract"). */
+export const API_STAGE = 'api';
+
 export const routes: readonly RouteDefinition[] = [
   {
     id: 'GetBranch',
