@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { generateApiKey, hashApiKey } from '../../shared/domain/api-key';
 import type { SeedBranch, SeedFile } from '../../shared/domain/schemas';
 import { DEMO_SEED_FILE, PROJECT_ROOT } from '../../lib/project-paths';
+import { routeKey, routes, type RouteId } from '../../shared/api/routes';
 
 export { PROJECT_ROOT };
 
@@ -14,7 +15,7 @@ export const demoBranch: SeedBranch = (JSON.parse(readFileSync(seedFile, 'utf8')
 /** An active provider of the demo branch (GET /v1/payment-providers/{id}). */
 export const providerId = demoBranch.payment_providers.find((provider) => provider.active)!.id;
 
-export type EndpointName = 'GetBranch' | 'ListMembers' | 'ListPaymentProviders' | 'GetPaymentProvider';
+export type EndpointName = RouteId;
 
 export interface Endpoint {
   name: EndpointName;
@@ -24,17 +25,16 @@ export interface Endpoint {
   pathParameters?: Record<string, string>;
 }
 
-export const ENDPOINTS: readonly Endpoint[] = [
-  { name: 'GetBranch', path: '/v1/branch', routeKey: 'GET /v1/branch' },
-  { name: 'ListMembers', path: '/v1/members', routeKey: 'GET /v1/members' },
-  { name: 'ListPaymentProviders', path: '/v1/payment-providers', routeKey: 'GET /v1/payment-providers' },
-  {
-    name: 'GetPaymentProvider',
-    path: `/v1/payment-providers/${providerId}`,
-    routeKey: 'GET /v1/payment-providers/{id}',
-    pathParameters: { id: providerId },
-  },
-];
+/** One request per route of the route table; the one path parameter is the demo provider's id. */
+export const ENDPOINTS: readonly Endpoint[] = routes.map((route) => {
+  const pathParameters = route.path.includes('{id}') ? { id: providerId } : undefined;
+  return {
+    name: route.id,
+    path: route.path.replace('{id}', providerId),
+    routeKey: routeKey(route),
+    ...(pathParameters ? { pathParameters } : {}),
+  };
+});
 
 /** A key value and its stored record, for the canned responder (the e2e parts create a real one). */
 export const benchKey = (() => {
