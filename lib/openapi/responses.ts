@@ -85,6 +85,7 @@ export const errorSchemaFor = (codes: readonly ErrorCode[]) => {
 };
 
 const header = (description: string, schema: Json): Json => ({ description, required: true, schema });
+const DEFAULT_POLICY = parseRateLimit(DEFAULT_RATE_LIMIT);
 
 /**
  * The rate-limit fields (draft-ietf-httpapi-ratelimit-headers). Not required on most responses: a
@@ -99,9 +100,7 @@ const RATE_LIMIT_HEADERS: Record<string, Json> = {
     schema: {
       type: 'string',
       pattern: `^"key";q=[1-9][0-9]*;w=(${WINDOW_SECONDS.join('|')})$`,
-      examples: [
-        `"key";q=${parseRateLimit(DEFAULT_RATE_LIMIT).limit};w=${parseRateLimit(DEFAULT_RATE_LIMIT).windowSeconds}`,
-      ],
+      examples: [`"key";q=${DEFAULT_POLICY.limit};w=${DEFAULT_POLICY.windowSeconds}`],
     },
   },
   RateLimit: {
@@ -138,7 +137,8 @@ const HEADERS: Record<string, Json> = {
   [API_KEY_EXPIRES_HEADER]: {
     ...header(
       'When the API key expires (ISO 8601, UTC): on every response to a key that has an expiry, once the key ' +
-        'has been found, success or error. A rolled key announces the end of its grace period here.',
+        'has been found, success or error (not on those answered before any key is read). A rolled key announces ' +
+        'the end of its grace period here.',
       { type: 'string', format: 'date-time', examples: ['2027-01-31T23:59:59.000Z'] },
     ),
     required: false,
