@@ -20,6 +20,12 @@ import {
 } from '../../shared/data/tables';
 import type { ApiTables } from './api-function';
 
+/**
+ * Tables that hold nothing to recover or keep (rate-limit counters live for one window): no
+ * point-in-time recovery, destroyed with the stack. Every other table is retained and protected.
+ */
+export const EPHEMERAL_TABLES: readonly (keyof ApiTables)[] = ['rateLimits'];
+
 export interface DataTablesProps {
   /**
    * Delete the tables with the stack, and drop their deletion protection.

@@ -389,7 +389,11 @@ describe('ApiFunction.bindTables', () => {
   const bind = (access: Parameters<ApiFunction['bindTables']>[2]) => () => {
     const scope = new Stack(newApp(), 'Bind');
     const tables = new DataTables(scope, 'Tables');
-    new ApiFunction(scope, 'GetBranch', { entry: 'functions/get-branch.ts' }).bindTables(tables, 90, access);
+    new ApiFunction(scope, 'GetBranch', { entry: 'functions/get-branch.ts', reservedConcurrency: 1 }).bindTables(
+      tables,
+      90,
+      access,
+    );
   };
 
   it('refuses an index the table does not have', () => {

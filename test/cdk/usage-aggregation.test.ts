@@ -142,6 +142,7 @@ describe('props', () => {
     new UsageAggregation(scope, 'Aggregation', {
       usageTable: table('Usage'),
       rollupsTable: table('Rollups'),
+      reservedConcurrency: 5,
       ...props,
     });
     return Template.fromStack(scope);
