@@ -17,7 +17,11 @@ export const CONTEXT_KEYS = [
   'defaultRateLimit',
   'logLevel',
   'alarmTopicArn',
+  'alarmEmail',
   'serverErrorRatePercent',
+  'reservedConcurrencyEndpoint',
+  'reservedConcurrencyFallback',
+  'reservedConcurrencyAggregator',
 ] as const;
 
 export interface AppSettings {
@@ -39,6 +43,18 @@ const toBoolean = (key: string, value: unknown): boolean => {
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
   return invalid(key, value, 'true or false');
+};
+
+type Optional = <T>(key: (typeof CONTEXT_KEYS)[number], parse: (key: string, value: unknown) => T) => T | undefined;
+
+/** `reservedConcurrency{Endpoint,Fallback,Aggregator}`, each optional. */
+const reservedConcurrencyOf = (optional: Optional) => {
+  const entries = Object.entries({
+    endpoint: optional('reservedConcurrencyEndpoint', toNumber),
+    fallback: optional('reservedConcurrencyFallback', toNumber),
+    aggregator: optional('reservedConcurrencyAggregator', toNumber),
+  }).filter(([, value]) => value !== undefined);
+  return entries.length === 0 ? undefined : Object.fromEntries(entries);
 };
 
 export const readAppSettings = (node: Node): AppSettings => {
@@ -65,6 +81,8 @@ export const readAppSettings = (node: Node): AppSettings => {
     defaultRateLimit: optional('defaultRateLimit', (_key, value) => String(value)),
     logLevel: optional('logLevel', (_key, value) => String(value).toUpperCase() as PowertoolsLogLevel),
     alarmTopicArn: optional('alarmTopicArn', (_key, value) => String(value)),
+    alarmEmail: optional('alarmEmail', (_key, value) => String(value)),
+    reservedConcurrency: reservedConcurrencyOf(optional),
     serverErrorRatePercent: optional('serverErrorRatePercent', toNumber),
   };
   return {
