@@ -41,8 +41,12 @@ export const stackCounts = (): StackCounts => {
   };
 };
 
-export const COUNTS_START = '<!-- generated:counts (npm run docs:counts) -->';
-export const COUNTS_END = '<!-- /generated:counts -->';
+/** Markers of a generated block named `name` (`counts`, `checks`). */
+export const markers = (name: string) => ({
+  start: `<!-- generated:${name} (npm run docs:counts) -->`,
+  end: `<!-- /generated:${name} -->`,
+});
+export const { start: COUNTS_START, end: COUNTS_END } = markers('counts');
 
 /** A table padded as Prettier pads it, so the generated block is stable under `prettier --check`. */
 const markdownTable = (rows: string[][]): string[] => {
@@ -66,10 +70,13 @@ export const renderCounts = (counts: StackCounts): string =>
     COUNTS_END,
   ].join('\n');
 
-/** `text` with its generated block replaced by `block`; undefined when it has no markers. */
-export const withCounts = (text: string, block: string): string | undefined => {
-  const start = text.indexOf(COUNTS_START);
-  const end = text.indexOf(COUNTS_END);
+/** `text` with its generated block `name` replaced by `block` (which starts and ends with the markers); undefined when it has none. */
+export const withGenerated = (text: string, name: string, block: string): string | undefined => {
+  const { start: open, end: close } = markers(name);
+  const start = text.indexOf(open);
+  const end = text.indexOf(close);
   if (start === -1 || end < start) return undefined;
-  return text.slice(0, start) + block + text.slice(end + COUNTS_END.length);
+  return text.slice(0, start) + block + text.slice(end + close.length);
 };
+
+export const withCounts = (text: string, block: string) => withGenerated(text, 'counts', block);

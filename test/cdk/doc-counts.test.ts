@@ -6,7 +6,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { routes } from '../../shared/api/routes';
 import { tableDefinitions } from '../../shared/data/tables';
-import { COUNTS_END, COUNTS_START, renderCounts, stackCounts, withCounts } from '../../lib/infra/counts';
+import {
+  COUNTS_END,
+  COUNTS_START,
+  markers,
+  renderCounts,
+  stackCounts,
+  withCounts,
+  withGenerated,
+} from '../../lib/infra/counts';
+import { renderChecks } from '../../lib/verify/checks/index';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const counts = stackCounts();
@@ -25,6 +34,12 @@ describe('generated counts', () => {
   it.each(['README.md', 'docs/deploy.md'])('are current in %s (npm run docs:counts)', (doc) => {
     const text = readFileSync(join(ROOT, doc), 'utf8');
     expect(withCounts(text, block)).toBe(text);
+  });
+
+  it('list every offline check of the verifier in docs/deploy.md', () => {
+    const text = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+    const { start, end } = markers('checks');
+    expect(withGenerated(text, 'checks', renderChecks(start, end))).toBe(text);
   });
 
   it('are rewritten when stale, and a doc without markers is told apart', () => {

@@ -13,3 +13,7 @@ export const TEMPLATE_CHECKS: readonly TemplateCheck[] = [
   ...tableChecks,
   ...alarmChecks,
 ];
+
+/** The checks as a Markdown list for docs/deploy.md (`npm run docs:counts` writes it). */
+export const renderChecks = (start: string, end: string): string =>
+  [start, '', ...TEMPLATE_CHECKS.map((check) => `- \`${check.name}\`: ${check.description}.`), '', end].join('\n');
