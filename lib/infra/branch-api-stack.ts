@@ -218,6 +218,8 @@ export class BranchApiStack extends Stack {
     Tags.of(this).add('service', 'branch-api');
 
     this.tables = new DataTables(this, 'Tables', { destroyData: settings.destroyData });
+    // Read by the verifier: a throwaway stack's tables are meant to go with it.
+    if (settings.destroyData) this.templateOptions.metadata = { BranchApi: { destroyData: true } };
 
     const functionOptions = { logRetention: settings.logRetention, logLevel: settings.logLevel };
     const reserved = settings.reservedConcurrency;

@@ -77,6 +77,8 @@ export interface TemplateAlarm {
 
 export interface Assembly {
   stack: string;
+  /** The template's own Metadata section (the stack states `BranchApi.destroyData` there). */
+  metadata: Json;
   resources: Record<string, Json>;
   tables: TemplateTable[];
   functions: TemplateFunction[];
@@ -308,6 +310,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
 
   return {
     stack,
+    metadata: (template?.Metadata ?? {}) as Json,
     resources,
     tables,
     functions,

@@ -118,6 +118,8 @@ describe('app context (cdk deploy -c ...)', () => {
         logLevel: 'debug',
         alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
         serverErrorRatePercent: '1',
+        reservedConcurrencyEndpoint: '40',
+        reservedConcurrencyAggregator: '2',
       }),
     ).toEqual({
       stage: 'dev',
@@ -130,6 +132,7 @@ describe('app context (cdk deploy -c ...)', () => {
         logLevel: 'DEBUG',
         alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
         serverErrorRatePercent: 1,
+        reservedConcurrency: { endpoint: 40, aggregator: 2 },
       },
     });
   });
@@ -139,6 +142,7 @@ describe('app context (cdk deploy -c ...)', () => {
     [{ throttleRate: 'fast' }, /Context option throttleRate must be a number, got "fast"/],
     [{ usageRetentionDays: '' }, /Context option usageRetentionDays must be a number/],
     [{ stage: 'Prod_1' }, /Context option stage must be lower-case letters/],
+    [{ reservedConcurrencyFallback: 'many' }, /Context option reservedConcurrencyFallback must be a number/],
   ])('rejects %j', (context, message) => {
     expect(() => settingsFrom(context)).toThrow(message);
   });
@@ -172,5 +176,12 @@ describe('alarm notifications', () => {
     for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(alarm.Properties.AlarmActions).toEqual([arn]);
     }
+  });
+});
+
+describe('a throwaway stack', () => {
+  it('says so in its template metadata, which the verifier reads before it asks for retained tables', () => {
+    expect(buildStack({ destroyData: true }).template.toJSON().Metadata).toEqual({ BranchApi: { destroyData: true } });
+    expect(buildStack().template.toJSON().Metadata).toBeUndefined();
   });
 });

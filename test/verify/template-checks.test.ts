@@ -418,6 +418,19 @@ describe('each seeded kind of defect is reported by a line naming its check', ()
   });
 });
 
+describe('a throwaway stack (destroyData)', () => {
+  it('may delete its tables with it, as it says in its metadata', () => {
+    const mutated = structuredClone(template) as Template & { Metadata?: unknown };
+    for (const resource of Object.values(mutated.Resources).filter((r) => r.Type === TABLE)) {
+      resource.DeletionPolicy = 'Delete';
+      resource.Properties.DeletionProtectionEnabled = false;
+    }
+    expect(check(mutated).map((d) => d.check)).toContain('table-retention');
+    mutated.Metadata = { BranchApi: { destroyData: true } };
+    expect(check(mutated)).toEqual([]);
+  });
+});
+
 describe('a malformed or surprising template', () => {
   it('is reported, never thrown: every resource without properties', () => {
     const mutated = structuredClone(template);

@@ -41,7 +41,7 @@ const templateKey = (schema: unknown, attributes: Json[]) => {
 const tableCheck = (
   name: string,
   description: string,
-  problem: (definition: TableDefinition, resource: Json) => string | undefined,
+  problem: (definition: TableDefinition, resource: Json, context: CheckContext) => string | undefined,
 ): TemplateCheck => ({
   name,
   description,
@@ -52,7 +52,7 @@ const tableCheck = (
         return name === 'table-key-schema'
           ? [defect(context.assembly.stack, `no table for the ${definition.name} definition`)]
           : [];
-      const reason = problem(definition, found[1]);
+      const reason = problem(definition, found[1], context);
       return reason ? [defect(found[0], `${definition.name} table: ${reason}`)] : [];
     }),
 });
@@ -114,10 +114,14 @@ export const tableChecks: readonly TemplateCheck[] = [
         ? undefined
         : 'point-in-time recovery is off',
   ),
-  tableCheck('table-retention', 'retained with the stack deleted, and deletion-protected', (definition, resource) => {
-    if (ephemeral(definition)) return undefined;
-    if (resource.DeletionPolicy !== 'Retain')
-      return `deletion policy ${resource.DeletionPolicy ?? 'Delete (the default)'}, expected Retain`;
-    return resource.Properties?.DeletionProtectionEnabled === true ? undefined : 'deletion protection is off';
-  }),
+  tableCheck(
+    'table-retention',
+    'retained with the stack deleted, and deletion-protected (unless the stack says `destroyData`)',
+    (definition, resource, context) => {
+      if (ephemeral(definition) || context.assembly.metadata.BranchApi?.destroyData === true) return undefined;
+      if (resource.DeletionPolicy !== 'Retain')
+        return `deletion policy ${resource.DeletionPolicy ?? 'Delete (the default)'}, expected Retain`;
+      return resource.Properties?.DeletionProtectionEnabled === true ? undefined : 'deletion protection is off';
+    },
+  ),
 ];
