@@ -13,7 +13,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { API_TABLES, TABLE_ENV } from '../../shared/data/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
-import { readAssembly, LOCAL_REGION, Resolver, type Assembly } from './assembly';
+import { readAssembly, LOCAL_REGION, Resolver, type Assembly, type TemplateRoute } from './assembly';
 import { checkAlarms, checkIam, type Defect } from './checks';
 import { TEMPLATE_CHECKS } from './checks/index';
 import { readOpenApi, runTemplateChecks } from './checks/table';
@@ -50,10 +50,12 @@ interface Run {
   raw: DynamoDBClient;
   hosts: Map<string, FunctionHost>;
   defects: Defect[];
+  /** Request id → the template route that served it (not `$default`). */
+  served: Map<string, TemplateRoute>;
 }
 
 /** Every route with every documented error, then each successful call again with its writes failing. */
-const playScenario = async ({ assembly, raw, hosts, defects }: Run) => {
+const playScenario = async ({ assembly, raw, hosts, defects, served }: Run) => {
   const tables = tableNamesOf(assembly);
   if (!tables) {
     defects.push({
@@ -70,12 +72,14 @@ const playScenario = async ({ assembly, raw, hosts, defects }: Run) => {
       return defects.push({ resource: assembly.stack, reason: `no route serves ${one.method} ${one.path}` });
     const host = hosts.get(selected.route.functionLogicalId);
     if (!host || host.importError) return;
+    const requestId = randomUUID();
+    if (selected.route.routeKey !== '$default') served.set(requestId, selected.route);
     const event = buildEvent({
       method: one.method,
       path: one.path,
       stage: assembly.stageName,
       routeKey: selected.route.routeKey,
-      requestId: randomUUID(),
+      requestId,
       headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}) },
       ...(one.query ? { query: one.query } : {}),
       ...(selected.pathParameters ? { pathParameters: selected.pathParameters } : {}),
@@ -156,6 +160,28 @@ const feedStreams = async ({ assembly, hosts, defects }: Run) => {
   return { streams, destinations };
 };
 
+/**
+ * Each route reaches the code written for it: the usage record of a call names the route template
+ * its handler serves (shared/api/routes.ts), which must be the route API Gateway matched.
+ */
+const checkRouteWiring = ({ hosts, defects, served }: Run) => {
+  const reported = new Set<string>();
+  for (const write of [...hosts.values()].flatMap((host) => host.proxy.writes)) {
+    const image = write.newImage as Record<string, { S?: string }> | undefined;
+    const route = served.get(image?.request_id?.S ?? '');
+    const recorded = image?.route?.S;
+    if (!route || recorded === undefined || reported.has(route.logicalId)) continue;
+    const path = route.routeKey.split(' ')[1];
+    if (recorded !== route.routeKey && recorded !== path) {
+      reported.add(route.logicalId);
+      defects.push({
+        resource: route.logicalId,
+        reason: `route ${route.routeKey} reaches code that serves ${recorded} (its usage record says so)`,
+      });
+    }
+  }
+};
+
 const operationCounts = (assembly: Assembly, hosts: Map<string, FunctionHost>) => {
   const operations: VerifyReport['operations'] = {};
   for (const host of hosts.values()) {
@@ -209,13 +235,14 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
     region: LOCAL_REGION,
     credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
   });
-  const run: Run = { assembly, raw, hosts: new Map(), defects };
+  const run: Run = { assembly, raw, hosts: new Map(), defects, served: new Map() };
   let unused: string[] = [];
   try {
     await phase(run, 'creating the tables', () => createTables(run));
     await phase(run, 'starting the functions', () => startFunctions(run, dynamo.endpoint));
     await phase(run, 'the scenario', () => playScenario(run));
     const fed = await phase(run, 'the stream feed', () => feedStreams(run));
+    await phase(run, 'the route wiring check', async () => checkRouteWiring(run));
     await phase(run, 'the IAM and alarm checks', async () => {
       const iam = checkIam(
         assembly,

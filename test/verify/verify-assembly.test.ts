@@ -206,6 +206,20 @@ describe('seeded defects are reported', () => {
   }, 60_000);
 });
 
+describe('the route wiring', () => {
+  it('a route integrated with the function of another route is named by the usage record its call left', async () => {
+    const mutated = await verifyMutated((template) => {
+      const integration = idOf(template, 'AWS::ApiGatewayV2::Integration', 'ApiHttpApiGETv1branchGetBranch');
+      const members = idOf(template, 'AWS::Lambda::Function', 'ListMembersFunction');
+      template.Resources[integration]!.Properties.IntegrationUri = { 'Fn::GetAtt': [members, 'Arn'] };
+    });
+    expect(runDefects(mutated)).toContainEqual({
+      resource: expect.stringMatching(/^ApiHttpApiGETv1branch/),
+      reason: expect.stringMatching(/route GET \/v1\/branch reaches code that serves .*\/v1\/members/),
+    });
+  }, 60_000);
+});
+
 describe('a template the scenario cannot run on', () => {
   it('a changed table key schema is reported, not a crash of the seeding', async () => {
     const mutated = await verifyMutated((template) => {
