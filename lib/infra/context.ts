@@ -57,6 +57,16 @@ const reservedConcurrencyOf = (optional: Optional) => {
   return entries.length === 0 ? undefined : Object.fromEntries(entries);
 };
 
+/**
+ * Account and region of the deploy environment (the CDK CLI sets CDK_DEFAULT_* from the
+ * credentials and AWS_REGION/profile in use); without them (offline synth) the stack is
+ * environment-agnostic. Never a pinned region.
+ */
+export const deployEnvironment = (env: Readonly<Record<string, string | undefined>>) => ({
+  account: env.CDK_DEFAULT_ACCOUNT,
+  region: env.CDK_DEFAULT_REGION,
+});
+
 export const readAppSettings = (node: Node): AppSettings => {
   const get = (key: (typeof CONTEXT_KEYS)[number]): unknown => node.tryGetContext(key);
   const stage = get('stage') ?? 'prod';

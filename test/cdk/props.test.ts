@@ -5,7 +5,7 @@
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BranchApiStack, resolveStackSettings, type BranchApiStackProps } from '../../lib/infra/branch-api-stack';
-import { readAppSettings } from '../../lib/infra/context';
+import { deployEnvironment, readAppSettings } from '../../lib/infra/context';
 import { buildStack, newApp, resourcesOfType } from './support';
 
 describe('stack props', () => {
@@ -183,5 +183,20 @@ describe('a throwaway stack', () => {
   it('says so in its template metadata, which the verifier reads before it asks for retained tables', () => {
     expect(buildStack({ destroyData: true }).template.toJSON().Metadata).toEqual({ BranchApi: { destroyData: true } });
     expect(buildStack().template.toJSON().Metadata).toBeUndefined();
+  });
+});
+
+describe('the deploy environment', () => {
+  it('gives the region and account of the credentials in use, and none offline', () => {
+    expect(deployEnvironment({ CDK_DEFAULT_REGION: 'eu-west-3', CDK_DEFAULT_ACCOUNT: '111111111111' })).toEqual({
+      region: 'eu-west-3',
+      account: '111111111111',
+    });
+    expect(deployEnvironment({})).toEqual({ region: undefined, account: undefined });
+  });
+
+  it('leaves no region in the template: every ARN and URL takes the deployed one', () => {
+    const text = JSON.stringify(buildStack().template.toJSON());
+    expect(text).not.toMatch(/\b(us|eu|ap|sa|ca|me|af|il|mx)-(east|west|north|south|central|northeast|southeast)-\d\b/);
   });
 });
