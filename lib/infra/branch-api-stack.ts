@@ -218,8 +218,6 @@ export class BranchApiStack extends Stack {
     Tags.of(this).add('service', 'branch-api');
 
     this.tables = new DataTables(this, 'Tables', { destroyData: settings.destroyData });
-    // Read by the verifier: a throwaway stack's tables are meant to go with it.
-    if (settings.destroyData) this.templateOptions.metadata = { BranchApi: { destroyData: true } };
 
     const functionOptions = { logRetention: settings.logRetention, logLevel: settings.logLevel };
     const reserved = settings.reservedConcurrency;
@@ -250,6 +248,10 @@ export class BranchApiStack extends Stack {
     });
 
     const topic = this.alarmTopic(settings);
+    // Read by the verifier: a throwaway stack's tables are meant to go with it, and alarms must
+    // notify when the deployer gave somewhere to send them.
+    const intent = { ...(settings.destroyData ? { destroyData: true } : {}), ...(topic ? { alarmTopic: true } : {}) };
+    if (Object.keys(intent).length > 0) this.templateOptions.metadata = { BranchApi: intent };
     const alarmTopic = topic ? { alarmTopic: topic } : {};
     this.usageAggregation = new UsageAggregation(this, 'UsageAggregation', {
       usageTable: this.tables.usage,

@@ -180,8 +180,11 @@ describe('alarm notifications', () => {
 });
 
 describe('a throwaway stack', () => {
-  it('says so in its template metadata, which the verifier reads before it asks for retained tables', () => {
+  it('says so in its template metadata (as does a stack given an alarm topic), which the verifier reads', () => {
     expect(buildStack({ destroyData: true }).template.toJSON().Metadata).toEqual({ BranchApi: { destroyData: true } });
+    expect(buildStack({ alarmEmail: 'ops@example.com' }).template.toJSON().Metadata).toEqual({
+      BranchApi: { alarmTopic: true },
+    });
     expect(buildStack().template.toJSON().Metadata).toBeUndefined();
   });
 });

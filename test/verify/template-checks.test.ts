@@ -431,6 +431,16 @@ describe('a throwaway stack (destroyData)', () => {
   });
 });
 
+describe('alarm notifications the deployer asked for', () => {
+  it('are reported missing when the stack says a topic was given but no alarm notifies it', () => {
+    const mutated = structuredClone(template) as Template & { Metadata?: unknown };
+    mutated.Metadata = { BranchApi: { alarmTopic: true } };
+    const defects = check(mutated).filter((d) => d.check === 'alarm-actions');
+    expect(defects.length).toBe(Object.values(template.Resources).filter((r) => r.Type === ALARM).length);
+    expect(defects[0]!.reason).toBe('notifies nobody, though the deployer gave an alarm topic');
+  });
+});
+
 describe('a malformed or surprising template', () => {
   it('is reported, never thrown: every resource without properties', () => {
     const mutated = structuredClone(template);

@@ -174,15 +174,18 @@ const alarmMissingData: TemplateCheck = {
 
 const alarmActions: TemplateCheck = {
   name: 'alarm-actions',
-  description: 'when the deployer gave a topic, every alarm notifies it on alarm and on recovery',
+  description:
+    'when the deployer gave a topic (the stack says so in its metadata), every alarm notifies it on alarm and on recovery',
   run: (context) => {
     const alarms = alarmsOf(context);
     const key = (value: unknown) => JSON.stringify(value);
     const topics = new Set(
       alarms.flatMap(({ props }) => [...asList(props.AlarmActions), ...asList(props.OKActions)].map(key)),
     );
+    const given = context.assembly.metadata.BranchApi?.alarmTopic === true;
     return alarms.flatMap(({ id, props }) => {
       if (props.ActionsEnabled === false) return [defect(id, 'its actions are disabled')];
+      if (given && topics.size === 0) return [defect(id, 'notifies nobody, though the deployer gave an alarm topic')];
       const missing = [...topics].filter(
         (topic) =>
           !asList(props.AlarmActions).map(key).includes(topic) || !asList(props.OKActions).map(key).includes(topic),
