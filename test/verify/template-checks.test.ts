@@ -245,6 +245,20 @@ const KINDS: [string, (r: Resources) => void, string, string, RegExp][] = [
     /no on-failure destination/,
   ],
   [
+    'an unencrypted failure queue',
+    (r) => delete props(r, 'AWS::SQS::Queue').SqsManagedSseEnabled,
+    'stream-failure-queue',
+    'UsageAggregation',
+    /failure queue \w+ is not encrypted/,
+  ],
+  [
+    'a failure queue keeping messages 4 days',
+    (r) => delete props(r, 'AWS::SQS::Queue').MessageRetentionPeriod,
+    'stream-failure-queue',
+    'UsageAggregation',
+    /keeps messages 345600 s, expected 1209600/,
+  ],
+  [
     'the event filter removed (TTL deletions invoke the aggregator)',
     (r) => delete mapping(r).FilterCriteria,
     'stream-filter',

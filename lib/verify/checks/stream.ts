@@ -52,6 +52,24 @@ const everyStreamConsumed: TemplateCheck = {
   },
 };
 
+/** SQS's longest retention: a failed batch waits two weeks for someone to look. */
+const FOURTEEN_DAYS = 14 * 24 * 3600;
+
+const failureQueue = mappingCheck(
+  'stream-failure-queue',
+  'a failure queue is encrypted and keeps messages 14 days',
+  (props, context) => {
+    const target = targetOf(props.DestinationConfig?.OnFailure?.Destination) ?? '';
+    const queue = context.assembly.resources[target];
+    if (queue?.Type !== 'AWS::SQS::Queue') return undefined;
+    const q = (queue.Properties ?? {}) as Json;
+    if (q.SqsManagedSseEnabled !== true && !q.KmsMasterKeyId) return `failure queue ${target} is not encrypted`;
+    return Number(q.MessageRetentionPeriod) === FOURTEEN_DAYS
+      ? undefined
+      : `failure queue ${target} keeps messages ${q.MessageRetentionPeriod ?? 345_600} s, expected ${FOURTEEN_DAYS} (14 days)`;
+  },
+);
+
 export const streamChecks: readonly TemplateCheck[] = [
   everyStreamConsumed,
   mappingCheck('stream-enabled', 'the mapping is enabled', (props) =>
@@ -112,6 +130,7 @@ export const streamChecks: readonly TemplateCheck[] = [
         : `on-failure destination ${target} is not a queue or topic of the stack`;
     },
   ),
+  failureQueue,
   mappingCheck(
     'stream-filter',
     `only the events the aggregator handles invoke it (eventName ${AGGREGATED_EVENT_NAMES.join(', ')}; TTL deletions do not)`,
