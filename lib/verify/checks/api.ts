@@ -5,7 +5,7 @@
  */
 import { API_STAGE_NAME } from '../../infra/http-api';
 import type { Json } from '../assembly';
-import { asList, defect, resourcesOf, targetOf, type CheckContext, type TemplateCheck } from './table';
+import { defect, resourcesOf, targetOf, type CheckContext, type TemplateCheck } from './table';
 
 /** API Gateway's integration timeout when the template sets none (HTTP APIs: at most 30 s). */
 const DEFAULT_INTEGRATION_TIMEOUT_MS = 30_000;
@@ -20,11 +20,10 @@ const routeKeysOfOpenApi = (openapi: Json): Set<string> =>
   );
 
 /** Every route of the template with its integration and the function behind it. */
-const routesWithIntegrations = ({ assembly }: CheckContext) =>
+const routesWithIntegrations = ({ assembly, resolver }: CheckContext) =>
   resourcesOf(assembly, 'AWS::ApiGatewayV2::Route').map(([id, route]) => {
-    const target = typeof route.Target === 'string' ? route.Target : JSON.stringify(route.Target ?? '');
-    const integrationId =
-      /integrations\/(\w+)/.exec(target)?.[1] ?? targetOf(asList<Json>(route.Target?.['Fn::Join']?.[1])[1]);
+    // `integrations/<id>`, the integration's Ref resolving to its logical id.
+    const integrationId = /^integrations\/(.+)$/.exec(resolver.resolve(route.Target) ?? '')?.[1];
     const integration = integrationId ? assembly.resources[integrationId] : undefined;
     const functionId = targetOf(integration?.Properties?.IntegrationUri);
     return { id, routeKey: String(route.RouteKey ?? ''), integrationId, integration, functionId };
