@@ -6,15 +6,14 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { BranchApiStack } from '../lib/infra/branch-api-stack';
-import { readAppSettings } from '../lib/infra/context';
+import { deployEnvironment, readAppSettings } from '../lib/infra/context';
 
 const app = new App();
 const { stage, stackProps } = readAppSettings(app.node);
 
 new BranchApiStack(app, `BranchApi-${stage}`, {
   ...stackProps,
-  // Account and region of the credentials in use; without credentials (offline synth), env-agnostic.
-  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  env: deployEnvironment(process.env),
 });
 
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

@@ -39,10 +39,12 @@ if (json) {
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 } else {
   for (const defect of report.defects)
-    process.stdout.write(`DEFECT ${escapeForTerminal(defect.resource)}: ${escapeForTerminal(defect.reason)}\n`);
+    process.stdout.write(
+      `DEFECT ${defect.check ? `[${escapeForTerminal(defect.check)}] ` : ''}${escapeForTerminal(defect.resource)}: ${escapeForTerminal(defect.reason)}\n`,
+    );
   const lines = [
     '',
-    `${report.stack}: ${report.functions} functions, ${report.invocations} invocations, ${report.alarms} alarms checked, ` +
+    `${report.stack}: ${report.checks} offline checks, ${report.functions} functions, ${report.invocations} invocations, ${report.alarms} alarms checked, ` +
       `${(report.elapsedMs / 1000).toFixed(1)} s`,
     'DynamoDB operations observed per function:',
     ...Object.entries(report.operations).map(

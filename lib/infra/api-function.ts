@@ -13,7 +13,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { DEFAULT_RATE_LIMIT } from '../../shared/domain/rate-limit';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/domain/telemetry';
+import { SERVICE_NAME } from '../../shared/domain/telemetry';
 import type { TableAccess } from '../../shared/api/routes';
 import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/data/tables';
 import { PROJECT_ROOT } from '../project-paths';
@@ -22,6 +22,8 @@ export { PROJECT_ROOT };
 
 /** Lambda runtime of every function; local development runs the same Node major (docs/toolchain.md). */
 export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;
+/** Architecture of every function: the bundles and the bench figures are Graviton (arm64). */
+export const FUNCTION_ARCHITECTURE = lambda.Architecture.ARM_64;
 
 /** Each bundle (`index.mjs`) must stay within this many bytes: it is what a cold start parses. */
 export const BUNDLE_BUDGET_BYTES = 360 * 1024;
@@ -88,6 +90,11 @@ export interface ApiFunctionProps {
    */
   readonly timeout?: Duration;
   /**
+   * Concurrent executions reserved for this function: its floor and its ceiling, so neither the
+   * API nor the aggregator can starve the other (docs/deploy.md "Concurrency").
+   */
+  readonly reservedConcurrency: number;
+  /**
    * How long the function's log group keeps its logs.
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -133,16 +140,16 @@ export class ApiFunction extends Construct {
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
       runtime: FUNCTION_RUNTIME,
-      architecture: lambda.Architecture.ARM_64,
+      architecture: FUNCTION_ARCHITECTURE,
       memorySize: props.memorySize ?? ENDPOINT_MEMORY_MB,
       timeout: props.timeout ?? ENDPOINT_TIMEOUT,
+      reservedConcurrentExecutions: props.reservedConcurrency,
       role: this.role,
       logGroup: this.logGroup,
       tracing: lambda.Tracing.ACTIVE,
       bundling: BUNDLING,
       environment: {
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
         NODE_OPTIONS: '--enable-source-maps',
         ...props.environment,

@@ -1,9 +1,11 @@
 /**
- * The whole service in one stack: three tables, five functions (one per route of the shared
- * route table, plus the `$default` catch-all), the HTTP API with its `api` stage, and alarms.
+ * The whole service in one stack: the tables of shared/data/tables.ts, one function per route of
+ * the shared route table plus the `$default` catch-all and the rollups aggregator, the HTTP API
+ * with its `api` stage, and alarms (docs/deploy.md has the generated counts).
  * Props are validated up front, so a bad value fails `cdk synth` with a message, not a deploy.
  */
-import { CfnOutput, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Stack, Tags, Validations, type StackProps } from 'aws-cdk-lib';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
@@ -65,15 +67,37 @@ export interface BranchApiStackProps extends StackProps {
   readonly logLevel?: PowertoolsLogLevel;
   /**
    * SNS topic that alarms notify (alarm and recovery).
-   * @default - no alarm actions
+   * @default - none: give this or `alarmEmail`, or `cdk synth` warns that alarms notify nobody
    */
   readonly alarmTopicArn?: string;
+  /**
+   * E-mail address subscribed to a topic the stack creates for its alarms (when no `alarmTopicArn`).
+   * @default - none
+   */
+  readonly alarmEmail?: string;
+  /**
+   * Concurrent executions reserved per function, so the API and the aggregator can't starve each
+   * other (nor anything else in the account). The total must leave the account's 100 unreserved.
+   * @default { endpoint: 100, fallback: 20, aggregator: 5 }
+   */
+  readonly reservedConcurrency?: Partial<ReservedConcurrency>;
   /**
    * Percentage of 5xx answers that raises the API alarm.
    * @default 5
    */
   readonly serverErrorRatePercent?: number;
 }
+
+export interface ReservedConcurrency {
+  /** Each endpoint function (one per route). */
+  readonly endpoint: number;
+  /** The `$default` catch-all. */
+  readonly fallback: number;
+  /** The rollups aggregator: one concurrent batch per stream shard. */
+  readonly aggregator: number;
+}
+
+export const DEFAULT_RESERVED_CONCURRENCY: ReservedConcurrency = { endpoint: 100, fallback: 20, aggregator: 5 };
 
 /** Thrown for props that can't make a working stack; the message names the prop and the value. */
 export class InvalidStackPropsError extends Error {
@@ -88,11 +112,16 @@ export interface ResolvedStackSettings {
   readonly defaultRateLimit: string;
   readonly logLevel: PowertoolsLogLevel;
   readonly alarmTopicArn?: string;
+  readonly alarmEmail?: string;
   readonly serverErrorRatePercent: number;
+  readonly reservedConcurrency: ReservedConcurrency;
 }
 
 export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 1000, burstLimit: 2000 };
 const RETENTION_VALUES = new Set(Object.values(logs.RetentionDays).filter((v) => typeof v === 'number'));
+
+/** Lambda keeps 100 of an account's (default 1,000) concurrency unreserved. */
+export const RESERVABLE_CONCURRENCY = 900;
 
 const fail = (message: string): never => {
   throw new InvalidStackPropsError(`BranchApiStack: ${message}`);
@@ -136,8 +165,24 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
   if (props.alarmTopicArn !== undefined && !/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/.test(props.alarmTopicArn)) {
     fail(`alarmTopicArn must be an SNS topic ARN, got ${show(props.alarmTopicArn)}`);
   }
+  if (props.alarmEmail !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(props.alarmEmail)) {
+    fail(`alarmEmail must be an e-mail address, got ${show(props.alarmEmail)}`);
+  }
+  const reservedConcurrency = { ...DEFAULT_RESERVED_CONCURRENCY, ...props.reservedConcurrency };
+  for (const [name, value] of Object.entries(reservedConcurrency)) {
+    if (!isPositiveInteger(value)) fail(`reservedConcurrency.${name} must be a positive integer, got ${show(value)}`);
+  }
+  const reserved =
+    reservedConcurrency.endpoint * routes.length + reservedConcurrency.fallback + reservedConcurrency.aggregator;
+  if (reserved > RESERVABLE_CONCURRENCY) {
+    fail(
+      `reservedConcurrency reserves ${reserved} in all; an account keeps 100 of its default 1,000 unreserved, so at most ${RESERVABLE_CONCURRENCY}`,
+    );
+  }
   return {
     throttle,
+    reservedConcurrency,
+    ...(props.alarmEmail ? { alarmEmail: props.alarmEmail } : {}),
     logRetention,
     destroyData: props.destroyData ?? false,
     usageRetentionDays,
@@ -176,21 +221,22 @@ export class BranchApiStack extends Stack {
     this.tables = new DataTables(this, 'Tables', { destroyData: settings.destroyData });
 
     const functionOptions = { logRetention: settings.logRetention, logLevel: settings.logLevel };
+    const reserved = settings.reservedConcurrency;
     this.functions = Object.fromEntries(
       routes.map((route) => [
         route.id,
-        new ApiFunction(this, route.id, { entry: route.entry, ...functionOptions }).bindTables(
-          this.tables,
-          settings.usageRetentionDays,
-          tableAccessOf(route),
-          settings.defaultRateLimit,
-        ),
+        new ApiFunction(this, route.id, {
+          entry: route.entry,
+          reservedConcurrency: reserved.endpoint,
+          ...functionOptions,
+        }).bindTables(this.tables, settings.usageRetentionDays, tableAccessOf(route), settings.defaultRateLimit),
       ]),
     ) as Record<RouteId, ApiFunction>;
     this.fallback = new ApiFunction(this, 'Fallback', {
       entry: fallbackEntry,
       memorySize: FALLBACK_MEMORY_MB,
       timeout: FALLBACK_TIMEOUT,
+      reservedConcurrency: reserved.fallback,
       ...functionOptions,
     });
 
@@ -202,12 +248,24 @@ export class BranchApiStack extends Stack {
       accessLogRetention: settings.logRetention,
     });
 
-    const alarmTopic = settings.alarmTopicArn
-      ? { alarmTopic: sns.Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn) }
-      : {};
+    const topic = this.alarmTopic(settings);
+    // Read by the verifier: a throwaway stack's tables are meant to go with it, and alarms must
+    // notify when the deployer gave somewhere to send them.
+    const intent = { ...(settings.destroyData ? { destroyData: true } : {}), ...(topic ? { alarmTopic: true } : {}) };
+    if (Object.keys(intent).length > 0) this.templateOptions.metadata = { BranchApi: intent };
+    const alarmTopic = topic ? { alarmTopic: topic } : {};
+    this.usageAggregation = new UsageAggregation(this, 'UsageAggregation', {
+      usageTable: this.tables.usage,
+      rollupsTable: this.tables.rollups,
+      ...(props.rollupRetentionDays !== undefined ? { rollupRetentionDays: props.rollupRetentionDays } : {}),
+      reservedConcurrency: reserved.aggregator,
+      ...functionOptions,
+      ...alarmTopic,
+    });
+
     this.monitoring = new Monitoring(this, 'Monitoring', {
       stage: this.api.stage,
-      functions: lambdasOf({ ...this.functions, Fallback: this.fallback }),
+      functions: lambdasOf({ ...this.functions, Fallback: this.fallback, Aggregator: this.usageAggregation.function }),
       tables: Object.fromEntries(
         tableDefinitions.map((definition) => [
           definition.id,
@@ -215,14 +273,6 @@ export class BranchApiStack extends Stack {
         ]),
       ),
       serverErrorRatePercent: settings.serverErrorRatePercent,
-      ...alarmTopic,
-    });
-
-    this.usageAggregation = new UsageAggregation(this, 'UsageAggregation', {
-      usageTable: this.tables.usage,
-      rollupsTable: this.tables.rollups,
-      ...(props.rollupRetentionDays !== undefined ? { rollupRetentionDays: props.rollupRetentionDays } : {}),
-      ...functionOptions,
       ...alarmTopic,
     });
 
@@ -236,5 +286,27 @@ export class BranchApiStack extends Stack {
         description: TABLE_ENV[name],
       });
     }
+  }
+
+  /** The deployer's topic, or one with their e-mail subscribed; none at all is a loud synth warning. */
+  private alarmTopic(settings: ResolvedStackSettings): sns.ITopic | undefined {
+    if (settings.alarmTopicArn) return sns.Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn);
+    if (settings.alarmEmail) {
+      const topic = new sns.Topic(this, 'AlarmTopic', { enforceSSL: true, displayName: `${this.stackName} alarms` });
+      topic.addSubscription(new subscriptions.EmailSubscription(settings.alarmEmail));
+      Validations.of(topic).acknowledge({
+        id: 'AwsSolutions-SNS2',
+        reason:
+          'CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key, and alarm ' +
+          'notifications carry no data beyond the alarm name and state.',
+      });
+      return topic;
+    }
+    Annotations.of(this).addWarningV2(
+      'branch-api:no-alarm-topic',
+      'NO ALARM TOPIC: the alarms of this stack notify nobody. Deploy with -c alarmTopicArn=<SNS topic ARN> ' +
+        'or -c alarmEmail=<address> (docs/deploy.md "Alarms").',
+    );
+    return undefined;
   }
 }

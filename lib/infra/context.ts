@@ -17,7 +17,11 @@ export const CONTEXT_KEYS = [
   'defaultRateLimit',
   'logLevel',
   'alarmTopicArn',
+  'alarmEmail',
   'serverErrorRatePercent',
+  'reservedConcurrencyEndpoint',
+  'reservedConcurrencyFallback',
+  'reservedConcurrencyAggregator',
 ] as const;
 
 export interface AppSettings {
@@ -40,6 +44,28 @@ const toBoolean = (key: string, value: unknown): boolean => {
   if (value === false || value === 'false') return false;
   return invalid(key, value, 'true or false');
 };
+
+type Optional = <T>(key: (typeof CONTEXT_KEYS)[number], parse: (key: string, value: unknown) => T) => T | undefined;
+
+/** `reservedConcurrency{Endpoint,Fallback,Aggregator}`, each optional. */
+const reservedConcurrencyOf = (optional: Optional) => {
+  const entries = Object.entries({
+    endpoint: optional('reservedConcurrencyEndpoint', toNumber),
+    fallback: optional('reservedConcurrencyFallback', toNumber),
+    aggregator: optional('reservedConcurrencyAggregator', toNumber),
+  }).filter(([, value]) => value !== undefined);
+  return entries.length === 0 ? undefined : Object.fromEntries(entries);
+};
+
+/**
+ * Account and region of the deploy environment (the CDK CLI sets CDK_DEFAULT_* from the
+ * credentials and AWS_REGION/profile in use); without them (offline synth) the stack is
+ * environment-agnostic. Never a pinned region.
+ */
+export const deployEnvironment = (env: Readonly<Record<string, string | undefined>>) => ({
+  account: env.CDK_DEFAULT_ACCOUNT,
+  region: env.CDK_DEFAULT_REGION,
+});
 
 export const readAppSettings = (node: Node): AppSettings => {
   const get = (key: (typeof CONTEXT_KEYS)[number]): unknown => node.tryGetContext(key);
@@ -65,6 +91,8 @@ export const readAppSettings = (node: Node): AppSettings => {
     defaultRateLimit: optional('defaultRateLimit', (_key, value) => String(value)),
     logLevel: optional('logLevel', (_key, value) => String(value).toUpperCase() as PowertoolsLogLevel),
     alarmTopicArn: optional('alarmTopicArn', (_key, value) => String(value)),
+    alarmEmail: optional('alarmEmail', (_key, value) => String(value)),
+    reservedConcurrency: reservedConcurrencyOf(optional),
     serverErrorRatePercent: optional('serverErrorRatePercent', toNumber),
   };
   return {

@@ -9,16 +9,14 @@
 import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import {
-  branchDataTable,
-  keysTable,
-  rollupsTable,
-  rateLimitsTable,
-  usageTable,
-  type AttributeDefinition,
-  type TableDefinition,
-} from '../../shared/data/tables';
+import { tableDefinitions, type AttributeDefinition, type TableDefinition } from '../../shared/data/tables';
 import type { ApiTables } from './api-function';
+
+/**
+ * Tables that hold nothing to recover or keep (rate-limit counters live for one window): no
+ * point-in-time recovery, destroyed with the stack. Every other table is retained and protected.
+ */
+export const EPHEMERAL_TABLES: readonly (keyof ApiTables)[] = ['rateLimits'];
 
 export interface DataTablesProps {
   /**
@@ -34,28 +32,31 @@ const attribute = ({ name, type }: AttributeDefinition): dynamodb.Attribute => (
   type: type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER,
 });
 
+/** One table per definition of shared/data/tables.ts: a definition added there is a table here. */
 export class DataTables extends Construct implements ApiTables {
-  readonly keys: dynamodb.Table;
-  readonly usage: dynamodb.Table;
-  readonly branchData: dynamodb.Table;
+  // Assigned from the definitions in the constructor.
+  readonly keys!: dynamodb.Table;
+  readonly usage!: dynamodb.Table;
+  readonly branchData!: dynamodb.Table;
   /** Usage rollups: derived from the usage table's stream, rebuildable from it (docs/usage-rollups.md). */
-  readonly rollups: dynamodb.Table;
-  readonly rateLimits: dynamodb.Table;
+  readonly rollups!: dynamodb.Table;
+  readonly rateLimits!: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: DataTablesProps = {}) {
     super(scope, id);
     const retain = !props.destroyData;
-
-    this.keys = this.table(keysTable, retain);
-    this.usage = this.table(usageTable, retain);
-    this.branchData = this.table(branchDataTable, retain);
-    this.rollups = this.table(rollupsTable, retain);
-    // Rate-limit counters live for one window and expire through TTL: nothing to recover or keep.
-    this.rateLimits = this.table(rateLimitsTable, false, false);
-    Validations.of(this.rateLimits).acknowledge({
-      id: 'AwsSolutions-DDB3',
-      reason: 'Rate-limit counters only matter for the current window and expire through TTL; nothing to recover.',
+    const tables = tableDefinitions.map((definition) => {
+      const ephemeral = EPHEMERAL_TABLES.includes(definition.name);
+      const table = this.table(definition, retain && !ephemeral, !ephemeral);
+      if (ephemeral) {
+        Validations.of(table).acknowledge({
+          id: 'AwsSolutions-DDB3',
+          reason: `The ${definition.name} table only matters for the current window and expires through TTL; nothing to recover.`,
+        });
+      }
+      return [definition.name, table] as const;
     });
+    Object.assign(this, Object.fromEntries(tables));
   }
 
   /** @param recover point-in-time recovery, for every table that holds what could not be rebuilt */

@@ -1,7 +1,9 @@
 /**
- * Alarms for what an operator must hear about: the API answering 5xx, functions failing or
- * throttled, DynamoDB throttling, and usage records that could not be stored (the Powertools
- * metric the usage middleware emits). All go to one optional SNS topic.
+ * Alarms for what an operator must hear about: the API answering 5xx, a high 4xx rate (429s
+ * included) and a slow p99; functions failing, throttled or running near their timeout; DynamoDB
+ * throttling; usage records that could not be stored, rate-limit counters that could not be
+ * updated and stream records that could not be aggregated (the Powertools metrics the code
+ * emits). All go to one SNS topic when the deployer gives one.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -9,6 +11,7 @@ import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import { ROLLUP_UNREADABLE_METRIC } from '../../shared/lambda/usage-stream';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import {
@@ -27,8 +30,8 @@ export interface MonitoredTable {
 
 export interface MonitoringProps {
   readonly stage: apigw.IHttpStage;
-  /** Functions by a short name used in alarm ids and descriptions. */
-  readonly functions: Readonly<Record<string, lambda.IFunction>>;
+  /** Functions by a short name used in alarm ids and descriptions (their timeout sets the duration alarm). */
+  readonly functions: Readonly<Record<string, lambda.Function>>;
   /** Tables, with their indexes, by a short name used in alarm ids and descriptions. */
   readonly tables: Readonly<Record<string, MonitoredTable>>;
   /**
@@ -37,6 +40,17 @@ export interface MonitoringProps {
    */
   readonly serverErrorRatePercent?: number;
   /**
+   * Alarm when this percentage of requests in two consecutive 5-minute periods is a 4xx (a 429
+   * from a key's rate limit is one): a broken integration or a flood of refused calls.
+   * @default 25
+   */
+  readonly clientErrorRatePercent?: number;
+  /**
+   * Alarm when the API's p99 latency stays above this many milliseconds for two 5-minute periods.
+   * @default 1000
+   */
+  readonly latencyP99Ms?: number;
+  /**
    * Topic notified when an alarm fires and when it recovers.
    * @default - alarms only show in the CloudWatch console
    */
@@ -44,6 +58,8 @@ export interface MonitoringProps {
 }
 
 const PERIOD = Duration.minutes(5);
+/** A function's maximum duration above this share of its timeout raises its alarm. */
+const NEAR_TIMEOUT = 0.8;
 
 /** Throttled read and write events of a table, or with `indexName`, of that index only. */
 const throttleEvents = (table: dynamodb.ITable, label: string, indexName?: string) => {
@@ -78,19 +94,28 @@ export class Monitoring extends Construct {
     this.alarmTopic = props.alarmTopic;
     const { stage } = props;
 
-    const serverErrorRate = new cloudwatch.MathExpression({
-      expression: 'IF(requests > 0, 100 * errors / requests, 0)',
-      usingMetrics: {
-        errors: stage.metricServerError({ period: PERIOD, statistic: 'Sum' }),
-        requests: stage.metricCount({ period: PERIOD, statistic: 'Sum' }),
-      },
-      label: '5xx rate (%)',
-      period: PERIOD,
-    });
-    this.add('Api5xxRate', serverErrorRate, {
+    const rate = (errors: cloudwatch.IMetric, label: string) =>
+      new cloudwatch.MathExpression({
+        expression: 'IF(requests > 0, 100 * errors / requests, 0)',
+        usingMetrics: { errors, requests: stage.metricCount({ period: PERIOD, statistic: 'Sum' }) },
+        label,
+        period: PERIOD,
+      });
+    this.add('Api5xxRate', rate(stage.metricServerError({ period: PERIOD, statistic: 'Sum' }), '5xx rate (%)'), {
       threshold: props.serverErrorRatePercent ?? 5,
       evaluationPeriods: 2,
       description: 'More than the threshold percentage of API requests answered 5xx in two 5-minute periods.',
+    });
+    this.add('Api4xxRate', rate(stage.metricClientError({ period: PERIOD, statistic: 'Sum' }), '4xx rate (%)'), {
+      threshold: props.clientErrorRatePercent ?? 25,
+      evaluationPeriods: 2,
+      description:
+        'More than the threshold percentage of API requests answered 4xx (429 rate limits included) in two 5-minute periods.',
+    });
+    this.add('ApiLatencyP99', stage.metricLatency({ period: PERIOD, statistic: 'p99' }), {
+      threshold: props.latencyP99Ms ?? 1000,
+      evaluationPeriods: 2,
+      description: 'The API\u2019s p99 latency stayed above the threshold (ms) for two 5-minute periods.',
     });
 
     for (const [name, fn] of Object.entries(props.functions)) {
@@ -101,6 +126,12 @@ export class Monitoring extends Construct {
       this.add(`${name}Throttles`, fn.metricThrottles({ period: PERIOD, statistic: 'Sum' }), {
         threshold: 0,
         description: `Invocations of the ${name} function were throttled (account or function concurrency).`,
+      });
+      // Lambda stops a function at its timeout: a maximum near it means some calls are about to fail.
+      const timeoutMs = (fn.timeout?.toSeconds() ?? 3) * 1000;
+      this.add(`${name}DurationNearTimeout`, fn.metricDuration({ period: PERIOD, statistic: 'Maximum' }), {
+        threshold: Math.round(timeoutMs * NEAR_TIMEOUT),
+        description: `The ${name} function ran longer than ${NEAR_TIMEOUT * 100}% of its ${timeoutMs} ms timeout.`,
       });
     }
 
@@ -130,6 +161,11 @@ export class Monitoring extends Construct {
       threshold: 0,
       description:
         'Rate-limit counters could not be updated: those calls were admitted without a limit (fail open, docs/decisions.md "Rate limits").',
+    });
+    this.add('RollupRecordsUnreadable', serviceMetric(ROLLUP_UNREADABLE_METRIC), {
+      threshold: 0,
+      description:
+        'Usage stream records could not be aggregated (not usage records); they are in the aggregator\u2019s warning log (docs/usage-rollups.md).',
     });
   }
 

@@ -1,8 +1,10 @@
 /**
  * The rollups pipeline (docs/usage-rollups.md): the usage table's stream feeds the aggregator
- * function through an event source mapping that batches, splits a failing batch, retries a
- * bounded number of times and sends what still fails to a dead-letter queue. Alarms fire when
- * the stream falls behind (iterator age) and when anything reaches the queue.
+ * function through an event source mapping that only passes inserted usage records (TTL
+ * deletions never invoke it), batches, splits a failing batch, retries a bounded number of times
+ * for a bounded age and sends what still fails to a dead-letter queue. Alarms fire when the
+ * stream falls behind (iterator age) and when anything reaches the queue; the function's own
+ * errors, throttles, duration and unreadable records are alarmed by lib/infra/monitoring.ts.
  */
 import { Duration, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -19,6 +21,13 @@ import { TABLE_ENV } from '../../shared/lambda/config';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/domain/rollups';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import { ApiFunction } from './api-function';
+
+/** The stream events the aggregator handles: a usage record is only ever inserted (shared/lambda/usage-stream.ts). */
+export const AGGREGATED_EVENT_NAMES = ['INSERT'] as const;
+/** Longest batching window: with the processing time it bounds the rollups' lag (docs/usage-rollups.md). */
+export const MAX_BATCHING_WINDOW_SECONDS = 60;
+/** The aggregator's timeout: applying a batch is a few dozen UpdateItems in parallel, each within the SDK deadline. */
+export const AGGREGATOR_TIMEOUT = Duration.seconds(30);
 
 export interface UsageAggregationProps {
   /** The usage table; it must have a stream (NEW_IMAGE). */
@@ -44,6 +53,13 @@ export interface UsageAggregationProps {
    * @default 5
    */
   readonly retryAttempts?: number;
+  /**
+   * Oldest record the mapping still sends; older ones go to the dead-letter queue (60 s - 7 days).
+   * @default Duration.hours(6)
+   */
+  readonly maxRecordAge?: Duration;
+  /** Concurrent executions reserved for the aggregator (one per stream shard is what it uses). */
+  readonly reservedConcurrency: number;
   /**
    * Alarm when the newest batch read is older than this (the lag target).
    * @default Duration.seconds(60)
@@ -94,7 +110,7 @@ export class UsageAggregation extends Construct {
     );
     check(isIntegerIn(batchSize, 1, 1000), `batchSize must be an integer from 1 to 1000, got ${batchSize}`);
     check(
-      window.toSeconds() <= 60,
+      window.toSeconds() <= MAX_BATCHING_WINDOW_SECONDS,
       `maxBatchingWindow must be at most 60 s (the lag target), got ${window.toHumanString()}`,
     );
     check(
@@ -102,14 +118,19 @@ export class UsageAggregation extends Construct {
       `retryAttempts must be an integer from 0 to 10000, got ${retryAttempts}`,
     );
     check(maxIteratorAge.toSeconds() >= 1, 'maxIteratorAge must be at least 1 second');
+    const maxRecordAge = props.maxRecordAge ?? Duration.hours(6);
+    check(
+      maxRecordAge.toSeconds() >= 60 && maxRecordAge.toSeconds() <= 604_800,
+      `maxRecordAge must be from 60 s to 7 days, got ${maxRecordAge.toHumanString()}`,
+    );
     if (!props.usageTable.tableStreamArn) {
       throw new InvalidUsageAggregationPropsError('UsageAggregation: the usage table has no stream');
     }
 
     this.function = new ApiFunction(this, 'Aggregator', {
       entry: AGGREGATOR_ENTRY,
-      // Applying a batch is a few dozen UpdateItems in parallel, each within the SDK deadline.
-      timeout: Duration.seconds(30),
+      timeout: AGGREGATOR_TIMEOUT,
+      reservedConcurrency: props.reservedConcurrency,
       ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
       ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
       environment: {
@@ -140,7 +161,9 @@ export class UsageAggregation extends Construct {
       maxBatchingWindow: window,
       bisectBatchOnError: true,
       retryAttempts,
+      maxRecordAge,
       reportBatchItemFailures: true,
+      filters: [lambda.FilterCriteria.filter({ eventName: lambda.FilterRule.isEqual(AGGREGATED_EVENT_NAMES[0]) })],
       onFailure: new SqsDlq(this.deadLetterQueue),
     });
     this.function.function.addEventSource(this.eventSource);

@@ -11,13 +11,18 @@ export const readBody = async (stream: IncomingMessage): Promise<Buffer> => {
   return Buffer.concat(chunks);
 };
 
-/** Forwards one request, body already read, as a reverse proxy does: the upstream sees its own address as Host. */
+/**
+ * Forwards one request, body already read, as a reverse proxy does: the upstream sees its own
+ * address as Host. `onSettled` runs once the upstream call is over (answered or failed), so a
+ * proxy can wait for it before it closes.
+ */
 export const forwardRequest = (
   upstream: URL,
   request: IncomingMessage,
   response: ServerResponse,
   body: Buffer,
   onAnswer?: (statusCode: number) => void,
+  onSettled?: () => void,
 ): void => {
   const out = httpRequest(
     {
@@ -34,5 +39,6 @@ export const forwardRequest = (
     },
   );
   out.on('error', () => response.destroy());
+  if (onSettled) out.once('close', onSettled);
   out.end(body);
 };

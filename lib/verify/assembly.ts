@@ -60,6 +60,8 @@ export interface EventSourceMapping {
   batchSize: number;
   /** ARN of the on-failure destination (an SQS queue or SNS topic) the mapping sends failed batches to. */
   onFailure?: string;
+  /** Event names its filter lets through (`INSERT`, …); absent: every event. */
+  eventNames?: string[];
 }
 
 export interface AlarmMetric {
@@ -75,6 +77,8 @@ export interface TemplateAlarm {
 
 export interface Assembly {
   stack: string;
+  /** The template's own Metadata section (the stack states `BranchApi.destroyData` there). */
+  metadata: Json;
   resources: Record<string, Json>;
   tables: TemplateTable[];
   functions: TemplateFunction[];
@@ -156,6 +160,17 @@ export class Resolver {
   }
 }
 
+/** Event names an event source mapping's filter lets through; undefined when it has no readable filter. */
+export const filterEventNames = (properties: Json): string[] | undefined => {
+  try {
+    const filters = asArray<Json>(properties.FilterCriteria?.Filters);
+    if (filters.length === 0) return undefined;
+    return filters.flatMap((filter) => asArray<string>((JSON.parse(String(filter.Pattern)) as Json).eventName));
+  } catch {
+    return undefined;
+  }
+};
+
 /** Stack artifacts of the assembly's manifest, with their template files. */
 const stacksOf = (dir: string): { stack: string; template: Json }[] => {
   const manifestFile = join(dir, 'manifest.json');
@@ -177,9 +192,14 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
   if (!stackName && stacks.length > 1) {
     throw new Error(`${dir} holds ${stacks.length} stacks; name one (${stacks.map((s) => s.stack).join(', ')})`);
   }
-  const resources = (chosen.template.Resources ?? {}) as Record<string, Json>;
+  return assemblyOf(chosen.stack, chosen.template, dir);
+};
+
+/** One stack's template read as the verifier sees it; `dir` is the assembly holding its code assets. */
+export const assemblyOf = (stack: string, template: Json, dir: string): Assembly => {
+  const resources = (template?.Resources ?? {}) as Record<string, Json>;
   const resolver = new Resolver(resources);
-  const ofType = (type: string) => Object.entries(resources).filter(([, resource]) => resource.Type === type);
+  const ofType = (type: string) => Object.entries(resources).filter(([, resource]) => resource?.Type === type);
 
   const tables = ofType('AWS::DynamoDB::Table').map(([logicalId, resource]) => ({
     logicalId,
@@ -225,7 +245,7 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
     const target = resolver.resolve(resource.Properties?.Target) ?? '';
     const integration = resources[target.replace(/^integrations\//, '')];
     const functionLogicalId = functionOfArn(integration?.Properties?.IntegrationUri);
-    return functionLogicalId ? [{ logicalId, routeKey: String(resource.Properties.RouteKey), functionLogicalId }] : [];
+    return functionLogicalId ? [{ logicalId, routeKey: String(resource.Properties?.RouteKey), functionLogicalId }] : [];
   });
   const stage = ofType('AWS::ApiGatewayV2::Stage')[0]?.[1];
 
@@ -235,6 +255,7 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
     const [tableLogicalId, attribute] = asArray<string>(properties.EventSourceArn?.['Fn::GetAtt']);
     if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
     const onFailure = resolver.resolve(properties.DestinationConfig?.OnFailure?.Destination);
+    const eventNames = filterEventNames(properties);
     return [
       {
         logicalId,
@@ -242,6 +263,7 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
         tableLogicalId,
         batchSize: Number(properties.BatchSize ?? 100),
         ...(onFailure ? { onFailure } : {}),
+        ...(eventNames ? { eventNames } : {}),
       },
     ];
   });
@@ -282,12 +304,13 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
   }
   for (const [logicalId, resource] of ofType('AWS::IAM::Policy')) {
     for (const role of asArray<Json>(resource.Properties?.Roles)) {
-      if (typeof role?.Ref === 'string') addStatements(role.Ref, resource.Properties.PolicyDocument, logicalId);
+      if (typeof role?.Ref === 'string') addStatements(role.Ref, resource.Properties?.PolicyDocument, logicalId);
     }
   }
 
   return {
-    stack: chosen.stack,
+    stack,
+    metadata: (template?.Metadata ?? {}) as Json,
     resources,
     tables,
     functions,

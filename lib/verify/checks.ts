@@ -11,6 +11,8 @@ export interface Defect {
   /** Logical id of the resource at fault. */
   resource: string;
   reason: string;
+  /** The offline check that found it (lib/verify/checks/), when one did. */
+  check?: string;
 }
 
 const pattern = (glob: string, flags = ''): RegExp =>

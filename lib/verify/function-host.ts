@@ -161,8 +161,14 @@ export const startFunction = async (
         },
       });
     });
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  // The process first (its pending retries and timers end with it), then its proxy drains.
   host.close = async () => {
     child.kill();
+    await exited;
     await proxy.close();
   };
   return host;

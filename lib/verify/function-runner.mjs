@@ -4,7 +4,7 @@
 // A namespace import: registerHooks exists from Node 22.15 only, and a named import would fail to link.
 import * as nodeModule from 'node:module';
 import { URL, pathToFileURL } from 'node:url';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const [codeDir, handlerString, timeoutSeconds = '3'] = process.argv.slice(2);
@@ -15,7 +15,8 @@ const exportName = handlerString.slice(dot + 1);
 // Lambda has the asset and its own runtime, nothing else: a package the code resolves outside
 // its asset directory (say, from the project's node_modules above cdk.out) would be missing
 // there. The runtime provides the AWS SDK for JavaScript v3, taken here from the project.
-const codeUrl = pathToFileURL(resolve(codeDir) + '/').href;
+// Real path: Node names imported modules by theirs, and the assembly may sit under a symlink.
+const codeUrl = pathToFileURL((existsSync(codeDir) ? realpathSync(codeDir) : resolve(codeDir)) + '/').href;
 const projectUrl = new URL('../../package.json', import.meta.url).href;
 const RUNTIME_PROVIDED = /^@(aws-sdk|smithy|aws-crypto)\//;
 const isBare = (specifier) =>

@@ -4,7 +4,7 @@
  * It can also refuse writes, to drive the paths that run when a write fails.
  */
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { forwardRequest, readBody } from '../local/forward';
@@ -107,18 +107,43 @@ export const startRecordingProxy = async (
   const imageOf = async (table: string, key: Record<string, unknown>) =>
     (await reader.send(new GetItemCommand({ TableName: table, Key: key as never, ConsistentRead: true }))).Item as
       Record<string, unknown> | undefined;
-  const pending = new Set<Promise<void>>();
+  /** Captures of stream images, and every request still being handled (upstream call included). */
+  const pending = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>) => {
+    // Never rejects: a failure here is a request the function sees fail, not a crash of the run.
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    pending.add(settled);
+    void settled.then(() => pending.delete(settled));
+  };
   const proxy: RecordingProxy = {
     endpoint: '',
     operations: [],
     writes: [],
     failWrites: false,
     settled: async () => {
-      await Promise.all(pending);
+      while (pending.size > 0) await Promise.all(pending);
     },
     close: async () => undefined,
   };
-  const server: Server = createServer(async (request, response) => {
+  const capture = (touched: { table: string; key: Record<string, unknown> }[], before: unknown[], at: bigint) =>
+    Promise.all(touched.map((item) => imageOf(item.table, item.key))).then((after) => {
+      touched.forEach((item, i) => {
+        const [oldImage, newImage] = [before[i] as Record<string, unknown> | undefined, after[i]];
+        // DynamoDB writes no stream record for a write that changed nothing.
+        if (JSON.stringify(oldImage) === JSON.stringify(newImage)) return;
+        proxy.writes.push({
+          table: item.table,
+          at,
+          keys: item.key,
+          ...(oldImage ? { oldImage } : {}),
+          ...(newImage ? { newImage } : {}),
+        });
+      });
+    });
+  const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const body = await readBody(request);
     const action = String(request.headers['x-amz-target'] ?? '').split('.')[1] ?? 'Unknown';
     let parsed: Json = {};
@@ -141,34 +166,39 @@ export const startRecordingProxy = async (
     const at = process.hrtime.bigint();
     const touched = touchedBy(action, parsed, streamed);
     const before = await Promise.all(touched.map((item) => imageOf(item.table, item.key)));
-    forwardRequest(target, request, response, body, (status) => {
-      if (status >= 300 || touched.length === 0) return;
-      const capture = Promise.all(touched.map((item) => imageOf(item.table, item.key))).then((after) => {
-        touched.forEach((item, i) => {
-          const [oldImage, newImage] = [before[i], after[i]];
-          // DynamoDB writes no stream record for a write that changed nothing.
-          if (JSON.stringify(oldImage) === JSON.stringify(newImage)) return;
-          proxy.writes.push({
-            table: item.table,
-            at,
-            keys: item.key,
-            ...(oldImage ? { oldImage } : {}),
-            ...(newImage ? { newImage } : {}),
-          });
-        });
-      });
-      pending.add(capture);
-      void capture.finally(() => pending.delete(capture));
-    });
+    await new Promise<void>((resolve) =>
+      forwardRequest(
+        target,
+        request,
+        response,
+        body,
+        (status) => {
+          if (status < 300 && touched.length > 0) track(capture(touched, before, at));
+        },
+        resolve,
+      ),
+    );
+  };
+  const server: Server = createServer((request, response) => {
+    track(
+      handle(request, response).catch(() => {
+        if (!response.headersSent) response.writeHead(500);
+        response.end();
+      }),
+    );
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   proxy.endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  proxy.close = () =>
-    new Promise<void>((resolve) => {
-      reader.destroy();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  // Every request handled and every image read before the reader goes: nothing is left in flight
+  // when the embedded DynamoDB closes after this (a call landing on a closed database crashed runs).
+  proxy.close = async () => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await proxy.settled();
+    server.closeAllConnections();
+    await closed;
+    reader.destroy();
+  };
   return proxy;
 };

@@ -1,34 +1,24 @@
 /**
- * Runs a synthesized assembly as it will be deployed, on the embedded DynamoDB: every function
- * from its asset code, handler string and resolved environment; routes from the template; stream
- * consumers fed from the tables their event source mappings name. A scenario touches every route,
- * every error the API documents and every failure path that emits a metric. Then each DynamoDB
- * call is checked against the function's role, each granted action against the calls, and each
- * alarm against the metrics the run emitted (docs/deploy.md "Verify the assembly").
+ * Verifies a synthesized assembly as it will be deployed. Offline, a table of named checks reads
+ * the template against the code and the contract (lib/verify/checks/). Then it runs on the
+ * embedded DynamoDB: every function from its asset code, handler string and resolved environment;
+ * routes from the template; stream consumers fed from the tables their event source mappings
+ * name. A scenario touches every route, every error the API documents and every failure path
+ * that emits a metric. Each DynamoDB call is checked against the function's role, each granted
+ * action against the calls, and each alarm against the metrics the run emitted
+ * (docs/deploy.md "Verify the assembly").
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { generateApiKey } from '../../shared/domain/api-key';
-import { createRepositories } from '../../shared/data/repositories';
-import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
+import { API_TABLES, TABLE_ENV } from '../../shared/data/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
-import { readSeedFile } from '../operator/operations';
-import {
-  readAssembly,
-  LOCAL_REGION,
-  type Assembly,
-  type Json,
-  type TemplateRoute,
-  type TemplateTable,
-} from './assembly';
+import { readAssembly, LOCAL_REGION, Resolver, type Assembly, type TemplateRoute } from './assembly';
 import { checkAlarms, checkIam, type Defect } from './checks';
+import { TEMPLATE_CHECKS } from './checks/index';
+import { readOpenApi, runTemplateChecks } from './checks/table';
 import { startFunction, type FunctionHost } from './function-host';
-import { DEMO_SEED_FILE, OPENAPI_FILE } from '../project-paths';
-
-const SEED_FILE = DEMO_SEED_FILE;
+import { buildScenario, errorCodeOf, routeMatcher, streamRecordsOf, tableNamesOf, type Case } from './scenario';
 
 export interface VerifyReport {
   stack: string;
@@ -39,376 +29,292 @@ export interface VerifyReport {
   operations: Record<string, Record<string, number>>;
   unusedGrants: string[];
   alarms: number;
+  /** Offline checks run (lib/verify/checks/). */
+  checks: number;
   elapsedMs: number;
 }
 
-interface Case {
-  label: string;
-  method: string;
-  path: string;
-  query?: Record<string, string>;
-  key?: string;
-  expected: number;
-  /** The documented error code (shared/api/errors.ts) an error answer must carry. */
-  code?: string;
+const message = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+/** The template's checks alone, with no function run: what `verifyAssembly` reports first. */
+export const checkTemplate = (assembly: Assembly, dir: string): Defect[] =>
+  runTemplateChecks(TEMPLATE_CHECKS, {
+    assembly,
+    resolver: new Resolver(assembly.resources),
+    openapi: readOpenApi(),
+    dir,
+  });
+
+interface Run {
+  assembly: Assembly;
+  raw: DynamoDBClient;
+  hosts: Map<string, FunctionHost>;
+  defects: Defect[];
+  /** Request id → the template route that served it (not `$default`). */
+  served: Map<string, TemplateRoute>;
 }
 
-/** API Gateway's route selection over the template's route keys, `$default` last. */
-const routeMatcher = (routes: readonly TemplateRoute[]) => {
-  const compiled = routes
-    .filter((route) => route.routeKey !== '$default')
-    .map((route) => {
-      const [method, template = ''] = route.routeKey.split(' ');
-      const names: string[] = [];
-      const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, (_m, name: string) => {
-        names.push(name);
-        return '([^/]+)';
-      });
-      return { route, method, names, regex: new RegExp(`^${source}$`) };
+/** Every route with every documented error, then each successful call again with its writes failing. */
+const playScenario = async ({ assembly, raw, hosts, defects, served }: Run) => {
+  const tables = tableNamesOf(assembly);
+  if (!tables) {
+    defects.push({
+      resource: assembly.stack,
+      reason: `no function is given every API table variable (${API_TABLES.map((name) => TABLE_ENV[name]).join(', ')})`,
     });
-  const fallback = routes.find((route) => route.routeKey === '$default');
-  return (method: string, path: string) => {
-    for (const candidate of compiled) {
-      const match = candidate.regex.exec(path);
-      if (match && candidate.method === method) {
-        const pathParameters = Object.fromEntries(candidate.names.map((name, i) => [name, match[i + 1] ?? '']));
-        return { route: candidate.route, pathParameters };
+    return;
+  }
+  const { cases, limitedKey } = await buildScenario(raw, tables, assembly);
+  const match = routeMatcher(assembly.routes);
+  const call = async (one: Case, note = '') => {
+    const selected = match(one.method, one.path);
+    if (!selected)
+      return defects.push({ resource: assembly.stack, reason: `no route serves ${one.method} ${one.path}` });
+    const host = hosts.get(selected.route.functionLogicalId);
+    if (!host || host.importError) return;
+    const requestId = randomUUID();
+    if (selected.route.routeKey !== '$default') served.set(requestId, selected.route);
+    const event = buildEvent({
+      method: one.method,
+      path: one.path,
+      stage: assembly.stageName,
+      routeKey: selected.route.routeKey,
+      requestId,
+      headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}) },
+      ...(one.query ? { query: one.query } : {}),
+      ...(selected.pathParameters ? { pathParameters: selected.pathParameters } : {}),
+    });
+    const outcome = await host.invoke({ ...event, requestContext: { ...event.requestContext } });
+    const result = outcome.result as { statusCode?: number; body?: string } | undefined;
+    const status = result?.statusCode;
+    const at = `${one.label}${note}`;
+    if (outcome.error)
+      defects.push({ resource: host.fn.logicalId, reason: `${at}: the function failed: ${outcome.error}` });
+    else if (status !== one.expected)
+      defects.push({ resource: host.fn.logicalId, reason: `${at}: answered ${status}, expected ${one.expected}` });
+    else if (one.code !== undefined && errorCodeOf(result?.body) !== one.code) {
+      defects.push({
+        resource: host.fn.logicalId,
+        reason: `${at}: answered ${status} with code ${errorCodeOf(result?.body) ?? 'none'}, expected ${one.code}`,
+      });
+    }
+  };
+  for (const one of cases) await call(one);
+  // Failure paths: every write fails once per route; the answer must not change, and what the
+  // code emits when a write fails (metrics the alarms watch) is emitted. Each function's calls in
+  // turn (one invocation at a time per process, as per container), the functions side by side.
+  for (const host of hosts.values()) host.proxy.failWrites = true;
+  const byFunction = new Map<string, Case[]>();
+  // The rate-limited key has used its one call: replayed, it would rightly be a 429.
+  for (const one of cases.filter((c) => c.expected === 200 && c.key !== limitedKey)) {
+    const id = match(one.method, one.path)?.route.functionLogicalId ?? '';
+    byFunction.set(id, [...(byFunction.get(id) ?? []), one]);
+  }
+  await Promise.all(
+    [...byFunction.values()].map(async (group) => {
+      for (const one of group) await call(one, ' (writes failing)');
+    }),
+  );
+  for (const host of hosts.values()) host.proxy.failWrites = false;
+};
+
+/** Each stream consumer gets what was written to its table, as stream records; returns streams and destinations read. */
+const feedStreams = async ({ assembly, hosts, defects }: Run) => {
+  await Promise.all([...hosts.values()].map((host) => host.proxy.settled()));
+  const changes = [...hosts.values()].flatMap((host) => host.proxy.writes).sort((a, b) => (a.at < b.at ? -1 : 1));
+  const streams = new Map<string, string[]>();
+  const destinations = new Map<string, string[]>();
+  const add = (map: Map<string, string[]>, id: string, value: string) => map.set(id, [...(map.get(id) ?? []), value]);
+  for (const mapping of assembly.mappings) {
+    if (mapping.onFailure) add(destinations, mapping.functionLogicalId, mapping.onFailure);
+    const table = assembly.tables.find((candidate) => candidate.logicalId === mapping.tableLogicalId);
+    if (!table) continue;
+    add(streams, mapping.functionLogicalId, table.streamArn ?? `${table.arn}/stream/*`);
+    const consumer = hosts.get(mapping.functionLogicalId);
+    if (!consumer || consumer.importError) continue;
+    const records = streamRecordsOf(changes, table, mapping.eventNames);
+    if (records.length === 0) {
+      defects.push({
+        resource: mapping.logicalId,
+        reason: `the scenario wrote nothing to table ${table.logicalId} that its filter lets through, so its stream consumer never ran`,
+      });
+      continue;
+    }
+    const batchSize = Math.max(1, mapping.batchSize);
+    // Its failure path first: the first batch while its writes are throttled (whatever it answers,
+    // Lambda retries), then every batch, that one again, as an at-least-once stream delivers it.
+    consumer.proxy.failWrites = true;
+    await consumer.invoke({ Records: records.slice(0, batchSize) });
+    consumer.proxy.failWrites = false;
+    for (let i = 0; i < records.length; i += batchSize) {
+      const outcome = await consumer.invoke({ Records: records.slice(i, i + batchSize) });
+      const failures = (outcome.result as { batchItemFailures?: unknown[] } | undefined)?.batchItemFailures ?? [];
+      if (outcome.error || failures.length > 0) {
+        defects.push({
+          resource: mapping.functionLogicalId,
+          reason: `a stream batch failed: ${outcome.error ?? `${failures.length} item failure(s)`}`,
+        });
       }
     }
-    return fallback ? { route: fallback, pathParameters: undefined } : undefined;
-  };
-};
-
-/** The API's table names as functions read them from their environment (the first function that names them all). */
-const tableNamesOf = (assembly: Assembly): ApiTableNames | undefined => {
-  for (const fn of assembly.functions) {
-    const names = Object.fromEntries(API_TABLES.map((name) => [name, fn.environment[TABLE_ENV[name]]]));
-    if (Object.values(names).every((value) => value !== undefined)) return names as unknown as ApiTableNames;
   }
-  return undefined;
+  return { streams, destinations };
 };
 
-/** Query parameters each documented operation takes (a list takes `limit` and `cursor`). */
-const listOperations = (): Set<string> => {
-  const document = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8')) as Json;
-  const lists = new Set<string>();
-  for (const [path, item] of Object.entries<Json>(document.paths)) {
-    for (const [method, operation] of Object.entries<Json>(item)) {
-      const parameters = JSON.stringify(operation.parameters ?? []);
-      if (parameters.includes('Limit') || parameters.includes('"limit"')) lists.add(`${method.toUpperCase()} ${path}`);
+/**
+ * Each route reaches the code written for it: the usage record of a call names the route template
+ * its handler serves (shared/api/routes.ts), which must be the route API Gateway matched.
+ */
+const checkRouteWiring = ({ hosts, defects, served }: Run) => {
+  const reported = new Set<string>();
+  for (const write of [...hosts.values()].flatMap((host) => host.proxy.writes)) {
+    const image = write.newImage as Record<string, { S?: string }> | undefined;
+    const route = served.get(image?.request_id?.S ?? '');
+    const recorded = image?.route?.S;
+    if (!route || recorded === undefined || reported.has(route.logicalId)) continue;
+    const path = route.routeKey.split(' ')[1];
+    if (recorded !== route.routeKey && recorded !== path) {
+      reported.add(route.logicalId);
+      defects.push({
+        resource: route.logicalId,
+        reason: `route ${route.routeKey} reaches code that serves ${recorded} (its usage record says so)`,
+      });
     }
   }
-  return lists;
 };
 
-/** `error.code` of an error body, if it has one. */
-const errorCodeOf = (body: string | undefined): string | undefined => {
+const operationCounts = (assembly: Assembly, hosts: Map<string, FunctionHost>) => {
+  const operations: VerifyReport['operations'] = {};
+  for (const host of hosts.values()) {
+    const counts: Record<string, number> = {};
+    for (const op of host.proxy.operations) {
+      const name = `${op.action} ${assembly.tables.find((t) => t.name === op.table)?.logicalId ?? op.table}${op.index ? `/${op.index}` : ''}`;
+      counts[name] = (counts[name] ?? 0) + 1;
+    }
+    operations[host.fn.logicalId] = counts;
+  }
+  return operations;
+};
+
+/** Runs one phase; one that throws (a template the scenario can't run on) becomes a defect, not a crash. */
+const phase = async <T>(run: Run, name: string, work: () => Promise<T>): Promise<T | undefined> => {
   try {
-    const code = (JSON.parse(body ?? '') as { error?: { code?: unknown } }).error?.code;
-    return typeof code === 'string' ? code : undefined;
-  } catch {
+    return await work();
+  } catch (error) {
+    run.defects.push({
+      resource: run.assembly.stack,
+      reason: `${name} could not run on this template: ${message(error)}`,
+    });
     return undefined;
   }
 };
 
 export const verifyAssembly = async (dir: string, stackName?: string): Promise<VerifyReport> => {
   const started = performance.now();
-  const assembly = readAssembly(dir, stackName);
-  const defects: Defect[] = [];
+  let assembly: Assembly;
+  try {
+    assembly = readAssembly(dir, stackName);
+  } catch (error) {
+    // Not a template the verifier can read at all: one defect line, not a stack trace.
+    const defects = [{ resource: stackName ?? dir, reason: `the assembly could not be read: ${message(error)}` }];
+    return {
+      stack: stackName ?? dir,
+      defects,
+      functions: 0,
+      invocations: 0,
+      operations: {},
+      unusedGrants: [],
+      alarms: 0,
+      checks: 0,
+      elapsedMs: 0,
+    };
+  }
+  const defects: Defect[] = checkTemplate(assembly, dir);
   const dynamo = await startEmbeddedDynamo();
   const raw = new DynamoDBClient({
     endpoint: dynamo.endpoint,
     region: LOCAL_REGION,
     credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
   });
-  const hosts = new Map<string, FunctionHost>();
+  const run: Run = { assembly, raw, hosts: new Map(), defects, served: new Map() };
+  let unused: string[] = [];
   try {
-    for (const table of assembly.tables) {
-      const { KeySchema, AttributeDefinitions, GlobalSecondaryIndexes } = table.properties;
-      await raw.send(
-        new CreateTableCommand({
-          TableName: table.name,
-          KeySchema,
-          AttributeDefinitions,
-          BillingMode: 'PAY_PER_REQUEST',
-          ...(GlobalSecondaryIndexes ? { GlobalSecondaryIndexes } : {}),
-        }),
-      );
-    }
-
-    const keyNamesOf = (table: TemplateTable) =>
-      (table.properties.KeySchema as { AttributeName: string }[]).map((key) => key.AttributeName);
-    const streamed = new Map(
-      assembly.tables.filter((table) => table.streamArn).map((table) => [table.name, keyNamesOf(table)]),
-    );
-    for (const fn of assembly.functions) {
-      for (const [name, value] of Object.entries(fn.environment)) {
-        if (value === undefined)
-          defects.push({
-            resource: fn.logicalId,
-            reason: `environment variable ${name} refers to something that cannot be resolved`,
-          });
-      }
-      const host = await startFunction(fn, dynamo.endpoint, streamed);
-      hosts.set(fn.logicalId, host);
-      if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });
-    }
-
-    // Data and keys, written straight to the tables (not through any function, so not attributed).
-    const tables = tableNamesOf(assembly);
-    if (!tables) {
-      defects.push({
-        resource: assembly.stack,
-        reason: `no function is given every API table variable (${API_TABLES.map((name) => TABLE_ENV[name]).join(', ')})`,
-      });
-    } else {
-      const repositories = createRepositories(DynamoDBDocumentClient.from(raw), tables);
-      const seed = await readSeedFile(SEED_FILE);
-      for (const branch of seed.branches) await repositories.branchData.putBranch(branch);
-      const branch = seed.branches[0]!;
-      const providerId = branch.payment_providers.find((provider) => provider.active)?.id ?? 'none';
-      const past = new Date(Date.now() - 60_000);
-      const make = async (scopes: ['read'] | ['team:read'], expiresAt?: Date) =>
-        (
-          await repositories.keys.create({
-            branchId: branch.id,
-            scopes,
-            name: 'verify',
-            ...(expiresAt ? { expiresAt } : {}),
-          })
-        ).key;
-      const readKey = await make(['read']);
-      const noScopeKey = await make(['team:read']);
-      // Stored with an expiry in the past: the repository takes any time (the operator tooling checks).
-      const expiredKey = await make(['read'], past);
-      const revoked = await repositories.keys.create({ branchId: branch.id, scopes: ['read'], name: 'verify revoked' });
-      await repositories.keys.revoke(revoked.record.key_id);
-      // Allowed only from a documentation range (RFC 5737); events come from 127.0.0.1.
-      const elsewhere = await repositories.keys.create({
-        branchId: branch.id,
-        scopes: ['read'],
-        name: 'verify ip allowlist',
-        allowedIps: ['192.0.2.0/24'],
-      });
-
-      // One call an hour: the first call of the scenario with it is admitted, every later one refused.
-      const limited = await repositories.keys.create({
-        branchId: branch.id,
-        scopes: ['read'],
-        name: 'verify rate limit',
-        rateLimit: '1/h',
-      });
-
-      const lists = listOperations();
-      const cases: Case[] = [];
-      for (const route of assembly.routes.filter((r) => r.routeKey !== '$default')) {
-        const [method = 'GET', template = '/'] = route.routeKey.split(' ');
-        const path = template.replace(/\{(\w+)\}/g, providerId);
-        const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
-          cases.push({ label: `${route.routeKey}: ${label}`, method, path, expected, ...extra });
-        at('a read key', 200, { key: readKey });
-        at('no key', 401, { code: 'missing_api_key' });
-        at('a malformed key', 401, { key: 'wsk_malformed', code: 'invalid_api_key' });
-        at('an unknown key', 401, { key: generateApiKey(), code: 'invalid_api_key' });
-        at('a revoked key', 401, { key: revoked.key, code: 'revoked_api_key' });
-        at('an expired key', 401, { key: expiredKey, code: 'expired_api_key' });
-        at('a caller outside the key IP allowlist', 403, { key: elsewhere.key, code: 'ip_not_allowed' });
-        at('a key without read', 403, { key: noScopeKey, code: 'insufficient_scope' });
-        if (cases.every((one) => one.key !== limited.key)) at('a key within its rate limit', 200, { key: limited.key });
-        at('a key over its rate limit', 429, { key: limited.key, code: 'rate_limited' });
-        if (template.includes('{'))
-          at('an unknown id', 404, {
-            key: readKey,
-            path: template.replace(/\{(\w+)\}/g, 'no_such_id'),
-            code: 'not_found',
-          });
-        if (lists.has(route.routeKey)) {
-          at('a bad limit', 400, { key: readKey, query: { limit: '0' }, code: 'invalid_request' });
-          at('a bad cursor', 400, { key: readKey, query: { cursor: 'forged' }, code: 'invalid_request' });
-        }
-      }
-      const firstPath = cases[0]?.path ?? '/';
-      cases.push({
-        label: 'an unknown path',
-        method: 'GET',
-        path: '/v1/verify-no-such-path',
-        expected: 404,
-        code: 'not_found',
-        key: readKey,
-      });
-      cases.push({
-        label: 'a known path with another method',
-        method: 'DELETE',
-        path: firstPath,
-        expected: 405,
-        code: 'method_not_allowed',
-        key: readKey,
-      });
-
-      const match = routeMatcher(assembly.routes);
-      const call = async (one: Case, note = '') => {
-        const selected = match(one.method, one.path);
-        if (!selected)
-          return defects.push({ resource: assembly.stack, reason: `no route serves ${one.method} ${one.path}` });
-        const host = hosts.get(selected.route.functionLogicalId);
-        if (!host || host.importError) return;
-        const event = buildEvent({
-          method: one.method,
-          path: one.path,
-          stage: assembly.stageName,
-          routeKey: selected.route.routeKey,
-          requestId: randomUUID(),
-          headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}) },
-          ...(one.query ? { query: one.query } : {}),
-          ...(selected.pathParameters ? { pathParameters: selected.pathParameters } : {}),
-        });
-        const outcome = await host.invoke({ ...event, requestContext: { ...event.requestContext } });
-        const result = outcome.result as { statusCode?: number; body?: string } | undefined;
-        const status = result?.statusCode;
-        if (outcome.error)
-          defects.push({
-            resource: host.fn.logicalId,
-            reason: `${one.label}${note}: the function failed: ${outcome.error}`,
-          });
-        else if (status !== one.expected) {
-          defects.push({
-            resource: host.fn.logicalId,
-            reason: `${one.label}${note}: answered ${status}, expected ${one.expected}`,
-          });
-        } else if (one.code !== undefined && errorCodeOf(result?.body) !== one.code) {
-          defects.push({
-            resource: host.fn.logicalId,
-            reason: `${one.label}${note}: answered ${status} with code ${errorCodeOf(result?.body) ?? 'none'}, expected ${one.code}`,
-          });
-        }
-      };
-      for (const one of cases) await call(one);
-      // Failure paths: every write fails once per route; the answer must not change, and what the
-      // code emits when a write fails (metrics the alarms watch) is emitted.
-      // Each function's calls in turn (one invocation at a time per process, as per container), the
-      // functions side by side: the SDK's retries and backoff make these the slow ones.
-      for (const host of hosts.values()) host.proxy.failWrites = true;
-      const byFunction = new Map<string, Case[]>();
-      // The rate-limited key has used its one call: replayed, it would rightly be a 429.
-      for (const one of cases.filter((c) => c.expected === 200 && c.key !== limited.key)) {
-        const id = match(one.method, one.path)?.route.functionLogicalId ?? '';
-        byFunction.set(id, [...(byFunction.get(id) ?? []), one]);
-      }
-      await Promise.all(
-        [...byFunction.values()].map(async (group) => {
-          for (const one of group) await call(one, ' (writes failing)');
-        }),
-      );
-      for (const host of hosts.values()) host.proxy.failWrites = false;
-    }
-
-    // Background paths: each stream consumer gets what was written to its table, as stream records.
-    await Promise.all([...hosts.values()].map((host) => host.proxy.settled()));
-    const changes = [...hosts.values()].flatMap((host) => host.proxy.writes).sort((a, b) => (a.at < b.at ? -1 : 1));
-    const streams = new Map<string, string[]>();
-    const destinations = new Map<string, string[]>();
-    for (const mapping of assembly.mappings) {
-      if (mapping.onFailure) {
-        destinations.set(mapping.functionLogicalId, [
-          ...(destinations.get(mapping.functionLogicalId) ?? []),
-          mapping.onFailure,
-        ]);
-      }
-      const table = assembly.tables.find((candidate) => candidate.logicalId === mapping.tableLogicalId)!;
-      const consumer = hosts.get(mapping.functionLogicalId);
-      streams.set(mapping.functionLogicalId, [
-        ...(streams.get(mapping.functionLogicalId) ?? []),
-        table.streamArn ?? `${table.arn}/stream/*`,
-      ]);
-      if (!consumer || consumer.importError) continue;
-      const viewType = String(table.properties.StreamSpecification?.StreamViewType ?? 'NEW_IMAGE');
-      const records = changes
-        .filter((write) => write.table === table.name)
-        .map((write, i) => ({
-          eventID: String(i + 1),
-          eventName: !write.oldImage ? 'INSERT' : write.newImage ? 'MODIFY' : 'REMOVE',
-          eventVersion: '1.1',
-          eventSource: 'aws:dynamodb',
-          awsRegion: LOCAL_REGION,
-          eventSourceARN: table.streamArn,
-          dynamodb: {
-            ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
-            Keys: write.keys,
-            ...(write.newImage && viewType.startsWith('NEW') ? { NewImage: write.newImage } : {}),
-            ...(write.oldImage && (viewType === 'OLD_IMAGE' || viewType === 'NEW_AND_OLD_IMAGES')
-              ? { OldImage: write.oldImage }
-              : {}),
-            SequenceNumber: String(BigInt('100000000000000000000') + BigInt(i)),
-            SizeBytes: JSON.stringify(write.newImage ?? write.keys).length,
-            StreamViewType: viewType,
-          },
-        }));
-      if (records.length === 0) {
-        defects.push({
-          resource: mapping.logicalId,
-          reason: `the scenario wrote nothing to table ${table.logicalId}, so its stream consumer never ran`,
-        });
-      }
-      // Its failure path first: the first batch while its writes are throttled (whatever it answers,
-      // Lambda retries), then every batch, that one again, as an at-least-once stream delivers it.
-      if (records.length > 0) {
-        consumer.proxy.failWrites = true;
-        await consumer.invoke({ Records: records.slice(0, mapping.batchSize) });
-        consumer.proxy.failWrites = false;
-      }
-      for (let i = 0; i < records.length; i += mapping.batchSize) {
-        const outcome = await consumer.invoke({ Records: records.slice(i, i + mapping.batchSize) });
-        const failures = (outcome.result as { batchItemFailures?: unknown[] } | undefined)?.batchItemFailures ?? [];
-        if (outcome.error || failures.length > 0) {
-          defects.push({
-            resource: mapping.functionLogicalId,
-            reason: `a stream batch failed: ${outcome.error ?? `${failures.length} item failure(s)`}`,
-          });
-        }
-      }
-    }
-
-    const iam = checkIam(
-      assembly,
-      [...hosts.values()].map((host) => ({
-        functionLogicalId: host.fn.logicalId,
-        ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
-        operations: host.proxy.operations,
-        streams: streams.get(host.fn.logicalId) ?? [],
-        destinations: destinations.get(host.fn.logicalId) ?? [],
-      })),
-    );
-    defects.push(...iam.defects);
-    defects.push(
-      ...checkAlarms(
+    await phase(run, 'creating the tables', () => createTables(run));
+    await phase(run, 'starting the functions', () => startFunctions(run, dynamo.endpoint));
+    await phase(run, 'the scenario', () => playScenario(run));
+    const fed = await phase(run, 'the stream feed', () => feedStreams(run));
+    await phase(run, 'the route wiring check', async () => checkRouteWiring(run));
+    await phase(run, 'the IAM and alarm checks', async () => {
+      const iam = checkIam(
         assembly,
-        assembly.alarms,
-        [...hosts.values()].flatMap((host) => host.metrics),
-      ),
-    );
-
-    const operations: VerifyReport['operations'] = {};
-    for (const host of hosts.values()) {
-      const counts: Record<string, number> = {};
-      for (const op of host.proxy.operations) {
-        const name = `${op.action} ${assembly.tables.find((t) => t.name === op.table)?.logicalId ?? op.table}${op.index ? `/${op.index}` : ''}`;
-        counts[name] = (counts[name] ?? 0) + 1;
-      }
-      operations[host.fn.logicalId] = counts;
-    }
-    return {
-      stack: assembly.stack,
-      defects,
-      functions: hosts.size,
-      invocations: [...hosts.values()].reduce((sum, host) => sum + host.invocations, 0),
-      operations,
-      unusedGrants: iam.unused,
-      alarms: assembly.alarms.length,
-      elapsedMs: performance.now() - started,
-    };
+        [...run.hosts.values()].map((host) => ({
+          functionLogicalId: host.fn.logicalId,
+          ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
+          operations: host.proxy.operations,
+          streams: fed?.streams.get(host.fn.logicalId) ?? [],
+          destinations: fed?.destinations.get(host.fn.logicalId) ?? [],
+        })),
+      );
+      unused = iam.unused;
+      defects.push(...iam.defects);
+      defects.push(
+        ...checkAlarms(
+          assembly,
+          assembly.alarms,
+          [...run.hosts.values()].flatMap((host) => host.metrics),
+        ),
+      );
+    });
   } finally {
-    await Promise.all([...hosts.values()].map((host) => host.close()));
+    // Every function process and every proxied call ends before the embedded DynamoDB closes.
+    await Promise.all([...run.hosts.values()].map((host) => host.close()));
     raw.destroy();
     await dynamo.close();
+  }
+  return {
+    stack: assembly.stack,
+    defects,
+    functions: run.hosts.size,
+    invocations: [...run.hosts.values()].reduce((sum, host) => sum + host.invocations, 0),
+    operations: operationCounts(assembly, run.hosts),
+    unusedGrants: unused,
+    alarms: assembly.alarms.length,
+    checks: TEMPLATE_CHECKS.length,
+    elapsedMs: performance.now() - started,
+  };
+};
+
+const createTables = async ({ assembly, raw }: Run) => {
+  for (const table of assembly.tables) {
+    const { KeySchema, AttributeDefinitions, GlobalSecondaryIndexes } = table.properties;
+    await raw.send(
+      new CreateTableCommand({
+        TableName: table.name,
+        KeySchema,
+        AttributeDefinitions,
+        BillingMode: 'PAY_PER_REQUEST',
+        ...(GlobalSecondaryIndexes ? { GlobalSecondaryIndexes } : {}),
+      }),
+    );
+  }
+};
+
+const startFunctions = async ({ assembly, hosts, defects }: Run, endpoint: string) => {
+  const keyNamesOf = (properties: Record<string, unknown>) =>
+    ((properties.KeySchema ?? []) as { AttributeName: string }[]).map((key) => key.AttributeName);
+  const streamed = new Map(
+    assembly.tables.filter((table) => table.streamArn).map((table) => [table.name, keyNamesOf(table.properties)]),
+  );
+  for (const fn of assembly.functions) {
+    for (const [name, value] of Object.entries(fn.environment)) {
+      if (value === undefined) {
+        defects.push({
+          resource: fn.logicalId,
+          reason: `environment variable ${name} refers to something that cannot be resolved`,
+        });
+      }
+    }
+    const host = await startFunction(fn, endpoint, streamed);
+    hosts.set(fn.logicalId, host);
+    if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });
   }
 };

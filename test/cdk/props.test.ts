@@ -2,13 +2,14 @@
  * Stack props and app context: defaults, overrides that reach the template, and values that can't
  * make a working stack rejected before anything is synthesized, with a message naming them.
  */
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BranchApiStack, resolveStackSettings, type BranchApiStackProps } from '../../lib/infra/branch-api-stack';
-import { readAppSettings } from '../../lib/infra/context';
+import { deployEnvironment, readAppSettings } from '../../lib/infra/context';
 import { buildStack, newApp, resourcesOfType } from './support';
 
 describe('stack props', () => {
-  it('default to retained data, 1000/2000 throttling per route, 30-day logs, 90-day usage records', () => {
+  it('default to retained data, 1000/2000 throttling per route, 30-day logs, 90-day usage records, reserved concurrency', () => {
     expect(resolveStackSettings()).toEqual({
       throttle: { rateLimit: 1000, burstLimit: 2000 },
       logRetention: RetentionDays.ONE_MONTH,
@@ -17,7 +18,20 @@ describe('stack props', () => {
       defaultRateLimit: '50/s',
       logLevel: 'INFO',
       serverErrorRatePercent: 5,
+      reservedConcurrency: { endpoint: 100, fallback: 20, aggregator: 5 },
     });
+  });
+
+  it('refuse reserved concurrency an account cannot give, and a malformed alarm e-mail', () => {
+    expect(() => resolveStackSettings({ reservedConcurrency: { endpoint: 300 } })).toThrow(
+      /reserves 1225 in all; .* at most 900/,
+    );
+    expect(() => resolveStackSettings({ reservedConcurrency: { aggregator: 0 } })).toThrow(
+      /reservedConcurrency.aggregator must be a positive integer, got 0/,
+    );
+    expect(() => resolveStackSettings({ alarmEmail: 'ops at example' })).toThrow(
+      /alarmEmail must be an e-mail address/,
+    );
   });
 
   it('reach the template when overridden', () => {
@@ -104,6 +118,8 @@ describe('app context (cdk deploy -c ...)', () => {
         logLevel: 'debug',
         alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
         serverErrorRatePercent: '1',
+        reservedConcurrencyEndpoint: '40',
+        reservedConcurrencyAggregator: '2',
       }),
     ).toEqual({
       stage: 'dev',
@@ -116,6 +132,7 @@ describe('app context (cdk deploy -c ...)', () => {
         logLevel: 'DEBUG',
         alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
         serverErrorRatePercent: 1,
+        reservedConcurrency: { endpoint: 40, aggregator: 2 },
       },
     });
   });
@@ -125,7 +142,64 @@ describe('app context (cdk deploy -c ...)', () => {
     [{ throttleRate: 'fast' }, /Context option throttleRate must be a number, got "fast"/],
     [{ usageRetentionDays: '' }, /Context option usageRetentionDays must be a number/],
     [{ stage: 'Prod_1' }, /Context option stage must be lower-case letters/],
+    [{ reservedConcurrencyFallback: 'many' }, /Context option reservedConcurrencyFallback must be a number/],
   ])('rejects %j', (context, message) => {
     expect(() => settingsFrom(context)).toThrow(message);
+  });
+});
+
+describe('alarm notifications', () => {
+  const NO_TOPIC = /NO ALARM TOPIC: the alarms of this stack notify nobody/;
+
+  it('warn loudly at synth when no topic or e-mail is given', () => {
+    const { stack } = buildStack();
+    Annotations.fromStack(stack).hasWarning('*', Match.stringLikeRegexp(NO_TOPIC.source));
+  });
+
+  it('go to a topic with the e-mail subscribed, alarm and recovery alike, and then nothing warns', () => {
+    const { stack, template } = buildStack({ alarmEmail: 'ops@example.com' });
+    expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp(NO_TOPIC.source))).toEqual([]);
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    const topic = Object.keys(template.findResources('AWS::SNS::Topic'))[0]!;
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    expect(alarms.length).toBeGreaterThan(30);
+    for (const alarm of alarms) {
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topic }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: topic }]);
+    }
+  });
+
+  it('go to the deployer\u2019s topic when given one', () => {
+    const arn = 'arn:aws:sns:eu-west-1:111111111111:ops';
+    const { stack, template } = buildStack({ alarmTopicArn: arn });
+    expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp(NO_TOPIC.source))).toEqual([]);
+    for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
+      expect(alarm.Properties.AlarmActions).toEqual([arn]);
+    }
+  });
+});
+
+describe('a throwaway stack', () => {
+  it('says so in its template metadata (as does a stack given an alarm topic), which the verifier reads', () => {
+    expect(buildStack({ destroyData: true }).template.toJSON().Metadata).toEqual({ BranchApi: { destroyData: true } });
+    expect(buildStack({ alarmEmail: 'ops@example.com' }).template.toJSON().Metadata).toEqual({
+      BranchApi: { alarmTopic: true },
+    });
+    expect(buildStack().template.toJSON().Metadata).toBeUndefined();
+  });
+});
+
+describe('the deploy environment', () => {
+  it('gives the region and account of the credentials in use, and none offline', () => {
+    expect(deployEnvironment({ CDK_DEFAULT_REGION: 'eu-west-3', CDK_DEFAULT_ACCOUNT: '111111111111' })).toEqual({
+      region: 'eu-west-3',
+      account: '111111111111',
+    });
+    expect(deployEnvironment({})).toEqual({ region: undefined, account: undefined });
+  });
+
+  it('leaves no region in the template: every ARN and URL takes the deployed one', () => {
+    const text = JSON.stringify(buildStack().template.toJSON());
+    expect(text).not.toMatch(/\b(us|eu|ap|sa|ca|me|af|il|mx)-(east|west|north|south|central|northeast|southeast)-\d\b/);
   });
 });

@@ -91,13 +91,13 @@ describe('functions', () => {
       expect(properties).toMatchObject({
         Runtime: 'nodejs24.x',
         Architectures: ['arm64'],
+        ReservedConcurrentExecutions: name === 'Fallback' ? 20 : 100,
         Handler: 'index.handler',
         TracingConfig: { Mode: 'Active' },
         LoggingConfig: { LogGroup: { Ref: logicalId(fn.logGroup) } },
         Environment: {
           Variables: {
             POWERTOOLS_SERVICE_NAME: 'branch-api',
-            POWERTOOLS_METRICS_NAMESPACE: 'BranchApi',
             POWERTOOLS_LOG_LEVEL: 'INFO',
             NODE_OPTIONS: '--enable-source-maps',
           },
@@ -114,7 +114,6 @@ describe('functions', () => {
     resourcesOfType(template, 'AWS::Lambda::Function')[logicalId(fn.function)]?.Properties.Environment.Variables;
   const runtimeVariables = {
     POWERTOOLS_SERVICE_NAME: 'branch-api',
-    POWERTOOLS_METRICS_NAMESPACE: 'BranchApi',
     POWERTOOLS_LOG_LEVEL: 'INFO',
     NODE_OPTIONS: '--enable-source-maps',
   };
@@ -389,7 +388,11 @@ describe('ApiFunction.bindTables', () => {
   const bind = (access: Parameters<ApiFunction['bindTables']>[2]) => () => {
     const scope = new Stack(newApp(), 'Bind');
     const tables = new DataTables(scope, 'Tables');
-    new ApiFunction(scope, 'GetBranch', { entry: 'functions/get-branch.ts' }).bindTables(tables, 90, access);
+    new ApiFunction(scope, 'GetBranch', { entry: 'functions/get-branch.ts', reservedConcurrency: 1 }).bindTables(
+      tables,
+      90,
+      access,
+    );
   };
 
   it('refuses an index the table does not have', () => {
@@ -420,10 +423,11 @@ describe('alarms', () => {
     Object.values(alarms).filter((alarm) => metricsOf(alarm).some(predicate));
 
   it('cover the API, every function, every table and index, and usage writes, and send nothing without a topic', () => {
-    // + usage writes and rate-limit counter failures, + the rollups pipeline's iterator age and dead
-    // letters (test/cdk/usage-aggregation.test.ts).
+    // API 5xx rate, 4xx rate and p99; errors, throttles and duration near the timeout of every
+    // function (routes, fallback, aggregator); every table and index; usage writes, rate-limit
+    // counters and unreadable stream records; the rollups pipeline's iterator age and dead letters.
     const tablesAndIndexes = tableDefinitions.reduce((n, table) => n + 1 + table.indexes.length, 0);
-    expect(Object.keys(alarms)).toHaveLength(1 + 2 * (routes.length + 1) + tablesAndIndexes + 2 + 2);
+    expect(Object.keys(alarms)).toHaveLength(3 + 3 * (routes.length + 2) + tablesAndIndexes + 3 + 2);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',

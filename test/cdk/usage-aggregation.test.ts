@@ -22,7 +22,7 @@ describe('the usage table stream', () => {
     });
   });
 
-  it('feeds the aggregator in batches, split on error, retried a bounded number of times, then dead-lettered', () => {
+  it('feeds the aggregator inserted records only, in batches, split on error, retried a bounded number of times for a bounded age, then dead-lettered', () => {
     const mappings = Object.values(resourcesOfType(template, 'AWS::Lambda::EventSourceMapping'));
     expect(mappings).toHaveLength(1);
     expect(mappings[0]!.Properties).toEqual({
@@ -33,6 +33,9 @@ describe('the usage table stream', () => {
       MaximumBatchingWindowInSeconds: 5,
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: 5,
+      MaximumRecordAgeInSeconds: 6 * 3600,
+      // TTL deletions (REMOVE) and any other event never invoke it.
+      FilterCriteria: { Filters: [{ Pattern: '{"eventName":["INSERT"]}' }] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue, 'Arn'] } } },
       Tags: [{ Key: 'service', Value: 'branch-api' }],
@@ -142,6 +145,7 @@ describe('props', () => {
     new UsageAggregation(scope, 'Aggregation', {
       usageTable: table('Usage'),
       rollupsTable: table('Rollups'),
+      reservedConcurrency: 5,
       ...props,
     });
     return Template.fromStack(scope);

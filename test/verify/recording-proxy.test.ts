@@ -101,3 +101,20 @@ it('records each call with its table and index, and refuses writes when told to'
     { action: 'dynamodb:PutItem', table: 'streamed' },
   ]);
 });
+
+// Before the drain, this test crashed the process with dynalite's `Database is closed`, as verify runs did at random.
+it('closes only once every call it accepted has been answered and every image read, so none reaches a closed database', async () => {
+  const second = await startRecordingProxy(dynamo.endpoint, new Map([['streamed', ['pk']]]));
+  const caller = new DynamoDBClient({ endpoint: second.endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
+  const writes = Array.from({ length: 20 }, (_, i) =>
+    caller.send(new PutItemCommand({ TableName: 'streamed', Item: { pk: { S: `drain-${i}` } } })),
+  );
+  // Every call has arrived (counted, not timed), none is answered yet for sure: close now.
+  while (second.operations.length < writes.length) await new Promise((resolve) => setImmediate(resolve));
+  await second.close();
+  const outcomes = await Promise.allSettled(writes);
+  expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(20);
+  // Each write's stream images were read before close returned.
+  expect(second.writes.filter((write) => JSON.stringify(write.keys).includes('drain-'))).toHaveLength(20);
+  caller.destroy();
+});

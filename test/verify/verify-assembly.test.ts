@@ -44,6 +44,9 @@ const verifyMutated = async (
   return verifyAssembly(copy);
 };
 
+/** What the run found (IAM, alarms against emitted metrics, answers), without the offline checks' lines. */
+const runDefects = (report: VerifyReport) => report.defects.filter((defect) => defect.check === undefined);
+
 const idOf = (template: Template, type: string, prefix: string): string => {
   const id = Object.keys(template.Resources).find(
     (key) => key.startsWith(prefix) && template.Resources[key]!.Type === type,
@@ -128,7 +131,7 @@ describe('seeded defects are reported', () => {
       const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringUsageRecordWriteFailed');
       template.Resources[alarm]!.Properties.Namespace = 'BranchApiRenamed';
     });
-    expect(mutated.defects).toEqual([
+    expect(runDefects(mutated)).toEqual([
       {
         resource: expect.stringMatching(/^MonitoringUsageRecordWriteFailed/),
         reason: expect.stringMatching(
@@ -194,12 +197,48 @@ describe('seeded defects are reported', () => {
       const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringGetBranchErrors');
       template.Resources[alarm]!.Properties.Dimensions = [{ Name: 'Function', Value: 'x' }];
     });
-    expect(mutated.defects).toEqual([
+    expect(runDefects(mutated)).toEqual([
       {
         resource: expect.stringMatching(/^MonitoringGetBranchErrors/),
         reason: expect.stringMatching(/AWS publishes it with dimensions \{FunctionName\}/),
       },
     ]);
+  }, 60_000);
+});
+
+describe('the route wiring', () => {
+  it('a route integrated with the function of another route is named by the usage record its call left', async () => {
+    const mutated = await verifyMutated((template) => {
+      const integration = idOf(template, 'AWS::ApiGatewayV2::Integration', 'ApiHttpApiGETv1branchGetBranch');
+      const members = idOf(template, 'AWS::Lambda::Function', 'ListMembersFunction');
+      template.Resources[integration]!.Properties.IntegrationUri = { 'Fn::GetAtt': [members, 'Arn'] };
+    });
+    expect(runDefects(mutated)).toContainEqual({
+      resource: expect.stringMatching(/^ApiHttpApiGETv1branch/),
+      reason: expect.stringMatching(/route GET \/v1\/branch reaches code that serves .*\/v1\/members/),
+    });
+  }, 60_000);
+});
+
+describe('a template the scenario cannot run on', () => {
+  it('a changed table key schema is reported, not a crash of the seeding', async () => {
+    const mutated = await verifyMutated((template) => {
+      const keys = idOf(template, 'AWS::DynamoDB::Table', 'TablesBranchData');
+      template.Resources[keys]!.Properties.KeySchema[1].AttributeName = 'created_at';
+      template.Resources[keys]!.Properties.AttributeDefinitions.push({
+        AttributeName: 'created_at',
+        AttributeType: 'S',
+      });
+    });
+    expect(mutated.defects).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ check: 'table-key-schema', resource: expect.stringMatching(/^TablesBranchData/) }),
+        {
+          resource: STACK,
+          reason: expect.stringMatching(/^the scenario could not run on this template: .*ValidationException/),
+        },
+      ]),
+    );
   }, 60_000);
 });
 
@@ -236,7 +275,7 @@ describe('background functions', () => {
         (statement) => !JSON.stringify(statement.Action).includes('sqs:SendMessage'),
       );
     });
-    expect(mutated.defects).toEqual([
+    expect(runDefects(mutated)).toEqual([
       {
         resource: expect.stringMatching(/^UsageAggregationAggregatorFunction/),
         reason: expect.stringMatching(
@@ -263,7 +302,7 @@ describe('background functions', () => {
     // The usage records the scenario wrote reached the function, in batches of the mapping's size.
     expect(mutated.invocations).toBeGreaterThan(report.invocations);
     // Its role was given no stream read, which the mapping needs.
-    expect(mutated.defects).toEqual(
+    expect(runDefects(mutated)).toEqual(
       ['DescribeStream', 'GetRecords', 'GetShardIterator'].map((action) => ({
         resource: expect.stringMatching(/^FallbackFunction/),
         reason: expect.stringMatching(

@@ -1,0 +1,82 @@
+/**
+ * The counts the docs state (functions, tables, alarms, routes, DynamoDB calls per request),
+ * taken from the synthesized stack and the route table rather than typed by hand. `npm run
+ * docs:counts` writes them between markers in README.md and docs/deploy.md; a test fails when
+ * the docs are stale (test/cdk/doc-counts.test.ts).
+ */
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { routeKey, routes, tableAccessOf } from '../../shared/api/routes';
+import { BranchApiStack } from './branch-api-stack';
+
+export interface StackCounts {
+  functions: number;
+  tables: number;
+  alarms: number;
+  routes: number;
+  /** DynamoDB calls one successful request makes, per route: the chain's and the handler's. */
+  callsPerRequest: { route: string; calls: number; detail: string }[];
+}
+
+const TABLE_LABELS: Record<string, string> = { branchData: 'branch data', rateLimits: 'rate limits' };
+
+export const stackCounts = (): StackCounts => {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const template = Template.fromStack(new BranchApiStack(app, 'Counts'));
+  const count = (type: string) => Object.keys(template.findResources(type)).length;
+  return {
+    functions: count('AWS::Lambda::Function'),
+    tables: count('AWS::DynamoDB::Table'),
+    alarms: count('AWS::CloudWatch::Alarm'),
+    routes: routes.length,
+    callsPerRequest: routes.map((route) => {
+      const access = tableAccessOf(route);
+      const calls = access.flatMap(({ table, actions, index }) =>
+        actions.map(
+          (action) => `${action.replace('dynamodb:', '')} ${TABLE_LABELS[table] ?? table}${index ? ` (${index})` : ''}`,
+        ),
+      );
+      return { route: routeKey(route), calls: calls.length, detail: calls.join(', ') };
+    }),
+  };
+};
+
+/** Markers of a generated block named `name` (`counts`, `checks`). */
+export const markers = (name: string) => ({
+  start: `<!-- generated:${name} (npm run docs:counts) -->`,
+  end: `<!-- /generated:${name} -->`,
+});
+export const { start: COUNTS_START, end: COUNTS_END } = markers('counts');
+
+/** A table padded as Prettier pads it, so the generated block is stable under `prettier --check`. */
+const markdownTable = (rows: string[][]): string[] => {
+  const widths = rows[0]!.map((_cell, i) => Math.max(3, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(rows[0]!), line(widths.map((width) => '-'.repeat(width))), ...rows.slice(1).map(line)];
+};
+
+export const renderCounts = (counts: StackCounts): string =>
+  [
+    COUNTS_START,
+    '',
+    `The stack: **${counts.functions} functions** (${counts.routes} endpoints, the catch-all, the rollups aggregator), ` +
+      `**${counts.tables} DynamoDB tables**, **${counts.alarms} alarms**, ${counts.routes} routes and \`$default\`.`,
+    '',
+    ...markdownTable([
+      ['Route', 'DynamoDB calls per successful request'],
+      ...counts.callsPerRequest.map(({ route, calls, detail }) => [`\`${route}\``, `${calls}: ${detail}`]),
+    ]),
+    '',
+    COUNTS_END,
+  ].join('\n');
+
+/** `text` with its generated block `name` replaced by `block` (which starts and ends with the markers); undefined when it has none. */
+export const withGenerated = (text: string, name: string, block: string): string | undefined => {
+  const { start: open, end: close } = markers(name);
+  const start = text.indexOf(open);
+  const end = text.indexOf(close);
+  if (start === -1 || end < start) return undefined;
+  return text.slice(0, start) + block + text.slice(end + close.length);
+};
+
+export const withCounts = (text: string, block: string) => withGenerated(text, 'counts', block);

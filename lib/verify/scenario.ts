@@ -1,0 +1,229 @@
+/**
+ * The scenario the verifier plays on a running assembly: its data and keys, the calls it makes
+ * and the answers the contract expects, and the stream records the writes would produce.
+ */
+import { readFileSync } from 'node:fs';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { generateApiKey } from '../../shared/domain/api-key';
+import { createRepositories } from '../../shared/data/repositories';
+import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
+import { readSeedFile } from '../operator/operations';
+import { LOCAL_REGION, type Assembly, type Json, type TemplateRoute, type TemplateTable } from './assembly';
+import type { CapturedWrite } from './recording-proxy';
+import { DEMO_SEED_FILE, OPENAPI_FILE } from '../project-paths';
+
+export interface Case {
+  label: string;
+  method: string;
+  path: string;
+  query?: Record<string, string>;
+  key?: string;
+  expected: number;
+  /** The documented error code (shared/api/errors.ts) an error answer must carry. */
+  code?: string;
+}
+
+/** API Gateway's route selection over the template's route keys, `$default` last. */
+export const routeMatcher = (routes: readonly TemplateRoute[]) => {
+  const compiled = routes
+    .filter((route) => route.routeKey !== '$default')
+    .map((route) => {
+      const [method, template = ''] = route.routeKey.split(' ');
+      const names: string[] = [];
+      const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, (_m, name: string) => {
+        names.push(name);
+        return '([^/]+)';
+      });
+      return { route, method, names, regex: new RegExp(`^${source}$`) };
+    });
+  const fallback = routes.find((route) => route.routeKey === '$default');
+  return (method: string, path: string) => {
+    for (const candidate of compiled) {
+      const match = candidate.regex.exec(path);
+      if (match && candidate.method === method) {
+        const pathParameters = Object.fromEntries(candidate.names.map((name, i) => [name, match[i + 1] ?? '']));
+        return { route: candidate.route, pathParameters };
+      }
+    }
+    return fallback ? { route: fallback, pathParameters: undefined } : undefined;
+  };
+};
+
+/** The API's table names as functions read them from their environment (the first function that names them all). */
+export const tableNamesOf = (assembly: Assembly): ApiTableNames | undefined => {
+  for (const fn of assembly.functions) {
+    const names = Object.fromEntries(API_TABLES.map((name) => [name, fn.environment[TABLE_ENV[name]]]));
+    if (Object.values(names).every((value) => value !== undefined)) return names as unknown as ApiTableNames;
+  }
+  return undefined;
+};
+
+/** Query parameters each documented operation takes (a list takes `limit` and `cursor`). */
+const listOperations = (): Set<string> => {
+  const document = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8')) as Json;
+  const lists = new Set<string>();
+  for (const [path, item] of Object.entries<Json>(document.paths)) {
+    for (const [method, operation] of Object.entries<Json>(item)) {
+      const parameters = JSON.stringify(operation.parameters ?? []);
+      if (parameters.includes('Limit') || parameters.includes('"limit"')) lists.add(`${method.toUpperCase()} ${path}`);
+    }
+  }
+  return lists;
+};
+
+/** `error.code` of an error body, if it has one. */
+export const errorCodeOf = (body: string | undefined): string | undefined => {
+  try {
+    const code = (JSON.parse(body ?? '') as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Writes the demo branches straight to the tables (not through any function, so not attributed)
+ * and the keys the scenario calls with, then lists the calls: every route with every documented
+ * error, an unknown path and a known path with another method.
+ */
+export const buildScenario = async (
+  raw: DynamoDBClient,
+  tables: ApiTableNames,
+  assembly: Assembly,
+): Promise<{ cases: Case[]; limitedKey: string }> => {
+  const repositories = createRepositories(DynamoDBDocumentClient.from(raw), tables);
+  const seed = await readSeedFile(DEMO_SEED_FILE);
+  for (const branch of seed.branches) await repositories.branchData.putBranch(branch);
+  const branch = seed.branches[0]!;
+  const providerId = branch.payment_providers.find((provider) => provider.active)?.id ?? 'none';
+  const past = new Date(Date.now() - 60_000);
+  const make = async (scopes: ['read'] | ['team:read'], expiresAt?: Date) =>
+    (
+      await repositories.keys.create({
+        branchId: branch.id,
+        scopes,
+        name: 'verify',
+        ...(expiresAt ? { expiresAt } : {}),
+      })
+    ).key;
+  const readKey = await make(['read']);
+  const noScopeKey = await make(['team:read']);
+  // Stored with an expiry in the past: the repository takes any time (the operator tooling checks).
+  const expiredKey = await make(['read'], past);
+  const revoked = await repositories.keys.create({ branchId: branch.id, scopes: ['read'], name: 'verify revoked' });
+  await repositories.keys.revoke(revoked.record.key_id);
+  // Allowed only from a documentation range (RFC 5737); events come from 127.0.0.1.
+  const elsewhere = await repositories.keys.create({
+    branchId: branch.id,
+    scopes: ['read'],
+    name: 'verify ip allowlist',
+    allowedIps: ['192.0.2.0/24'],
+  });
+
+  // One call an hour: the first call of the scenario with it is admitted, every later one refused.
+  const limited = await repositories.keys.create({
+    branchId: branch.id,
+    scopes: ['read'],
+    name: 'verify rate limit',
+    rateLimit: '1/h',
+  });
+
+  const lists = listOperations();
+  const cases: Case[] = [];
+  for (const route of assembly.routes.filter((r) => r.routeKey !== '$default')) {
+    const [method = 'GET', template = '/'] = route.routeKey.split(' ');
+    const path = template.replace(/\{(\w+)\}/g, providerId);
+    const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
+      cases.push({ label: `${route.routeKey}: ${label}`, method, path, expected, ...extra });
+    at('a read key', 200, { key: readKey });
+    at('no key', 401, { code: 'missing_api_key' });
+    at('a malformed key', 401, { key: 'wsk_malformed', code: 'invalid_api_key' });
+    at('an unknown key', 401, { key: generateApiKey(), code: 'invalid_api_key' });
+    at('a revoked key', 401, { key: revoked.key, code: 'revoked_api_key' });
+    at('an expired key', 401, { key: expiredKey, code: 'expired_api_key' });
+    at('a caller outside the key IP allowlist', 403, { key: elsewhere.key, code: 'ip_not_allowed' });
+    at('a key without read', 403, { key: noScopeKey, code: 'insufficient_scope' });
+    if (cases.every((one) => one.key !== limited.key)) at('a key within its rate limit', 200, { key: limited.key });
+    at('a key over its rate limit', 429, { key: limited.key, code: 'rate_limited' });
+    if (template.includes('{'))
+      at('an unknown id', 404, {
+        key: readKey,
+        path: template.replace(/\{(\w+)\}/g, 'no_such_id'),
+        code: 'not_found',
+      });
+    if (lists.has(route.routeKey)) {
+      at('a bad limit', 400, { key: readKey, query: { limit: '0' }, code: 'invalid_request' });
+      at('a bad cursor', 400, { key: readKey, query: { cursor: 'forged' }, code: 'invalid_request' });
+    }
+  }
+  const firstPath = cases[0]?.path ?? '/';
+  cases.push({
+    label: 'an unknown path',
+    method: 'GET',
+    path: '/v1/verify-no-such-path',
+    expected: 404,
+    code: 'not_found',
+    key: readKey,
+  });
+  cases.push({
+    label: 'a known path with another method',
+    method: 'DELETE',
+    path: firstPath,
+    expected: 405,
+    code: 'method_not_allowed',
+    key: readKey,
+  });
+
+  return { cases, limitedKey: limited.key };
+};
+
+/**
+ * The stream records DynamoDB would deliver for the captured writes to one table, kept to the
+ * event names the mapping's filter lets through, then one record that is not an item of the table
+ * (what the consumer counts as unreadable and must not fail its batch on).
+ */
+export const streamRecordsOf = (
+  changes: readonly CapturedWrite[],
+  table: TemplateTable,
+  eventNames?: readonly string[],
+) => {
+  const viewType = String(table.properties.StreamSpecification?.StreamViewType ?? 'NEW_IMAGE');
+  const records = changes
+    .filter((write) => write.table === table.name)
+    .map((write, i) => ({
+      eventID: String(i + 1),
+      eventName: !write.oldImage ? 'INSERT' : write.newImage ? 'MODIFY' : 'REMOVE',
+      eventVersion: '1.1',
+      eventSource: 'aws:dynamodb',
+      awsRegion: LOCAL_REGION,
+      eventSourceARN: table.streamArn,
+      dynamodb: {
+        ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
+        Keys: write.keys,
+        ...(write.newImage && viewType.startsWith('NEW') ? { NewImage: write.newImage } : {}),
+        ...(write.oldImage && (viewType === 'OLD_IMAGE' || viewType === 'NEW_AND_OLD_IMAGES')
+          ? { OldImage: write.oldImage }
+          : {}),
+        SequenceNumber: String(BigInt('100000000000000000000') + BigInt(i)),
+        SizeBytes: JSON.stringify(write.newImage ?? write.keys).length,
+        StreamViewType: viewType,
+      },
+    }));
+  const passed = records.filter((record) => !eventNames || eventNames.includes(record.eventName));
+  if (passed.length === 0) return passed;
+  const odd = passed[passed.length - 1]!;
+  return [
+    ...passed,
+    {
+      ...odd,
+      eventID: String(records.length + 1),
+      eventName: 'INSERT',
+      dynamodb: {
+        ...odd.dynamodb,
+        NewImage: { verify: { S: 'not an item of this table' } },
+        SequenceNumber: String(BigInt('100000000000000000000') + BigInt(records.length)),
+      },
+    },
+  ];
+};

@@ -1,0 +1,50 @@
+/**
+ * The counts the docs state are generated from the stack and the route table (lib/infra/counts.ts,
+ * `npm run docs:counts`): this fails when README.md or docs/deploy.md is stale.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { routes } from '../../shared/api/routes';
+import { tableDefinitions } from '../../shared/data/tables';
+import {
+  COUNTS_END,
+  COUNTS_START,
+  markers,
+  renderCounts,
+  stackCounts,
+  withCounts,
+  withGenerated,
+} from '../../lib/infra/counts';
+import { renderChecks } from '../../lib/verify/checks/index';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const counts = stackCounts();
+const block = renderCounts(counts);
+
+describe('generated counts', () => {
+  it('come from the stack and the code', () => {
+    // One function per route, the catch-all and the aggregator; one table per definition.
+    expect(counts.functions).toBe(routes.length + 2);
+    expect(counts.tables).toBe(tableDefinitions.length);
+    expect(counts.alarms).toBeGreaterThan(counts.functions * 3);
+    // The key lookup, the rate-limit counter, the usage record and the route's own read.
+    for (const { calls } of counts.callsPerRequest) expect(calls).toBe(4);
+  });
+
+  it.each(['README.md', 'docs/deploy.md'])('are current in %s (npm run docs:counts)', (doc) => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    expect(withCounts(text, block)).toBe(text);
+  });
+
+  it('list every offline check of the verifier in docs/deploy.md', () => {
+    const text = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+    const { start, end } = markers('checks');
+    expect(withGenerated(text, 'checks', renderChecks(start, end))).toBe(text);
+  });
+
+  it('are rewritten when stale, and a doc without markers is told apart', () => {
+    const stale = `intro\n${COUNTS_START}\nThe stack: **5 functions**\n${COUNTS_END}\nrest\n`;
+    expect(withCounts(stale, block)).toBe(`intro\n${block}\nrest\n`);
+    expect(withCounts('no markers', block)).toBeUndefined();
+  });
+});

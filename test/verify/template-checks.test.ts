@@ -1,0 +1,492 @@
+/**
+ * The verifier's offline checks on a real synthesized, bundled assembly: the project as it is has
+ * no defect, and each kind of deploy defect seeded into a copy of its template is reported by a
+ * line naming the check and the resource (docs/deploy.md lists the kinds). The template is
+ * synthesized once; each kind mutates a copy of its JSON.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BranchApiStack } from '../../lib/infra/branch-api-stack';
+import { assemblyOf } from '../../lib/verify/assembly';
+import { TEMPLATE_CHECKS } from '../../lib/verify/checks/index';
+import { readOpenApi, runTemplateChecks } from '../../lib/verify/checks/table';
+import { Resolver } from '../../lib/verify/assembly';
+import { checkTemplate } from '../../lib/verify/verify-assembly';
+import { newApp } from '../cdk/support';
+
+type Resources = Record<string, { Type: string; Properties: any; DeletionPolicy?: string }>;
+interface Template {
+  Resources: Resources;
+}
+
+const STACK = 'Checks';
+let root: string;
+let dir: string;
+let template: Template;
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'template-checks-test-'));
+  dir = join(root, 'cdk.out');
+  const app = newApp({ bundle: true, outdir: dir });
+  new BranchApiStack(app, STACK);
+  app.synth();
+  template = JSON.parse(readFileSync(join(dir, `${STACK}.template.json`), 'utf8')) as Template;
+}, 120_000);
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const check = (mutated: Template) => checkTemplate(assemblyOf(STACK, mutated, dir), dir);
+
+/** The logical id of the one resource of `type` whose id starts with `prefix`. */
+const id = (resources: Resources, type: string, prefix = ''): string => {
+  const found = Object.keys(resources).find((key) => key.startsWith(prefix) && resources[key]!.Type === type);
+  if (!found) throw new Error(`No ${type} ${prefix}…`);
+  return found;
+};
+const props = (r: Resources, type: string, prefix = '') => r[id(r, type, prefix)]!.Properties;
+const FN = 'AWS::Lambda::Function';
+const TABLE = 'AWS::DynamoDB::Table';
+const MAPPING = 'AWS::Lambda::EventSourceMapping';
+const ALARM = 'AWS::CloudWatch::Alarm';
+const INTEGRATION = 'AWS::ApiGatewayV2::Integration';
+const mapping = (r: Resources) => props(r, MAPPING);
+const route = (r: Resources, key: string) =>
+  Object.values(r).find((res) => res.Type === 'AWS::ApiGatewayV2::Route' && res.Properties.RouteKey === key)!;
+
+/** [kind, mutation, check expected to report it, resource prefix (or '' for the stack), reason]. */
+const KINDS: [string, (r: Resources) => void, string, string, RegExp][] = [
+  [
+    'a renamed stage',
+    (r) => (props(r, 'AWS::ApiGatewayV2::Stage').StageName = 'v1'),
+    'stage-name',
+    'ApiStage',
+    /named "v1"/,
+  ],
+  [
+    'auto-deploy off',
+    (r) => (props(r, 'AWS::ApiGatewayV2::Stage').AutoDeploy = false),
+    'stage-auto-deploy',
+    'ApiStage',
+    /AutoDeploy is off/,
+  ],
+  [
+    'a documented route removed',
+    (r) => delete r[Object.keys(r).find((k) => r[k] === route(r, 'GET /v1/members'))!],
+    'routes-match-openapi',
+    STACK,
+    /GET \/v1\/members, but no route/,
+  ],
+  [
+    'a route drifting from the OpenAPI document',
+    (r) => (route(r, 'GET /v1/branch').Properties.RouteKey = 'GET /v1/branches'),
+    'routes-match-openapi',
+    'ApiHttpApi',
+    /GET \/v1\/branches is not an operation/,
+  ],
+  [
+    'the $default route removed',
+    (r) => delete r[Object.keys(r).find((k) => r[k] === route(r, '$default'))!],
+    'routes-match-openapi',
+    STACK,
+    /no \$default route/,
+  ],
+  [
+    'payload format 1.0',
+    (r) => (props(r, INTEGRATION, 'ApiHttpApiGETv1branch').PayloadFormatVersion = '1.0'),
+    'route-integration',
+    'ApiHttpApiGETv1branch',
+    /payload format 1.0/,
+  ],
+  [
+    'an integration timeout shorter than the function\u2019s',
+    (r) => (props(r, INTEGRATION, 'ApiHttpApiGETv1members').TimeoutInMillis = 5000),
+    'route-integration',
+    'ApiHttpApiGETv1members',
+    /times out after 5000 ms, before its function's 10000 ms/,
+  ],
+  [
+    'an HTTP integration instead of a Lambda proxy',
+    (r) => (props(r, INTEGRATION, 'ApiHttpApiGETv1branch').IntegrationType = 'HTTP_PROXY'),
+    'route-integration',
+    'ApiHttpApiGETv1branch',
+    /HTTP_PROXY, expected AWS_PROXY/,
+  ],
+  [
+    'an invoke permission for the wrong function',
+    (r) =>
+      (props(r, 'AWS::Lambda::Permission', 'ApiHttpApiGETv1branchGetBranchPermission').FunctionName = {
+        'Fn::GetAtt': [id(r, FN, 'ListMembers'), 'Arn'],
+      }),
+    'invoke-permission',
+    'ApiHttpApi',
+    /invoke GetBranchFunction\w+ for GET \/v1\/branch/,
+  ],
+  [
+    'an invoke permission for another path',
+    (r) =>
+      (props(r, 'AWS::Lambda::Permission', 'ApiHttpApiGETv1membersListMembersPermission').SourceArn['Fn::Join'][1][8] =
+        '/*/*/v1/other'),
+    'invoke-permission',
+    'ApiHttpApi',
+    /ListMembersFunction\w+ for GET \/v1\/members/,
+  ],
+  [
+    'runtime nodejs16.x',
+    (r) => (props(r, FN, 'GetBranch').Runtime = 'nodejs16.x'),
+    'function-runtime',
+    'GetBranchFunction',
+    /nodejs16.x, expected nodejs24.x/,
+  ],
+  [
+    'architecture x86_64',
+    (r) => delete props(r, FN, 'ListMembers').Architectures,
+    'function-architecture',
+    'ListMembersFunction',
+    /x86_64 \(the default\), expected arm64/,
+  ],
+  [
+    '128 MB memory',
+    (r) => (props(r, FN, 'GetPaymentProvider').MemorySize = 128),
+    'function-memory',
+    'GetPaymentProviderFunction',
+    /memory 128 MB/,
+  ],
+  [
+    'no reserved concurrency',
+    (r) => delete props(r, FN, 'UsageAggregation').ReservedConcurrentExecutions,
+    'function-reserved-concurrency',
+    'UsageAggregationAggregatorFunction',
+    /reserved concurrency "none"/,
+  ],
+  [
+    'more reserved concurrency than an account has',
+    (r) => (props(r, FN, 'Fallback').ReservedConcurrentExecutions = 800),
+    'function-reserved-concurrency',
+    STACK,
+    /reserve \d+ concurrent executions, more than the 900/,
+  ],
+  [
+    'a handler naming a module the asset lacks',
+    (r) => (props(r, FN, 'Fallback').Handler = 'main.handler'),
+    'function-code',
+    'FallbackFunction',
+    /no module main/,
+  ],
+  [
+    'a code asset missing from the assembly',
+    (r) => (props(r, FN, 'GetBranch').Code.S3Key = 'feed.zip'),
+    'function-code',
+    'GetBranchFunction',
+    /code asset is not in the assembly/,
+  ],
+  [
+    'the metrics namespace set on one function, which the code ignores',
+    (r) => (props(r, FN, 'ListMembers').Environment.Variables.POWERTOOLS_METRICS_NAMESPACE = 'Other'),
+    'function-ignored-configuration',
+    'ListMembersFunction',
+    /POWERTOOLS_METRICS_NAMESPACE, but the code ignores it/,
+  ],
+  [
+    'a function role from outside the stack',
+    (r) => (props(r, FN, 'GetBranch').Role = 'arn:aws:iam::1:role/x'),
+    'function-role',
+    'GetBranchFunction',
+    /not a role of the stack/,
+  ],
+  ['a disabled stream mapping', (r) => (mapping(r).Enabled = false), 'stream-enabled', 'UsageAggregation', /disabled/],
+  [
+    'a stream read from LATEST',
+    (r) => (mapping(r).StartingPosition = 'LATEST'),
+    'stream-starting-position',
+    'UsageAggregation',
+    /LATEST, expected TRIM_HORIZON/,
+  ],
+  [
+    'a batching window past the lag target',
+    (r) => (mapping(r).MaximumBatchingWindowInSeconds = 300),
+    'stream-batching',
+    'UsageAggregation',
+    /batching window 300 s/,
+  ],
+  [
+    'partial batch responses removed',
+    (r) => delete mapping(r).FunctionResponseTypes,
+    'stream-partial-batch',
+    'UsageAggregation',
+    /no ReportBatchItemFailures/,
+  ],
+  [
+    'bisecting off',
+    (r) => (mapping(r).BisectBatchOnFunctionError = false),
+    'stream-bisect',
+    'UsageAggregation',
+    /Bisect/,
+  ],
+  [
+    'unbounded retries',
+    (r) => (mapping(r).MaximumRetryAttempts = -1),
+    'stream-retries',
+    'UsageAggregation',
+    /retries -1/,
+  ],
+  [
+    'unbounded record age',
+    (r) => delete mapping(r).MaximumRecordAgeInSeconds,
+    'stream-retries',
+    'UsageAggregation',
+    /record age "unbounded"/,
+  ],
+  [
+    'the failure destination removed',
+    (r) => delete mapping(r).DestinationConfig,
+    'stream-failure-destination',
+    'UsageAggregation',
+    /no on-failure destination/,
+  ],
+  [
+    'an unencrypted failure queue',
+    (r) => delete props(r, 'AWS::SQS::Queue').SqsManagedSseEnabled,
+    'stream-failure-queue',
+    'UsageAggregation',
+    /failure queue \w+ is not encrypted/,
+  ],
+  [
+    'a failure queue keeping messages 4 days',
+    (r) => delete props(r, 'AWS::SQS::Queue').MessageRetentionPeriod,
+    'stream-failure-queue',
+    'UsageAggregation',
+    /keeps messages 345600 s, expected 1209600/,
+  ],
+  [
+    'the event filter removed (TTL deletions invoke the aggregator)',
+    (r) => delete mapping(r).FilterCriteria,
+    'stream-filter',
+    'UsageAggregation',
+    /no readable filter/,
+  ],
+  [
+    'a filter on the wrong event',
+    (r) => (mapping(r).FilterCriteria.Filters[0].Pattern = '{"eventName":["REMOVE"]}'),
+    'stream-filter',
+    'UsageAggregation',
+    /REMOVE, expected INSERT/,
+  ],
+  [
+    'the stream mapping deleted',
+    (r) => delete r[id(r, MAPPING)],
+    'stream-consumed',
+    'TablesUsage',
+    /feeds no function/,
+  ],
+  [
+    'a changed key schema',
+    (r) => (props(r, TABLE, 'TablesUsage').KeySchema[1].AttributeName = 'created_at'),
+    'table-key-schema',
+    'TablesUsage',
+    /the code reads and writes branch_id \(S\) \+ sk \(S\)/,
+  ],
+  [
+    'a removed index',
+    (r) => props(r, TABLE, 'TablesKeys').GlobalSecondaryIndexes.splice(0, 1),
+    'table-indexes',
+    'TablesKeys',
+    /no index by-branch/,
+  ],
+  [
+    'an index projecting keys only',
+    (r) => (props(r, TABLE, 'TablesBranchData').GlobalSecondaryIndexes[0].Projection.ProjectionType = 'KEYS_ONLY'),
+    'table-indexes',
+    'TablesBranchData',
+    /projects KEYS_ONLY/,
+  ],
+  [
+    'a renamed TTL attribute',
+    (r) => (props(r, TABLE, 'TablesUsage').TimeToLiveSpecification.AttributeName = 'ttl'),
+    'table-ttl',
+    'TablesUsage',
+    /TTL on ttl, the code writes expires_at_epoch/,
+  ],
+  [
+    'point-in-time recovery off',
+    (r) => (props(r, TABLE, 'TablesKeys').PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled = false),
+    'table-point-in-time-recovery',
+    'TablesKeys',
+    /point-in-time recovery is off/,
+  ],
+  [
+    'a table deleted with the stack',
+    (r) => (r[id(r, TABLE, 'TablesBranchData')]!.DeletionPolicy = 'Delete'),
+    'table-retention',
+    'TablesBranchData',
+    /deletion policy Delete/,
+  ],
+  [
+    'provisioned billing',
+    (r) => delete props(r, TABLE, 'TablesUsageRollups').BillingMode,
+    'table-billing',
+    'TablesUsageRollups',
+    /PROVISIONED/,
+  ],
+  [
+    'the usage stream turned off',
+    (r) => delete props(r, TABLE, 'TablesUsage').StreamSpecification,
+    'table-stream',
+    'TablesUsage',
+    /stream off, expected NEW_IMAGE/,
+  ],
+  [
+    'an alarm on the wrong function',
+    (r) => (props(r, ALARM, 'MonitoringGetBranchErrors').Dimensions[0].Value = { Ref: id(r, FN, 'ListMembers') }),
+    'alarm-coverage',
+    'GetBranchFunction',
+    /no alarm watches AWS\/Lambda Errors of function GetBranch/,
+  ],
+  [
+    'a deleted alarm',
+    (r) => delete r[id(r, ALARM, 'MonitoringApi5xxRate')],
+    'alarm-coverage',
+    'ApiHttpApi',
+    /no alarm watches AWS\/ApiGateway 5xx/,
+  ],
+  [
+    'an alarm on a resource outside the stack',
+    (r) => (props(r, ALARM, 'MonitoringFallbackThrottles').Dimensions[0].Value = 'someone-elses-function'),
+    'alarm-target',
+    'MonitoringFallbackThrottles',
+    /not a resource of the stack/,
+  ],
+  [
+    'a rate alarm that can never fire',
+    (r) => (props(r, ALARM, 'MonitoringApi5xxRate').Threshold = 100),
+    'alarm-threshold',
+    'MonitoringApi5xxRate',
+    /a percentage above 100/,
+  ],
+  [
+    'a duration alarm past the timeout',
+    (r) => (props(r, ALARM, 'MonitoringAggregatorDurationNearTimeout').Threshold = 30_000),
+    'alarm-threshold',
+    'MonitoringAggregatorDurationNearTimeout',
+    /stops at its 30000 ms timeout/,
+  ],
+  [
+    'an alarm needing more datapoints than it evaluates',
+    (r) => (props(r, ALARM, 'MonitoringKeysTableThrottles').DatapointsToAlarm = 3),
+    'alarm-threshold',
+    'MonitoringKeysTableThrottles',
+    /3 breaching datapoints out of 1/,
+  ],
+  [
+    'missing data treated as breaching',
+    (r) => (props(r, ALARM, 'UsageAggregationIteratorAge').TreatMissingData = 'breaching'),
+    'alarm-missing-data',
+    'UsageAggregationIteratorAge',
+    /breaching, expected notBreaching/,
+  ],
+  [
+    'one alarm not wired to the deployer\u2019s topic',
+    (r) =>
+      Object.keys(r)
+        .filter((k) => r[k]!.Type === ALARM && !k.startsWith('MonitoringGetBranchErrors'))
+        .forEach((k) =>
+          Object.assign(r[k]!.Properties, {
+            AlarmActions: ['arn:aws:sns:eu-west-1:111111111111:ops'],
+            OKActions: ['arn:aws:sns:eu-west-1:111111111111:ops'],
+          }),
+        ),
+    'alarm-actions',
+    'MonitoringGetBranchErrors',
+    /does not notify/,
+  ],
+];
+
+describe('the project as it is', () => {
+  it('passes every offline check', () => {
+    expect(check(template)).toEqual([]);
+  });
+
+  it('holds at least 30 named checks', () => {
+    expect(new Set(TEMPLATE_CHECKS.map((c) => c.name)).size).toBe(TEMPLATE_CHECKS.length);
+    expect(TEMPLATE_CHECKS.length).toBeGreaterThanOrEqual(30);
+  });
+});
+
+describe('each seeded kind of defect is reported by a line naming its check', () => {
+  it.each(KINDS)('%s', (_kind, mutate, checkName, resource, reason) => {
+    const mutated = structuredClone(template);
+    mutate(mutated.Resources);
+    expect(check(mutated)).toEqual(
+      expect.arrayContaining([
+        {
+          check: checkName,
+          resource: resource === STACK ? STACK : expect.stringMatching(new RegExp(`^${resource}`)),
+          reason: expect.stringMatching(reason),
+        },
+      ]),
+    );
+  });
+
+  it('covers at least 30 kinds', () => {
+    expect(KINDS.length).toBeGreaterThanOrEqual(30);
+  });
+});
+
+describe('a throwaway stack (destroyData)', () => {
+  it('may delete its tables with it, as it says in its metadata', () => {
+    const mutated = structuredClone(template) as Template & { Metadata?: unknown };
+    for (const resource of Object.values(mutated.Resources).filter((r) => r.Type === TABLE)) {
+      resource.DeletionPolicy = 'Delete';
+      resource.Properties.DeletionProtectionEnabled = false;
+    }
+    expect(check(mutated).map((d) => d.check)).toContain('table-retention');
+    mutated.Metadata = { BranchApi: { destroyData: true } };
+    expect(check(mutated)).toEqual([]);
+  });
+});
+
+describe('alarm notifications the deployer asked for', () => {
+  it('are reported missing when the stack says a topic was given but no alarm notifies it', () => {
+    const mutated = structuredClone(template) as Template & { Metadata?: unknown };
+    mutated.Metadata = { BranchApi: { alarmTopic: true } };
+    const defects = check(mutated).filter((d) => d.check === 'alarm-actions');
+    expect(defects.length).toBe(Object.values(template.Resources).filter((r) => r.Type === ALARM).length);
+    expect(defects[0]!.reason).toBe('notifies nobody, though the deployer gave an alarm topic');
+  });
+});
+
+describe('a malformed or surprising template', () => {
+  it('is reported, never thrown: every resource without properties', () => {
+    const mutated = structuredClone(template);
+    for (const resource of Object.values(mutated.Resources)) resource.Properties = 'garbage';
+    const defects = check(mutated);
+    expect(defects.length).toBeGreaterThan(10);
+    expect(defects.every((d) => typeof d.check === 'string' && d.reason.length > 0)).toBe(true);
+  });
+
+  it('is reported, never thrown: a resource that is not an object', () => {
+    const mutated = structuredClone(template) as unknown as { Resources: Record<string, unknown> };
+    mutated.Resources.Odd = null;
+    mutated.Resources.Odder = 42;
+    expect(() => check(mutated as unknown as Template)).not.toThrow();
+  });
+
+  it('turns a check that throws into a defect naming it', () => {
+    const throwing = {
+      name: 'always-throws',
+      description: 'a check with a bug',
+      run: () => {
+        throw new Error('boom');
+      },
+    };
+    const assembly = assemblyOf(STACK, template, dir);
+    expect(
+      runTemplateChecks([throwing], {
+        assembly,
+        resolver: new Resolver(assembly.resources),
+        openapi: readOpenApi(),
+        dir,
+      }),
+    ).toEqual([{ check: 'always-throws', resource: STACK, reason: 'the check could not read this template: boom' }]);
+  });
+});
