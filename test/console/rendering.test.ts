@@ -39,6 +39,14 @@ describe('CSV', () => {
       '"a,b","say ""hi""",200,"\'=HYPERLINK(""x"")",/api/v1/branch\r\n',
     );
     expect(csvField('-1')).toBe("'-1");
+    expect(csvField('@SUM(A1)')).toBe("'@SUM(A1)");
+    expect(csvField('\tcmd')).toBe("'\tcmd");
     expect(csvField(-1)).toBe('-1');
+  });
+
+  it('writes NUL, terminal escapes and bidi overrides as visible text, and a missing value as empty', () => {
+    expect(csvField('a\u0000b\u001b[31m\u202ec\u2066')).toBe('a\\x00b\\x1b[31m\\u{202e}c\\u{2066}');
+    expect(csvField('\r=1')).toBe('\\x0d=1');
+    expect(csvField(undefined)).toBe('');
   });
 });
