@@ -4,6 +4,8 @@
  * described by the message) and that field takes the focus.
  */
 import { SCOPES } from '../../shared/domain/schemas';
+import type { ApiKeyRecord } from '../../shared/data/repositories/keys';
+import type { OperatorError } from '../operator/errors';
 import { html, type Html } from './html';
 import { fieldError, hidden, textField, type FormError } from './layout';
 
@@ -29,6 +31,34 @@ export const readKeyForm = (form: URLSearchParams): KeyFormValues => ({
 /** An ISO time as the `datetime-local` field shows it (UTC, to the minute). */
 export const expiresValue = (iso: string | undefined): string => (iso ? iso.slice(0, 16) : '');
 
+/** A key's settings as the form shows them (Edit key starts from these). */
+export const keyFormValues = (key: ApiKeyRecord): KeyFormValues => ({
+  name: key.name,
+  scopes: [...key.scopes],
+  expires: expiresValue(key.expires_at),
+  allowIps: key.allowed_ips?.join(', ') ?? '',
+  rateLimit: key.rate_limit ?? '',
+});
+
+/** The operator library's field (lib/operator/errors.ts) → this form's input name and label. */
+const FORM_FIELDS: Record<string, { input: string; label: string }> = {
+  name: { input: 'name', label: 'Name' },
+  scopes: { input: 'scopes', label: 'Scopes' },
+  expires: { input: 'expires', label: 'Expires' },
+  allow_ip: { input: 'allow_ips', label: 'Allowed IPs' },
+  rate_limit: { input: 'rate_limit', label: 'Rate limit' },
+};
+
+/**
+ * The library's refusal as a form error, by its code and field (never its text): next to the
+ * field it names, its CLI option (`--rate-limit`) read as the field's label.
+ */
+export const formError = (error: OperatorError): FormError => {
+  const field = error.code === 'invalid_input' && error.field ? FORM_FIELDS[error.field] : undefined;
+  if (!field) return { message: error.message };
+  return { field: field.input, message: error.message.replace(/^--[a-z-]+/, field.label) };
+};
+
 const scopesField = (values: KeyFormValues, error: FormError | undefined): Html => {
   const scopes = new Set(values.scopes ?? []);
   const { attributes, message } = fieldError('key-scopes', 'scopes', error);
@@ -38,6 +68,7 @@ const scopesField = (values: KeyFormValues, error: FormError | undefined): Html 
       (scope, i) =>
         html`<label
           ><input
+            ${i === 0 ? html`id="key-scopes"` : ''}
             type="checkbox"
             name="scopes"
             value="${scope}"

@@ -6,6 +6,7 @@
  * Columns and actions are lists (KEY_COLUMNS, KEY_ACTIONS): a new key attribute or action is one
  * more entry.
  */
+import { KEY_STATES } from '../../shared/domain/key-state';
 import type { AuditFinding } from '../operator/lifecycle';
 import type { KeyListing } from '../operator/operations';
 import { html, type Html, type HtmlValue } from './html';
@@ -79,12 +80,28 @@ export interface KeyAction {
 
 /** Per-key actions: each opens a page (a form or a confirmation) whose POST does it. */
 export const KEY_ACTIONS: KeyAction[] = [
+  { label: 'Edit', action: 'edit', done: 'edited', applies: (k) => k.status === 'active' || k.status === 'disabled' },
+  {
+    label: 'Disable',
+    action: 'disable',
+    done: 'disabled',
+    applies: (k) => k.status === 'active' || k.status === 'grace',
+  },
+  { label: 'Enable', action: 'enable', done: 'enabled', applies: (k) => k.status === 'disabled' },
   { label: 'Roll', action: 'roll', done: 'rolled', applies: (k) => k.status === 'active' && !k.rolled_to },
   { label: 'Revoke', action: 'revoke', done: 'revoked', applies: (k) => k.status !== 'revoked' },
 ];
 
-/** Statuses the filter offers. */
-export const KEY_STATUSES: readonly KeyListing['status'][] = ['active', 'expired', 'revoked'];
+/** What the keys page says after each change (`done` of doneRedirect). */
+export const DONE_NOTICES: Record<string, string> = {
+  updated: 'is updated: the change applies from its next call.',
+  disabled: 'is disabled: its calls answer 401 disabled_api_key until it is enabled.',
+  enabled: 'is enabled again.',
+  revoked: 'is revoked.',
+};
+
+/** Statuses the filter offers: every key state (shared/domain/key-state.ts). */
+export const KEY_STATUSES: readonly KeyListing['status'][] = KEY_STATES;
 
 /** Keys per page: the audit reads each shown key's usage (docs/console.md "Figures"). */
 export const KEYS_PAGE_SIZE = 100;

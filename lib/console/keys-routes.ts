@@ -3,12 +3,13 @@
  * key's actions, a confirmation page (GET) and the change (POST).
  */
 import { auditOf, rollKey } from '../operator/lifecycle';
-import { createKey, keyStatus, listKeys, OperatorError, revokeKey } from '../operator/operations';
+import { createKey, keyStatus, listKeys, OperatorError } from '../operator/operations';
 import { html, type Html } from './html';
 import { Refusal, notFound, queryValue } from './http';
-import { readKeyForm } from './key-form';
+import { formError, readKeyForm } from './key-form';
 import {
   confirmPage,
+  DONE_NOTICES,
   KEY_ACTIONS,
   KEY_STATUSES,
   keysPage,
@@ -17,10 +18,18 @@ import {
   type KeyFilters,
   type KeysPageInput,
 } from './keys-page';
-import { branchPath, withQuery, type FormError } from './layout';
-import { page, redirect, type ConsoleRoute, type RouteRequest } from './routes';
+import { page, type ConsoleRoute, type RouteRequest } from './routes';
 
-type Extra = Partial<Omit<KeysPageInput, 'branchId' | 'keys' | 'total' | 'branchTotal' | 'csrf' | 'formId'>>;
+type Extra = Partial<Omit<KeysPageInput, 'branchId' | 'keys' | 'total' | 'branchTotal' | 'csrf' | 'formId'>> & {
+  done?: { done: string; keyId: string } | undefined;
+};
+
+/** What a change just did (its redirect's `done` and `key`), for the notice. */
+const doneOf = (query: URLSearchParams) => {
+  const done = queryValue(query, 'done');
+  const keyId = queryValue(query, 'key');
+  return done !== undefined && keyId !== undefined && Object.hasOwn(DONE_NOTICES, done) ? { done, keyId } : undefined;
+};
 
 const readFilters = (query: URLSearchParams): KeyFilters => {
   const q = queryValue(query, 'q');
@@ -41,8 +50,12 @@ export const keysView = async (r: RouteRequest, extra: Extra = {}): Promise<stri
   const keys = selected.slice((page - 1) * KEYS_PAGE_SIZE, page * KEYS_PAGE_SIZE);
   // The audit of this page's active keys (lib/operator/lifecycle.ts), the same as `keys audit`.
   const findings = new Map((await auditOf(r.ctx, keys, new Date())).map((audit) => [audit.key_id, audit.findings]));
+  // Only a key of this branch is named in a notice: a crafted link cannot make the page say anything else.
+  const doneKey = extra.done && all.find((key) => key.key_id === extra.done!.keyId);
+  const { done, ...rest } = extra;
   return keysPage({
-    ...extra,
+    ...rest,
+    ...(done && doneKey ? { notice: `Key “${doneKey.name}” (${doneKey.key_id}) ${DONE_NOTICES[done.done]}` } : {}),
     branchId,
     keys: keys.map((key) => ({ ...key, ...(findings.has(key.key_id) ? { findings: findings.get(key.key_id)! } : {}) })),
     total: selected.length,
@@ -60,12 +73,6 @@ export const findKey = async (r: RouteRequest) => {
   const record = await r.ctx.keys.getById(keyId!);
   if (!record || record.branch_id !== branch) throw notFound(`Branch ${branch} has no key ${keyId}.`);
   return { ...record, status: keyStatus(record), last_used_at: null };
-};
-
-/** The library's refusal as a form error: next to its field when it names one. */
-export const formError = (error: OperatorError): FormError => {
-  const field = (error as OperatorError & { field?: unknown }).field;
-  return { message: error.message, ...(typeof field === 'string' ? { field } : {}) };
 };
 
 /** A form that shows a key value must be sent once: a reload re-sends it, and must not repeat it. */
@@ -96,6 +103,10 @@ const CONSEQUENCES: Record<string, string> = {
     'A new key with the same scopes, rate limit, allowed IPs and expiry is created and shown once. ' +
     'This key keeps working until the grace period ends, then it is refused.',
   revoke: 'Calls with this key are refused from the next request on. This cannot be undone.',
+  disable:
+    'Calls with this key answer 401 disabled_api_key from the next request on, until it is enabled again. ' +
+    'Nothing else about the key changes.',
+  enable: 'Calls with this key are accepted again from the next request on.',
 };
 
 const listRoute: ConsoleRoute = {
@@ -105,14 +116,7 @@ const listRoute: ConsoleRoute = {
     const pageNumber = Number(r.query.get('page') ?? '1');
     if (!Number.isSafeInteger(pageNumber) || pageNumber < 1)
       throw new Refusal(400, 'Bad request', 'No such page of keys.');
-    const revoked = queryValue(r.query, 'revoked');
-    return page(
-      await keysView(r, {
-        filters: readFilters(r.query),
-        page: pageNumber,
-        ...(revoked ? { notice: `Key ${revoked} is revoked.` } : {}),
-      }),
-    );
+    return page(await keysView(r, { filters: readFilters(r.query), page: pageNumber, done: doneOf(r.query) }));
   },
 };
 
@@ -193,14 +197,4 @@ const rollRoute: ConsoleRoute = {
   },
 };
 
-const revokeRoute: ConsoleRoute = {
-  method: 'POST',
-  path: '/branches/:branch/keys/:key/revoke',
-  handle: async (r) => {
-    const { branch, key } = r.params;
-    await revokeKey(r.ctx, { branchId: branch!, keyId: key! });
-    return redirect(withQuery(branchPath(branch!, 'keys'), { revoked: key }));
-  },
-};
-
-export const KEY_ROUTES: ConsoleRoute[] = [listRoute, confirmRoute, createRoute, rollRoute, revokeRoute];
+export const KEY_ROUTES: ConsoleRoute[] = [listRoute, confirmRoute, createRoute, rollRoute];

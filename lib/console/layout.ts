@@ -63,6 +63,14 @@ export const textField = (input: {
     ${message}`;
 };
 
+/** A table's header row: one column header each. */
+export const headerRow = (headers: readonly string[]): Html =>
+  html`<thead>
+    <tr>
+      ${headers.map((header) => html`<th scope="col">${header}</th>`)}
+    </tr>
+  </thead>`;
+
 interface Layout {
   title: string;
   branchId?: string;

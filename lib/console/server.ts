@@ -15,9 +15,11 @@ import { dirname, join } from 'node:path';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
 import { InvalidUsagePositionError } from '../../shared/data/repositories/usage';
 import { createOperatorContext, type OperatorContext } from '../operator/context';
-import { OperatorError } from '../operator/operations';
+import { OperatorError, type OperatorErrorCode } from '../operator/errors';
 import { showControls } from './html';
 import { checkId, matchPath, notFound, pathSegments, readForm, Refusal, send, type Reply } from './http';
+import { ACTIVITY_ROUTES } from './activity-routes';
+import { KEY_ACTION_ROUTES } from './key-action-routes';
 import { KEY_ROUTES } from './keys-routes';
 import { branchPath, homePage, messagePage } from './layout';
 import { page, redirect, type ConsoleRoute } from './routes';
@@ -97,7 +99,13 @@ const HOME_ROUTES: ConsoleRoute[] = [
 ];
 
 /** Every page of the console, matched in order. */
-export const ROUTES: readonly ConsoleRoute[] = [...HOME_ROUTES, ...KEY_ROUTES, ...USAGE_ROUTES];
+export const ROUTES: readonly ConsoleRoute[] = [
+  ...HOME_ROUTES,
+  ...KEY_ACTION_ROUTES,
+  ...KEY_ROUTES,
+  ...USAGE_ROUTES,
+  ...ACTIVITY_ROUTES,
+];
 
 /** The route for this method and path, with its checked parameters; a known path with another method is a 405. */
 const route = (method: string, segments: string[]): { route: ConsoleRoute; params: Record<string, string> } => {
@@ -116,6 +124,15 @@ const route = (method: string, segments: string[]): { route: ConsoleRoute; param
   throw notFound();
 };
 
+/** Each operator error code's page (lib/operator/errors.ts): mapped by code, never by message text. */
+const OPERATOR_ERROR_PAGES: Record<OperatorErrorCode, [status: number, title: string]> = {
+  invalid_input: [400, 'Bad request'],
+  unknown_branch: [404, 'Not found'],
+  unknown_key: [404, 'Not found'],
+  key_not_changeable: [409, 'Nothing to do'],
+  conflict: [409, 'Changed meanwhile'],
+};
+
 /** The page for a failure: a refusal or bad input is a 4xx, never a stack trace. */
 const failurePage = (error: unknown): Reply | undefined => {
   if (error instanceof Refusal) return page(messagePage(error.title, error.message), error.status);
@@ -123,8 +140,8 @@ const failurePage = (error: unknown): Reply | undefined => {
     return page(messagePage('Bad request', 'That page of the log does not exist: start from the newest.'), 400);
   }
   if (error instanceof OperatorError) {
-    const status = error.message.startsWith('Unknown') ? 404 : 400;
-    return page(messagePage(status === 404 ? 'Not found' : 'Bad request', error.message), status);
+    const [status, title] = OPERATOR_ERROR_PAGES[error.code];
+    return page(messagePage(title, error.message), status);
   }
   if (error instanceof DataStoreUnavailableError) {
     return page(messagePage('Unavailable', 'DynamoDB is not reachable; try again shortly.'), 503);

@@ -4,7 +4,7 @@
  * with a CSV export of exactly what the filters select.
  */
 import { html, jsonBlock, type Html } from './html';
-import { branchPath, layout, time, withQuery } from './layout';
+import { branchPath, headerRow, layout, time, withQuery } from './layout';
 import {
   LOG_SCAN_LIMIT,
   PERIODS,
@@ -173,17 +173,7 @@ const logTable = (input: UsagePageInput): Html => {
     <caption>
       Calls, newest first${input.cursor ? ' (older page)' : ''}
     </caption>
-    <thead>
-      <tr>
-        <th scope="col">Time</th>
-        <th scope="col">Key</th>
-        <th scope="col">Request</th>
-        <th scope="col">Status</th>
-        <th scope="col">ms</th>
-        <th scope="col">Caller IP</th>
-        <th scope="col">Detail</th>
-      </tr>
-    </thead>
+    ${headerRow(['Time', 'Key', 'Request', 'Status', 'ms', 'Caller IP', 'Detail'])}
     <tbody>
       ${input.log.map((r) => {
         const name = names.get(r.key_id) ?? r.key_id;

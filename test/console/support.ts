@@ -6,6 +6,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { CHROMIUM_PATH } from '../../scripts/chromium';
 import { startConsole, type SettingsConsole } from '../../lib/console/server';
+import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { startLocalEnvironment, type LocalEnvironment } from '../../lib/local/environment';
 
 type Suite = (name: string, fn: () => void) => void;
@@ -29,6 +30,19 @@ export interface Environment {
   logged: string[];
   close(): Promise<void>;
 }
+
+/** For a test file: the environment (started before its tests, closed after) and an operator context. */
+export const useEnvironment = (): { env: Environment; ctx: OperatorContext } => {
+  const handle = { ctx: createOperatorContext(process.env) } as { env: Environment; ctx: OperatorContext };
+  beforeAll(async () => {
+    handle.env = await startEnvironment();
+  });
+  afterAll(async () => {
+    await handle.env?.close();
+    handle.ctx.close();
+  });
+  return handle;
+};
 
 /** The local environment on this test file's tables, and a console over it. */
 export const startEnvironment = async (): Promise<Environment> => {
