@@ -86,7 +86,7 @@ describeIfChromium('settings console in Chromium', () => {
     it('creates a key from the panel at the top: a field error first, then the value once with a copy button', async () => {
       await openKeys();
       await page.getByRole('button', { name: 'Create key' }).click();
-      await page.getByLabel('Name').fill(`${tag} created`);
+      await page.getByLabel('Name', { exact: true }).fill(`${tag} created`);
       await page.getByLabel(/Rate limit/).fill('lots');
       await page.getByRole('button', { name: 'Create this key' }).click();
       // The error is next to its field, which says so and has the focus; what was typed stays.
@@ -95,7 +95,7 @@ describeIfChromium('settings console in Chromium', () => {
       const describedBy = (await rateLimit.getAttribute('aria-describedby'))!;
       expect(await page.locator(`#${describedBy}`).textContent()).toMatch(/rate/i);
       expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe('key-rate-limit');
-      expect(await page.getByLabel('Name').inputValue()).toBe(`${tag} created`);
+      expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe(`${tag} created`);
       expectLoggedStatus(400);
       await audited();
 
@@ -181,7 +181,7 @@ describeIfChromium('settings console in Chromium', () => {
       await page.getByRole('button', { name: `Revoke key “${tag} revoke”` }).click();
       await page
         .getByRole('status')
-        .filter({ hasText: `Key ${record.key_id} is revoked.` })
+        .filter({ hasText: `(${record.key_id}) is revoked.` })
         .waitFor();
       expect(await page.getByRole('row', { name: new RegExp(`${tag} revoke`) }).textContent()).toContain('revoked');
       expect((await api(key)).status).toBe(401);
@@ -206,6 +206,42 @@ describeIfChromium('settings console in Chromium', () => {
       expect((await api(value)).status).toBe(200);
       const refused = await api(old);
       expect([refused.status, ((await refused.json()) as any).error.code]).toEqual([401, 'expired_api_key']);
+      await audited();
+    });
+
+    it('edits a key, disables and enables it, and the Activity page lists each action with who did it', async () => {
+      const { key, record } = await ctx.keys.create({ branchId: branch(), scopes: ['read'], name: `${tag} edit` });
+      await openKeys(`?q=${encodeURIComponent(`${tag} edit`)}`);
+      await page.getByRole('link', { name: `Edit key ${tag} edit (${record.key_id})` }).click();
+      await page.getByRole('heading', { name: `Edit key “${tag} edit”` }).waitFor();
+      await audited();
+      await page.getByLabel('Name', { exact: true }).fill(`${tag} edited`);
+      await page.getByLabel(/Rate limit/).fill('7/min');
+      await page.getByRole('button', { name: `Save key “${tag} edit”` }).click();
+      await page.getByRole('status').filter({ hasText: 'is updated' }).waitFor();
+      expect(await page.getByRole('row', { name: new RegExp(`${tag} edited`) }).textContent()).toContain('7/min');
+
+      await page.getByRole('link', { name: `Disable key ${tag} edited (${record.key_id})` }).click();
+      await audited();
+      await page.getByRole('button', { name: `Disable key “${tag} edited”` }).click();
+      await page.getByRole('status').filter({ hasText: 'is disabled' }).waitFor();
+      const disabled = await api(key);
+      expect([disabled.status, ((await disabled.json()) as any).error.code]).toEqual([401, 'disabled_api_key']);
+      await page.locator('#filter-status').selectOption('disabled');
+      await page.getByRole('button', { name: 'Filter keys' }).click();
+      expect(await page.getByRole('row', { name: new RegExp(`${tag} edited`) }).count()).toBe(1);
+      await audited();
+      await page.getByRole('link', { name: `Enable key ${tag} edited (${record.key_id})` }).click();
+      await page.getByRole('button', { name: `Enable key “${tag} edited”` }).click();
+      await page.getByRole('status').filter({ hasText: 'is enabled again' }).waitFor();
+      expect((await api(key)).status).toBe(200);
+
+      await page.getByRole('link', { name: 'Activity' }).click();
+      await page.locator('#activity-key').selectOption(record.key_id);
+      await page.getByRole('button', { name: 'Show activity' }).click();
+      const actions = await page.locator('#activity tbody tr td[data-label="Action"]').allTextContents();
+      expect(actions.map((a) => a.trim())).toEqual(['enabled', 'disabled', 'updated', 'created']);
+      expect(await page.locator('#activity tbody tr').first().textContent()).toContain(await ctx.actor());
       await audited();
     });
 
