@@ -7,7 +7,7 @@ import type { ActivityChange, ActivityEntry } from '../../shared/domain/key-acti
 import { listActivity } from '../operator/key-actions';
 import { html, type Html } from './html';
 import { notFound, queryValue } from './http';
-import { branchPath, headerRow, layout, time } from './layout';
+import { branchPath, cardCell, headerRow, layout, time } from './layout';
 import { page, type ConsoleRoute } from './routes';
 
 /** Entries the page shows: the newest ones (the CLI's `keys activity --limit` reads further back). */
@@ -65,12 +65,10 @@ const activityTable = (entries: ActivityEntry[]): Html =>
         (e) =>
           html`<tr>
             <th scope="row">${time(e.at)}</th>
-            <td data-label="Action"><strong>${e.action}</strong></td>
-            <td data-label="Key">
-              ${e.key_name} <small><code>${e.key_id}</code></small>
-            </td>
-            <td data-label="Who"><code>${e.actor}</code></td>
-            <td data-label="What changed">${changesCell(e.changes, e.details)}</td>
+            ${cardCell('Action', html`<strong>${e.action}</strong>`)}
+            ${cardCell('Key', html`${e.key_name} <small><code>${e.key_id}</code></small>`)}
+            ${cardCell('Who', html`<code>${e.actor}</code>`)}
+            ${cardCell('What changed', changesCell(e.changes, e.details))}
           </tr>`,
       )}
     </tbody>

@@ -11,7 +11,7 @@ import type { AuditFinding } from '../operator/lifecycle';
 import type { KeyListing } from '../operator/operations';
 import { html, type Html, type HtmlValue } from './html';
 import { keyForm, type KeyFormValues } from './key-form';
-import { branchPath, hidden, keyPath, layout, time, withQuery, type FormError } from './layout';
+import { branchPath, cardCell, hidden, keyPath, layout, time, withQuery, type FormError } from './layout';
 
 /** A key as the keys page shows it: its listing and, for an active key, its audit findings. */
 export interface KeyRow extends KeyListing {
@@ -253,11 +253,9 @@ const keysTable = (input: KeysPageInput): Html =>
         (key) =>
           html`<tr>
             ${KEY_COLUMNS.map((column, i) =>
-              i === 0
-                ? html`<th scope="row">${column.cell(key)}</th>`
-                : html`<td data-label="${column.header}">${column.cell(key)}</td>`,
+              i === 0 ? html`<th scope="row">${column.cell(key)}</th>` : cardCell(column.header, column.cell(key)),
             )}
-            <td data-label="Actions">${actionsCell(input.branchId, key)}</td>
+            ${cardCell('Actions', actionsCell(input.branchId, key))}
           </tr>`,
       )}
     </tbody>

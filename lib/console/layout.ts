@@ -63,6 +63,10 @@ export const textField = (input: {
     ${message}`;
 };
 
+/** A cell of a `cards` table: on a phone, its column's name beside one box holding its content. */
+export const cardCell = (label: string, content: HtmlValue): Html =>
+  html`<td data-label="${label}"><div>${content}</div></td>`;
+
 /** A table's header row: one column header each. */
 export const headerRow = (headers: readonly string[]): Html =>
   html`<thead>

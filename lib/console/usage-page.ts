@@ -4,7 +4,7 @@
  * with a CSV export of exactly what the filters select.
  */
 import { html, jsonBlock, type Html } from './html';
-import { branchPath, headerRow, layout, time, withQuery } from './layout';
+import { branchPath, cardCell, headerRow, layout, time, withQuery } from './layout';
 import {
   LOG_SCAN_LIMIT,
   PERIODS,
@@ -179,12 +179,10 @@ const logTable = (input: UsagePageInput): Html => {
         const name = names.get(r.key_id) ?? r.key_id;
         return html`<tr data-request-id="${r.request_id}">
           <th scope="row">${time(r.timestamp)}</th>
-          <td data-label="Key">${name}</td>
-          <td data-label="Request">${r.method} <code class="path">${r.path}</code></td>
-          <td data-label="Status"><span class="status status-${String(r.status).slice(0, 1)}xx">${r.status}</span></td>
-          <td data-label="ms">${r.response_time_ms}</td>
-          <td data-label="Caller IP">${r.source_ip ?? '—'}</td>
-          <td data-label="Detail">${callDetails(r, name)}</td>
+          ${cardCell('Key', name)} ${cardCell('Request', html`${r.method} <code class="path">${r.path}</code>`)}
+          ${cardCell('Status', html`<span class="status status-${String(r.status).slice(0, 1)}xx">${r.status}</span>`)}
+          ${cardCell('ms', r.response_time_ms)} ${cardCell('Caller IP', r.source_ip ?? '—')}
+          ${cardCell('Detail', callDetails(r, name))}
         </tr>`;
       })}
     </tbody>
