@@ -23,6 +23,12 @@ export const addServeCommands = (program: Command): void => {
         .default(3001)
         .argParser(port),
     )
+    .addOption(
+      new Option(
+        '--log-file <path>',
+        'where request and aggregator logs go (default: branch-api.log in --data-dir or a temporary directory)',
+      ).env('LOG_FILE'),
+    )
     .option('--verbose', 'write request and aggregator logs to the terminal too (default: to the log file only)')
     .action(serve);
 
