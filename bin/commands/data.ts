@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { seed } from '../../lib/operator/operations';
 import { ensureTables } from '../../lib/operator/tables';
 import { lines, terminal } from '../../lib/operator/terminal';
+import { withProgress } from '../../lib/operator/progress';
 import { print, withContext, type JsonOption } from './kit';
 
 export const addDataCommands = (program: Command): void => {
@@ -13,7 +14,7 @@ export const addDataCommands = (program: Command): void => {
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, file: string, options: JsonOption) => {
-        const result = await seed(ctx, file);
+        const result = await withProgress('Seeding branches', (update) => seed(ctx, file, update));
         print(
           result,
           options,

@@ -321,9 +321,12 @@ export const readSeedFile = async (file: string): Promise<SeedFile> => {
 };
 
 /** Loads a seed file (idempotent: re-running the same file leaves the same data). */
-export const seed = async (ctx: OperatorContext, file: string) => {
+export const seed = async (ctx: OperatorContext, file: string, onProgress?: (done: number, total: number) => void) => {
   const data = await readSeedFile(file);
-  for (const branch of data.branches) await ctx.branchData.putBranch(branch);
+  for (const [index, branch] of data.branches.entries()) {
+    await ctx.branchData.putBranch(branch);
+    onProgress?.(index + 1, data.branches.length);
+  }
   return {
     branch_ids: data.branches.map((branch) => branch.id),
     branches: data.branches.length,
