@@ -262,3 +262,16 @@ describe('an action and its activity entry cannot disagree (a fault proxy in fro
     expect((await listActivity(ctx, { branchId, keyId })).map((entry) => entry.action)).toEqual(['created']);
   });
 });
+
+describe('a leaked key (the secret-scanning handler revokes through the repository)', () => {
+  it('is revoked with a leaked entry carrying the report, once', async () => {
+    const { key, keyId } = await newKey();
+    const leak = { url: 'https://github.com/o/r/blob/x/.env', source: 'content' };
+    await fixtureKeys.revoke(keyId, new Date(), 'github-secret-scanning', leak);
+    await fixtureKeys.revoke(keyId, new Date(), 'github-secret-scanning', leak);
+    expectError(await callWith(key), 401, 'revoked_api_key');
+    const entries = await listActivity(ctx, { branchId, keyId });
+    expect(entries.map((entry) => entry.action)).toEqual(['leaked', 'created']);
+    expect(entries[0]).toMatchObject({ actor: 'github-secret-scanning', details: leak });
+  });
+});
