@@ -6,6 +6,7 @@
 import { Option, type Command } from 'commander';
 import type { OperatorContext } from '../lib/operator/context';
 import { formatTable } from '../lib/operator/format';
+import { withProgress } from '../lib/operator/progress';
 import { lines as joinLines, terminal, type TerminalText } from '../lib/operator/terminal';
 import { rebuildRollups, replayUsageLog, summarizeUsage, type UsageRollupSummary } from '../lib/operator/usage-rollups';
 
@@ -99,11 +100,14 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: { branch: string; since: string; until?: string } & JsonOption) => {
-        const result = await rebuildRollups(ctx, {
-          branchId: options.branch,
-          since: options.since,
-          ...(options.until !== undefined ? { until: options.until } : {}),
-        });
+        const result = await withProgress('Rebuilding rollups: records read', (onProgress) =>
+          rebuildRollups(ctx, {
+            branchId: options.branch,
+            since: options.since,
+            ...(options.until !== undefined ? { until: options.until } : {}),
+            onProgress,
+          }),
+        );
         print(
           result,
           options,
@@ -120,7 +124,9 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, file: string, options: JsonOption) => {
-        const result = await replayUsageLog(ctx, file);
+        const result = await withProgress('Replaying usage records', (update) =>
+          replayUsageLog(ctx, file, process.env, update),
+        );
         print(result, options, () =>
           joinLines([
             terminal`Replayed ${result.stored} usage record(s) from ${result.lines} log line(s)`,

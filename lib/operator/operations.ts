@@ -220,27 +220,48 @@ export interface UsageRequest {
 }
 
 export interface UsageSummary {
+  /** Every call in the period (`--since` to now; all kept records without it), not only those shown. */
   count: number;
   by_status: Record<string, number>;
   p50_ms: number | null;
   p95_ms: number | null;
+  /** False when the period held more than MAX_SUMMARY_CALLS calls: the figures cover the newest ones. */
+  complete: boolean;
 }
 
 /** Nearest-rank percentile of sorted values. */
 const percentile = (sorted: number[], p: number): number | null =>
   sorted.length === 0 ? null : (sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? null);
 
-export const summarize = (records: UsageRecord[]): UsageSummary => {
+export const summarize = (
+  records: readonly Pick<UsageRecord, 'status' | 'response_time_ms'>[],
+  complete = true,
+): UsageSummary => {
   const byStatus: Record<string, number> = {};
   for (const record of records) byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
   const times = records.map((record) => record.response_time_ms).sort((a, b) => a - b);
-  return { count: records.length, by_status: byStatus, p50_ms: percentile(times, 50), p95_ms: percentile(times, 95) };
+  return {
+    count: records.length,
+    by_status: byStatus,
+    p50_ms: percentile(times, 50),
+    p95_ms: percentile(times, 95),
+    complete,
+  };
 };
 
 export const MAX_USAGE_LIMIT = 10_000;
+/** Most calls the summary of `usage` reads (status and time only): about 100 pages of the usage table. */
+export const MAX_SUMMARY_CALLS = 200_000;
 
-/** The newest usage records of a branch (or one of its keys), with a summary of them. */
-export const readUsage = async (ctx: OperatorContext, request: UsageRequest) => {
+/**
+ * The newest usage records of a branch (or one of its keys), and a summary of every call in the
+ * period, not only of the records shown (bounded by `maxSummaryCalls`).
+ */
+export const readUsage = async (
+  ctx: OperatorContext,
+  request: UsageRequest,
+  maxSummaryCalls: number = MAX_SUMMARY_CALLS,
+) => {
   const limit = request.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_USAGE_LIMIT) {
     throw invalidInput('limit', `--limit must be a whole number from 1 to ${MAX_USAGE_LIMIT}`);
@@ -248,20 +269,24 @@ export const readUsage = async (ctx: OperatorContext, request: UsageRequest) => 
   const since = request.since === undefined ? undefined : parseIsoDate(request.since, '--since');
   await requireBranch(ctx, request.branchId);
   if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
+  const scope = {
+    branchId: request.branchId,
+    ...(request.keyId ? { keyId: request.keyId } : {}),
+    ...(since ? { since } : {}),
+  };
   const records: UsageRecord[] = [];
   let position: string | undefined;
   do {
     const page = await ctx.usage.query({
-      branchId: request.branchId,
+      ...scope,
       limit: Math.min(1000, limit - records.length),
-      ...(request.keyId ? { keyId: request.keyId } : {}),
-      ...(since ? { since } : {}),
       ...(position ? { position } : {}),
     });
     records.push(...page.records);
     position = page.nextPosition;
   } while (position && records.length < limit);
-  return { records, summary: summarize(records) };
+  const stats = await ctx.usage.callStats(scope, maxSummaryCalls);
+  return { records, summary: summarize(stats.calls, stats.complete) };
 };
 
 const describeIssues = (issues: z.core.$ZodIssue[]): string =>
@@ -296,9 +321,12 @@ export const readSeedFile = async (file: string): Promise<SeedFile> => {
 };
 
 /** Loads a seed file (idempotent: re-running the same file leaves the same data). */
-export const seed = async (ctx: OperatorContext, file: string) => {
+export const seed = async (ctx: OperatorContext, file: string, onProgress?: (done: number, total: number) => void) => {
   const data = await readSeedFile(file);
-  for (const branch of data.branches) await ctx.branchData.putBranch(branch);
+  for (const [index, branch] of data.branches.entries()) {
+    await ctx.branchData.putBranch(branch);
+    onProgress?.(index + 1, data.branches.length);
+  }
   return {
     branch_ids: data.branches.map((branch) => branch.id),
     branches: data.branches.length,

@@ -112,6 +112,7 @@ export class KeysRepository extends KeyStore {
     ref: Omit<KeyRef, 'branchId'> & { branchId?: string },
     action: KeyAction,
     plan: Plan,
+    details?: Record<string, string>,
   ): Promise<KeyActionResult> {
     const now = ref.now ?? new Date();
     let stored = await this.requireStored(ref);
@@ -119,7 +120,7 @@ export class KeysRepository extends KeyStore {
       const mutation = plan(stored, keyState(stored, now), now);
       if (!mutation || isNoChange(stored, mutation)) return { record: toRecord(stored), changed: false };
       try {
-        const { record, entry } = await this.applyAction(stored, action, ref.actor, now, mutation);
+        const { record, entry } = await this.applyAction(stored, action, ref.actor, now, mutation, details);
         await this.publish(entry, stored.key_hash);
         return { record, changed: true };
       } catch (error) {
@@ -160,11 +161,21 @@ export class KeysRepository extends KeyStore {
   /**
    * Revokes a key from now on. Revoking a revoked key changes nothing and returns it as it is.
    * The caller checks the branch (the operator library does, before it calls this).
+   * @param leak a secret-scanning report's facts (`url`, `source`): the entry is then `leaked`
    * @throws KeyNotFoundError when no key has this id
    */
-  async revoke(keyId: string, now = new Date(), actor = UNKNOWN_ACTOR): Promise<ApiKeyRecord> {
-    const { record } = await this.perform({ keyId, now, actor }, 'revoked', (stored, _state, at) =>
-      stored.revoked_at === undefined ? { set: { revoked_at: at.toISOString() }, remove: [] } : undefined,
+  async revoke(
+    keyId: string,
+    now = new Date(),
+    actor = UNKNOWN_ACTOR,
+    leak?: Record<string, string>,
+  ): Promise<ApiKeyRecord> {
+    const { record } = await this.perform(
+      { keyId, now, actor },
+      leak ? 'leaked' : 'revoked',
+      (stored, _state, at) =>
+        stored.revoked_at === undefined ? { set: { revoked_at: at.toISOString() }, remove: [] } : undefined,
+      leak,
     );
     return record;
   }
