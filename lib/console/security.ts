@@ -127,9 +127,11 @@ export class LaunchToken {
 
 /**
  * A redirect target that stays on the console: a path of its own origin, never `//host` or
- * `/\host` (which browsers read as another origin); anything else goes home.
+ * `/\\host` (which browsers read as another origin), and no control character or space (a
+ * browser drops a tab, so `/\t/host` would become `//host`); anything else goes home.
  */
-export const localPath = (path: string): string => (/^\/(?![/\\])/.test(path) ? path : '/');
+// eslint-disable-next-line no-control-regex
+export const localPath = (path: string): string => (/^\/(?![/\\])[^\u0000-\u0020\u007f]*$/.test(path) ? path : '/');
 
 export const parseCookies = (header: string | undefined): Record<string, string> => {
   const cookies: Record<string, string> = {};

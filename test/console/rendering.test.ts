@@ -4,6 +4,7 @@
  */
 import fc from 'fast-check';
 import { escapeHtml, html, jsonBlock } from '../../lib/console/html';
+import { localPath } from '../../lib/console/security';
 import { csvField, csvRow } from '../../lib/console/usage-data';
 
 describe('html', () => {
@@ -48,5 +49,28 @@ describe('CSV', () => {
     expect(csvField('a\u0000b\u001b[31m\u202ec\u2066')).toBe('a\\x00b\\x1b[31m\\u{202e}c\\u{2066}');
     expect(csvField('\r=1')).toBe('\\x0d=1');
     expect(csvField(undefined)).toBe('');
+  });
+});
+
+describe('redirects', () => {
+  it('keep every target on the console: a path of its own, never another host', () => {
+    expect(localPath('/branches/br_demo/keys?q=x')).toBe('/branches/br_demo/keys?q=x');
+    for (const outside of [
+      '//evil.example/',
+      '/\\evil.example/',
+      '/\t/evil.example/',
+      '/\n/evil.example',
+      'https://evil.example/',
+      'evil.example',
+      '',
+    ]) {
+      expect(localPath(outside)).toBe('/');
+    }
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (value) => {
+        const target = new URL(localPath(value), 'http://127.0.0.1:3001');
+        expect(target.origin).toBe('http://127.0.0.1:3001');
+      }),
+    );
   });
 });
