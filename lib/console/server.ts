@@ -32,6 +32,7 @@ import {
   randomToken,
   sameSecret,
   Sessions,
+  type Session,
 } from './security';
 import { USAGE_ROUTES } from './usage-routes';
 
@@ -149,92 +150,112 @@ const failurePage = (error: unknown): Reply | undefined => {
   return undefined;
 };
 
+/** What every request is checked against: set once the server listens (the port may be 0). */
+interface ConsoleState {
+  ctx: OperatorContext;
+  launchToken: LaunchToken;
+  assets: ReturnType<typeof loadAssets>;
+  branches: readonly string[];
+  origin: string;
+  hosts: Set<string>;
+  sessions: Sessions;
+}
+
+/** The launch link: once, for a new session; a browser that has one already just goes on. */
+const launch = (state: ConsoleState, request: IncomingMessage, response: ServerResponse, url: URL): void => {
+  const given = url.searchParams.get('token') ?? '';
+  url.searchParams.delete('token');
+  const target = localPath(`${url.pathname}${url.search}`);
+  if (state.sessions.fromRequest(request)) return send(response, 303, '', { Location: target });
+  if (!state.launchToken.redeem(given)) {
+    throw new Refusal(
+      403,
+      'This link does not open the console',
+      'A launch link works once, and this one is wrong or already used. Restart the console for a new link.',
+    );
+  }
+  const session = state.sessions.create();
+  send(response, 303, '', { Location: target, 'Set-Cookie': state.sessions.cookie(session) });
+};
+
+/** A POST's body, once it is shown to come from the console's own page with the session's CSRF token. */
+const checkedForm = async (request: IncomingMessage, session: Session): Promise<URLSearchParams> => {
+  if (!isSameOrigin(request)) throw new Refusal(403, 'Refused', 'This form was not sent from the console itself.');
+  const form = await readForm(request);
+  if (!sameSecret(form.get('_csrf') ?? undefined, session.csrf)) {
+    throw new Refusal(403, 'Refused', 'The form is missing its security token: reload the page and try again.');
+  }
+  return form;
+};
+
+/** Host, assets, launch link, session; for a POST same origin and CSRF token; then the route table. */
+const handle = async (state: ConsoleState, request: IncomingMessage, response: ServerResponse): Promise<void> => {
+  // DNS rebinding: a page on another name that resolves here is still not this console.
+  if (!state.hosts.has((request.headers.host ?? '').toLowerCase())) {
+    return send(response, 421, 'Misdirected request: this console answers only on its own address.\n', {
+      'Content-Type': 'text/plain; charset=utf-8',
+    });
+  }
+  const url = new URL(request.url ?? '/', state.origin);
+  const method = request.method ?? 'GET';
+  const asset = state.assets[url.pathname];
+  if (asset && (method === 'GET' || method === 'HEAD')) {
+    // Files of installed packages and of this checkout: they change only with an install or an edit.
+    return send(response, 200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'private, max-age=3600' });
+  }
+  if (url.searchParams.has('token') && method === 'GET') return launch(state, request, response, url);
+  const session = state.sessions.fromRequest(request);
+  if (!session) {
+    throw new Refusal(
+      401,
+      'Open the console from its link',
+      'Open the link the console printed when it started (it ends in ?token=…); a session ends 12 hours after its last page.',
+    );
+  }
+  const { route: matched, params } = route(method, pathSegments(url.pathname));
+  const form = method === 'POST' ? await checkedForm(request, session) : new URLSearchParams();
+  const { ctx, sessions, branches } = state;
+  const reply = await matched.handle({
+    ctx,
+    session,
+    sessions,
+    params,
+    query: url.searchParams,
+    form,
+    response,
+    branches,
+  });
+  if (reply) send(response, reply.status, reply.body, reply.headers);
+};
+
+/** The answer to a request that failed: its 4xx page, or a logged 500 that says nothing of the cause. */
+const fail = (log: (line: string) => void, request: IncomingMessage, response: ServerResponse, error: unknown) => {
+  if (response.headersSent) return void response.destroy();
+  const failure = failurePage(error);
+  if (failure) return send(response, failure.status, failure.body);
+  const name = error instanceof Error ? error.name : 'Error';
+  const detail = error instanceof DataStoreError ? ` (${error.message})` : '';
+  const path = new URL(request.url ?? '/', 'http://x').pathname;
+  log(`console: ${request.method} ${showControls(path)} failed: ${name}${showControls(detail)}`);
+  send(response, 500, messagePage('Something went wrong', 'The console could not complete this request.'));
+};
+
 export const startConsole = async (options: ConsoleOptions = {}): Promise<SettingsConsole> => {
   const host = options.host ?? '127.0.0.1';
   const ownsContext = options.ctx === undefined;
   const ctx = options.ctx ?? createOperatorContext(options.env ?? process.env);
-  const launchToken = new LaunchToken(options.token ?? randomToken());
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const assets = loadAssets();
-  const branches = options.branches ?? [];
-  // Set once listening (the port may be 0).
-  let origin = '';
-  let hosts = new Set<string>();
-  let sessions = new Sessions(0);
-
-  /** The launch link: once, for a new session; a browser that has one already just goes on. */
-  const launch = (request: IncomingMessage, response: ServerResponse, url: URL, given: string): void => {
-    url.searchParams.delete('token');
-    const target = localPath(`${url.pathname}${url.search}`);
-    if (sessions.fromRequest(request)) return send(response, 303, '', { Location: target });
-    if (!launchToken.redeem(given)) {
-      throw new Refusal(
-        403,
-        'This link does not open the console',
-        'A launch link works once, and this one is wrong or already used. Restart the console for a new link.',
-      );
-    }
-    const session = sessions.create();
-    send(response, 303, '', { Location: target, 'Set-Cookie': sessions.cookie(session) });
+  const state: ConsoleState = {
+    ctx,
+    launchToken: new LaunchToken(options.token ?? randomToken()),
+    assets: loadAssets(),
+    branches: options.branches ?? [],
+    origin: '',
+    hosts: new Set(),
+    sessions: new Sessions(0),
   };
-
-  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    // DNS rebinding: a page on another name that resolves here is still not this console.
-    if (!hosts.has((request.headers.host ?? '').toLowerCase())) {
-      return send(response, 421, 'Misdirected request: this console answers only on its own address.\n', {
-        'Content-Type': 'text/plain; charset=utf-8',
-      });
-    }
-    const url = new URL(request.url ?? '/', origin);
-    const method = request.method ?? 'GET';
-    const asset = assets[url.pathname];
-    if (asset && (method === 'GET' || method === 'HEAD')) {
-      // Files of installed packages and of this checkout: they change only with an install or an edit.
-      return send(response, 200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'private, max-age=3600' });
-    }
-    const given = url.searchParams.get('token');
-    if (given !== null && method === 'GET') return launch(request, response, url, given);
-    const session = sessions.fromRequest(request);
-    if (!session) {
-      throw new Refusal(
-        401,
-        'Open the console from its link',
-        'Open the link the console printed when it started (it ends in ?token=…); a session ends 12 hours after its last page.',
-      );
-    }
-    const { route: matched, params } = route(method, pathSegments(url.pathname));
-    let form = new URLSearchParams();
-    if (method === 'POST') {
-      if (!isSameOrigin(request)) throw new Refusal(403, 'Refused', 'This form was not sent from the console itself.');
-      form = await readForm(request);
-      if (!sameSecret(form.get('_csrf') ?? undefined, session.csrf)) {
-        throw new Refusal(403, 'Refused', 'The form is missing its security token: reload the page and try again.');
-      }
-    }
-    const reply = await matched.handle({
-      ctx,
-      session,
-      sessions,
-      params,
-      query: url.searchParams,
-      form,
-      response,
-      branches,
-    });
-    if (reply) send(response, reply.status, reply.body, reply.headers);
-  };
-
   const server = createServer((request, response) => {
-    handle(request, response).catch((error: unknown) => {
-      if (response.headersSent) return void response.destroy();
-      const failure = failurePage(error);
-      if (failure) return send(response, failure.status, failure.body);
-      const name = error instanceof Error ? error.name : 'Error';
-      const detail = error instanceof DataStoreError ? ` (${error.message})` : '';
-      const path = new URL(request.url ?? '/', 'http://x').pathname;
-      log(`console: ${request.method} ${showControls(path)} failed: ${name}${showControls(detail)}`);
-      send(response, 500, messagePage('Something went wrong', 'The console could not complete this request.'));
-    });
+    handle(state, request, response).catch((error: unknown) => fail(log, request, response, error));
   });
   server.listen(options.port ?? 3001, host);
   try {
@@ -245,13 +266,13 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
   }
   const port = (server.address() as AddressInfo).port;
   const displayHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  origin = `http://${displayHost}:${port}`;
-  hosts = allowedHosts(host, port);
-  sessions = new Sessions(port, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.now);
+  state.origin = `http://${displayHost}:${port}`;
+  state.hosts = allowedHosts(host, port);
+  state.sessions = new Sessions(port, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.now);
   return {
-    url: `${origin}/?token=${launchToken.value}`,
-    origin,
-    token: launchToken.value,
+    url: `${state.origin}/?token=${state.launchToken.value}`,
+    origin: state.origin,
+    token: state.launchToken.value,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
