@@ -18,7 +18,41 @@ export interface PageAudit {
   serious: string[];
   /** Every violation axe-core reported, any impact. */
   all: string[];
+  /** Accessible names that more than one control on the page has (`role "name"`). */
+  duplicateNames: string[];
 }
+
+/** Roles a person operates: each needs a name of its own ("Revoke key ‹name›", not "Revoke"). */
+const CONTROL_ROLES = new Set([
+  'link',
+  'button',
+  'textbox',
+  'searchbox',
+  'combobox',
+  'checkbox',
+  'radio',
+  'DisclosureTriangle',
+]);
+
+interface AxNode {
+  ignored: boolean;
+  role?: { value: string };
+  name?: { value: string };
+}
+
+/** Controls' accessible names as Chromium computes them (its accessibility tree), repeated ones only. */
+const duplicateControlNames = async (page: Page): Promise<string[]> => {
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    const { nodes } = (await cdp.send('Accessibility.getFullAXTree')) as { nodes: AxNode[] };
+    const names = nodes
+      .filter((node) => !node.ignored && CONTROL_ROLES.has(node.role?.value ?? ''))
+      .map((node) => `${node.role!.value} "${node.name?.value ?? ''}"`);
+    return [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
+  } finally {
+    await cdp.detach();
+  }
+};
 
 interface AxeResult {
   violations: { id: string; impact: string | null; nodes: unknown[] }[];
@@ -50,5 +84,6 @@ export const auditPage = async (page: Page): Promise<PageAudit> => {
     innerWidth,
     serious: violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map(describe),
     all: violations.map(describe),
+    duplicateNames: await duplicateControlNames(page),
   };
 };

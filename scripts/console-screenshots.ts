@@ -121,6 +121,8 @@ try {
       `${file.padEnd(34)}${String(width).padStart(5)}  ${String(audit.scrollWidth).padStart(11)}  ${(audit.serious.join(', ') || 'none').padEnd(20)}  ${audit.all.join(', ') || 'none'}`,
     );
     if (audit.serious.length > 0) problems.push(`${file}: axe ${audit.serious.join(', ')}`);
+    if (audit.duplicateNames.length > 0)
+      problems.push(`${file}: controls share names ${audit.duplicateNames.join(', ')}`);
     if (audit.scrollWidth > audit.innerWidth) problems.push(`${file}: ${audit.scrollWidth} px wide at ${width} px`);
   }
 } finally {

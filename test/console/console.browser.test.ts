@@ -35,7 +35,11 @@ describeIfChromium('settings console in Chromium', () => {
   /** axe-core and the width check on the page as it is now. */
   const audited = async () => {
     const audit = await auditPage(page);
-    expect({ url: audit.url, serious: audit.serious }).toEqual({ url: audit.url, serious: [] });
+    expect({ url: audit.url, serious: audit.serious, duplicateNames: audit.duplicateNames }).toEqual({
+      url: audit.url,
+      serious: [],
+      duplicateNames: [],
+    });
     expect(audit.scrollWidth).toBeLessThanOrEqual(audit.innerWidth);
   };
   /** A response the test expects to be an error status, which Chromium logs on its console. */
@@ -329,6 +333,18 @@ describeIfChromium('settings console in Chromium', () => {
     afterEach(async () => {
       await page.close();
       expect(problems).toEqual([]);
+    });
+
+    it('has an audit that does catch what it checks: shared control names and sideways scroll', async () => {
+      await page.setContent(
+        '<main><button>Revoke</button><button>Revoke</button><a href="/a" aria-label="Edit key a">Edit</a>' +
+          '<a href="/b" aria-label="Edit key b">Edit</a><pre>' +
+          'x'.repeat(1000) +
+          '</pre></main>',
+      );
+      const audit = await auditPage(page);
+      expect(audit.duplicateNames).toEqual(['button "Revoke"']);
+      expect(audit.scrollWidth).toBeGreaterThan(audit.innerWidth);
     });
 
     it('reaches every control from the keyboard', async () => {
