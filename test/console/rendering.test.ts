@@ -4,7 +4,8 @@
  */
 import fc from 'fast-check';
 import { escapeHtml, html, jsonBlock } from '../../lib/console/html';
-import { localPath } from '../../lib/console/security';
+import type { IncomingMessage } from 'node:http';
+import { localPath, MAX_SESSIONS, Sessions } from '../../lib/console/security';
 import { csvField, csvRow } from '../../lib/console/usage-data';
 
 describe('html', () => {
@@ -72,5 +73,28 @@ describe('redirects', () => {
         expect(target.origin).toBe('http://127.0.0.1:3001');
       }),
     );
+  });
+});
+
+describe('sessions', () => {
+  const requestWith = (sessions: Sessions, id: string) =>
+    ({ headers: { cookie: `${sessions.cookieName}=${id}` } }) as unknown as IncomingMessage;
+
+  it(`keep at most ${MAX_SESSIONS}, dropping the oldest first`, () => {
+    const sessions = new Sessions(3001);
+    const created = Array.from({ length: MAX_SESSIONS + 5 }, () => sessions.create());
+    expect(sessions.size).toBe(MAX_SESSIONS);
+    expect(sessions.fromRequest(requestWith(sessions, created[4]!.id))).toBeUndefined();
+    expect(sessions.fromRequest(requestWith(sessions, created[5]!.id))).toBe(created[5]);
+  });
+
+  it('issue at most 100 one-use form ids per session, each accepted once', () => {
+    const sessions = new Sessions(3001);
+    const session = sessions.create();
+    const ids = Array.from({ length: 105 }, () => sessions.issueForm(session));
+    expect(session.forms.size).toBe(100);
+    expect(sessions.consumeForm(session, ids[0])).toBe(false);
+    expect(sessions.consumeForm(session, ids[104])).toBe(true);
+    expect(sessions.consumeForm(session, ids[104])).toBe(false);
   });
 });
