@@ -462,7 +462,8 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
       } else if (error instanceof InvalidUsagePositionError) {
         send(response, 400, messagePage('Bad request', 'That page of the log does not exist: start from the newest.'));
       } else if (error instanceof OperatorError) {
-        const status = error.message.startsWith('Unknown') ? 404 : 400;
+        // By code, never by message text (lib/operator/errors.ts).
+        const status = error.code === 'unknown_key' || error.code === 'unknown_branch' ? 404 : 400;
         send(response, status, messagePage(status === 404 ? 'Not found' : 'Bad request', error.message));
       } else if (error instanceof DataStoreUnavailableError) {
         send(response, 503, messagePage('Unavailable', 'DynamoDB is not reachable; try again shortly.'));
