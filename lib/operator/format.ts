@@ -23,32 +23,66 @@ const cut = (cell: string, width: number): string => {
   return chars.length <= width ? cell : `${chars.slice(0, width - 1).join('')}…`;
 };
 
+const minimumWidth = (widths: readonly number[]): number =>
+  widths.reduce((sum, width) => sum + Math.min(width, MIN_COLUMN), 0) + GAP * (widths.length - 1);
+
+/**
+ * The columns to show within `maxWidth`: all of them when they can fit, else without the
+ * `droppable` ones (given least important first), one at a time, until the rest can.
+ */
+const columnsToShow = (
+  header: readonly string[],
+  natural: readonly number[],
+  maxWidth: number | undefined,
+  droppable: readonly string[],
+): number[] => {
+  const shown = header.map((_, column) => column);
+  for (const name of droppable) {
+    if (maxWidth === undefined || minimumWidth(shown.map((column) => natural[column]!)) <= maxWidth) break;
+    const column = header.indexOf(name);
+    if (column !== -1 && shown.length > 1) shown.splice(shown.indexOf(column), 1);
+  }
+  return shown;
+};
+
 /**
  * A plain-text table for people: padded columns under a header row. Every cell is escaped for
  * the terminal first, and the widths are those of the escaped text, so a hostile cell can
  * neither break out of its row nor shift the columns. With `maxWidth` (the terminal's width), the
- * widest columns are cut with `…` until the table fits; piped output passes none and stays whole.
+ * `droppable` columns are left out (least important first, with a note) while even the narrowest
+ * cells could not fit, then the widest columns are cut with `…` until the table fits; piped output
+ * passes no width and stays whole.
  */
 export const formatTable = (
   header: readonly string[],
   rows: readonly (readonly string[])[],
   maxWidth?: number,
+  droppable: readonly string[] = [],
 ): TerminalText => {
-  const cells = [header, ...rows].map((row) => row.map((cell) => escapeForTerminal(cell)));
-  const natural = header.map((_, column) => Math.max(...cells.map((row) => displayWidth(row[column] ?? ''))));
-  const widths = fitWidths(natural, maxWidth);
+  const all = [header, ...rows].map((row) => row.map((cell) => escapeForTerminal(cell)));
+  const natural = header.map((_, column) => Math.max(...all.map((row) => displayWidth(row[column] ?? ''))));
+  const shown = columnsToShow(header, natural, maxWidth, droppable);
+  const cells = all.map((row) => shown.map((column) => row[column] ?? ''));
+  const widths = fitWidths(
+    shown.map((column) => natural[column]!),
+    maxWidth,
+  );
+  const hidden = header.filter((_, column) => !shown.includes(column)).map(escapeForTerminal);
+  const table = cells
+    .map((row) =>
+      row
+        .map((cell, column) => {
+          const width = widths[column] ?? 0;
+          const cutCell = cut(cell, width);
+          return cutCell + ' '.repeat(width - displayWidth(cutCell));
+        })
+        .join(' '.repeat(GAP))
+        .trimEnd(),
+    )
+    .join('\n');
   return TerminalText.trusted(
-    cells
-      .map((row) =>
-        row
-          .map((cell, column) => {
-            const width = widths[column] ?? 0;
-            const shown = cut(cell, width);
-            return shown + ' '.repeat(width - displayWidth(shown));
-          })
-          .join(' '.repeat(GAP))
-          .trimEnd(),
-      )
-      .join('\n'),
+    hidden.length
+      ? `${table}\n${cut(`(not shown at this width: ${hidden.join(', ')}; --json has all)`, maxWidth ?? Infinity)}`
+      : table,
   );
 };

@@ -97,6 +97,19 @@ describe('tables and the terminal width', () => {
     expect(lines[1]!.startsWith('key_1')).toBe(true);
   });
 
+  it('leaves out the droppable columns, least important first, when even the narrowest cells cannot fit', () => {
+    const wide = ['ID', 'NAME', 'STATUS', 'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I'];
+    const row = wide.map((name) => `${name.toLowerCase()}-value-that-is-long`);
+    const text = formatTable(wide, [row], 80, ['I', 'H', 'G', 'F', 'E', 'D']).text;
+    const lines = text.split('\n');
+    for (const line of lines) expect([...line].length).toBeLessThanOrEqual(80);
+    // Ten columns of at least 6 and their gaps take 78: two had to go.
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATUS\s+A\s+B\s+C\s+D\s+E\s+F\s+G$/);
+    expect(lines.at(-1)).toBe('(not shown at this width: H, I; --json has all)');
+    // With room for every column nothing is left out.
+    expect(formatTable(wide, [row], 400, ['I']).text).not.toContain('not shown');
+  });
+
   it('keeps escaped text safe when it cuts it', () => {
     const text = formatTable(['X'], [['\u001b[31m'.repeat(20)]], 12).text;
     expect(text).not.toContain('\u001b');
