@@ -4,11 +4,14 @@ import { displayWidth, escapeForTerminal, TerminalText } from './terminal';
 const MIN_COLUMN = 6;
 const GAP = 2;
 
+const tableWidth = (widths: readonly number[]): number =>
+  widths.reduce((sum, width) => sum + width, 0) + GAP * (widths.length - 1);
+
 /** Column widths that fit `maxWidth` (when they can), taking from the widest column each time. */
 const fitWidths = (widths: number[], maxWidth: number | undefined): number[] => {
   if (maxWidth === undefined) return widths;
   const fitted = [...widths];
-  const total = () => fitted.reduce((sum, width) => sum + width, 0) + GAP * (fitted.length - 1);
+  const total = () => tableWidth(fitted);
   while (total() > maxWidth) {
     const widest = fitted.indexOf(Math.max(...fitted));
     if (fitted[widest]! <= MIN_COLUMN) break; // as narrow as it gets: the terminal wraps the rest
@@ -23,12 +26,10 @@ const cut = (cell: string, width: number): string => {
   return chars.length <= width ? cell : `${chars.slice(0, width - 1).join('')}…`;
 };
 
-const minimumWidth = (widths: readonly number[]): number =>
-  widths.reduce((sum, width) => sum + Math.min(width, MIN_COLUMN), 0) + GAP * (widths.length - 1);
-
 /**
- * The columns to show within `maxWidth`: all of them when they can fit, else without the
- * `droppable` ones (given least important first), one at a time, until the rest can.
+ * The columns to show within `maxWidth`: all of them when they fit whole, else without the
+ * `droppable` ones (given least important first), one at a time, until the rest fit whole or none
+ * is left to drop; the columns kept keep more of their text that way than all cut to a stub.
  */
 const columnsToShow = (
   header: readonly string[],
@@ -38,7 +39,7 @@ const columnsToShow = (
 ): number[] => {
   const shown = header.map((_, column) => column);
   for (const name of droppable) {
-    if (maxWidth === undefined || minimumWidth(shown.map((column) => natural[column]!)) <= maxWidth) break;
+    if (maxWidth === undefined || tableWidth(shown.map((column) => natural[column]!)) <= maxWidth) break;
     const column = header.indexOf(name);
     if (column !== -1 && shown.length > 1) shown.splice(shown.indexOf(column), 1);
   }
@@ -49,9 +50,9 @@ const columnsToShow = (
  * A plain-text table for people: padded columns under a header row. Every cell is escaped for
  * the terminal first, and the widths are those of the escaped text, so a hostile cell can
  * neither break out of its row nor shift the columns. With `maxWidth` (the terminal's width), the
- * `droppable` columns are left out (least important first, with a note) while even the narrowest
- * cells could not fit, then the widest columns are cut with `…` until the table fits; piped output
- * passes no width and stays whole.
+ * `droppable` columns are left out (least important first, with a note) while the table does not
+ * fit, then the widest columns are cut with `…` until it does; piped output passes no width and
+ * stays whole.
  */
 export const formatTable = (
   header: readonly string[],

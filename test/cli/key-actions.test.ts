@@ -97,15 +97,20 @@ describe('tables and the terminal width', () => {
     expect(lines[1]!.startsWith('key_1')).toBe(true);
   });
 
-  it('leaves out the droppable columns, least important first, when even the narrowest cells cannot fit', () => {
+  it('leaves out the droppable columns, least important first, while the table does not fit', () => {
     const wide = ['ID', 'NAME', 'STATUS', 'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I'];
     const row = wide.map((name) => `${name.toLowerCase()}-value-that-is-long`);
     const text = formatTable(wide, [row], 80, ['I', 'H', 'G', 'F', 'E', 'D']).text;
     const lines = text.split('\n');
     for (const line of lines) expect([...line].length).toBeLessThanOrEqual(80);
-    // Ten columns of at least 6 and their gaps take 78: two had to go.
-    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATUS\s+A\s+B\s+C\s+D\s+E\s+F\s+G$/);
-    expect(lines.at(-1)).toBe('(not shown at this width: H, I; --json has all)');
+    // Six droppable columns, all needed to go; the six kept are then cut to fit.
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATUS\s+A\s+B\s+C$/);
+    expect(lines[1]).toContain('…');
+    expect(lines.at(-1)).toBe('(not shown at this width: D, E, F, G, H, I; --json has all)');
+    // Dropping stops as soon as the rest fits whole.
+    const some = formatTable(wide, [row], 230, ['I', 'H', 'G', 'F', 'E', 'D']).text.split('\n');
+    expect(some.at(-1)).toBe('(not shown at this width: H, I; --json has all)');
+    expect(some[1]).not.toContain('…');
     // With room for every column nothing is left out.
     expect(formatTable(wide, [row], 400, ['I']).text).not.toContain('not shown');
   });
