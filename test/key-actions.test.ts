@@ -253,6 +253,13 @@ describe('an action and its activity entry cannot disagree (a fault proxy in fro
     expect(actions.sort()).toEqual(['created', 'disabled', 'enabled']);
   });
 
+  it('an action costs six DynamoDB calls: branch, key (index, then consistent), the write, the copy, its clearing', async () => {
+    const { keyId } = await newKey();
+    proxy.resetLog();
+    await disableKey(faulty, { branchId, keyId });
+    expect(proxy.operations()).toEqual(['GetItem', 'Query', 'GetItem', 'UpdateItem', 'PutItem', 'UpdateItem']);
+  });
+
   it('the key write failing: nothing changes and no entry is written', async () => {
     const { key, keyId } = await newKey();
     proxy.inject('UpdateItem', { kind: 'error' });

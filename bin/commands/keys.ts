@@ -80,6 +80,9 @@ const LIST_HEADER = [
   'ROLLED',
 ];
 
+/** Left out, in this order, when a terminal is too narrow for every column. */
+const LIST_DROPPABLE = ['ROLLED', 'ALLOWED IPS', 'REVOKED', 'CREATED', 'START', 'RATE LIMIT', 'EXPIRES'];
+
 const addList = (keys: Command): void => {
   keys
     .command('list')
@@ -109,6 +112,7 @@ const addList = (keys: Command): void => {
                   rollLinks(k),
                 ]),
                 outputWidth(),
+                LIST_DROPPABLE,
               ),
         );
       }),

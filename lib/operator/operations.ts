@@ -92,7 +92,8 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
 /** `--expires`: a time after `now`. */
 export const parseFutureExpiry = (value: string, now: Date): Date => {
   const expiresAt = parseIsoDate(value, '--expires');
-  if (expiresAt.getTime() <= now.getTime()) {
+  // A key with this expiry would be expired already (keyState is the one expiry-versus-clock rule).
+  if (keyState({ expires_at: expiresAt.toISOString() }, now) === 'expired') {
     throw invalidInput('expires', `--expires must be in the future; got ${expiresAt.toISOString()}`);
   }
   return expiresAt;

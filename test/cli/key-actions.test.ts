@@ -97,6 +97,24 @@ describe('tables and the terminal width', () => {
     expect(lines[1]!.startsWith('key_1')).toBe(true);
   });
 
+  it('leaves out the droppable columns, least important first, while the table does not fit', () => {
+    const wide = ['ID', 'NAME', 'STATUS', 'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I'];
+    const row = wide.map((name) => `${name.toLowerCase()}-value-that-is-long`);
+    const text = formatTable(wide, [row], 80, ['I', 'H', 'G', 'F', 'E', 'D']).text;
+    const lines = text.split('\n');
+    for (const line of lines) expect([...line].length).toBeLessThanOrEqual(80);
+    // Six droppable columns, all needed to go; the six kept are then cut to fit.
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATUS\s+A\s+B\s+C$/);
+    expect(lines[1]).toContain('…');
+    expect(lines.at(-1)).toBe('(not shown at this width: D, E, F, G, H, I; --json has all)');
+    // Dropping stops as soon as the rest fits whole.
+    const some = formatTable(wide, [row], 230, ['I', 'H', 'G', 'F', 'E', 'D']).text.split('\n');
+    expect(some.at(-1)).toBe('(not shown at this width: H, I; --json has all)');
+    expect(some[1]).not.toContain('…');
+    // With room for every column nothing is left out.
+    expect(formatTable(wide, [row], 400, ['I']).text).not.toContain('not shown');
+  });
+
   it('keeps escaped text safe when it cuts it', () => {
     const text = formatTable(['X'], [['\u001b[31m'.repeat(20)]], 12).text;
     expect(text).not.toContain('\u001b');
