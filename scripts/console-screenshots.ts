@@ -8,11 +8,13 @@
  * page scrolls sideways, has a serious or critical axe violation, requested anything outside the
  * console or logged an error. Not part of `npm test`.
  *
- *   npx tsx scripts/console-screenshots.ts [out-dir]     (default docs/; CHROMIUM_PATH to override)
+ *   npx tsx scripts/console-screenshots.ts [out-dir] [--verbose]   (default docs/; CHROMIUM_PATH to override;
+ *   the local stack's logs go to LOG_FILE or a temporary branch-api.log, and to the terminal with --verbose)
  */
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { startConsole } from '../lib/console/server';
 import { startLocalEnvironment } from '../lib/local/environment';
+import { logFilePath, routeLogs } from '../lib/local/log-routing';
 import { createOperatorContext } from '../lib/operator/context';
 import type { UsageRecord } from '../shared/data/repositories/usage';
 import { launchChromium } from './chromium';
@@ -20,10 +22,12 @@ import { auditPage, type PageAudit } from './console-audit';
 import { disableKey, enableKey, updateKey } from '../lib/operator/key-actions';
 import { createKey, revokeKey } from '../lib/operator/operations';
 
-const outDir = process.argv[2] ?? 'docs';
+const outDir = process.argv.slice(2).find((arg) => !arg.startsWith('--')) ?? 'docs';
 const LAPTOP = 1280;
 const PHONE = 390;
 
+// The local stack's request and aggregator logs go to a file, as under `npm start`: the terminal shows the results.
+const logs = await routeLogs(await logFilePath(process.env), process.argv.includes('--verbose'));
 const stack = await startLocalEnvironment({ port: 0, dynamoPort: 0 });
 const ctx = createOperatorContext(process.env);
 const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], log: console.error });
@@ -115,10 +119,11 @@ try {
     await shoot('activity', width, false);
   }
   await chromium.close();
-  console.log('page                              width  scrollWidth  axe serious/critical  axe (any impact)');
+  logs.print(`screenshots in ${outDir}/; the local stack's logs in ${logs.file}\n`);
+  logs.print('page                              width  scrollWidth  axe serious/critical  axe (any impact)\n');
   for (const { file, width, audit } of shots) {
-    console.log(
-      `${file.padEnd(34)}${String(width).padStart(5)}  ${String(audit.scrollWidth).padStart(11)}  ${(audit.serious.join(', ') || 'none').padEnd(20)}  ${audit.all.join(', ') || 'none'}`,
+    logs.print(
+      `${basename(file).padEnd(34)}${String(width).padStart(5)}  ${String(audit.scrollWidth).padStart(11)}  ${(audit.serious.join(', ') || 'none').padEnd(20)}  ${audit.all.join(', ') || 'none'}\n`,
     );
     if (audit.serious.length > 0) problems.push(`${file}: axe ${audit.serious.join(', ')}`);
     if (audit.duplicateNames.length > 0)
@@ -129,6 +134,7 @@ try {
   await settings.close();
   ctx.close();
   await stack.close();
+  await logs.close();
 }
 if (problems.length > 0) {
   console.error(problems.join('\n'));
