@@ -110,8 +110,10 @@ try {
   if (CHROMIUM_PATH) {
     const chromium = await launchChromium();
     try {
+      // The launch link works once (the fetch above used it): the browser gets that session's cookie.
+      const [cookieName, cookieValue] = cookie.split('=') as [string, string];
+      await chromium.context.addCookies([{ name: cookieName, value: cookieValue, url: settings.origin }]);
       const page = await chromium.context.newPage();
-      await page.goto(settings.url);
       for (const [name, path] of Object.entries(pages)) {
         const times: number[] = [];
         for (let run = 0; run <= RUNS; run += 1) {

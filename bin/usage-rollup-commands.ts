@@ -6,6 +6,8 @@
 import { Option, type Command } from 'commander';
 import type { OperatorContext } from '../lib/operator/context';
 import { formatTable } from '../lib/operator/format';
+import { withProgress } from '../lib/operator/progress';
+import { outputWidth } from './commands/kit';
 import { lines as joinLines, terminal, type TerminalText } from '../lib/operator/terminal';
 import { rebuildRollups, replayUsageLog, summarizeUsage, type UsageRollupSummary } from '../lib/operator/usage-rollups';
 
@@ -27,7 +29,8 @@ const classes = (counts: Record<string, number>) =>
     .map(([name, n]) => `${name}: ${n}`)
     .join(', ');
 
-export const formatSummary = (summary: UsageRollupSummary): TerminalText => {
+/** @param width the terminal's width: tables are cut to fit it (bin/commands/kit.ts outputWidth) */
+export const formatSummary = (summary: UsageRollupSummary, width?: number): TerminalText => {
   const { totals } = summary;
   const lines: TerminalText[] = [
     terminal`Branch ${summary.branch_id}, ${summary.key_id ? `key ${summary.key_id}` : 'all keys'}, ${summary.since} to ${summary.until}`,
@@ -40,6 +43,7 @@ export const formatSummary = (summary: UsageRollupSummary): TerminalText => {
       formatTable(
         ['ROUTE', 'CALLS'],
         totals.top_routes.map((r) => [r.route, String(r.calls)]),
+        width,
       ),
     );
   }
@@ -55,6 +59,7 @@ export const formatSummary = (summary: UsageRollupSummary): TerminalText => {
         ms(b.p95_ms),
         ms(b.p99_ms),
       ]),
+      width,
     ),
     terminal``,
     terminal`(${summary.items_read} rollup item(s) read)`,
@@ -85,7 +90,7 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
             ...(options.since !== undefined ? { since: options.since } : {}),
             ...(options.until !== undefined ? { until: options.until } : {}),
           });
-          print(summary, options, () => formatSummary(summary));
+          print(summary, options, () => formatSummary(summary, outputWidth()));
         },
       ),
     );
@@ -99,11 +104,14 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: { branch: string; since: string; until?: string } & JsonOption) => {
-        const result = await rebuildRollups(ctx, {
-          branchId: options.branch,
-          since: options.since,
-          ...(options.until !== undefined ? { until: options.until } : {}),
-        });
+        const result = await withProgress('Rebuilding rollups: records read', (onProgress) =>
+          rebuildRollups(ctx, {
+            branchId: options.branch,
+            since: options.since,
+            ...(options.until !== undefined ? { until: options.until } : {}),
+            onProgress,
+          }),
+        );
         print(
           result,
           options,
@@ -120,7 +128,9 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, file: string, options: JsonOption) => {
-        const result = await replayUsageLog(ctx, file);
+        const result = await withProgress('Replaying usage records', (update) =>
+          replayUsageLog(ctx, file, process.env, update),
+        );
         print(result, options, () =>
           joinLines([
             terminal`Replayed ${result.stored} usage record(s) from ${result.lines} log line(s)`,

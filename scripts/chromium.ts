@@ -31,7 +31,11 @@ export interface ChromiumSession {
 }
 
 /** Headless Chromium with a fresh profile (a persistent context is how it gets its own user-data-dir). */
-export const launchChromium = async (viewport = { width: 1280, height: 900 }): Promise<ChromiumSession> => {
+export const launchChromium = async (
+  viewport = { width: 1280, height: 900 },
+  /** e.g. `{ timezoneId: 'Asia/Kolkata' }`, to see times as a reader elsewhere does. */
+  options: { timezoneId?: string; locale?: string } = {},
+): Promise<ChromiumSession> => {
   if (!CHROMIUM_PATH)
     throw new Error('No Chromium: install it with "apt-get install -y chromium" or set CHROMIUM_PATH');
   const userDataDir = await mkdtemp(join(tmpdir(), 'branch-api-chromium-'));
@@ -39,6 +43,7 @@ export const launchChromium = async (viewport = { width: 1280, height: 900 }): P
     executablePath: CHROMIUM_PATH,
     headless: true,
     viewport,
+    ...options,
     args: CHROMIUM_ARGS,
   });
   return {

@@ -1,21 +1,33 @@
 /**
  * Screenshots of the settings console for the README: starts the local environment (embedded
  * DynamoDB, demo data, gateway) and a console on free ports, adds a few keys, makes real calls
- * through the gateway and loads a day of generated calls, then saves the "API keys" page (with a
- * key just created through the form) and the "API usage" page from Debian's Chromium. Fails if a
- * page requested anything outside the console or logged an error. Not part of `npm test`.
+ * through the gateway, loads a day of generated calls and edits, disables and enables a key, then
+ * saves the "API keys" page (with a key just created through the form), the "API usage" page and
+ * the "Activity" page from Debian's Chromium at 1280 px (docs/console-*.png) and 390 px
+ * (docs/console-*-phone.png). Prints each page's scrollWidth and axe-core's findings; fails if a
+ * page scrolls sideways, has a serious or critical axe violation, requested anything outside the
+ * console or logged an error. Not part of `npm test`.
  *
- *   npx tsx scripts/console-screenshots.ts [out-dir]     (default docs/; CHROMIUM_PATH to override)
+ *   npx tsx scripts/console-screenshots.ts [out-dir] [--verbose]   (default docs/; CHROMIUM_PATH to override;
+ *   the local stack's logs go to LOG_FILE or a temporary branch-api.log, and to the terminal with --verbose)
  */
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { startConsole } from '../lib/console/server';
 import { startLocalEnvironment } from '../lib/local/environment';
+import { logFilePath, routeLogs } from '../lib/local/log-routing';
 import { createOperatorContext } from '../lib/operator/context';
 import type { UsageRecord } from '../shared/data/repositories/usage';
 import { launchChromium } from './chromium';
+import { auditPage, type PageAudit } from './console-audit';
+import { disableKey, enableKey, updateKey } from '../lib/operator/key-actions';
+import { createKey, revokeKey } from '../lib/operator/operations';
 
-const outDir = process.argv[2] ?? 'docs';
+const outDir = process.argv.slice(2).find((arg) => !arg.startsWith('--')) ?? 'docs';
+const LAPTOP = 1280;
+const PHONE = 390;
 
+// The local stack's request and aggregator logs go to a file, as under `npm start`: the terminal shows the results.
+const logs = await routeLogs(await logFilePath(process.env), process.argv.includes('--verbose'));
 const stack = await startLocalEnvironment({ port: 0, dynamoPort: 0 });
 const ctx = createOperatorContext(process.env);
 const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], log: console.error });
@@ -23,15 +35,16 @@ const problems: string[] = [];
 try {
   const branchId = stack.demoBranchId;
   const day = 86_400_000;
-  const pos = await ctx.keys.create({ branchId, scopes: ['read'], name: 'POS sync' });
-  const reporting = await ctx.keys.create({
+  // Through the operator library, as the CLI would: each action is recorded with who did it.
+  const pos = await createKey(ctx, { branchId, scopes: 'read', name: 'POS sync' });
+  const reporting = await createKey(ctx, {
     branchId,
-    scopes: ['read', 'team:read'],
+    scopes: 'read,team:read',
     name: 'Reporting job',
-    expiresAt: new Date(Date.now() + 180 * day),
+    expires: new Date(Date.now() + 180 * day).toISOString(),
   });
-  const old = await ctx.keys.create({ branchId, scopes: ['read'], name: 'Old integration' });
-  await ctx.keys.revoke(old.record.key_id);
+  const old = await createKey(ctx, { branchId, scopes: 'read', name: 'Old integration' });
+  await revokeKey(ctx, { branchId, keyId: old.record.key_id });
 
   // Real calls through the gateway, then a generated day of traffic for the chart.
   for (const path of ['/v1/branch', '/v1/members', '/v1/payment-providers', '/v1/payment-providers/pp_nope']) {
@@ -57,6 +70,11 @@ try {
   });
   await ctx.usage.putBatch(generated, 1);
 
+  // A few actions through the operator library, so the Activity page has a story to tell.
+  await updateKey(ctx, { branchId, keyId: reporting.record.key_id, rateLimit: '20/s' });
+  await disableKey(ctx, { branchId, keyId: reporting.record.key_id });
+  await enableKey(ctx, { branchId, keyId: reporting.record.key_id });
+
   const chromium = await launchChromium();
   const page = await chromium.context.newPage();
   page.on('request', (request) => {
@@ -66,26 +84,57 @@ try {
   });
   page.on('console', (message) => message.type() === 'error' && problems.push(`console: ${message.text()}`));
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-
   await page.goto(settings.url);
-  await page.getByRole('link', { name: 'API keys' }).first().click();
-  await page.getByLabel('Name').fill('Webhook relay');
-  await page.getByRole('checkbox', { name: 'webhooks' }).check();
-  await page.getByRole('button', { name: 'Create key' }).click();
-  await page.locator('#new-key-value').waitFor();
-  await page.screenshot({ path: join(outDir, 'console-keys.png'), fullPage: true });
 
-  await page.getByRole('link', { name: 'API usage' }).first().click();
-  await page.waitForFunction(() =>
-    (globalThis as { Chart?: { getChart(id: string): unknown } }).Chart?.getChart('usage-chart'),
-  );
-  await page.screenshot({ path: join(outDir, 'console-usage.png'), fullPage: false });
+  const shots: { file: string; width: number; audit: PageAudit }[] = [];
+  const shoot = async (name: string, width: number, fullPage: boolean) => {
+    const file = join(outDir, `console-${name}${width === PHONE ? '-phone' : ''}.png`);
+    const audit = await auditPage(page);
+    await page.screenshot({ path: file, fullPage });
+    shots.push({ file, width, audit });
+  };
+  for (const width of [LAPTOP, PHONE]) {
+    await page.setViewportSize({ width, height: width === PHONE ? 844 : 900 });
+    await page.goto(`${settings.origin}/branches/${branchId}/keys`);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByLabel('Name', { exact: true }).fill(width === PHONE ? 'Phone app' : 'Webhook relay');
+    await page.getByRole('checkbox', { name: 'webhooks' }).check();
+    await page.getByRole('button', { name: 'Create this key' }).click();
+    await page.locator('#new-key-value').waitFor();
+    if (width === LAPTOP) await shoot('keys', width, true);
+    else {
+      await auditPage(page).then((audit) => shots.push({ file: '(keys, key just created)', width, audit }));
+      // On a phone, the list as cards: the page as it opens.
+      await page.goto(`${settings.origin}/branches/${branchId}/keys`);
+      await shoot('keys', width, false);
+    }
+
+    await page.goto(`${settings.origin}/branches/${branchId}/usage`);
+    await page.waitForFunction(() =>
+      (globalThis as { Chart?: { getChart(id: string): unknown } }).Chart?.getChart('usage-chart'),
+    );
+    await shoot('usage', width, false);
+
+    await page.goto(`${settings.origin}/branches/${branchId}/activity`);
+    await shoot('activity', width, false);
+  }
   await chromium.close();
-  console.log(`screenshots: ${join(outDir, 'console-keys.png')}, ${join(outDir, 'console-usage.png')}`);
+  logs.print(`screenshots in ${outDir}/; the local stack's logs in ${logs.file}\n`);
+  logs.print('page                              width  scrollWidth  axe serious/critical  axe (any impact)\n');
+  for (const { file, width, audit } of shots) {
+    logs.print(
+      `${basename(file).padEnd(34)}${String(width).padStart(5)}  ${String(audit.scrollWidth).padStart(11)}  ${(audit.serious.join(', ') || 'none').padEnd(20)}  ${audit.all.join(', ') || 'none'}\n`,
+    );
+    if (audit.serious.length > 0) problems.push(`${file}: axe ${audit.serious.join(', ')}`);
+    if (audit.duplicateNames.length > 0)
+      problems.push(`${file}: controls share names ${audit.duplicateNames.join(', ')}`);
+    if (audit.scrollWidth > audit.innerWidth) problems.push(`${file}: ${audit.scrollWidth} px wide at ${width} px`);
+  }
 } finally {
   await settings.close();
   ctx.close();
   await stack.close();
+  await logs.close();
 }
 if (problems.length > 0) {
   console.error(problems.join('\n'));

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { graceField } from '../lib/console/pages';
+import { graceField } from '../lib/console/keys-routes';
 import { DEFAULT_GRACE } from '../lib/operator/lifecycle';
 import { operatorTableNames } from '../lib/operator/context';
 import { PROJECT_ROOT } from '../lib/project-paths';

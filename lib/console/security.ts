@@ -42,35 +42,64 @@ export const allowedHosts = (host: string, port: number): Set<string> => {
 export interface Session {
   id: string;
   csrf: string;
-  /** One-use ids of rendered Create key forms: a re-sent form cannot create (and show) a second key. */
+  /** One-use ids of rendered forms that show a key value: a re-sent form cannot do it twice. */
   forms: Set<string>;
+  /** Epoch ms after which the session is refused; moved on by every request (sliding). */
+  expiresAt: number;
 }
+
+/** Default session lifetime, sliding: 12 hours after the last request (docs/console.md "Security"). */
+export const DEFAULT_SESSION_TTL_MS = 12 * 3_600_000;
+/** At most this many live sessions (the oldest goes first): a bound whatever a client does. */
+export const MAX_SESSIONS = 20;
 
 export class Sessions {
   private readonly byId = new Map<string, Session>();
   /** Cookies are shared by every port of a host, so the name carries the port. */
   readonly cookieName: string;
 
-  constructor(port: number) {
+  constructor(
+    port: number,
+    private readonly ttlMs = DEFAULT_SESSION_TTL_MS,
+    private readonly now: () => number = Date.now,
+  ) {
     this.cookieName = `branch_console_${port}`;
   }
 
+  get size(): number {
+    return this.byId.size;
+  }
+
   create(): Session {
-    const session: Session = { id: randomToken(), csrf: randomToken(), forms: new Set() };
+    const session: Session = {
+      id: randomToken(),
+      csrf: randomToken(),
+      forms: new Set(),
+      expiresAt: this.now() + this.ttlMs,
+    };
     this.byId.set(session.id, session);
+    if (this.byId.size > MAX_SESSIONS) this.byId.delete(this.byId.keys().next().value!);
     return session;
   }
 
+  /** The live session the request's cookie names, its expiry moved on; an expired one is dropped. */
   fromRequest(request: IncomingMessage): Session | undefined {
     const id = parseCookies(request.headers.cookie)[this.cookieName];
-    return id === undefined ? undefined : this.byId.get(id);
+    const session = id === undefined ? undefined : this.byId.get(id);
+    if (!session) return undefined;
+    if (session.expiresAt <= this.now()) {
+      this.byId.delete(session.id);
+      return undefined;
+    }
+    session.expiresAt = this.now() + this.ttlMs;
+    return session;
   }
 
   cookie(session: Session): string {
     return `${this.cookieName}=${session.id}; Path=/; HttpOnly; SameSite=Strict`;
   }
 
-  /** A new one-use id for a Create key form. Bounded, so an open tab cannot grow it forever. */
+  /** A new one-use form id. Bounded, so an open tab cannot grow it forever. */
   issueForm(session: Session): string {
     const id = randomToken();
     session.forms.add(id);
@@ -82,6 +111,27 @@ export class Sessions {
     return id !== undefined && session.forms.delete(id);
   }
 }
+
+/** The launch token: it opens one session, once; a used or wrong token opens nothing. */
+export class LaunchToken {
+  private used = false;
+  constructor(readonly value: string) {}
+
+  /** True the first time the right token is given, false ever after. */
+  redeem(given: string): boolean {
+    if (this.used || !sameSecret(given, this.value)) return false;
+    this.used = true;
+    return true;
+  }
+}
+
+/**
+ * A redirect target that stays on the console: a path of its own origin, never `//host` or
+ * `/\\host` (which browsers read as another origin), and no control character or space (a
+ * browser drops a tab, so `/\t/host` would become `//host`); anything else goes home.
+ */
+// eslint-disable-next-line no-control-regex
+export const localPath = (path: string): string => (/^\/(?![/\\])[^\u0000-\u0020\u007f]*$/.test(path) ? path : '/');
 
 export const parseCookies = (header: string | undefined): Record<string, string> => {
   const cookies: Record<string, string> = {};

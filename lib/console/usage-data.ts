@@ -6,9 +6,14 @@
  * (lib/operator/usage-rollups.ts `summarizeUsage`), so its cost grows with hours × keys, never
  * with calls. Latencies are the rollups' histogram bounds (docs/usage-rollups.md).
  */
+import { routeKey, routes } from '../../shared/api/routes';
 import type { UsageRecord } from '../../shared/data/repositories/usage';
 import type { OperatorContext } from '../operator/context';
 import { summarizeUsage } from '../operator/usage-rollups';
+import { showControls } from './html';
+
+/** A usage record as the log shows it: `source_ip` when the record has one. */
+export type LoggedCall = UsageRecord & { source_ip?: string };
 
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
 export type StatusClass = (typeof STATUS_CLASSES)[number];
@@ -25,9 +30,16 @@ export const PERIODS = {
 export type Period = keyof typeof PERIODS;
 export const DEFAULT_PERIOD: Period = '24h';
 
+/** Route templates the log can be filtered by: the API's routes and the catch-all. */
+export const ROUTE_CHOICES: readonly string[] = [...routes.map(routeKey), '$default'];
+
 export interface UsageFilters {
   branchId: string;
   keyId?: string;
+  /** A status class (`4xx`) or one status (`404`). */
+  status?: string;
+  /** A route template, one of ROUTE_CHOICES. */
+  route?: string;
   period: Period;
   bucket: Bucket;
   now: Date;
@@ -35,6 +47,8 @@ export interface UsageFilters {
 
 export interface UsageChart {
   bucket: Bucket;
+  /** Start of the period the chart counts (a whole hour), ISO 8601 UTC. */
+  since: string;
   /** Start of each bucket, ISO 8601 UTC. */
   starts: string[];
   counts: Record<StatusClass, number[]>;
@@ -49,8 +63,22 @@ export const statusClass = (status: number): StatusClass | undefined => {
   return (STATUS_CLASSES as readonly string[]).includes(cls) ? (cls as StatusClass) : undefined;
 };
 
-export const periodStart = (filters: Pick<UsageFilters, 'period' | 'now'>): Date =>
-  new Date(filters.now.getTime() - PERIODS[filters.period].ms);
+/**
+ * Where the period starts: on a whole hour, as the rollups count, so the chart's total, the log
+ * and the CSV cover the same calls (docs/console.md "Usage").
+ */
+export const periodStart = (filters: Pick<UsageFilters, 'period' | 'now'>): Date => {
+  const start = filters.now.getTime() - PERIODS[filters.period].ms;
+  return new Date(start - (start % HOUR_MS));
+};
+
+export const isStatusFilter = (value: string): boolean => /^[1-5](xx|\d\d)$/.test(value);
+
+/** Whether a record is one the status and route filters select. */
+export const matchesCall = (record: UsageRecord, { status, route }: Pick<UsageFilters, 'status' | 'route'>): boolean =>
+  (route === undefined || record.route === route) &&
+  (status === undefined ||
+    (status.endsWith('xx') ? statusClass(record.status) === status : record.status === Number(status)));
 
 export const loadUsageChart = async (ctx: OperatorContext, filters: UsageFilters): Promise<UsageChart> => {
   const summary = await summarizeUsage(ctx, {
@@ -66,6 +94,7 @@ export const loadUsageChart = async (ctx: OperatorContext, filters: UsageFilters
   ) as Record<StatusClass, number[]>;
   return {
     bucket: filters.bucket,
+    since: summary.since,
     starts: summary.buckets.map((bucket) => bucket.start),
     counts,
     total: summary.totals.calls,
@@ -75,22 +104,53 @@ export const loadUsageChart = async (ctx: OperatorContext, filters: UsageFilters
 };
 
 export const LOG_PAGE_SIZE = 50;
+/**
+ * Records one log page reads at most while looking for calls the status and route filters
+ * select; past it the page shows what it found and links to the older calls.
+ */
+export const LOG_SCAN_LIMIT = 2_000;
 
-/** One page of the log, newest first; `position` from the previous page's `nextPosition`. */
-export const loadUsageLog = (ctx: OperatorContext, filters: UsageFilters, position?: string, limit = LOG_PAGE_SIZE) =>
-  ctx.usage.query({
-    branchId: filters.branchId,
-    since: periodStart(filters),
-    limit,
-    ...(filters.keyId ? { keyId: filters.keyId } : {}),
-    ...(position ? { position } : {}),
-  });
+export interface UsageLogView {
+  records: LoggedCall[];
+  /** Where the next (older) page starts; absent on the last page. */
+  nextPosition?: string;
+  /** Raw records read for this page. */
+  scanned: number;
+}
+
+/**
+ * One page of the log, newest first: up to LOG_PAGE_SIZE calls the filters select (a page may
+ * run a little over, to end on a stored page boundary), reading at most LOG_SCAN_LIMIT records.
+ */
+export const loadUsageLog = async (
+  ctx: OperatorContext,
+  filters: UsageFilters,
+  position?: string,
+  { pageSize = LOG_PAGE_SIZE, scanLimit = LOG_SCAN_LIMIT } = {},
+): Promise<UsageLogView> => {
+  const records: LoggedCall[] = [];
+  let scanned = 0;
+  let next = position;
+  do {
+    const page = await ctx.usage.query({
+      branchId: filters.branchId,
+      since: periodStart(filters),
+      limit: Math.min(pageSize, scanLimit - scanned),
+      ...(filters.keyId ? { keyId: filters.keyId } : {}),
+      ...(next ? { position: next } : {}),
+    });
+    scanned += page.records.length;
+    records.push(...page.records.filter((record) => matchesCall(record, filters)));
+    next = page.nextPosition;
+  } while (next && records.length < pageSize && scanned < scanLimit);
+  return { records, scanned, ...(next ? { nextPosition: next } : {}) };
+};
 
 /** Every record the filters select, newest first, a page at a time (for the CSV export). */
-export async function* allUsageRecords(ctx: OperatorContext, filters: UsageFilters): AsyncGenerator<UsageRecord[]> {
+export async function* allUsageRecords(ctx: OperatorContext, filters: UsageFilters): AsyncGenerator<LoggedCall[]> {
   let position: string | undefined;
   do {
-    const page = await loadUsageLog(ctx, filters, position, 1000);
+    const page = await loadUsageLog(ctx, filters, position, { pageSize: 1000, scanLimit: 1000 });
     if (page.records.length > 0) yield page.records;
     position = page.nextPosition;
   } while (position);
@@ -105,16 +165,21 @@ export const CSV_COLUMNS = [
   'status',
   'response_time_ms',
   'request_id',
-] as const satisfies readonly (keyof UsageRecord)[];
+  'source_ip',
+] as const satisfies readonly (keyof LoggedCall)[];
 
 /**
- * One CSV field (RFC 4180 quoting). A cell a spreadsheet would run as a formula (=, +, -, @,
- * tab, CR first) gets a leading apostrophe: a recorded path is whatever a caller sent.
+ * One CSV field (RFC 4180 quoting). A recorded path is whatever a caller sent, so: control
+ * characters (NUL, terminal escapes) and bidi overrides are written as visible `\xNN` /
+ * `\u{NNNN}` text, and a cell a spreadsheet would run as a formula (=, +, -, @, tab first) gets
+ * a leading apostrophe.
  */
-export const csvField = (value: string | number): string => {
-  let text = String(value);
-  if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+export const csvField = (value: string | number | undefined): string => {
+  if (value === undefined) return '';
+  let text = showControls(String(value));
+  if (typeof value === 'string' && /^[=+\-@\t]/.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 };
 
-export const csvRow = (values: readonly (string | number)[]): string => `${values.map(csvField).join(',')}\r\n`;
+export const csvRow = (values: readonly (string | number | undefined)[]): string =>
+  `${values.map(csvField).join(',')}\r\n`;

@@ -41,6 +41,8 @@ export class DataTables extends Construct implements ApiTables {
   /** Usage rollups: derived from the usage table's stream, rebuildable from it (docs/usage-rollups.md). */
   readonly rollups!: dynamodb.Table;
   readonly rateLimits!: dynamodb.Table;
+  /** Key activity: the audit log of key actions, written by the operator tooling only. */
+  readonly activity!: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: DataTablesProps = {}) {
     super(scope, id);

@@ -4,6 +4,7 @@ import { startConsole } from '../console/server';
 import { lines, terminal } from '../operator/terminal';
 import { serveDocs } from './docs';
 import { startLocalEnvironment } from './environment';
+import { logFilePath, routeLogs } from './log-routing';
 
 export interface ServeOptions {
   port: number;
@@ -13,9 +14,17 @@ export interface ServeOptions {
   dataDir?: string;
   seed?: string;
   consolePort: number;
+  /** Request and aggregator logs on the terminal too (they always go to the log file). */
+  verbose?: boolean;
+  /** Where the logs go (LOG_FILE); default `branch-api.log` in the data directory or a temporary one. */
+  logFile?: string;
 }
 
 export const serve = async (options: ServeOptions): Promise<void> => {
+  const logs = await routeLogs(
+    options.logFile ?? (await logFilePath(process.env, options.dataDir)),
+    options.verbose === true,
+  );
   let environment;
   try {
     environment = await startLocalEnvironment({
@@ -31,6 +40,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`${terminal`error: ${message}`}\n`);
     process.exitCode = 1;
+    await logs.close();
     return;
   }
   const { gateway, demoKey, demoKeyExpiresAt, revokedDemoKeyIds, demoBranchId, dynamoEndpoint } = environment;
@@ -50,6 +60,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
       ]).text,
     );
     process.exitCode = 1;
+    await logs.close();
     return;
   }
   const store = options.dynamodbEndpoint
@@ -66,6 +77,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     terminal`Branch API is running at ${gateway.baseUrl}`,
     terminal`  DynamoDB:  ${dynamoEndpoint} (${store})`,
     terminal`  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
+    terminal`  Logs:      ${logs.file}${options.verbose ? '' : '  (requests and the aggregator; --verbose shows them here too)'}`,
     terminal``,
     terminal`Settings console: ${settings.url}`,
     terminal``,
@@ -81,7 +93,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     terminal`Press Ctrl-C to stop.`,
     terminal``,
   ]);
-  process.stdout.write(text.text);
+  logs.print(text.text);
 
-  await untilStopped(() => Promise.all([settings.close(), environment.close()]).then(() => undefined));
+  await untilStopped(() => Promise.all([settings.close(), environment.close()]).then(() => logs.close()));
 };

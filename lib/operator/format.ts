@@ -1,21 +1,89 @@
 import { displayWidth, escapeForTerminal, TerminalText } from './terminal';
 
+/** Narrowest a column is cut to when a table must fit the terminal. */
+const MIN_COLUMN = 6;
+const GAP = 2;
+
+const tableWidth = (widths: readonly number[]): number =>
+  widths.reduce((sum, width) => sum + width, 0) + GAP * (widths.length - 1);
+
+/** Column widths that fit `maxWidth` (when they can), taking from the widest column each time. */
+const fitWidths = (widths: number[], maxWidth: number | undefined): number[] => {
+  if (maxWidth === undefined) return widths;
+  const fitted = [...widths];
+  const total = () => tableWidth(fitted);
+  while (total() > maxWidth) {
+    const widest = fitted.indexOf(Math.max(...fitted));
+    if (fitted[widest]! <= MIN_COLUMN) break; // as narrow as it gets: the terminal wraps the rest
+    fitted[widest] = Math.max(MIN_COLUMN, fitted[widest]! - Math.max(1, total() - maxWidth));
+  }
+  return fitted;
+};
+
+/** The cell cut to `width` columns with a trailing `…` when it is longer. Cells are escaped already. */
+const cut = (cell: string, width: number): string => {
+  const chars = [...cell];
+  return chars.length <= width ? cell : `${chars.slice(0, width - 1).join('')}…`;
+};
+
+/**
+ * The columns to show within `maxWidth`: all of them when they fit whole, else without the
+ * `droppable` ones (given least important first), one at a time, until the rest fit whole or none
+ * is left to drop; the columns kept keep more of their text that way than all cut to a stub.
+ */
+const columnsToShow = (
+  header: readonly string[],
+  natural: readonly number[],
+  maxWidth: number | undefined,
+  droppable: readonly string[],
+): number[] => {
+  const shown = header.map((_, column) => column);
+  for (const name of droppable) {
+    if (maxWidth === undefined || tableWidth(shown.map((column) => natural[column]!)) <= maxWidth) break;
+    const column = header.indexOf(name);
+    if (column !== -1 && shown.length > 1) shown.splice(shown.indexOf(column), 1);
+  }
+  return shown;
+};
+
 /**
  * A plain-text table for people: padded columns under a header row. Every cell is escaped for
  * the terminal first, and the widths are those of the escaped text, so a hostile cell can
- * neither break out of its row nor shift the columns.
+ * neither break out of its row nor shift the columns. With `maxWidth` (the terminal's width), the
+ * `droppable` columns are left out (least important first, with a note) while the table does not
+ * fit, then the widest columns are cut with `…` until it does; piped output passes no width and
+ * stays whole.
  */
-export const formatTable = (header: readonly string[], rows: readonly (readonly string[])[]): TerminalText => {
-  const cells = [header, ...rows].map((row) => row.map((cell) => escapeForTerminal(cell)));
-  const widths = header.map((_, column) => Math.max(...cells.map((row) => displayWidth(row[column] ?? ''))));
+export const formatTable = (
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  maxWidth?: number,
+  droppable: readonly string[] = [],
+): TerminalText => {
+  const all = [header, ...rows].map((row) => row.map((cell) => escapeForTerminal(cell)));
+  const natural = header.map((_, column) => Math.max(...all.map((row) => displayWidth(row[column] ?? ''))));
+  const shown = columnsToShow(header, natural, maxWidth, droppable);
+  const cells = all.map((row) => shown.map((column) => row[column] ?? ''));
+  const widths = fitWidths(
+    shown.map((column) => natural[column]!),
+    maxWidth,
+  );
+  const hidden = header.filter((_, column) => !shown.includes(column)).map(escapeForTerminal);
+  const table = cells
+    .map((row) =>
+      row
+        .map((cell, column) => {
+          const width = widths[column] ?? 0;
+          const cutCell = cut(cell, width);
+          return cutCell + ' '.repeat(width - displayWidth(cutCell));
+        })
+        .join(' '.repeat(GAP))
+        .trimEnd(),
+    )
+    .join('\n');
   return TerminalText.trusted(
-    cells
-      .map((row) =>
-        row
-          .map((cell, column) => cell + ' '.repeat((widths[column] ?? 0) - displayWidth(cell)))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n'),
+    hidden.length
+      ? `${table}\n${cut(`(not shown at this width: ${hidden.join(', ')}; --json has all)`, maxWidth ?? Infinity)}`
+      : table,
   );
 };

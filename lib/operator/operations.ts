@@ -12,23 +12,29 @@ import type { UsageRecord } from '../../shared/data/repositories/usage';
 import { SCOPES, ScopeSchema, SeedFileSchema, type Scope, type SeedFile } from '../../shared/domain/schemas';
 import type { OperatorContext } from './context';
 import { parseIsoDate } from './dates';
-import { OperatorError } from './errors';
+import { invalidInput, OperatorError } from './errors';
+import { keyState, type KeyState } from '../../shared/domain/key-state';
 
-export { OperatorError } from './errors';
+export { OperatorError, OPERATOR_ERROR_CODES, type OperatorErrorCode } from './errors';
+export { keyState, KEY_STATES, type KeyState } from '../../shared/domain/key-state';
 export { parseIsoDate } from './dates';
 
 /** Parses a comma-separated scope list; an empty entry (`read,,`, `,read`) is a typo, not ignored. */
 export const parseScopes = (value: string): Scope[] => {
-  if (!value.trim()) throw new OperatorError(`--scopes needs at least one of: ${SCOPES.join(', ')}`);
+  if (!value.trim()) throw invalidInput('scopes', `--scopes needs at least one of: ${SCOPES.join(', ')}`);
   const scopes = value.split(',').map((scope) => scope.trim());
   if (scopes.includes('')) {
-    throw new OperatorError(
+    throw invalidInput(
+      'scopes',
       `--scopes has an empty entry in "${value}"; separate scopes with single commas, e.g. read,team:read`,
     );
   }
   const unknown = scopes.filter((scope) => !ScopeSchema.safeParse(scope).success);
   if (unknown.length > 0) {
-    throw new OperatorError(`Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; allowed: ${SCOPES.join(', ')}`);
+    throw invalidInput(
+      'scopes',
+      `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; allowed: ${SCOPES.join(', ')}`,
+    );
   }
   return [...new Set(scopes as Scope[])];
 };
@@ -38,13 +44,14 @@ export const parseAllowIps = (value: string): string[] => {
   try {
     return parseAllowlist(value);
   } catch (error) {
-    if (error instanceof InvalidCidrError) throw new OperatorError(`--allow-ip: ${error.message}`);
+    if (error instanceof InvalidCidrError) throw invalidInput('allow_ip', `--allow-ip: ${error.message}`);
     throw error;
   }
 };
 
 export const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
-  if (!(await ctx.branchData.getBranch(branchId))) throw new OperatorError(`Unknown branch "${branchId}"`);
+  if (!(await ctx.branchData.getBranch(branchId)))
+    throw new OperatorError(`Unknown branch "${branchId}"`, 'unknown_branch', 'branch');
 };
 
 export interface CreateKeyRequest {
@@ -65,11 +72,8 @@ export interface CreateKeyRequest {
 export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest) => {
   const now = request.now ?? new Date();
   const scopes = parseScopes(request.scopes);
-  const expiresAt = request.expires === undefined ? undefined : parseIsoDate(request.expires, '--expires');
-  if (expiresAt && expiresAt.getTime() <= now.getTime()) {
-    throw new OperatorError(`--expires must be in the future; got ${expiresAt.toISOString()}`);
-  }
-  if (request.name !== undefined && !request.name.trim()) throw new OperatorError('--name must not be empty');
+  const expiresAt = request.expires === undefined ? undefined : parseFutureExpiry(request.expires, now);
+  if (request.name !== undefined) parseName(request.name);
   const allowedIps = request.allowIps === undefined ? undefined : parseAllowIps(request.allowIps);
   const rateLimit = request.rateLimit === undefined ? undefined : parseRateLimitOption(request.rateLimit);
   await requireBranch(ctx, request.branchId);
@@ -77,6 +81,7 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     branchId: request.branchId,
     scopes,
     now,
+    actor: await ctx.actor(),
     ...(allowedIps ? { allowedIps } : {}),
     ...(expiresAt ? { expiresAt } : {}),
     ...(request.name ? { name: request.name.trim() } : {}),
@@ -84,12 +89,33 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
   });
 };
 
+/** `--expires`: a time after `now`. */
+export const parseFutureExpiry = (value: string, now: Date): Date => {
+  const expiresAt = parseIsoDate(value, '--expires');
+  // A key with this expiry would be expired already (keyState is the one expiry-versus-clock rule).
+  if (keyState({ expires_at: expiresAt.toISOString() }, now) === 'expired') {
+    throw invalidInput('expires', `--expires must be in the future; got ${expiresAt.toISOString()}`);
+  }
+  return expiresAt;
+};
+
+/** Longest key name accepted. */
+export const MAX_NAME_LENGTH = 200;
+
+/** `--name`: trimmed, not empty, at most MAX_NAME_LENGTH characters. */
+export const parseName = (value: string): string => {
+  const name = value.trim();
+  if (!name) throw invalidInput('name', '--name must not be empty');
+  if (name.length > MAX_NAME_LENGTH) throw invalidInput('name', `--name may be at most ${MAX_NAME_LENGTH} characters`);
+  return name;
+};
+
 /** `--rate-limit` in its written form, or a one-line OperatorError. */
 export const parseRateLimitOption = (value: string): string => {
   try {
     return formatRateLimit(parseRateLimit(value));
   } catch (error) {
-    if (error instanceof InvalidRateLimitError) throw new OperatorError(`--rate-limit: ${error.message}`);
+    if (error instanceof InvalidRateLimitError) throw invalidInput('rate_limit', `--rate-limit: ${error.message}`);
     throw error;
   }
 };
@@ -97,14 +123,11 @@ export const parseRateLimitOption = (value: string): string => {
 export interface KeyListing extends ApiKeyRecord {
   /** Time of the key's newest call counted in the rollups, if any. */
   last_used_at: string | null;
-  status: 'active' | 'expired' | 'revoked';
+  status: KeyState;
 }
 
-export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyListing['status'] => {
-  if (record.revoked_at) return 'revoked';
-  if (record.expires_at && Date.parse(record.expires_at) <= now.getTime()) return 'expired';
-  return 'active';
-};
+/** The key's state (shared/domain/key-state.ts): the same answer the API gives. */
+export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyState => keyState(record, now);
 
 /** "Last used" of every key of a branch, from the rollups in one Query (lib/operator/usage-rollups.ts). */
 const withLastUsed = async (
@@ -145,7 +168,7 @@ export const listKeyPage = async (
 };
 
 export const unknownKey = (branchId: string, keyId: string) =>
-  new OperatorError(`Unknown key id "${keyId}" for branch "${branchId}"`);
+  new OperatorError(`Unknown key id "${keyId}" for branch "${branchId}"`, 'unknown_key', 'key_id');
 
 export interface KeyOfBranch {
   branchId: string;
@@ -180,7 +203,7 @@ export const revokeKey = async (ctx: OperatorContext, { branchId, keyId }: KeyOf
   const key = await requireKeyOfBranch(ctx, branchId, keyId);
   if (key.revoked_at) return { ...key, revoked_at: key.revoked_at, already_revoked: true };
   try {
-    const revoked = await ctx.keys.revoke(keyId);
+    const revoked = await ctx.keys.revoke(keyId, new Date(), await ctx.actor());
     return { ...revoked, revoked_at: revoked.revoked_at!, already_revoked: false };
   } catch (error) {
     // Deleted between the two reads: as unknown as any other id.
@@ -198,48 +221,73 @@ export interface UsageRequest {
 }
 
 export interface UsageSummary {
+  /** Every call in the period (`--since` to now; all kept records without it), not only those shown. */
   count: number;
   by_status: Record<string, number>;
   p50_ms: number | null;
   p95_ms: number | null;
+  /** False when the period held more than MAX_SUMMARY_CALLS calls: the figures cover the newest ones. */
+  complete: boolean;
 }
 
 /** Nearest-rank percentile of sorted values. */
 const percentile = (sorted: number[], p: number): number | null =>
   sorted.length === 0 ? null : (sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? null);
 
-export const summarize = (records: UsageRecord[]): UsageSummary => {
+export const summarize = (
+  records: readonly Pick<UsageRecord, 'status' | 'response_time_ms'>[],
+  complete = true,
+): UsageSummary => {
   const byStatus: Record<string, number> = {};
   for (const record of records) byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
   const times = records.map((record) => record.response_time_ms).sort((a, b) => a - b);
-  return { count: records.length, by_status: byStatus, p50_ms: percentile(times, 50), p95_ms: percentile(times, 95) };
+  return {
+    count: records.length,
+    by_status: byStatus,
+    p50_ms: percentile(times, 50),
+    p95_ms: percentile(times, 95),
+    complete,
+  };
 };
 
 export const MAX_USAGE_LIMIT = 10_000;
+/** Most calls the summary of `usage` reads (status and time only): about 100 pages of the usage table. */
+export const MAX_SUMMARY_CALLS = 200_000;
 
-/** The newest usage records of a branch (or one of its keys), with a summary of them. */
-export const readUsage = async (ctx: OperatorContext, request: UsageRequest) => {
+/**
+ * The newest usage records of a branch (or one of its keys), and a summary of every call in the
+ * period, not only of the records shown (bounded by `maxSummaryCalls`).
+ */
+export const readUsage = async (
+  ctx: OperatorContext,
+  request: UsageRequest,
+  maxSummaryCalls: number = MAX_SUMMARY_CALLS,
+) => {
   const limit = request.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_USAGE_LIMIT) {
-    throw new OperatorError(`--limit must be a whole number from 1 to ${MAX_USAGE_LIMIT}`);
+    throw invalidInput('limit', `--limit must be a whole number from 1 to ${MAX_USAGE_LIMIT}`);
   }
   const since = request.since === undefined ? undefined : parseIsoDate(request.since, '--since');
   await requireBranch(ctx, request.branchId);
   if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
+  const scope = {
+    branchId: request.branchId,
+    ...(request.keyId ? { keyId: request.keyId } : {}),
+    ...(since ? { since } : {}),
+  };
   const records: UsageRecord[] = [];
   let position: string | undefined;
   do {
     const page = await ctx.usage.query({
-      branchId: request.branchId,
+      ...scope,
       limit: Math.min(1000, limit - records.length),
-      ...(request.keyId ? { keyId: request.keyId } : {}),
-      ...(since ? { since } : {}),
       ...(position ? { position } : {}),
     });
     records.push(...page.records);
     position = page.nextPosition;
   } while (position && records.length < limit);
-  return { records, summary: summarize(records) };
+  const stats = await ctx.usage.callStats(scope, maxSummaryCalls);
+  return { records, summary: summarize(stats.calls, stats.complete) };
 };
 
 const describeIssues = (issues: z.core.$ZodIssue[]): string =>
@@ -274,9 +322,12 @@ export const readSeedFile = async (file: string): Promise<SeedFile> => {
 };
 
 /** Loads a seed file (idempotent: re-running the same file leaves the same data). */
-export const seed = async (ctx: OperatorContext, file: string) => {
+export const seed = async (ctx: OperatorContext, file: string, onProgress?: (done: number, total: number) => void) => {
   const data = await readSeedFile(file);
-  for (const branch of data.branches) await ctx.branchData.putBranch(branch);
+  for (const [index, branch] of data.branches.entries()) {
+    await ctx.branchData.putBranch(branch);
+    onProgress?.(index + 1, data.branches.length);
+  }
   return {
     branch_ids: data.branches.map((branch) => branch.id),
     branches: data.branches.length,

@@ -148,6 +148,8 @@ export interface RebuildRequest {
   until?: string;
   now?: Date;
   env?: Env;
+  /** Called after each page with the records read so far (the CLI's progress line). */
+  onProgress?: (recordsRead: number) => void;
 }
 
 export interface RebuildResult {
@@ -200,6 +202,7 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
     const { applied, duplicates } = await ctx.rollups.apply(inPeriod, retentionDays);
     result.added += applied;
     result.already_counted += duplicates;
+    request.onProgress?.(result.records);
     position = page.nextPosition;
   } while (position);
   return result;
@@ -251,7 +254,12 @@ export const failedUsageRecords = (text: string) => {
  * Writes back the usage records of a log whose write failed. Idempotent: a record's key is its
  * time and request id, so replaying twice stores each once (and the aggregator counts it once).
  */
-export const replayUsageLog = async (ctx: OperatorContext, file: string, env: Env = process.env) => {
+export const replayUsageLog = async (
+  ctx: OperatorContext,
+  file: string,
+  env: Env = process.env,
+  onProgress?: (stored: number, total: number) => void,
+) => {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -260,7 +268,10 @@ export const replayUsageLog = async (ctx: OperatorContext, file: string, env: En
   }
   const { records, invalidLines, lines } = failedUsageRecords(text);
   const retentionDays = usageRetentionDays(env);
-  for (const record of records) await ctx.usage.put(record, retentionDays);
+  for (const [index, record] of records.entries()) {
+    await ctx.usage.put(record, retentionDays);
+    onProgress?.(index + 1, records.length);
+  }
   const result: ReplayResult = {
     file,
     lines,

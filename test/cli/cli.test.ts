@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashApiKey, isWellFormedApiKey } from '../../shared/domain/api-key';
 import { runCli, PROJECT_ROOT } from '../support/cli';
-import { fixtureBranchData, fixtureKeys, fixtureUsage } from '../support/harness';
+import { FAST_FAILURE_ENV, fixtureBranchData, fixtureKeys, fixtureUsage } from '../support/harness';
 
 const DEMO_SEED = join(PROJECT_ROOT, 'seed', 'demo.json');
 let tmp: string;
@@ -35,6 +35,7 @@ describe('tables create', () => {
         process.env.BRANCH_DATA_TABLE,
         process.env.ROLLUPS_TABLE,
         process.env.RATE_LIMITS_TABLE,
+        process.env.ACTIVITY_TABLE,
       ].sort(),
     );
     const again = await runCli(['tables', 'create']);
@@ -251,9 +252,10 @@ describe('usage', () => {
       by_status: { 200: 6, 400: 1, 401: 1, 403: 1, 404: 1 },
       p50_ms: 5,
       p95_ms: 10,
+      complete: true,
     });
     const readable = await runCli(['usage', '--branch', 'br_demo']);
-    expect(readable.stdout).toContain('10 call(s) — 200: 6, 400: 1, 401: 1, 403: 1, 404: 1');
+    expect(readable.stdout).toContain('10 call(s) kept — 200: 6, 400: 1, 401: 1, 403: 1, 404: 1');
     expect(readable.stdout).toContain('p50 5 ms, p95 10 ms');
   });
 
@@ -270,6 +272,11 @@ describe('usage', () => {
     expect(since.json.summary.count).toBe(3);
     const limited = await runCli(['usage', '--branch', 'br_demo', '--limit', '2', '--json']);
     expect(limited.json.records.map((r: { request_id: string }) => r.request_id)).toEqual(['req-9', 'req-8']);
+    // The summary counts every call of the period, not the page shown.
+    expect(limited.json.summary).toMatchObject({ count: 10, by_status: { 200: 6, 400: 1, 401: 1, 403: 1, 404: 1 } });
+    const readable = await runCli(['usage', '--branch', 'br_demo', '--limit', '2']);
+    expect(readable.stdout).toContain('10 call(s) kept — 200: 6');
+    expect(readable.stdout).toContain('showing the newest 2');
   });
 
   it.each([
@@ -312,22 +319,50 @@ describe('the command line itself', () => {
     );
   });
 
-  it.each([
-    [['keys', 'list', '--branch', 'br_nowhere', '--json'], 'Unknown branch "br_nowhere"'],
-    [['keys', 'create', '--scopes', 'read', '--json'], "required option '--branch <id>' not specified"],
+  it.each<[string[], Record<string, unknown>, Record<string, string>?]>([
+    [
+      ['keys', 'list', '--branch', 'br_nowhere', '--json'],
+      { code: 'unknown_branch', field: 'branch', message: 'Unknown branch "br_nowhere"' },
+    ],
+    [
+      ['keys', 'create', '--scopes', 'read', '--json'],
+      { code: 'usage_error', message: "required option '--branch <id>' not specified" },
+    ],
     [
       ['usage', '--branch', 'br_demo', '--limit', '0', '--json'],
-      "option '--limit <n>' argument '0' is invalid. must be a whole number from 1 to 10000",
+      {
+        code: 'usage_error',
+        message: "option '--limit <n>' argument '0' is invalid. must be a whole number from 1 to 10000",
+      },
     ],
-    [['keys', 'list', '--json', '--branch', 'br_demo', '--bogus'], "unknown option '--bogus'"],
-    [['keys', 'revoke', 'key_x', '--branch', 'br_demo', '--json'], 'Unknown key id "key_x" for branch "br_demo"'],
-  ])('with --json, %j fails with one JSON error on stderr and exit 1', async (args, message) => {
-    const result = await runCli(args);
+    [
+      ['keys', 'list', '--json', '--branch', 'br_demo', '--bogus'],
+      { code: 'usage_error', message: "unknown option '--bogus'" },
+    ],
+    [
+      ['keys', 'revoke', 'key_x', '--branch', 'br_demo', '--json'],
+      { code: 'unknown_key', field: 'key_id', message: 'Unknown key id "key_x" for branch "br_demo"' },
+    ],
+    [
+      ['keys', 'create', '--branch', 'br_demo', '--scopes', 'admin', '--json'],
+      {
+        code: 'invalid_input',
+        field: 'scopes',
+        message: 'Unknown scope "admin"; allowed: read, write, webhooks, team:read, billing:read',
+      },
+    ],
+    [
+      ['keys', 'list', '--branch', 'br_demo', '--json'],
+      { code: 'unavailable', message: expect.stringContaining('not reachable') },
+      { DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', ...FAST_FAILURE_ENV },
+    ],
+  ])('with --json, %j fails with one JSON error (stable code) on stderr and exit 1', async (args, error, env = {}) => {
+    const result = await runCli(args, env);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     const lines = result.stderr.split('\n').filter((line) => line && !line.includes('nodedir'));
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toEqual({ error: { message } });
+    expect(JSON.parse(lines[0]!)).toEqual({ error });
   });
 });
 

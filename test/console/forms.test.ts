@@ -4,26 +4,17 @@
  * operator library's checks give.
  */
 import { listKeys } from '../../lib/operator/operations';
-import { createOperatorContext } from '../../lib/operator/context';
-import { openSession, rawRequest, startEnvironment, type Environment } from './support';
+import { openSession, rawRequest, useEnvironment } from './support';
 
-let env: Environment;
-const ctx = createOperatorContext(process.env);
-
-beforeAll(async () => {
-  env = await startEnvironment();
-});
-afterAll(async () => {
-  await env.close();
-  ctx.close();
-});
+const setup = useEnvironment();
+const { ctx } = setup;
 
 /** Posts the Create key form the way the page does: a fresh form id each time. */
 const createKeyForm = async (fields: [string, string][]) => {
-  const { cookie, csrf, form } = await openSession(env.console, env.stack.demoBranchId);
-  return rawRequest(env.console.origin, `/branches/${env.stack.demoBranchId}/keys`, {
+  const { cookie, csrf, form } = await openSession(setup.env.console, setup.env.stack.demoBranchId);
+  return rawRequest(setup.env.console.origin, `/branches/${setup.env.stack.demoBranchId}/keys`, {
     method: 'POST',
-    headers: { cookie, origin: env.console.origin, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { cookie, origin: setup.env.console.origin, 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams([['_csrf', csrf], ['_form', form], ...fields]).toString(),
   });
 };
@@ -36,17 +27,18 @@ it('creates a key with several scopes and an expiry read as UTC', async () => {
     ['expires', '2030-01-31T23:59'],
   ]);
   expect(response.status).toBe(200);
-  const key = (await listKeys(ctx, env.stack.demoBranchId)).find((k) => k.name === 'expiring');
+  const key = (await listKeys(ctx, setup.env.stack.demoBranchId)).find((k) => k.name === 'expiring');
   expect(key).toMatchObject({ scopes: ['read', 'billing:read'], expires_at: '2030-01-31T23:59:00.000Z' });
 });
 
-const invalid: { fields: [string, string][]; message: string }[] = [
+const invalid: { fields: [string, string][]; message: string; input?: string }[] = [
   {
     fields: [
       ['scopes', 'read'],
       ['expires', '2020-01-01T00:00'],
     ],
     message: 'Expires must be in the future',
+    input: 'key-expires',
   },
   {
     fields: [
@@ -54,27 +46,51 @@ const invalid: { fields: [string, string][]; message: string }[] = [
       ['expires', 'soon'],
     ],
     message: 'Expires must be an ISO 8601 date',
+    input: 'key-expires',
   },
-  { fields: [['scopes', 'admin']], message: 'Unknown scope &quot;admin&quot;' },
-  { fields: [['name', 'x']], message: 'Scopes needs at least one of' },
+  { fields: [['scopes', 'admin']], message: 'Unknown scope &quot;admin&quot;', input: 'key-scopes' },
+  { fields: [['name', 'x']], message: 'Scopes needs at least one of', input: 'key-scopes' },
+  {
+    fields: [
+      ['scopes', 'read'],
+      ['allow_ips', '300.1.1.1/8'],
+    ],
+    message: 'Allowed IPs:',
+    input: 'key-allow-ips',
+  },
+  {
+    fields: [
+      ['scopes', 'read'],
+      ['rate_limit', 'lots'],
+    ],
+    message: 'Rate limit:',
+    input: 'key-rate-limit',
+  },
 ];
 
-it.each(invalid)('refuses $fields with 400: "$message"', async ({ fields, message }) => {
-  const before = (await listKeys(ctx, env.stack.demoBranchId)).length;
+it.each(invalid)('refuses $fields with 400: "$message" next to its field', async ({ fields, message, input }) => {
+  const before = (await listKeys(ctx, setup.env.stack.demoBranchId)).length;
   const response = await createKeyForm(fields);
   expect(response.status).toBe(400);
-  expect(response.body).toContain(message);
   expect(response.body).not.toContain('id="new-key-value"');
-  expect((await listKeys(ctx, env.stack.demoBranchId)).length).toBe(before);
+  expect((await listKeys(ctx, setup.env.stack.demoBranchId)).length).toBe(before);
+  // The message is described-by target of the field, which is marked invalid and takes the focus.
+  const error = new RegExp(`<small id="${input}-error" class="field-error">([^<]*)</small>`).exec(response.body);
+  expect(error?.[1]).toContain(message);
+  const field = new RegExp(`<input[^>]*id="${input}(?:"|-[^>]*)[^>]*>`).exec(response.body)?.[0] ?? '';
+  expect(field).toContain('aria-invalid="true"');
+  expect(field).toContain(`aria-describedby="${input}-error"`);
+  expect(field).toContain('autofocus');
+  expect(response.body.match(/autofocus/g)).toHaveLength(1);
 });
 
 it('refuses to confirm revoking a key that is already revoked', async () => {
-  const { record } = await ctx.keys.create({ branchId: env.stack.demoBranchId, scopes: ['read'] });
+  const { record } = await ctx.keys.create({ branchId: setup.env.stack.demoBranchId, scopes: ['read'] });
   await ctx.keys.revoke(record.key_id);
-  const { cookie } = await openSession(env.console, env.stack.demoBranchId);
+  const { cookie } = await openSession(setup.env.console, setup.env.stack.demoBranchId);
   const response = await rawRequest(
-    env.console.origin,
-    `/branches/${env.stack.demoBranchId}/keys/${record.key_id}/revoke`,
+    setup.env.console.origin,
+    `/branches/${setup.env.stack.demoBranchId}/keys/${record.key_id}/revoke`,
     { headers: { cookie } },
   );
   expect(response.status).toBe(409);
@@ -82,15 +98,15 @@ it('refuses to confirm revoking a key that is already revoked', async () => {
 });
 
 describe('Roll and the audit column', () => {
-  const branch = () => env.stack.demoBranchId;
+  const branch = () => setup.env.stack.demoBranchId;
   const api = (key: string) =>
-    fetch(`${env.stack.gateway.baseUrl}/v1/branch`, { headers: { authorization: `Bearer ${key}` } });
+    fetch(`${setup.env.stack.gateway.baseUrl}/v1/branch`, { headers: { authorization: `Bearer ${key}` } });
   /** Posts a key's Roll form the way its confirmation page does. */
   const roll = async (keyId: string, grace: string) => {
-    const { cookie, csrf, form } = await openSession(env.console, branch());
-    return rawRequest(env.console.origin, `/branches/${branch()}/keys/${keyId}/roll`, {
+    const { cookie, csrf, form } = await openSession(setup.env.console, branch());
+    return rawRequest(setup.env.console.origin, `/branches/${branch()}/keys/${keyId}/roll`, {
       method: 'POST',
-      headers: { cookie, origin: env.console.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { cookie, origin: setup.env.console.origin, 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams([
         ['_csrf', csrf],
         ['_form', form],
@@ -99,8 +115,8 @@ describe('Roll and the audit column', () => {
     });
   };
   const keysPageHtml = async () => {
-    const { cookie } = await openSession(env.console, branch());
-    return (await rawRequest(env.console.origin, `/branches/${branch()}/keys`, { headers: { cookie } })).body;
+    const { cookie } = await openSession(setup.env.console, branch());
+    return (await rawRequest(setup.env.console.origin, `/branches/${branch()}/keys`, { headers: { cookie } })).body;
   };
 
   it('with the default 24h grace: the new key works and the old one keeps working', async () => {
@@ -138,8 +154,8 @@ describe('Roll and the audit column', () => {
       expect(refused.body).toContain(state);
       expect(refused.body).not.toMatch(/id="new-key-value"/);
       // The confirmation page is refused too, with a readable message.
-      const { cookie } = await openSession(env.console, branch());
-      const page = await rawRequest(env.console.origin, `/branches/${branch()}/keys/${keyId}/roll`, {
+      const { cookie } = await openSession(setup.env.console, branch());
+      const page = await rawRequest(setup.env.console.origin, `/branches/${branch()}/keys/${keyId}/roll`, {
         headers: { cookie },
       });
       expect(page.status).toBe(409);

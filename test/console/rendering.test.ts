@@ -4,6 +4,8 @@
  */
 import fc from 'fast-check';
 import { escapeHtml, html, jsonBlock } from '../../lib/console/html';
+import type { IncomingMessage } from 'node:http';
+import { localPath, MAX_SESSIONS, Sessions } from '../../lib/console/security';
 import { csvField, csvRow } from '../../lib/console/usage-data';
 
 describe('html', () => {
@@ -39,6 +41,60 @@ describe('CSV', () => {
       '"a,b","say ""hi""",200,"\'=HYPERLINK(""x"")",/api/v1/branch\r\n',
     );
     expect(csvField('-1')).toBe("'-1");
+    expect(csvField('@SUM(A1)')).toBe("'@SUM(A1)");
+    expect(csvField('\tcmd')).toBe("'\tcmd");
     expect(csvField(-1)).toBe('-1');
+  });
+
+  it('writes NUL, terminal escapes and bidi overrides as visible text, and a missing value as empty', () => {
+    expect(csvField('a\u0000b\u001b[31m\u202ec\u2066')).toBe('a\\x00b\\x1b[31m\\u{202e}c\\u{2066}');
+    expect(csvField('\r=1')).toBe('\\x0d=1');
+    expect(csvField(undefined)).toBe('');
+  });
+});
+
+describe('redirects', () => {
+  it('keep every target on the console: a path of its own, never another host', () => {
+    expect(localPath('/branches/br_demo/keys?q=x')).toBe('/branches/br_demo/keys?q=x');
+    for (const outside of [
+      '//evil.example/',
+      '/\\evil.example/',
+      '/\t/evil.example/',
+      '/\n/evil.example',
+      'https://evil.example/',
+      'evil.example',
+      '',
+    ]) {
+      expect(localPath(outside)).toBe('/');
+    }
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (value) => {
+        const target = new URL(localPath(value), 'http://127.0.0.1:3001');
+        expect(target.origin).toBe('http://127.0.0.1:3001');
+      }),
+    );
+  });
+});
+
+describe('sessions', () => {
+  const requestWith = (sessions: Sessions, id: string) =>
+    ({ headers: { cookie: `${sessions.cookieName}=${id}` } }) as unknown as IncomingMessage;
+
+  it(`keep at most ${MAX_SESSIONS}, dropping the oldest first`, () => {
+    const sessions = new Sessions(3001);
+    const created = Array.from({ length: MAX_SESSIONS + 5 }, () => sessions.create());
+    expect(sessions.size).toBe(MAX_SESSIONS);
+    expect(sessions.fromRequest(requestWith(sessions, created[4]!.id))).toBeUndefined();
+    expect(sessions.fromRequest(requestWith(sessions, created[5]!.id))).toBe(created[5]);
+  });
+
+  it('issue at most 100 one-use form ids per session, each accepted once', () => {
+    const sessions = new Sessions(3001);
+    const session = sessions.create();
+    const ids = Array.from({ length: 105 }, () => sessions.issueForm(session));
+    expect(session.forms.size).toBe(100);
+    expect(sessions.consumeForm(session, ids[0])).toBe(false);
+    expect(sessions.consumeForm(session, ids[104])).toBe(true);
+    expect(sessions.consumeForm(session, ids[104])).toBe(false);
   });
 });

@@ -5,7 +5,8 @@
  */
 import { listKeys } from '../../lib/operator/operations';
 import { createOperatorContext } from '../../lib/operator/context';
-import { openSession, rawRequest, startEnvironment, type Environment } from './support';
+import { startConsole } from '../../lib/console/server';
+import { openSession, rawRequest, sessionCookie, startEnvironment, type Environment } from './support';
 
 let env: Environment;
 let host: string;
@@ -58,17 +59,74 @@ it('refuses pages without a session, and a wrong launch token', async () => {
   expect(wrong.headers['set-cookie']).toBeUndefined();
 });
 
-it('exchanges the launch token for an HttpOnly SameSite=Strict cookie and a URL without the token', async () => {
-  const launch = await rawRequest(
-    env.console.origin,
-    `/branches/${env.stack.demoBranchId}/usage?token=${env.console.token}`,
+describe('launch token and session', () => {
+  /** A console of its own (the shared one's token is used by the other tests), on a clock the test moves. */
+  const ownConsole = async (ttlMs = 12 * 3_600_000) => {
+    const clock = { now: 1_000_000 };
+    const settings = await startConsole({ port: 0, ctx, sessionTtlMs: ttlMs, now: () => clock.now });
+    return { settings, clock };
+  };
+
+  it('exchanges the token once for an HttpOnly SameSite=Strict cookie and a URL without it; a second use opens nothing', async () => {
+    const { settings } = await ownConsole();
+    try {
+      const path = `/branches/${env.stack.demoBranchId}/usage`;
+      const launch = await rawRequest(settings.origin, `${path}?token=${settings.token}`);
+      expect(launch.status).toBe(303);
+      expect(launch.headers.location).toBe(path);
+      const setCookie = launch.headers['set-cookie']?.[0] ?? '';
+      expect(setCookie).toMatch(/; HttpOnly/);
+      expect(setCookie).toMatch(/; SameSite=Strict/);
+      expect(setCookie).not.toContain(settings.token);
+      const cookie = setCookie.split(';')[0]!;
+
+      const again = await rawRequest(settings.origin, `/?token=${settings.token}`);
+      expect(again.status).toBe(403);
+      expect(again.headers['set-cookie']).toBeUndefined();
+      expect(again.body).toContain('works once');
+      // The browser that holds the session may open the link again: it just goes on, no new session.
+      const reopened = await rawRequest(settings.origin, `/?token=${settings.token}`, { headers: { cookie } });
+      expect([reopened.status, reopened.headers['set-cookie']]).toEqual([303, undefined]);
+      expect((await rawRequest(settings.origin, path, { headers: { cookie } })).status).toBe(200);
+    } finally {
+      await settings.close();
+    }
+  });
+
+  it('ends a session after its lifetime without a request, and each request moves the end on (sliding)', async () => {
+    const { settings, clock } = await ownConsole(60_000);
+    try {
+      const cookie = await sessionCookie(settings);
+      const get = () => rawRequest(settings.origin, '/', { headers: { cookie } });
+      clock.now += 59_999;
+      expect((await get()).status).toBe(200);
+      clock.now += 59_999; // 119,998 ms after the launch, 59,999 after the last request
+      expect((await get()).status).toBe(200);
+      clock.now += 60_000;
+      const expired = await get();
+      expect(expired.status).toBe(401);
+      expect(expired.body).toContain('Open the console from its link');
+      clock.now -= 60_000; // the session is gone, not merely late
+      expect((await get()).status).toBe(401);
+    } finally {
+      await settings.close();
+    }
+  });
+
+  it.each(['//evil.example/', '/\\evil.example/', '/%2F%2Fevil.example/'])(
+    'never redirects off the console: a launch link on %s goes to a path of its own',
+    async (path) => {
+      const { settings } = await ownConsole();
+      try {
+        const launch = await rawRequest(settings.origin, `${path}?token=${settings.token}`);
+        expect(launch.status).toBe(303);
+        const target = new URL(launch.headers.location!, settings.origin);
+        expect(target.origin).toBe(settings.origin);
+      } finally {
+        await settings.close();
+      }
+    },
   );
-  expect(launch.status).toBe(303);
-  expect(launch.headers.location).toBe(`/branches/${env.stack.demoBranchId}/usage`);
-  const cookie = launch.headers['set-cookie']?.[0] ?? '';
-  expect(cookie).toMatch(/; HttpOnly/);
-  expect(cookie).toMatch(/; SameSite=Strict/);
-  expect(cookie).not.toContain(env.console.token);
 });
 
 it('refuses a foreign Host header (DNS rebinding) with 421, even with a valid session', async () => {
@@ -173,4 +231,64 @@ it('answers unknown pages, branches and bad input with an error page, never a st
   expect(badCursor.body).not.toMatch(/at .*\.ts:\d+/);
   const unknownKey = await get(`/branches/${env.stack.demoBranchId}/usage?key=key_nope`);
   expect(unknownKey.status).toBe(404);
+});
+
+const badInput: { name: string; path: () => string; status: number; method?: string }[] = [
+  { name: 'a 5,000-character branch id', path: () => `/branches/${'b'.repeat(5000)}/keys`, status: 400 },
+  {
+    name: 'a 5,000-character key id',
+    path: () => `/branches/${env.stack.demoBranchId}/keys/${'k'.repeat(5000)}/revoke`,
+    status: 400,
+  },
+  { name: 'a 5,000-character branch to open', path: () => `/branches?branch=${'b'.repeat(5000)}`, status: 400 },
+  {
+    name: 'a 5,000-character usage key filter',
+    path: () => `/branches/${env.stack.demoBranchId}/usage?key=${'k'.repeat(5000)}`,
+    status: 400,
+  },
+  {
+    name: 'a 5,000-character cursor',
+    path: () => `/branches/${env.stack.demoBranchId}/usage?cursor=${'c'.repeat(5000)}`,
+    status: 400,
+  },
+  {
+    name: 'a 5,000-character CSV filter',
+    path: () => `/branches/${env.stack.demoBranchId}/usage.csv?route=${'r'.repeat(5000)}`,
+    status: 400,
+  },
+  {
+    name: 'a 5,000-character key search',
+    path: () => `/branches/${env.stack.demoBranchId}/keys?q=${'q'.repeat(5000)}`,
+    status: 400,
+  },
+  {
+    name: 'a control character in an id',
+    path: () => `/branches/${env.stack.demoBranchId}/keys/key%00x/roll`,
+    status: 400,
+  },
+  { name: 'an unknown key', path: () => `/branches/${env.stack.demoBranchId}/keys/key_nope/roll`, status: 404 },
+  {
+    name: 'a key of another branch',
+    path: () => `/branches/br_second/keys/${env.stack.demoKeyId}/revoke`,
+    status: 404,
+  },
+  { name: 'an unknown status filter', path: () => `/branches/${env.stack.demoBranchId}/usage?status=9xx`, status: 400 },
+  {
+    name: 'an unknown route filter',
+    path: () => `/branches/${env.stack.demoBranchId}/usage?route=DELETE%20%2F`,
+    status: 400,
+  },
+  { name: 'an unknown period', path: () => `/branches/${env.stack.demoBranchId}/usage?period=1y`, status: 400 },
+  { name: 'an unknown key status', path: () => `/branches/${env.stack.demoBranchId}/keys?status=lost`, status: 400 },
+  { name: 'a wrong method', path: () => `/branches/${env.stack.demoBranchId}/usage`, status: 405, method: 'PUT' },
+];
+
+it.each(badInput)('answers $name with a $status page, never a 500', async ({ path, status, method = 'GET' }) => {
+  const cookie = await sessionCookie(env.console);
+  const response = await rawRequest(env.console.origin, path(), { method, headers: { cookie } });
+  expect(response.status).toBe(status);
+  expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
+  expect(response.body).toContain('<h1>');
+  expect(response.body).not.toMatch(/at .*\.ts:\d+|ValidationException/);
+  expect(env.logged).toEqual([]);
 });

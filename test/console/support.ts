@@ -6,6 +6,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { CHROMIUM_PATH } from '../../scripts/chromium';
 import { startConsole, type SettingsConsole } from '../../lib/console/server';
+import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { startLocalEnvironment, type LocalEnvironment } from '../../lib/local/environment';
 
 type Suite = (name: string, fn: () => void) => void;
@@ -29,6 +30,19 @@ export interface Environment {
   logged: string[];
   close(): Promise<void>;
 }
+
+/** For a test file: the environment (started before its tests, closed after) and an operator context. */
+export const useEnvironment = (): { env: Environment; ctx: OperatorContext } => {
+  const handle = { ctx: createOperatorContext(process.env) } as { env: Environment; ctx: OperatorContext };
+  beforeAll(async () => {
+    handle.env = await startEnvironment();
+  });
+  afterAll(async () => {
+    await handle.env?.close();
+    handle.ctx.close();
+  });
+  return handle;
+};
 
 /** The local environment on this test file's tables, and a console over it. */
 export const startEnvironment = async (): Promise<Environment> => {
@@ -69,12 +83,39 @@ export const rawRequest = (
     request.end(body);
   });
 
-/** A session cookie and the CSRF token of its pages, the way a browser gets them. */
-export const openSession = async (settings: SettingsConsole, branchId: string) => {
+/** The launch token works once: the session cookie each console's first launch got. */
+const cookies = new WeakMap<SettingsConsole, string>();
+
+/** The console's session cookie (launching it the first time), as the browser that opened the link holds it. */
+export const sessionCookie = async (settings: SettingsConsole): Promise<string> => {
+  const known = cookies.get(settings);
+  if (known) return known;
   const launch = await rawRequest(settings.origin, `/?token=${settings.token}`);
   const cookie = String(launch.headers['set-cookie']?.[0]).split(';')[0]!;
+  cookies.set(settings, cookie);
+  return cookie;
+};
+
+/** A session cookie and the CSRF token and a one-use form id of a fresh keys page, the way a browser gets them. */
+export const openSession = async (settings: SettingsConsole, branchId: string) => {
+  const cookie = await sessionCookie(settings);
   const page = await rawRequest(settings.origin, `/branches/${branchId}/keys`, { headers: { cookie } });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
   const form = /name="_form" value="([^"]+)"/.exec(page.body)![1]!;
   return { cookie, csrf, form, page };
+};
+
+/** Posts a form the way the console's pages do (session, CSRF token, same origin). */
+export const postForm = async (
+  settings: SettingsConsole,
+  branchId: string,
+  path: string,
+  fields: [string, string][],
+): Promise<RawResponse> => {
+  const { cookie, csrf, form } = await openSession(settings, branchId);
+  return rawRequest(settings.origin, path, {
+    method: 'POST',
+    headers: { cookie, origin: settings.origin, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams([['_csrf', csrf], ['_form', form], ...fields]).toString(),
+  });
 };

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -170,4 +170,61 @@ it('uses an external DynamoDB when DYNAMODB_ENDPOINT is set', async () => {
   expect(response.status).toBe(200);
   serve.child.kill('SIGINT');
   expect((await serve.exited)[0]).toBe(0);
+});
+
+describe('a quiet terminal', () => {
+  const requestsThrough = async (stdout: string, count: number) => {
+    const baseUrl = /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!;
+    const key = /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)![1]!;
+    for (let i = 0; i < count; i += 1) {
+      expect((await get(baseUrl, '/v1/branch', i % 2 ? key : undefined)).status).toBe(i % 2 ? 200 : 401);
+    }
+  };
+  const logLines = async (file: string) =>
+    (await readFile(file, 'utf8')).split('\n').filter((line) => line.startsWith('{"level"'));
+
+  it('prints the banner and nothing per request; the logs go to the file the banner names', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'serve-log-'));
+    const file = join(dir, 'api.log');
+    try {
+      const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0', LOG_FILE: file, POWERTOOLS_LOG_LEVEL: 'INFO' });
+      running = serve.child;
+      const banner = await serve.ready;
+      expect(banner).toContain(`Logs:      ${file}`);
+      await requestsThrough(banner, 10);
+      expect(serve.output().stdout).toBe(banner);
+      // Each refused call logs an INFO line ("Call without a known key"): all of them in the file.
+      expect((await logLines(file)).filter((line) => line.includes('"INFO"')).length).toBeGreaterThanOrEqual(5);
+      serve.child.kill('SIGINT');
+      expect((await serve.exited)[0]).toBe(0);
+      expect(
+        serve
+          .output()
+          .stderr.split('\n')
+          .filter((line) => line.startsWith('{"level"')),
+      ).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('--verbose writes the request logs to the terminal too', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'serve-log-'));
+    const file = join(dir, 'api.log');
+    try {
+      const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0', LOG_FILE: file, POWERTOOLS_LOG_LEVEL: 'INFO' }, [
+        '--verbose',
+      ]);
+      running = serve.child;
+      const banner = await serve.ready;
+      await requestsThrough(banner, 4);
+      const inFile = await logLines(file);
+      expect(inFile.length).toBeGreaterThanOrEqual(2);
+      expect(serve.output().stdout).toContain(inFile[inFile.length - 1]);
+      serve.child.kill('SIGINT');
+      expect((await serve.exited)[0]).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

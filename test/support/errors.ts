@@ -3,6 +3,7 @@
  * code without an entry here fails the typecheck.
  */
 import {
+  disabledApiKey,
   expiredApiKey,
   headersTooLarge,
   insufficientScope,
@@ -25,6 +26,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, () => ApiError> = {
   invalid_api_key: invalidApiKey,
   expired_api_key: expiredApiKey,
   revoked_api_key: revokedApiKey,
+  disabled_api_key: disabledApiKey,
   insufficient_scope: () => insufficientScope('read'),
   ip_not_allowed: ipNotAllowed,
   invalid_request: () => invalidRequest('limit must be a whole number from 1 to 100.'),

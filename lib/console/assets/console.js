@@ -1,9 +1,29 @@
 /* global document, navigator, window */
 // The settings console's behaviour, served as a file so the Content-Security-Policy needs no
-// inline script: the copy button of a new key, and the usage chart (Chart.js, from its package).
+// inline script: times in the reader's time zone, focus on the first field in error, the copy
+// button of a new key, and the usage chart (Chart.js, from its package).
 'use strict';
 
-document.addEventListener('DOMContentLoaded', function () {
+// One format for every time: the reader's zone, named; the UTC instant stays in the title.
+var localTime = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  timeZoneName: 'short',
+});
+
+var localiseTimes = function () {
+  document.querySelectorAll('time[datetime]').forEach(function (element) {
+    var instant = new Date(element.getAttribute('datetime'));
+    if (isNaN(instant.getTime())) return;
+    element.textContent = localTime.format(instant);
+    element.title = instant.toISOString() + ' (UTC)';
+  });
+};
+
+var copyButtons = function () {
   document.querySelectorAll('button[data-copy]').forEach(function (button) {
     button.addEventListener('click', function () {
       var source = document.getElementById(button.getAttribute('data-copy'));
@@ -27,19 +47,24 @@ document.addEventListener('DOMContentLoaded', function () {
       );
     });
   });
+};
 
+var usageChart = function () {
   var canvas = document.getElementById('usage-chart');
   var data = document.getElementById('usage-chart-data');
   if (!canvas || !data || !window.Chart) return;
   var chart = JSON.parse(data.textContent);
   var colours = { '2xx': '#2e7d32', '3xx': '#1565c0', '4xx': '#ef6c00', '5xx': '#c62828' };
-  var label = function (start) {
-    return chart.bucket === 'hour' ? start.slice(5, 13).replace('T', ' ') + ':00' : start.slice(0, 10);
-  };
+  var bucketLabel = new Intl.DateTimeFormat(
+    undefined,
+    chart.bucket === 'hour' ? { month: 'short', day: 'numeric', hour: '2-digit' } : { month: 'short', day: 'numeric' },
+  );
   new window.Chart(canvas, {
     type: 'bar',
     data: {
-      labels: chart.starts.map(label),
+      labels: chart.starts.map(function (start) {
+        return bucketLabel.format(new Date(start));
+      }),
       datasets: Object.keys(colours).map(function (cls) {
         return { label: cls, data: chart.counts[cls], backgroundColor: colours[cls] };
       }),
@@ -48,9 +73,17 @@ document.addEventListener('DOMContentLoaded', function () {
       animation: false,
       maintainAspectRatio: false,
       scales: {
-        x: { stacked: true, title: { display: true, text: chart.bucket === 'hour' ? 'Hour (UTC)' : 'Day (UTC)' } },
+        x: { stacked: true, title: { display: true, text: chart.bucket === 'hour' ? 'Hour (your time)' : 'Day' } },
         y: { stacked: true, beginAtZero: true, title: { display: true, text: 'Calls' }, ticks: { precision: 0 } },
       },
     },
   });
+};
+
+document.addEventListener('DOMContentLoaded', function () {
+  localiseTimes();
+  var invalid = document.querySelector('[aria-invalid="true"]');
+  if (invalid) invalid.focus();
+  copyButtons();
+  usageChart();
 });

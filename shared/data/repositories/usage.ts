@@ -97,6 +97,33 @@ export class UsageRepository extends DynamoRepository {
     };
   }
 
+  /**
+   * Status and response time of every call of a branch (or key) since a time, newest first, for a
+   * summary of the whole period: at most `maxRecords` (`complete` false when there were more).
+   */
+  async callStats(
+    { branchId, keyId, since }: Omit<UsageQuery, 'limit' | 'position'>,
+    maxRecords: number,
+  ): Promise<{ calls: Pick<UsageRecord, 'status' | 'response_time_ms'>[]; complete: boolean }> {
+    const byKey = keyId !== undefined;
+    const items = await this.queryItems<Pick<UsageRecord, 'status' | 'response_time_ms'>>(
+      {
+        ...(byKey ? { IndexName: USAGE_BY_KEY_INDEX, FilterExpression: 'branch_id = :branch' } : {}),
+        KeyConditionExpression: `${byKey ? 'key_id' : 'branch_id'} = :pk${since ? ' AND sk >= :since' : ''}`,
+        ExpressionAttributeValues: {
+          ':pk': byKey ? keyId : branchId,
+          ...(byKey ? { ':branch': branchId } : {}),
+          ...(since ? { ':since': since.toISOString() } : {}),
+        },
+        ProjectionExpression: '#status, response_time_ms',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ScanIndexForward: false,
+      },
+      maxRecords + 1,
+    );
+    return { calls: items.slice(0, maxRecords), complete: items.length <= maxRecords };
+  }
+
   /** When a key was last used, from its newest usage record. */
   async lastUsedAt(keyId: string): Promise<string | undefined> {
     const { Items } = await this.newestOfKey(keyId, 'timestamp', 1);

@@ -1,0 +1,50 @@
+/** `branch-api serve` (the local stack, `npm start`) and `branch-api console` (the settings pages). */
+import { Option, type Command } from 'commander';
+import { serve } from '../../lib/local/serve';
+import { DEMO_SEED_FILE } from '../../lib/local/environment';
+import { runConsoleCommand } from '../../lib/console/command';
+import { LOCAL_API_PORT, LOCAL_CONSOLE_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../../lib/local-defaults';
+import { port } from './kit';
+
+export const addServeCommands = (program: Command): void => {
+  program
+    .command('serve')
+    .description('Start the local stack: embedded DynamoDB, demo data, a demo key, the API on http://HOST:PORT/api')
+    .addOption(new Option('--port <port>', 'HTTP port').env('PORT').default(LOCAL_API_PORT).argParser(port))
+    .addOption(new Option('--host <host>', 'HTTP host').env('HOST').default(LOCAL_HOST))
+    .addOption(
+      new Option('--dynamodb-port <port>', 'embedded DynamoDB port')
+        .env('DYNAMODB_PORT')
+        .default(LOCAL_DYNAMODB_PORT)
+        .argParser(port),
+    )
+    .addOption(new Option('--dynamodb-endpoint <url>', 'use this DynamoDB instead').env('DYNAMODB_ENDPOINT'))
+    .option('--data-dir <dir>', 'keep the embedded DynamoDB data in this directory across restarts')
+    .addOption(new Option('--seed <file>', 'seed file to load').default(DEMO_SEED_FILE, 'seed/demo.json'))
+    .addOption(
+      new Option('--console-port <port>', 'settings console port (on 127.0.0.1)')
+        .env('CONSOLE_PORT')
+        .default(LOCAL_CONSOLE_PORT)
+        .argParser(port),
+    )
+    .addOption(
+      new Option(
+        '--log-file <path>',
+        'where request and aggregator logs go (default: branch-api.log in --data-dir or a temporary directory)',
+      ).env('LOG_FILE'),
+    )
+    .option('--verbose', 'write request and aggregator logs to the terminal too (default: to the log file only)')
+    .action(serve);
+
+  program
+    .command('console')
+    .description('Start the settings console: the "API keys" and "API usage" pages in a browser')
+    .addOption(new Option('--port <port>', 'HTTP port').env('CONSOLE_PORT').default(LOCAL_CONSOLE_PORT).argParser(port))
+    .addOption(
+      new Option('--host <host>', 'address to listen on (anything but loopback is reachable from the network)').default(
+        LOCAL_HOST,
+      ),
+    )
+    .option('--branch <id...>', 'branches to list on the home page')
+    .action(runConsoleCommand);
+};

@@ -1,0 +1,113 @@
+/**
+ * The "Activity" page: the branch's key actions (created, updated, disabled, enabled, rolled,
+ * revoked, leaked), newest first, who did each and what changed, read from the activity table
+ * through the operator library (`listActivity`, the same as `keys activity`).
+ */
+import type { ActivityChange, ActivityEntry } from '../../shared/domain/key-activity';
+import { listActivity } from '../operator/key-actions';
+import { html, type Html } from './html';
+import { notFound, queryValue } from './http';
+import { branchPath, cardCell, headerRow, layout, time } from './layout';
+import { page, type ConsoleRoute } from './routes';
+
+/** Entries the page shows: the newest ones (the CLI's `keys activity --limit` reads further back). */
+export const ACTIVITY_PAGE_SIZE = 100;
+
+const shown = (value: unknown): string =>
+  value === null || value === undefined ? 'none' : Array.isArray(value) ? value.join(', ') : String(value);
+
+const changesCell = (changes: Record<string, ActivityChange>, details: Record<string, string> | undefined): Html => {
+  const rows = [
+    ...Object.entries(changes).map(
+      ([field, c]) => html`<li><code>${field}</code>: ${shown(c.before)} → ${shown(c.after)}</li>`,
+    ),
+    ...Object.entries(details ?? {}).map(([name, value]) => html`<li><code>${name}</code>: ${value}</li>`),
+  ];
+  return rows.length
+    ? html`<ul class="findings">
+        ${rows}
+      </ul>`
+    : html`—`;
+};
+
+interface ActivityPageInput {
+  branchId: string;
+  keys: { key_id: string; name: string }[];
+  keyId?: string;
+  entries: ActivityEntry[];
+}
+
+const keyFilter = (input: ActivityPageInput): Html =>
+  html`<form method="get" action="${branchPath(input.branchId, 'activity')}" class="filters">
+    <label for="activity-key"
+      >Key
+      <select id="activity-key" name="key">
+        <option value="">All keys</option>
+        ${input.keys.map(
+          (k) =>
+            html`<option value="${k.key_id}" ${k.key_id === input.keyId ? html`selected` : ''}>
+              ${k.name} (${k.key_id})
+            </option>`,
+        )}
+      </select></label
+    >
+    <button type="submit">Show activity</button>
+  </form>`;
+
+const activityTable = (entries: ActivityEntry[]): Html =>
+  html`<table id="activity" class="cards">
+    <caption>
+      Key actions, newest first
+    </caption>
+    ${headerRow(['When', 'Action', 'Key', 'Who', 'What changed'])}
+    <tbody>
+      ${entries.map(
+        (e) =>
+          html`<tr>
+            <th scope="row">${time(e.at)}</th>
+            ${cardCell('Action', html`<strong>${e.action}</strong>`)}
+            ${cardCell('Key', html`${e.key_name} <small><code>${e.key_id}</code></small>`)}
+            ${cardCell('Who', html`<code>${e.actor}</code>`)}
+            ${cardCell('What changed', changesCell(e.changes, e.details))}
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+
+export const activityPage = (input: ActivityPageInput): string =>
+  layout({
+    title: 'Activity',
+    branchId: input.branchId,
+    current: 'activity',
+    body: html`<h1>Activity</h1>
+      <p>Every action on this branch's keys, from this console and from the <code>branch-api</code> CLI.</p>
+      ${keyFilter(input)}
+      ${
+        input.entries.length
+          ? activityTable(input.entries)
+          : html`<p class="empty">
+              No key actions yet. Creating, editing, disabling, enabling, rolling or revoking a key on the
+              <a href="${branchPath(input.branchId, 'keys')}">API keys</a> page records it here.
+            </p>`
+      }`,
+  });
+
+const activityRoute: ConsoleRoute = {
+  method: 'GET',
+  path: '/branches/:branch/activity',
+  handle: async (r) => {
+    const branchId = r.params.branch!;
+    const keyId = queryValue(r.query, 'key');
+    const keys = await r.ctx.keys.listByBranch(branchId);
+    if (keyId !== undefined && !keys.some((k) => k.key_id === keyId))
+      throw notFound(`Branch ${branchId} has no key ${keyId}.`);
+    const entries = await listActivity(r.ctx, {
+      branchId,
+      limit: ACTIVITY_PAGE_SIZE,
+      ...(keyId !== undefined ? { keyId } : {}),
+    });
+    return page(activityPage({ branchId, keys, entries, ...(keyId !== undefined ? { keyId } : {}) }));
+  },
+};
+
+export const ACTIVITY_ROUTES: ConsoleRoute[] = [activityRoute];

@@ -1,0 +1,149 @@
+/**
+ * The key form: Create key and Edit key share it (name, scopes, expiry, allowed IPs, rate limit).
+ * An error the operator library refuses with is shown next to its field (`aria-invalid`,
+ * described by the message) and that field takes the focus.
+ */
+import { SCOPES } from '../../shared/domain/schemas';
+import type { ApiKeyRecord } from '../../shared/data/repositories/keys';
+import type { OperatorError } from '../operator/errors';
+import { html, type Html } from './html';
+import { fieldError, hidden, textField, type FormError } from './layout';
+
+/** What the form holds, as typed: a refused form is shown again with these values. */
+export interface KeyFormValues {
+  name?: string;
+  scopes?: string[];
+  /** `datetime-local` text, read as UTC. */
+  expires?: string;
+  allowIps?: string;
+  rateLimit?: string;
+}
+
+/** The form's fields read from a POST body. */
+export const readKeyForm = (form: URLSearchParams): KeyFormValues => ({
+  name: form.get('name') ?? '',
+  scopes: form.getAll('scopes'),
+  expires: form.get('expires') ?? '',
+  allowIps: form.get('allow_ips') ?? '',
+  rateLimit: form.get('rate_limit') ?? '',
+});
+
+/** An ISO time as the `datetime-local` field shows it (UTC, to the minute). */
+export const expiresValue = (iso: string | undefined): string => (iso ? iso.slice(0, 16) : '');
+
+/** A key's settings as the form shows them (Edit key starts from these). */
+export const keyFormValues = (key: ApiKeyRecord): KeyFormValues => ({
+  name: key.name,
+  scopes: [...key.scopes],
+  expires: expiresValue(key.expires_at),
+  allowIps: key.allowed_ips?.join(', ') ?? '',
+  rateLimit: key.rate_limit ?? '',
+});
+
+/** The operator library's field (lib/operator/errors.ts) → this form's input name and label. */
+const FORM_FIELDS: Record<string, { input: string; label: string }> = {
+  name: { input: 'name', label: 'Name' },
+  scopes: { input: 'scopes', label: 'Scopes' },
+  expires: { input: 'expires', label: 'Expires' },
+  allow_ip: { input: 'allow_ips', label: 'Allowed IPs' },
+  rate_limit: { input: 'rate_limit', label: 'Rate limit' },
+};
+
+/**
+ * The library's refusal as a form error, by its code and field (never its text): next to the
+ * field it names, its CLI option (`--rate-limit`) read as the field's label.
+ */
+export const formError = (error: OperatorError): FormError => {
+  const field = error.code === 'invalid_input' && error.field ? FORM_FIELDS[error.field] : undefined;
+  if (!field) return { message: error.message };
+  return { field: field.input, message: error.message.replace(/^--[a-z-]+/, field.label) };
+};
+
+const scopesField = (values: KeyFormValues, error: FormError | undefined): Html => {
+  const scopes = new Set(values.scopes ?? []);
+  const { attributes, message } = fieldError('key-scopes', 'scopes', error);
+  return html`<fieldset>
+    <legend>Scopes</legend>
+    ${SCOPES.map(
+      (scope, i) =>
+        html`<label
+          ><input
+            ${i === 0 ? html`id="key-scopes"` : ''}
+            type="checkbox"
+            name="scopes"
+            value="${scope}"
+            ${scopes.has(scope) ? html`checked` : ''}
+            ${i === 0 ? attributes : error?.field === 'scopes' ? html`aria-invalid="true"` : ''}
+          />
+          ${scope}</label
+        >`,
+    )}
+    ${message}
+  </fieldset>`;
+};
+
+/** The fields after the scopes, in order. */
+const LIMIT_FIELDS: {
+  id: string;
+  name: string;
+  label: string;
+  value: 'expires' | 'allowIps' | 'rateLimit';
+  extra: Html;
+}[] = [
+  {
+    id: 'key-expires',
+    name: 'expires',
+    label: 'Expires (UTC; empty: never)',
+    value: 'expires',
+    extra: html`type="datetime-local"`,
+  },
+  {
+    id: 'key-allow-ips',
+    name: 'allow_ips',
+    label: 'Allowed IPs (addresses or CIDR blocks, comma-separated; empty: any)',
+    value: 'allowIps',
+    extra: html`placeholder="203.0.113.0/24, 2001:db8::1"`,
+  },
+  {
+    id: 'key-rate-limit',
+    name: 'rate_limit',
+    label: 'Rate limit (N/s, N/min or N/h; empty: the default)',
+    value: 'rateLimit',
+    extra: html`placeholder="20/s"`,
+  },
+];
+
+export const keyForm = (input: {
+  action: string;
+  csrf: string;
+  formId?: string;
+  values: KeyFormValues;
+  error: FormError | undefined;
+  submit: string;
+}): Html => {
+  const { values, error } = input;
+  return html`${error && !error.field ? html`<p role="alert" class="error">${error.message}</p>` : ''}
+    <form method="post" action="${input.action}" autocomplete="off" novalidate>
+      ${hidden(input.csrf, input.formId ? { _form: input.formId } : {})}
+      ${textField({
+        id: 'key-name',
+        name: 'name',
+        label: 'Name',
+        value: values.name ?? '',
+        error,
+        extra: html`maxlength="200" placeholder="e.g. reporting job"`,
+      })}
+      ${scopesField(values, error)}
+      ${LIMIT_FIELDS.map((field) =>
+        textField({
+          id: field.id,
+          name: field.name,
+          label: field.label,
+          value: values[field.value] ?? '',
+          error,
+          extra: field.extra,
+        }),
+      )}
+      <button type="submit">${input.submit}</button>
+    </form>`;
+};

@@ -1,0 +1,303 @@
+/**
+ * The "API keys" page: Create key at the top, search and status filter, the keys as a table on a
+ * laptop and as cards on a phone (assets/console.css), and per key the actions that apply, each
+ * with its own accessible name ("Revoke key ‹name›").
+ *
+ * Columns and actions are lists (KEY_COLUMNS, KEY_ACTIONS): a new key attribute or action is one
+ * more entry.
+ */
+import { KEY_STATES } from '../../shared/domain/key-state';
+import type { AuditFinding } from '../operator/lifecycle';
+import type { KeyListing } from '../operator/operations';
+import { html, type Html, type HtmlValue } from './html';
+import { keyForm, type KeyFormValues } from './key-form';
+import { branchPath, cardCell, hidden, keyPath, layout, time, withQuery, type FormError } from './layout';
+
+/** A key as the keys page shows it: its listing and, for an active key, its audit findings. */
+export interface KeyRow extends KeyListing {
+  findings?: readonly AuditFinding[];
+}
+
+export interface KeyColumn {
+  header: string;
+  cell(key: KeyRow): HtmlValue;
+}
+
+const rollLinks = (k: KeyRow): HtmlValue =>
+  k.rolled_from || k.rolled_to
+    ? html`<br /><small
+          >${k.rolled_from ? html`rolled from <code>${k.rolled_from}</code>` : ''}
+          ${k.rolled_to ? html`rolled to <code>${k.rolled_to}</code>` : ''}</small
+        >`
+    : '';
+
+const findingsCell = (k: KeyRow): HtmlValue =>
+  k.findings === undefined
+    ? '–'
+    : k.findings.length === 0
+      ? 'none'
+      : html`<ul class="findings">
+          ${k.findings.map((finding) => html`<li><code>${finding.code}</code>: ${finding.message}</li>`)}
+        </ul>`;
+
+/** The keys table's columns, in order (the first is the row header). */
+export const KEY_COLUMNS: KeyColumn[] = [
+  {
+    header: 'Key',
+    cell: (k) =>
+      html`<strong>${k.name}</strong><br /><small><code>${k.key_id}</code> · <code>${k.start}…</code></small
+        >${rollLinks(k)}`,
+  },
+  { header: 'Status', cell: (k) => html`<span class="status status-${k.status}">${k.status}</span>` },
+  { header: 'Scopes', cell: (k) => k.scopes.join(', ') },
+  {
+    header: 'Limits',
+    cell: (k) =>
+      html`${k.rate_limit ?? 'default rate'}<br /><small
+          >${k.allowed_ips?.length ? k.allowed_ips.join(', ') : 'any IP'}</small
+        >`,
+  },
+  {
+    header: 'Dates',
+    cell: (k) =>
+      html`<small
+        >Created ${time(k.created_at)}<br />Expires ${time(k.expires_at, 'never')}<br />Last used
+        ${time(k.last_used_at, 'never')}</small
+      >`,
+  },
+  { header: 'Audit findings', cell: findingsCell },
+];
+
+export interface KeyAction {
+  /** The visible label, e.g. "Revoke"; its accessible name adds the key ("Revoke key ‹name›"). */
+  label: string;
+  /** Path segment of its page, e.g. "revoke". */
+  action: string;
+  /** Its past participle, for messages: "revoked". */
+  done: string;
+  applies(key: KeyListing): boolean;
+}
+
+/** Per-key actions: each opens a page (a form or a confirmation) whose POST does it. */
+export const KEY_ACTIONS: KeyAction[] = [
+  { label: 'Edit', action: 'edit', done: 'edited', applies: (k) => k.status === 'active' || k.status === 'disabled' },
+  {
+    label: 'Disable',
+    action: 'disable',
+    done: 'disabled',
+    applies: (k) => k.status === 'active' || k.status === 'grace',
+  },
+  { label: 'Enable', action: 'enable', done: 'enabled', applies: (k) => k.status === 'disabled' },
+  { label: 'Roll', action: 'roll', done: 'rolled', applies: (k) => k.status === 'active' && !k.rolled_to },
+  { label: 'Revoke', action: 'revoke', done: 'revoked', applies: (k) => k.status !== 'revoked' },
+];
+
+/** What the keys page says after each change (`done` of doneRedirect). */
+export const DONE_NOTICES: Record<string, string> = {
+  updated: 'is updated: the change applies from its next call.',
+  disabled: 'is disabled: its calls answer 401 disabled_api_key until it is enabled.',
+  enabled: 'is enabled again.',
+  revoked: 'is revoked.',
+};
+
+/** Statuses the filter offers: every key state (shared/domain/key-state.ts). */
+export const KEY_STATUSES: readonly KeyListing['status'][] = KEY_STATES;
+
+/** Keys per page: the audit reads each shown key's usage (docs/console.md "Figures"). */
+export const KEYS_PAGE_SIZE = 100;
+
+export interface KeyFilters {
+  /** Part of a name or key id, any case. */
+  q?: string;
+  status?: KeyListing['status'];
+}
+
+export const matchesKey = (key: KeyListing, { q, status }: KeyFilters): boolean =>
+  (status === undefined || key.status === status) &&
+  (q === undefined || `${key.name}\n${key.key_id}`.toLowerCase().includes(q.toLowerCase()));
+
+export interface KeysPageInput {
+  branchId: string;
+  /** This page's keys. */
+  keys: KeyRow[];
+  /** How many keys the filters select. */
+  total: number;
+  /** How many keys the branch has. */
+  branchTotal: number;
+  filters: KeyFilters;
+  /** 1-based. */
+  page: number;
+  csrf: string;
+  formId: string;
+  /** Just created (or rolled to): its value, shown this once. */
+  created?: { key: string; name: string; keyId: string; note?: string };
+  notice?: string;
+  /** A refusal of the page as a whole (a re-sent form, a refused roll). */
+  alert?: string;
+  /** The Create key form's refusal: next to its field. */
+  error?: FormError;
+  form?: KeyFormValues;
+}
+
+const createdPanel = (created: NonNullable<KeysPageInput['created']>): Html =>
+  html`<article class="new-key" aria-labelledby="new-key-title">
+    <h2 id="new-key-title">Key created: copy it now</h2>
+    <p role="alert">
+      <strong>This is the only time the key's value is shown.</strong> It is not stored anywhere and cannot be shown
+      again: copy it now and keep it somewhere safe. If it is lost, create a new key and revoke this one.
+    </p>
+    <p><code id="new-key-value" class="key-value">${created.key}</code></p>
+    <p>
+      <button type="button" data-copy="new-key-value">Copy key</button>
+      <span id="copy-status" role="status" aria-live="polite"></span>
+    </p>
+    <p>
+      <small>Key <code>${created.keyId}</code> (${created.name}).</small>
+    </p>
+    ${created.note ? html`<p role="status">${created.note}</p>` : ''}
+  </article>`;
+
+const createPanel = (input: KeysPageInput): Html =>
+  html`<details class="create" ${input.error || input.branchTotal === 0 ? html`open` : ''}>
+    <summary role="button">Create key</summary>
+    <section aria-labelledby="create-title">
+      <h2 id="create-title">Create a key</h2>
+      ${keyForm({
+        action: branchPath(input.branchId, 'keys'),
+        csrf: input.csrf,
+        formId: input.formId,
+        values: input.form ?? { scopes: ['read'] },
+        error: input.error,
+        submit: 'Create this key',
+      })}
+    </section>
+  </details>`;
+
+const filterForm = ({ branchId, filters }: KeysPageInput): Html =>
+  html`<form method="get" action="${branchPath(branchId, 'keys')}" class="filters" role="search">
+    <label for="filter-q"
+      >Search name or id <input id="filter-q" name="q" type="search" value="${filters.q ?? ''}"
+    /></label>
+    <label for="filter-status"
+      >Status
+      <select id="filter-status" name="status">
+        <option value="">Any status</option>
+        ${KEY_STATUSES.map(
+          (s) => html`<option value="${s}" ${filters.status === s ? html`selected` : ''}>${s}</option>`,
+        )}
+      </select></label
+    >
+    <button type="submit">Filter keys</button>
+  </form>`;
+
+const keysCaption = ({ keys, total, page, branchId, filters }: KeysPageInput): Html => {
+  const first = (page - 1) * KEYS_PAGE_SIZE + 1;
+  const filtered = filters.q !== undefined || filters.status !== undefined ? ' matching the filters' : '';
+  return total <= KEYS_PAGE_SIZE
+    ? html`${total} key(s)${filtered} of branch <code>${branchId}</code>, newest first`
+    : html`Keys ${keys.length ? first : 0}–${first + keys.length - 1} of ${total}${filtered}, branch
+        <code>${branchId}</code>, newest first`;
+};
+
+const keysPager = ({ branchId, page, total, filters }: KeysPageInput): HtmlValue => {
+  const pages = Math.ceil(total / KEYS_PAGE_SIZE);
+  if (pages <= 1) return '';
+  const link = (to: number, label: string) =>
+    html`<li>
+      <a href="${withQuery(branchPath(branchId, 'keys'), { ...filters, page: String(to) })}">${label}</a>
+    </li>`;
+  return html`<nav aria-label="Key pages">
+    <ul>
+      ${page > 1 ? link(page - 1, 'Newer keys') : ''}
+      <li>Page ${page} of ${pages}</li>
+      ${page < pages ? link(page + 1, 'Older keys') : ''}
+    </ul>
+  </nav>`;
+};
+
+const actionsCell = (branchId: string, key: KeyRow): Html =>
+  html`<div class="actions">
+    ${KEY_ACTIONS.filter((a) => a.applies(key)).map(
+      (a) =>
+        html`<a
+          href="${keyPath(branchId, key.key_id, a.action)}"
+          class="action action-${a.action}"
+          aria-label="${a.label} key ${key.name} (${key.key_id})"
+          >${a.label}</a
+        >`,
+    )}
+  </div>`;
+
+const emptyState = (input: KeysPageInput): Html =>
+  input.branchTotal === 0
+    ? html`<p class="empty">
+        This branch has no API keys yet. Use <strong>Create key</strong> above to make one: its value is shown once.
+      </p>`
+    : html`<p class="empty">
+        No key matches these filters. <a href="${branchPath(input.branchId, 'keys')}">Show all keys</a>.
+      </p>`;
+
+const keysTable = (input: KeysPageInput): Html =>
+  html`<table class="cards">
+    <caption>
+      ${keysCaption(input)}
+    </caption>
+    <thead>
+      <tr>
+        ${KEY_COLUMNS.map((column) => html`<th scope="col">${column.header}</th>`)}
+        <th scope="col">Actions</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${input.keys.map(
+        (key) =>
+          html`<tr>
+            ${KEY_COLUMNS.map((column, i) =>
+              i === 0 ? html`<th scope="row">${column.cell(key)}</th>` : cardCell(column.header, column.cell(key)),
+            )}
+            ${cardCell('Actions', actionsCell(input.branchId, key))}
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+
+export const keysPage = (input: KeysPageInput): string =>
+  layout({
+    title: 'API keys',
+    branchId: input.branchId,
+    current: 'keys',
+    body: html`<h1>API keys</h1>
+      ${input.created ? createdPanel(input.created) : ''}
+      ${input.notice ? html`<p role="status" class="notice">${input.notice}</p>` : ''}
+      ${input.alert ? html`<p role="alert" class="error">${input.alert}</p>` : ''} ${createPanel(input)}
+      ${input.branchTotal > 0 ? filterForm(input) : ''} ${input.keys.length ? keysTable(input) : emptyState(input)}
+      ${keysPager(input)}`,
+  });
+
+export const confirmPage = (input: {
+  branchId: string;
+  key: KeyListing;
+  action: KeyAction;
+  consequence: string;
+  csrf: string;
+  /** Sent once only (a roll shows a new key's value: a re-sent form must not roll again). */
+  formId?: string;
+  /** Fields the action takes (a roll's grace period). */
+  fields?: Html;
+}): string =>
+  layout({
+    title: `${input.action.label} key`,
+    branchId: input.branchId,
+    current: 'keys',
+    body: html`<h1>${input.action.label} key “${input.key.name}”?</h1>
+      <p>
+        Key <code>${input.key.key_id}</code>, starting <code>${input.key.start}…</code>, scopes
+        ${input.key.scopes.join(', ')}.
+      </p>
+      <p>${input.consequence}</p>
+      <form method="post" action="${keyPath(input.branchId, input.key.key_id, input.action.action)}">
+        ${hidden(input.csrf, input.formId ? { _form: input.formId } : {})} ${input.fields ?? ''}
+        <button type="submit">${input.action.label} key “${input.key.name}”</button>
+        <a href="${branchPath(input.branchId, 'keys')}">Cancel</a>
+      </form>`,
+  });

@@ -1,0 +1,215 @@
+/**
+ * Routes of the "API keys" page: the list (search, status filter, pages), Create key, and each
+ * key's actions, a confirmation page (GET) and the change (POST).
+ */
+import { auditOf, DEFAULT_GRACE, rollKey } from '../operator/lifecycle';
+import { createKey, keyStatus, listKeys, OperatorError, type KeyListing } from '../operator/operations';
+import { html, type Html } from './html';
+import { Refusal, notFound, queryValue } from './http';
+import { formError, readKeyForm } from './key-form';
+import {
+  confirmPage,
+  DONE_NOTICES,
+  KEY_ACTIONS,
+  KEY_STATUSES,
+  keysPage,
+  KEYS_PAGE_SIZE,
+  matchesKey,
+  type KeyFilters,
+  type KeysPageInput,
+} from './keys-page';
+import { page, type ConsoleRoute, type RouteRequest } from './routes';
+
+type Extra = Partial<Omit<KeysPageInput, 'branchId' | 'keys' | 'total' | 'branchTotal' | 'csrf' | 'formId'>> & {
+  done?: { done: string; keyId: string } | undefined;
+};
+
+/** What a change just did (its redirect's `done` and `key`), for the notice. */
+const doneOf = (query: URLSearchParams) => {
+  const done = queryValue(query, 'done');
+  const keyId = queryValue(query, 'key');
+  return done !== undefined && keyId !== undefined && Object.hasOwn(DONE_NOTICES, done) ? { done, keyId } : undefined;
+};
+
+const readFilters = (query: URLSearchParams): KeyFilters => {
+  const q = queryValue(query, 'q');
+  const status = queryValue(query, 'status');
+  if (status !== undefined && !(KEY_STATUSES as readonly string[]).includes(status)) {
+    throw new Refusal(400, 'Bad request', `No key status "${status}".`);
+  }
+  return { ...(q ? { q } : {}), ...(status ? { status: status as KeyFilters['status'] } : {}) };
+};
+
+/**
+ * Keys audited at once: each costs two queries, and a page of 100 fired together can time out on
+ * a busy machine (and would be a burst against a real table).
+ */
+const AUDIT_CONCURRENCY = 10;
+
+const auditInChunks = async (r: RouteRequest, keys: readonly KeyListing[]) => {
+  const audits: Awaited<ReturnType<typeof auditOf>> = [];
+  const now = new Date();
+  for (let i = 0; i < keys.length; i += AUDIT_CONCURRENCY) {
+    audits.push(...(await auditOf(r.ctx, keys.slice(i, i + AUDIT_CONCURRENCY), now)));
+  }
+  return audits;
+};
+
+/** The keys page: the keys the filters select, a page of them, with this page's audit findings. */
+export const keysView = async (r: RouteRequest, extra: Extra = {}): Promise<string> => {
+  const branchId = r.params.branch!;
+  const filters = extra.filters ?? {};
+  const page = extra.page ?? 1;
+  const all = await listKeys(r.ctx, branchId);
+  const selected = all.filter((key) => matchesKey(key, filters));
+  const keys = selected.slice((page - 1) * KEYS_PAGE_SIZE, page * KEYS_PAGE_SIZE);
+  // The audit of this page's active keys (lib/operator/lifecycle.ts), the same as `keys audit`.
+  const findings = new Map((await auditInChunks(r, keys)).map((audit) => [audit.key_id, audit.findings]));
+  // Only a key of this branch is named in a notice: a crafted link cannot make the page say anything else.
+  const doneKey = extra.done && all.find((key) => key.key_id === extra.done!.keyId);
+  const { done, ...rest } = extra;
+  return keysPage({
+    ...rest,
+    ...(done && doneKey ? { notice: `Key “${doneKey.name}” (${doneKey.key_id}) ${DONE_NOTICES[done.done]}` } : {}),
+    branchId,
+    keys: keys.map((key) => ({ ...key, ...(findings.has(key.key_id) ? { findings: findings.get(key.key_id)! } : {}) })),
+    total: selected.length,
+    branchTotal: all.length,
+    filters,
+    page,
+    csrf: r.session.csrf,
+    formId: r.sessions.issueForm(r.session),
+  });
+};
+
+/** The key of this branch named in the path, or a 404. */
+export const findKey = async (r: RouteRequest) => {
+  const { branch, key: keyId } = r.params;
+  const record = await r.ctx.keys.getById(keyId!);
+  if (!record || record.branch_id !== branch) throw notFound(`Branch ${branch} has no key ${keyId}.`);
+  return { ...record, status: keyStatus(record), last_used_at: null };
+};
+
+/** A form that shows a key value must be sent once: a reload re-sends it, and must not repeat it. */
+const sentTwice = async (r: RouteRequest, what: string) =>
+  r.sessions.consumeForm(r.session, r.form.get('_form') ?? undefined)
+    ? undefined
+    : page(await keysView(r, { alert: `This form was already sent, so ${what}.` }), 409);
+
+/** The grace-period choice of a roll's confirmation page (lib/operator/lifecycle.ts parseGrace reads it). */
+export const GRACE_CHOICES = [
+  { value: '0', label: 'none: the old key stops now' },
+  { value: '15m', label: '15 minutes' },
+  { value: '1h', label: '1 hour' },
+  { value: '24h', label: '24 hours' },
+  { value: '7d', label: '7 days' },
+] as const;
+
+export const graceField = (): Html =>
+  html`<label for="grace">Grace period</label>
+    <select id="grace" name="grace">
+      ${GRACE_CHOICES.map(
+        (c) => html`<option value="${c.value}" ${c.value === DEFAULT_GRACE ? html`selected` : ''}>${c.label}</option>`,
+      )}
+    </select>`;
+
+const CONSEQUENCES: Record<string, string> = {
+  roll:
+    'A new key with the same scopes, rate limit, allowed IPs and expiry is created and shown once. ' +
+    'This key keeps working until the grace period ends, then it is refused.',
+  revoke: 'Calls with this key are refused from the next request on. This cannot be undone.',
+  disable:
+    'Calls with this key answer 401 disabled_api_key from the next request on, until it is enabled again. ' +
+    'Nothing else about the key changes.',
+  enable: 'Calls with this key are accepted again from the next request on.',
+};
+
+const listRoute: ConsoleRoute = {
+  method: 'GET',
+  path: '/branches/:branch/keys',
+  handle: async (r) => {
+    const pageNumber = Number(r.query.get('page') ?? '1');
+    if (!Number.isSafeInteger(pageNumber) || pageNumber < 1)
+      throw new Refusal(400, 'Bad request', 'No such page of keys.');
+    return page(await keysView(r, { filters: readFilters(r.query), page: pageNumber, done: doneOf(r.query) }));
+  },
+};
+
+const confirmRoute: ConsoleRoute = {
+  method: 'GET',
+  path: '/branches/:branch/keys/:key/:action',
+  handle: async (r) => {
+    const action = KEY_ACTIONS.find((a) => a.action === r.params.action);
+    if (!action) throw notFound();
+    const key = await findKey(r);
+    if (!action.applies(key)) {
+      const rolled = key.rolled_to ? ` and rolled to ${key.rolled_to}` : '';
+      throw new Refusal(
+        409,
+        'Nothing to do',
+        `Key ${key.key_id} is ${key.status}${rolled}: it cannot be ${action.done}.`,
+      );
+    }
+    const roll = action.action === 'roll';
+    return page(
+      confirmPage({
+        branchId: r.params.branch!,
+        key,
+        action,
+        csrf: r.session.csrf,
+        consequence: CONSEQUENCES[action.action] ?? '',
+        ...(roll ? { formId: r.sessions.issueForm(r.session), fields: graceField() } : {}),
+      }),
+    );
+  },
+};
+
+const createRoute: ConsoleRoute = {
+  method: 'POST',
+  path: '/branches/:branch/keys',
+  handle: async (r) => {
+    const values = readKeyForm(r.form);
+    const again = await sentTwice(r, 'no new key was created. A key value is shown only once');
+    if (again) return again;
+    try {
+      const { key, record } = await createKey(r.ctx, {
+        branchId: r.params.branch!,
+        scopes: values.scopes!.join(','),
+        ...(values.name?.trim() ? { name: values.name } : {}),
+        ...(values.expires ? { expires: values.expires } : {}),
+        ...(values.allowIps?.trim() ? { allowIps: values.allowIps } : {}),
+        ...(values.rateLimit?.trim() ? { rateLimit: values.rateLimit.trim() } : {}),
+      });
+      // 200 with the value in the body, never a redirect: the value must not reach a URL.
+      return page(await keysView(r, { created: { key, name: record.name, keyId: record.key_id } }));
+    } catch (error) {
+      if (!(error instanceof OperatorError)) throw error;
+      return page(await keysView(r, { error: formError(error), form: values }), 400);
+    }
+  },
+};
+
+const rollRoute: ConsoleRoute = {
+  method: 'POST',
+  path: '/branches/:branch/keys/:key/roll',
+  handle: async (r) => {
+    await findKey(r);
+    const again = await sentTwice(r, 'the key was not rolled again');
+    if (again) return again;
+    try {
+      const { key, record, previous } = await rollKey(r.ctx, {
+        branchId: r.params.branch!,
+        keyId: r.params.key!,
+        grace: r.form.get('grace') ?? '',
+      });
+      const note = `Key ${previous.key_id} keeps working until ${previous.expires_at}.`;
+      // 200 with the value in the body, never a redirect: the value must not reach a URL.
+      return page(await keysView(r, { created: { key, name: record.name, keyId: record.key_id, note } }));
+    } catch (error) {
+      if (!(error instanceof OperatorError)) throw error;
+      return page(await keysView(r, { alert: error.message }), 409);
+    }
+  },
+};
+
+export const KEY_ROUTES: ConsoleRoute[] = [listRoute, confirmRoute, createRoute, rollRoute];

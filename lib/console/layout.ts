@@ -1,0 +1,166 @@
+/**
+ * The console's page frame and the pieces every page shares: navigation, times, form fields
+ * with their errors, hidden security fields. Rendered with `html`, so every value is escaped;
+ * no inline script or style (the Content-Security-Policy allows neither).
+ */
+import { html, type Html, type HtmlValue } from './html';
+
+export type ConsolePage = 'keys' | 'usage' | 'usage.csv' | 'activity';
+
+export const branchPath = (branchId: string, page: ConsolePage = 'keys'): string =>
+  `/branches/${encodeURIComponent(branchId)}/${page}`;
+export const keyPath = (branchId: string, keyId: string, action: string): string =>
+  `${branchPath(branchId)}/${encodeURIComponent(keyId)}/${action}`;
+
+export const withQuery = (path: string, query: Record<string, string | undefined>): string => {
+  const params = new URLSearchParams(
+    Object.entries(query).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''),
+  ).toString();
+  return params ? `${path}?${params}` : path;
+};
+
+/**
+ * A time: UTC in the page (`2026-11-23 01:26 UTC`), rewritten to the reader's time zone by
+ * assets/console.js, with the UTC instant on hover (`title`) either way.
+ */
+export const time = (iso: string | null | undefined, empty = '—'): HtmlValue =>
+  iso ? html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>` : empty;
+
+/** The hidden fields of every POST form: the session's CSRF token, and a one-use form id when given. */
+export const hidden = (csrf: string, extra: Record<string, string> = {}): Html =>
+  html`<input type="hidden" name="_csrf" value="${csrf}" />${Object.entries(extra).map(
+      ([name, value]) => html`<input type="hidden" name="${name}" value="${value}" />`,
+    )}`;
+
+/** An error refused by the operator library, placed next to the field it names (or above the form). */
+export interface FormError {
+  message: string;
+  /** The form field's name (`name`, `scopes`, …); absent for an error of the whole form. */
+  field?: string;
+}
+
+/** Attributes and message of a field with an error: `aria-invalid`, described by the message, focused. */
+export const fieldError = (id: string, name: string, error: FormError | undefined) => {
+  const invalid = error?.field === name;
+  return {
+    attributes: invalid ? html`aria-invalid="true" aria-describedby="${id}-error" autofocus` : html``,
+    message: invalid ? html`<small id="${id}-error" class="field-error">${error.message}</small>` : html``,
+  };
+};
+
+/** A labelled text input, with its error next to it. */
+export const textField = (input: {
+  id: string;
+  name: string;
+  label: string;
+  value: string;
+  error: FormError | undefined;
+  extra?: Html;
+}): Html => {
+  const { attributes, message } = fieldError(input.id, input.name, input.error);
+  return html`<label for="${input.id}">${input.label}</label>
+    <input id="${input.id}" name="${input.name}" value="${input.value}" ${attributes} ${input.extra ?? ''} />
+    ${message}`;
+};
+
+/** A cell of a `cards` table: on a phone, its column's name beside one box holding its content. */
+export const cardCell = (label: string, content: HtmlValue): Html =>
+  html`<td data-label="${label}"><div>${content}</div></td>`;
+
+/** A table's header row: one column header each. */
+export const headerRow = (headers: readonly string[]): Html =>
+  html`<thead>
+    <tr>
+      ${headers.map((header) => html`<th scope="col">${header}</th>`)}
+    </tr>
+  </thead>`;
+
+interface Layout {
+  title: string;
+  branchId?: string;
+  current?: ConsolePage;
+  scripts?: string[];
+  body: Html;
+}
+
+const NAV: { page: ConsolePage; label: string }[] = [
+  { page: 'keys', label: 'API keys' },
+  { page: 'usage', label: 'API usage' },
+  { page: 'activity', label: 'Activity' },
+];
+
+const navLinks = (branchId: string, current: ConsolePage | undefined): Html =>
+  html`${NAV.map(
+    ({ page, label }) =>
+      html`<li>
+        <a href="${branchPath(branchId, page)}" ${current === page ? html`aria-current="page"` : ''}>${label}</a>
+      </li>`,
+  )}`;
+
+export const layout = ({ title, branchId, current, scripts = [], body }: Layout): string =>
+  `<!doctype html>\n${html`<html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="referrer" content="no-referrer" />
+      <title>${title} · Branch API settings</title>
+      <link rel="icon" href="data:," />
+      <link rel="stylesheet" href="/assets/pico.classless.min.css" />
+      <link rel="stylesheet" href="/assets/console.css" />
+      ${['/assets/console.js', ...scripts].map((src) => html`<script src="${src}" defer></script>`)}
+    </head>
+    <body>
+      <header>
+        <nav aria-label="Settings">
+          <ul>
+            <li><strong>Branch API settings</strong></li>
+            ${branchId ? html`<li>Branch <code>${branchId}</code></li>` : ''}
+          </ul>
+          <ul>
+            ${branchId ? navLinks(branchId, current) : ''}
+            <li><a href="/">Choose a branch</a></li>
+          </ul>
+        </nav>
+      </header>
+      <main>${body}</main>
+    </body>
+  </html>`}\n`;
+
+export const messagePage = (title: string, message: string, branchId?: string): string =>
+  layout({
+    title,
+    ...(branchId ? { branchId } : {}),
+    body: html`<h1>${title}</h1>
+      <p>${message}</p>
+      <p><a href="${branchId ? branchPath(branchId) : '/'}">Back to the console</a></p>`,
+  });
+
+export const homePage = (branches: readonly string[], error?: string): string =>
+  layout({
+    title: 'Choose a branch',
+    body: html`<h1>Choose a branch</h1>
+      ${
+        branches.length
+          ? html`<ul>
+              ${branches.map(
+                (id) =>
+                  html`<li>
+                    <code>${id}</code>: <a href="${branchPath(id, 'keys')}">API keys of ${id}</a> ·
+                    <a href="${branchPath(id, 'usage')}">API usage of ${id}</a>
+                  </li>`,
+              )}
+            </ul>`
+          : html`<p>Enter the id of the branch whose keys and usage you want to see.</p>`
+      }
+      <form method="get" action="/branches">
+        ${textField({
+          id: 'branch',
+          name: 'branch',
+          label: 'Branch id',
+          value: '',
+          error: error ? { field: 'branch', message: error } : undefined,
+          extra: html`required autocomplete="off" placeholder="br_…"`,
+        })}
+        <button type="submit">Open branch</button>
+      </form>`,
+  });

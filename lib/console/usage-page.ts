@@ -1,0 +1,247 @@
+/**
+ * The "API usage" page: filters (key, status, route, period, bucket), the chart and its totals
+ * from the rollups, and the log newest first (key name, caller's IP, a detail view per call),
+ * with a CSV export of exactly what the filters select.
+ */
+import { html, jsonBlock, type Html } from './html';
+import { branchPath, cardCell, headerRow, layout, time, withQuery } from './layout';
+import {
+  LOG_SCAN_LIMIT,
+  PERIODS,
+  ROUTE_CHOICES,
+  STATUS_CLASSES,
+  type Bucket,
+  type LoggedCall,
+  type Period,
+  type UsageChart,
+} from './usage-data';
+
+export interface UsagePageInput {
+  branchId: string;
+  keys: { key_id: string; name: string; start: string }[];
+  keyId?: string;
+  status?: string;
+  route?: string;
+  period: Period;
+  bucket: Bucket;
+  chart: UsageChart;
+  log: LoggedCall[];
+  /** Raw records read for this page of the log. */
+  scanned: number;
+  cursor?: string;
+  nextCursor?: string;
+}
+
+const select = (
+  id: string,
+  label: string,
+  name: string,
+  options: readonly (readonly [value: string, text: string])[],
+  selected: string | undefined,
+): Html =>
+  html`<label for="${id}"
+    >${label}
+    <select id="${id}" name="${name}">
+      ${options.map(
+        ([value, text]) =>
+          html`<option value="${value}" ${value === (selected ?? '') ? html`selected` : ''}>${text}</option>`,
+      )}
+    </select></label
+  >`;
+
+const filterForm = (input: UsagePageInput): Html =>
+  html`<form method="get" action="${branchPath(input.branchId, 'usage')}" class="filters">
+    ${select(
+      'filter-key',
+      'Key',
+      'key',
+      [['', 'All keys'], ...input.keys.map((k) => [k.key_id, `${k.name} (${k.start}…)`] as const)],
+      input.keyId,
+    )}
+    ${select(
+      'filter-status',
+      'Status',
+      'status',
+      [['', 'Any status'], ...STATUS_CLASSES.map((cls) => [cls, cls] as const)],
+      input.status,
+    )}
+    ${select(
+      'filter-route',
+      'Route',
+      'route',
+      [
+        ['', 'Any route'],
+        ...ROUTE_CHOICES.map((route) => [route, route === '$default' ? 'Unknown routes' : route] as const),
+      ],
+      input.route,
+    )}
+    ${select(
+      'filter-period',
+      'Period',
+      'period',
+      Object.entries(PERIODS).map(([value, p]) => [value, p.label] as const),
+      input.period,
+    )}
+    ${select(
+      'filter-bucket',
+      'Calls per',
+      'bucket',
+      [
+        ['hour', 'Hour'],
+        ['day', 'Day'],
+      ],
+      input.bucket,
+    )}
+    <button type="submit">Apply filters</button>
+  </form>`;
+
+const chartTable = (chart: UsageChart): Html =>
+  html`<details>
+    <summary>Chart data as a table</summary>
+    <table id="usage-chart-table" class="compact">
+      <thead>
+        <tr>
+          <th scope="col">${chart.bucket === 'hour' ? 'Hour' : 'Day'} starting</th>
+          ${STATUS_CLASSES.map((cls) => html`<th scope="col">${cls}</th>`)}
+        </tr>
+      </thead>
+      <tbody>
+        ${chart.starts.map(
+          (start, i) =>
+            html`<tr>
+              <th scope="row">${time(start)}</th>
+              ${STATUS_CLASSES.map((cls) => html`<td>${chart.counts[cls][i]}</td>`)}
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </details>`;
+
+const chartSection = (input: UsagePageInput): Html => {
+  const { chart } = input;
+  const per = chart.bucket === 'hour' ? 'hour' : 'day';
+  return html`<section aria-labelledby="chart-title">
+    <h2 id="chart-title">Calls per ${per}, by status class</h2>
+    <p id="usage-summary">
+      <strong>${chart.total}</strong> call(s) · latency p50 <strong>${chart.p50_ms ?? '—'}</strong> ms · p95
+      <strong>${chart.p95_ms ?? '—'}</strong> ms
+    </p>
+    <p>
+      <small
+        >From ${time(chart.since)} to now${input.keyId ? ', this key' : ', all keys'}; latencies are bucket bounds
+        (≤).</small
+      >
+    </p>
+    ${
+      chart.total === 0
+        ? html`<p class="empty">
+            No calls in this period yet. Calls made with this branch's keys appear here within seconds.
+          </p>`
+        : ''
+    }
+    <div class="chart">
+      <canvas
+        id="usage-chart"
+        role="img"
+        aria-label="Bar chart: calls per ${per} by status class; the same figures are in the table below"
+      ></canvas>
+    </div>
+    ${jsonBlock('usage-chart-data', chart)} ${chartTable(chart)}
+  </section>`;
+};
+
+const callDetails = (r: LoggedCall, keyName: string): Html =>
+  html`<details class="call">
+    <summary aria-label="Details of call ${r.request_id}">Details</summary>
+    <dl>
+      <dt>Request id</dt>
+      <dd><code>${r.request_id}</code></dd>
+      <dt>Key</dt>
+      <dd>${keyName} <code>${r.key_id}</code></dd>
+      <dt>Route</dt>
+      <dd><code>${r.route}</code></dd>
+      <dt>Path</dt>
+      <dd><code>${r.path}</code></dd>
+      <dt>Time (UTC)</dt>
+      <dd><code>${r.timestamp}</code></dd>
+    </dl>
+  </details>`;
+
+const logTable = (input: UsagePageInput): Html => {
+  const names = new Map(input.keys.map((k) => [k.key_id, k.name]));
+  return html`<table id="usage-log" class="cards">
+    <caption>
+      Calls, newest first${input.cursor ? ' (older page)' : ''}
+    </caption>
+    ${headerRow(['Time', 'Key', 'Request', 'Status', 'ms', 'Caller IP', 'Detail'])}
+    <tbody>
+      ${input.log.map((r) => {
+        const name = names.get(r.key_id) ?? r.key_id;
+        return html`<tr data-request-id="${r.request_id}">
+          <th scope="row">${time(r.timestamp)}</th>
+          ${cardCell('Key', name)} ${cardCell('Request', html`${r.method} <code class="path">${r.path}</code>`)}
+          ${cardCell('Status', html`<span class="status status-${String(r.status).slice(0, 1)}xx">${r.status}</span>`)}
+          ${cardCell('ms', r.response_time_ms)} ${cardCell('Caller IP', r.source_ip ?? '—')}
+          ${cardCell('Detail', callDetails(r, name))}
+        </tr>`;
+      })}
+    </tbody>
+  </table>`;
+};
+
+const logSection = (input: UsagePageInput): Html => {
+  const filters = {
+    key: input.keyId,
+    status: input.status,
+    route: input.route,
+    period: input.period,
+    bucket: input.bucket,
+  };
+  const usagePath = branchPath(input.branchId, 'usage');
+  const filtered = input.status !== undefined || input.route !== undefined;
+  return html`<section aria-labelledby="log-title">
+    <h2 id="log-title">Log</h2>
+    <p>
+      <a href="${withQuery(branchPath(input.branchId, 'usage.csv'), filters)}" download>Export CSV</a> (every call the
+      filters select)
+    </p>
+    ${input.log.length ? logTable(input) : ''}
+    ${
+      input.log.length === 0
+        ? html`<p class="empty">
+            ${
+              filtered
+                ? html`No call ${input.nextCursor ? `among the ${input.scanned} newest` : 'in this period'} matches the
+                  status and route filters.`
+                : 'No calls in this period. Make a call with one of this branch’s keys and it shows here.'
+            }
+          </p>`
+        : ''
+    }
+    ${
+      filtered && input.nextCursor && input.scanned >= LOG_SCAN_LIMIT
+        ? html`<p><small>This page looked at ${input.scanned} calls; older matches are on the next page.</small></p>`
+        : ''
+    }
+    <nav aria-label="Log pages">
+      <ul>
+        ${input.cursor ? html`<li><a href="${withQuery(usagePath, filters)}">Newest calls</a></li>` : ''}
+        ${
+          input.nextCursor
+            ? html`<li><a href="${withQuery(usagePath, { ...filters, cursor: input.nextCursor })}">Older calls</a></li>`
+            : ''
+        }
+      </ul>
+    </nav>
+  </section>`;
+};
+
+export const usagePage = (input: UsagePageInput): string =>
+  layout({
+    title: 'API usage',
+    branchId: input.branchId,
+    current: 'usage',
+    scripts: ['/assets/chart.umd.min.js'],
+    body: html`<h1>API usage</h1>
+      ${filterForm(input)} ${chartSection(input)} ${logSection(input)}`,
+  });

@@ -1,0 +1,77 @@
+/** Progress lines for long work: drawn on a terminal, erased when done, absent when piped. */
+import { writeFile, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { progressLine, startProgress, withProgress, type ProgressStream } from '../../lib/operator/progress';
+import { runCli } from '../support/cli';
+import { setUpBranches } from '../support/harness';
+
+const fakeStream = (isTTY: boolean) => {
+  const writes: string[] = [];
+  const stream: ProgressStream = { isTTY, columns: 80, write: (text) => writes.push(text) > 0 };
+  return { stream, writes };
+};
+
+it('draws a bar with the share done, at most once per whole percent, and erases it', async () => {
+  const { stream, writes } = fakeStream(true);
+  await withProgress(
+    'Replaying',
+    async (update) => {
+      for (let done = 1; done <= 1000; done += 1) update(done, 1000);
+    },
+    stream,
+  );
+  // 1..1000 of 1000: percents 0..100, one redraw each, then the erase.
+  expect(writes).toHaveLength(102);
+  expect(writes[50]).toBe(`\r${progressLine('Replaying', 500, 1000)}\u001b[K`);
+  expect(progressLine('Replaying', 500, 1000)).toBe('Replaying [############------------]  50% 500/1000');
+  expect(writes.at(-1)).toBe('\r\u001b[K');
+});
+
+it('without a total, counts in hundreds', () => {
+  const { stream, writes } = fakeStream(true);
+  const progress = startProgress('Rebuilding', stream);
+  for (let done = 1; done <= 1000; done += 1) progress.update(done);
+  expect(writes).toHaveLength(11);
+  expect(writes.at(-1)).toContain('Rebuilding 1000');
+});
+
+it('writes nothing when the stream is no terminal, even when the work fails', async () => {
+  const { stream, writes } = fakeStream(false);
+  await expect(
+    withProgress(
+      'Seeding',
+      async (update) => {
+        update(1, 2);
+        throw new Error('boom');
+      },
+      stream,
+    ),
+  ).rejects.toThrow('boom');
+  expect(writes).toEqual([]);
+});
+
+it('the CLI piped: replay prints its result alone, no progress line', async () => {
+  await setUpBranches();
+  const dir = await mkdtemp(join(tmpdir(), 'replay-'));
+  const file = join(dir, 'log.jsonl');
+  const record = {
+    key_id: 'key_a',
+    branch_id: 'br_main',
+    method: 'GET',
+    path: '/api/v1/branch',
+    route: 'GET /v1/branch',
+    status: 200,
+    response_time_ms: 3,
+    timestamp: '2026-11-25T10:00:00.000Z',
+    request_id: 'req-replay',
+  };
+  await writeFile(
+    file,
+    `${JSON.stringify({ level: 'ERROR', message: 'Usage record not stored', usage_record: record })}\n`,
+  );
+  const result = await runCli(['usage', 'replay', file]);
+  expect(result.code).toBe(0);
+  expect(result.stdout).toBe('Replayed 1 usage record(s) from 1 log line(s)\n');
+  expect(result.stderr).not.toContain('\r');
+});
