@@ -10,9 +10,11 @@ import { disableKey, enableKey, listActivity, updateKey } from '../lib/operator/
 import { rollKey } from '../lib/operator/lifecycle';
 import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
 import { mainBranch, otherBranch } from './support/fixtures';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   expectError,
   FAST_FAILURE_ENV,
+  fixtureClient,
   fixtureKeys,
   invoke,
   scanRaw,
@@ -267,6 +269,40 @@ describe('an action and its activity entry cannot disagree (a fault proxy in fro
     proxy.clear();
     expect((await callWith(key)).statusCode).toBe(200);
     expect((await listActivity(ctx, { branchId, keyId })).map((entry) => entry.action)).toEqual(['created']);
+  });
+});
+
+describe('concurrent actions and keys from before activity', () => {
+  it('actions racing on one key all land, each with its own entry, none overwritten', async () => {
+    const { keyId } = await newKey();
+    const results = await Promise.all([
+      updateKey(ctx, { branchId, keyId, name: 'racing' }),
+      disableKey(ctx, { branchId, keyId }),
+      updateKey(ctx, { branchId, keyId, rateLimit: '7/s' }),
+    ]);
+    expect(results.map((result) => result.changed)).toEqual([true, true, true]);
+    const key = await fixtureKeys.getById(keyId);
+    expect(key).toMatchObject({ name: 'racing', rate_limit: '7/s', disabled_at: expect.any(String), version: 4 });
+    const entries = await listActivity(ctx, { branchId, keyId });
+    expect(entries.map((entry) => entry.activity_id).sort()).toEqual([1, 2, 3, 4].map((v) => `${keyId}#${v}`));
+  });
+
+  it('a key stored before versions and activity existed takes actions as well', async () => {
+    const { key, keyId } = await newKey();
+    const [item] = (await scanRaw(tableNames.keys)).filter((stored) => stored.key_id?.S === keyId);
+    await fixtureClient.send(
+      new UpdateCommand({
+        TableName: tableNames.keys,
+        Key: { key_hash: item!.key_hash!.S! },
+        UpdateExpression: 'REMOVE version, pending_activity',
+      }),
+    );
+    expect((await disableKey(ctx, { branchId, keyId })).key.version).toBe(1);
+    expectError(await callWith(key), 401, 'disabled_api_key');
+    expect((await listActivity(ctx, { branchId, keyId }))[0]).toMatchObject({
+      action: 'disabled',
+      activity_id: `${keyId}#1`,
+    });
   });
 });
 

@@ -17,8 +17,9 @@ interface UpdateOptions extends JsonOption {
   expires?: string | false;
 }
 
-/** A `--x <value>` / `--no-x` pair: the value, null to unset, undefined when neither was given. */
-const valueOrUnset = (value: string | false | undefined): string | null | undefined => (value === false ? null : value);
+/** A `--x <value>` / `--no-x` pair: `{ [name]: value }`, `{ [name]: null }` to unset, `{}` when neither was given. */
+const setOrUnset = <K extends string>(name: K, value: string | false | undefined) =>
+  (value === undefined ? {} : { [name]: value === false ? null : value }) as Partial<Record<K, string | null>>;
 
 const shown = (value: unknown): string =>
   value === null || value === undefined ? '-' : Array.isArray(value) ? value.join(',') : String(value);
@@ -58,9 +59,9 @@ const addUpdate = (keys: Command): void => {
           keyId,
           ...(options.name !== undefined ? { name: options.name } : {}),
           ...(options.scopes !== undefined ? { scopes: options.scopes } : {}),
-          ...(options.rateLimit !== undefined ? { rateLimit: valueOrUnset(options.rateLimit)! } : {}),
-          ...(options.allowIp !== undefined ? { allowIps: valueOrUnset(options.allowIp)! } : {}),
-          ...(options.expires !== undefined ? { expires: valueOrUnset(options.expires)! } : {}),
+          ...setOrUnset('rateLimit', options.rateLimit),
+          ...setOrUnset('allowIps', options.allowIp),
+          ...setOrUnset('expires', options.expires),
         });
         reportAction(outcome, options, 'Updated', 'already has these settings');
       }),

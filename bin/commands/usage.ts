@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { MAX_USAGE_LIMIT, OperatorError, readUsage } from '../../lib/operator/operations';
 import { formatTable } from '../../lib/operator/format';
 import { lines, terminal } from '../../lib/operator/terminal';
-import { addUsageRollupCommands } from '../usage-rollup-commands';
+import { addUsageRollupCommands } from './usage-rollups';
 import { kit, outputWidth, positiveInt, print, withContext, type JsonOption } from './kit';
 
 interface UsageOptions extends JsonOption {

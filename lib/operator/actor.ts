@@ -36,7 +36,10 @@ export const actorResolver = (env: Env, local: boolean): (() => Promise<string>)
   return () => {
     actor ??= local
       ? Promise.resolve(osUser())
-      : callerArn(env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || 'us-east-1');
+      : callerArn(env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || 'us-east-1').catch((error: unknown) => {
+          actor = undefined; // a failed look-up is asked again by the next action, not cached
+          throw error;
+        });
     return actor;
   };
 };

@@ -14,6 +14,7 @@ import {
   type KeySettingsChange,
 } from '../../shared/data/repositories/keys';
 import type { ActivityEntry } from '../../shared/data/repositories/activity';
+import type { KeyState } from '../../shared/domain/key-state';
 import type { OperatorContext } from './context';
 import { invalidInput, OperatorError } from './errors';
 import {
@@ -68,7 +69,7 @@ export const parseKeyChange = (request: UpdateKeyRequest, now: Date): KeySetting
   return change;
 };
 
-const REFUSED_BECAUSE: Record<string, string> = {
+const REFUSED_BECAUSE: Record<KeyState, string> = {
   revoked: 'it is revoked',
   expired: 'it has expired',
   grace: 'it was rolled',
@@ -91,10 +92,10 @@ const act = async (
     if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
     if (error instanceof KeyActionRefusedError) {
       const next = error.rolledTo ? `; it was rolled to ${error.rolledTo}, act on that key instead` : '';
-      const verb =
-        { updated: 'changed', disabled: 'disabled', enabled: 'enabled' }[error.action as string] ?? error.action;
+      // The action's past participle reads as the verb, but for an edit.
+      const verb = error.action === 'updated' ? 'changed' : error.action;
       throw new OperatorError(
-        `Key ${keyId} cannot be ${verb}: ${REFUSED_BECAUSE[error.state] ?? error.state}${next}`,
+        `Key ${keyId} cannot be ${verb}: ${REFUSED_BECAUSE[error.state]}${next}`,
         'key_not_changeable',
       );
     }

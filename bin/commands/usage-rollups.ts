@@ -4,12 +4,17 @@
  * own action (the raw log) keeps working.
  */
 import { Option, type Command } from 'commander';
-import type { OperatorContext } from '../lib/operator/context';
-import { formatTable } from '../lib/operator/format';
-import { withProgress } from '../lib/operator/progress';
-import { outputWidth } from './commands/kit';
-import { lines as joinLines, terminal, type TerminalText } from '../lib/operator/terminal';
-import { rebuildRollups, replayUsageLog, summarizeUsage, type UsageRollupSummary } from '../lib/operator/usage-rollups';
+import type { OperatorContext } from '../../lib/operator/context';
+import { formatTable } from '../../lib/operator/format';
+import { withProgress } from '../../lib/operator/progress';
+import { outputWidth } from './kit';
+import { lines as joinLines, terminal, type TerminalText } from '../../lib/operator/terminal';
+import {
+  rebuildRollups,
+  replayUsageLog,
+  summarizeUsage,
+  type UsageRollupSummary,
+} from '../../lib/operator/usage-rollups';
 
 interface JsonOption {
   json?: boolean;
