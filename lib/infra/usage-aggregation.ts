@@ -91,6 +91,48 @@ const check = (ok: boolean, message: string) => {
 const isIntegerIn = (value: number, min: number, max: number) =>
   Number.isInteger(value) && value >= min && value <= max;
 
+/** The props with their defaults applied. */
+interface AggregationSettings {
+  retentionDays: number;
+  batchSize: number;
+  window: Duration;
+  retryAttempts: number;
+  maxIteratorAge: Duration;
+  maxRecordAge: Duration;
+}
+
+/** Applies the defaults and rejects a setting out of its documented range. */
+const settingsOf = (props: UsageAggregationProps): AggregationSettings => {
+  const settings: AggregationSettings = {
+    retentionDays: props.rollupRetentionDays ?? DEFAULT_ROLLUP_RETENTION_DAYS,
+    batchSize: props.batchSize ?? 100,
+    window: props.maxBatchingWindow ?? Duration.seconds(5),
+    retryAttempts: props.retryAttempts ?? 5,
+    maxIteratorAge: props.maxIteratorAge ?? Duration.seconds(60),
+    maxRecordAge: props.maxRecordAge ?? Duration.hours(6),
+  };
+  const { retentionDays, batchSize, window, retryAttempts, maxIteratorAge, maxRecordAge } = settings;
+  check(isIntegerIn(retentionDays, 1, 100_000), `rollupRetentionDays must be a positive integer, got ${retentionDays}`);
+  check(isIntegerIn(batchSize, 1, 1000), `batchSize must be an integer from 1 to 1000, got ${batchSize}`);
+  check(
+    window.toSeconds() <= MAX_BATCHING_WINDOW_SECONDS,
+    `maxBatchingWindow must be at most 60 s (the lag target), got ${window.toHumanString()}`,
+  );
+  check(
+    isIntegerIn(retryAttempts, 0, 10_000),
+    `retryAttempts must be an integer from 0 to 10000, got ${retryAttempts}`,
+  );
+  check(maxIteratorAge.toSeconds() >= 1, 'maxIteratorAge must be at least 1 second');
+  check(
+    maxRecordAge.toSeconds() >= 60 && maxRecordAge.toSeconds() <= 604_800,
+    `maxRecordAge must be from 60 s to 7 days, got ${maxRecordAge.toHumanString()}`,
+  );
+  if (!props.usageTable.tableStreamArn) {
+    throw new InvalidUsageAggregationPropsError('UsageAggregation: the usage table has no stream');
+  }
+  return settings;
+};
+
 export class UsageAggregation extends Construct {
   readonly function: ApiFunction;
   readonly deadLetterQueue: sqs.Queue;
@@ -99,35 +141,23 @@ export class UsageAggregation extends Construct {
 
   constructor(scope: Construct, id: string, props: UsageAggregationProps) {
     super(scope, id);
-    const retentionDays = props.rollupRetentionDays ?? DEFAULT_ROLLUP_RETENTION_DAYS;
-    const batchSize = props.batchSize ?? 100;
-    const window = props.maxBatchingWindow ?? Duration.seconds(5);
-    const retryAttempts = props.retryAttempts ?? 5;
-    const maxIteratorAge = props.maxIteratorAge ?? Duration.seconds(60);
-    check(
-      isIntegerIn(retentionDays, 1, 100_000),
-      `rollupRetentionDays must be a positive integer, got ${retentionDays}`,
-    );
-    check(isIntegerIn(batchSize, 1, 1000), `batchSize must be an integer from 1 to 1000, got ${batchSize}`);
-    check(
-      window.toSeconds() <= MAX_BATCHING_WINDOW_SECONDS,
-      `maxBatchingWindow must be at most 60 s (the lag target), got ${window.toHumanString()}`,
-    );
-    check(
-      isIntegerIn(retryAttempts, 0, 10_000),
-      `retryAttempts must be an integer from 0 to 10000, got ${retryAttempts}`,
-    );
-    check(maxIteratorAge.toSeconds() >= 1, 'maxIteratorAge must be at least 1 second');
-    const maxRecordAge = props.maxRecordAge ?? Duration.hours(6);
-    check(
-      maxRecordAge.toSeconds() >= 60 && maxRecordAge.toSeconds() <= 604_800,
-      `maxRecordAge must be from 60 s to 7 days, got ${maxRecordAge.toHumanString()}`,
-    );
-    if (!props.usageTable.tableStreamArn) {
-      throw new InvalidUsageAggregationPropsError('UsageAggregation: the usage table has no stream');
-    }
+    const settings = settingsOf(props);
+    this.function = this.aggregator(props, settings.retentionDays);
+    this.deadLetterQueue = this.queue();
+    this.eventSource = this.streamSource(props.usageTable, settings);
+    this.function.function.addEventSource(this.eventSource);
+    Validations.of(this.function.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'X-Ray tracing actions, and dynamodb:ListStreams that the stream event source needs, support no ' +
+        'resource-level permissions; the stream read actions name the usage table stream.',
+    });
+    this.pipelineAlarms(settings.maxIteratorAge, props.alarmTopic);
+  }
 
-    this.function = new ApiFunction(this, 'Aggregator', {
+  /** The aggregator function, allowed the one table call it makes. */
+  private aggregator(props: UsageAggregationProps, retentionDays: number): ApiFunction {
+    const fn = new ApiFunction(this, 'Aggregator', {
       entry: AGGREGATOR_ENTRY,
       timeout: AGGREGATOR_TIMEOUT,
       reservedConcurrency: props.reservedConcurrency,
@@ -139,47 +169,49 @@ export class UsageAggregation extends Construct {
       },
     });
     // The only table call the aggregator makes (shared/data/repositories/rollups.ts): no read, no index.
-    this.function.role.addToPolicy(
+    fn.role.addToPolicy(
       new iam.PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: [props.rollupsTable.tableArn] }),
     );
+    return fn;
+  }
 
-    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
+  private queue(): sqs.Queue {
+    const queue = new sqs.Queue(this, 'DeadLetterQueue', {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
     });
-    Validations.of(this.deadLetterQueue).acknowledge({
+    Validations.of(queue).acknowledge({
       id: 'AwsSolutions-SQS3',
       reason:
         'This queue is itself the dead-letter destination of the rollups event source mapping; what it holds ' +
         '(stream batch pointers) is alarmed on and recoverable with `branch-api usage rebuild`.',
     });
+    return queue;
+  }
 
-    this.eventSource = new DynamoEventSource(props.usageTable, {
+  /** Inserted usage records only, in batches; a failing batch is split, retried, then dead-lettered. */
+  private streamSource(usageTable: dynamodb.ITable, settings: AggregationSettings): DynamoEventSource {
+    return new DynamoEventSource(usageTable, {
       startingPosition: lambda.StartingPosition.TRIM_HORIZON,
-      batchSize,
-      maxBatchingWindow: window,
+      batchSize: settings.batchSize,
+      maxBatchingWindow: settings.window,
       bisectBatchOnError: true,
-      retryAttempts,
-      maxRecordAge,
+      retryAttempts: settings.retryAttempts,
+      maxRecordAge: settings.maxRecordAge,
       reportBatchItemFailures: true,
       filters: [lambda.FilterCriteria.filter({ eventName: lambda.FilterRule.isEqual(AGGREGATED_EVENT_NAMES[0]) })],
       onFailure: new SqsDlq(this.deadLetterQueue),
     });
-    this.function.function.addEventSource(this.eventSource);
-    Validations.of(this.function.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'X-Ray tracing actions, and dynamodb:ListStreams that the stream event source needs, support no ' +
-        'resource-level permissions; the stream read actions name the usage table stream.',
-    });
+  }
 
+  private pipelineAlarms(maxIteratorAge: Duration, topic?: sns.ITopic) {
     this.alarm(
       'IteratorAge',
       this.function.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
       maxIteratorAge.toMilliseconds(),
       `The rollups aggregator is more than ${maxIteratorAge.toHumanString()} behind the usage table's stream.`,
-      props.alarmTopic,
+      topic,
     );
     this.alarm(
       'DeadLetters',
@@ -190,7 +222,7 @@ export class UsageAggregation extends Construct {
       0,
       'Usage stream batches failed past their retries and are in the dead-letter queue; ' +
         'rebuild the rollups of their period (docs/usage-rollups.md).',
-      props.alarmTopic,
+      topic,
     );
   }
 

@@ -195,13 +195,20 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
   return assemblyOf(chosen.stack, chosen.template, dir);
 };
 
-/** One stack's template read as the verifier sees it; `dir` is the assembly holding its code assets. */
-export const assemblyOf = (stack: string, template: Json, dir: string): Assembly => {
-  const resources = (template?.Resources ?? {}) as Record<string, Json>;
-  const resolver = new Resolver(resources);
-  const ofType = (type: string) => Object.entries(resources).filter(([, resource]) => resource?.Type === type);
+/** What each reader of a template's resources works from. */
+interface TemplateContext {
+  resources: Record<string, Json>;
+  resolver: Resolver;
+  /** Directory of the assembly holding the code assets. */
+  dir: string;
+}
 
-  const tables = ofType('AWS::DynamoDB::Table').map(([logicalId, resource]) => ({
+const ofType = ({ resources }: TemplateContext, type: string): [string, Json][] =>
+  Object.entries(resources).filter(([, resource]) => resource?.Type === type);
+
+const tablesOf = (context: TemplateContext): TemplateTable[] => {
+  const { resolver } = context;
+  return ofType(context, 'AWS::DynamoDB::Table').map(([logicalId, resource]) => ({
     logicalId,
     name: resolver.tableName(logicalId),
     arn: resolver.tableArn(logicalId),
@@ -209,8 +216,11 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
     indexes: asArray<Json>(resource.Properties?.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
     ...(resource.Properties?.StreamSpecification ? { streamArn: `${resolver.tableArn(logicalId)}/stream/local` } : {}),
   }));
+};
 
-  const functions = ofType('AWS::Lambda::Function').map(([logicalId, resource]): TemplateFunction => {
+const functionOf =
+  ({ resolver, dir }: TemplateContext) =>
+  ([logicalId, resource]: [string, Json]): TemplateFunction => {
     const properties = resource.Properties ?? {};
     // The asset CloudFormation uploads: `<hash>.zip` in S3, staged as `asset.<hash>` in the assembly.
     const s3Key = typeof properties.Code?.S3Key === 'string' ? (properties.Code.S3Key as string) : undefined;
@@ -231,27 +241,34 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
       ),
       ...(roleLogicalId ? { roleLogicalId } : {}),
     };
-  });
-
-  const functionOfArn = (value: unknown): string | undefined => {
-    const node = value as Json | undefined;
-    const getAtt = asArray<string>(node?.['Fn::GetAtt']);
-    if (getAtt[0] && resources[getAtt[0]]?.Type === 'AWS::Lambda::Function') return getAtt[0];
-    const ref = node?.Ref as string | undefined;
-    return ref && resources[ref]?.Type === 'AWS::Lambda::Function' ? ref : undefined;
   };
 
-  const routes = ofType('AWS::ApiGatewayV2::Route').flatMap(([logicalId, resource]): TemplateRoute[] => {
-    const target = resolver.resolve(resource.Properties?.Target) ?? '';
-    const integration = resources[target.replace(/^integrations\//, '')];
-    const functionLogicalId = functionOfArn(integration?.Properties?.IntegrationUri);
+const functionsOf = (context: TemplateContext): TemplateFunction[] =>
+  ofType(context, 'AWS::Lambda::Function').map(functionOf(context));
+
+/** The logical id of the function an ARN reference (GetAtt or Ref) points at. */
+const functionOfArn = ({ resources }: TemplateContext, value: unknown): string | undefined => {
+  const node = value as Json | undefined;
+  const getAtt = asArray<string>(node?.['Fn::GetAtt']);
+  if (getAtt[0] && resources[getAtt[0]]?.Type === 'AWS::Lambda::Function') return getAtt[0];
+  const ref = node?.Ref as string | undefined;
+  return ref && resources[ref]?.Type === 'AWS::Lambda::Function' ? ref : undefined;
+};
+
+const routesOf = (context: TemplateContext): TemplateRoute[] =>
+  ofType(context, 'AWS::ApiGatewayV2::Route').flatMap(([logicalId, resource]): TemplateRoute[] => {
+    const target = context.resolver.resolve(resource.Properties?.Target) ?? '';
+    const integration = context.resources[target.replace(/^integrations\//, '')];
+    const functionLogicalId = functionOfArn(context, integration?.Properties?.IntegrationUri);
     return functionLogicalId ? [{ logicalId, routeKey: String(resource.Properties?.RouteKey), functionLogicalId }] : [];
   });
-  const stage = ofType('AWS::ApiGatewayV2::Stage')[0]?.[1];
 
-  const mappings = ofType('AWS::Lambda::EventSourceMapping').flatMap(([logicalId, resource]): EventSourceMapping[] => {
+const mappingsOf = (context: TemplateContext): EventSourceMapping[] =>
+  ofType(context, 'AWS::Lambda::EventSourceMapping').flatMap(([logicalId, resource]): EventSourceMapping[] => {
+    const { resolver } = context;
     const properties = resource.Properties ?? {};
-    const functionLogicalId = functionOfArn(properties.FunctionName) ?? resolver.resolve(properties.FunctionName);
+    const functionLogicalId =
+      functionOfArn(context, properties.FunctionName) ?? resolver.resolve(properties.FunctionName);
     const [tableLogicalId, attribute] = asArray<string>(properties.EventSourceArn?.['Fn::GetAtt']);
     if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
     const onFailure = resolver.resolve(properties.DestinationConfig?.OnFailure?.Destination);
@@ -268,23 +285,27 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
     ];
   });
 
-  const metricOf = (metric: Json): AlarmMetric => ({
-    namespace: String(metric.Namespace),
-    name: String(metric.MetricName),
-    dimensions: Object.fromEntries(
-      asArray<Json>(metric.Dimensions).map((dimension) => [String(dimension.Name), resolver.resolve(dimension.Value)]),
-    ),
-  });
-  const alarms = ofType('AWS::CloudWatch::Alarm').map(([logicalId, resource]) => {
+const metricOf = (resolver: Resolver, metric: Json): AlarmMetric => ({
+  namespace: String(metric.Namespace),
+  name: String(metric.MetricName),
+  dimensions: Object.fromEntries(
+    asArray<Json>(metric.Dimensions).map((dimension) => [String(dimension.Name), resolver.resolve(dimension.Value)]),
+  ),
+});
+
+const alarmsOf = (context: TemplateContext): TemplateAlarm[] =>
+  ofType(context, 'AWS::CloudWatch::Alarm').map(([logicalId, resource]) => {
     const properties = resource.Properties ?? {};
     const metrics = properties.MetricName
-      ? [metricOf(properties)]
+      ? [metricOf(context.resolver, properties)]
       : asArray<Json>(properties.Metrics)
           .filter((query) => query.MetricStat)
-          .map((query) => metricOf(query.MetricStat.Metric));
+          .map((query) => metricOf(context.resolver, query.MetricStat.Metric));
     return { logicalId, metrics };
   });
 
+/** Allow statements of each role: its inline policies, then the policies attached to it. */
+const statementsOf = (context: TemplateContext): Map<string, Statement[]> => {
   const statements = new Map<string, Statement[]>();
   const addStatements = (roleId: string, document: Json | undefined, source: string) => {
     for (const statement of asArray<Json>(document?.Statement)) {
@@ -292,32 +313,39 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
       const list = statements.get(roleId) ?? [];
       list.push({
         actions: asArray<string>(statement.Action),
-        resources: asArray<unknown>(statement.Resource).map((resource) => resolver.resolve(resource) ?? '?'),
+        resources: asArray<unknown>(statement.Resource).map((resource) => context.resolver.resolve(resource) ?? '?'),
         source,
       });
       statements.set(roleId, list);
     }
   };
-  for (const [logicalId, resource] of ofType('AWS::IAM::Role')) {
+  for (const [logicalId, resource] of ofType(context, 'AWS::IAM::Role')) {
     for (const policy of asArray<Json>(resource.Properties?.Policies))
       addStatements(logicalId, policy.PolicyDocument, logicalId);
   }
-  for (const [logicalId, resource] of ofType('AWS::IAM::Policy')) {
+  for (const [logicalId, resource] of ofType(context, 'AWS::IAM::Policy')) {
     for (const role of asArray<Json>(resource.Properties?.Roles)) {
       if (typeof role?.Ref === 'string') addStatements(role.Ref, resource.Properties?.PolicyDocument, logicalId);
     }
   }
+  return statements;
+};
 
+/** One stack's template read as the verifier sees it; `dir` is the assembly holding its code assets. */
+export const assemblyOf = (stack: string, template: Json, dir: string): Assembly => {
+  const resources = (template?.Resources ?? {}) as Record<string, Json>;
+  const context: TemplateContext = { resources, resolver: new Resolver(resources), dir };
+  const stage = ofType(context, 'AWS::ApiGatewayV2::Stage')[0]?.[1];
   return {
     stack,
     metadata: (template?.Metadata ?? {}) as Json,
     resources,
-    tables,
-    functions,
-    routes,
+    tables: tablesOf(context),
+    functions: functionsOf(context),
+    routes: routesOf(context),
     stageName: String(stage?.Properties?.StageName ?? '$default'),
-    mappings,
-    alarms,
-    statements,
+    mappings: mappingsOf(context),
+    alarms: alarmsOf(context),
+    statements: statementsOf(context),
   };
 };

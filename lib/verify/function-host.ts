@@ -56,64 +56,64 @@ export const metricsOfLine = (line: string): EmittedMetric[] => {
   );
 };
 
-/** @param streamed tables with a stream (name → key attribute names), whose changes the proxy captures. */
-export const startFunction = async (
-  fn: TemplateFunction,
-  dynamoEndpoint: string,
-  streamed?: ReadonlyMap<string, readonly string[]>,
-): Promise<FunctionHost> => {
-  const proxy = await startRecordingProxy(dynamoEndpoint, streamed);
-  const environment: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    // What the Lambda runtime sets.
-    AWS_REGION: LOCAL_REGION,
-    AWS_DEFAULT_REGION: LOCAL_REGION,
-    AWS_LAMBDA_FUNCTION_NAME: fn.logicalId,
-    AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
-    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memorySize),
-    AWS_EXECUTION_ENV: `AWS_Lambda_${fn.runtime}`,
-    AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${fn.logicalId}`,
-    AWS_LAMBDA_LOG_STREAM_NAME: 'verify',
-    AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
-    LAMBDA_TASK_ROOT: fn.codeDir,
-    _HANDLER: fn.handler,
-    // Lambda's clock and locale: code that formats dates or text is seen as it will run there.
-    TZ: ':UTC',
-    LANG: 'en_US.UTF-8',
-    AWS_ACCESS_KEY_ID: 'verify',
-    AWS_SECRET_ACCESS_KEY: 'verify',
-    AWS_SESSION_TOKEN: 'verify',
-    // The template's own variables; an unresolvable one is left out (and reported by the caller).
-    ...Object.fromEntries(
-      Object.entries(fn.environment).filter((pair): pair is [string, string] => pair[1] !== undefined),
-    ),
-    // The one addition: DynamoDB is the recording proxy in front of the embedded one.
-    DYNAMODB_ENDPOINT: proxy.endpoint,
-  };
-  const child: ChildProcess = fork(RUNNER, [fn.codeDir, fn.handler, String(fn.timeoutSeconds)], {
-    env: environment,
-    execArgv: [],
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
-  const host: FunctionHost = {
-    fn,
-    proxy,
-    metrics: [],
-    invocations: 0,
-    invoke: async () => ({ error: 'not started' }),
-    close: async () => undefined,
-  };
+/** Exactly what Lambda gives the function: its runtime's variables, then the template's own. */
+const environmentOf = (fn: TemplateFunction, dynamoEndpoint: string): Record<string, string> => ({
+  PATH: process.env.PATH ?? '',
+  // What the Lambda runtime sets.
+  AWS_REGION: LOCAL_REGION,
+  AWS_DEFAULT_REGION: LOCAL_REGION,
+  AWS_LAMBDA_FUNCTION_NAME: fn.logicalId,
+  AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memorySize),
+  AWS_EXECUTION_ENV: `AWS_Lambda_${fn.runtime}`,
+  AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${fn.logicalId}`,
+  AWS_LAMBDA_LOG_STREAM_NAME: 'verify',
+  AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
+  LAMBDA_TASK_ROOT: fn.codeDir,
+  _HANDLER: fn.handler,
+  // Lambda's clock and locale: code that formats dates or text is seen as it will run there.
+  TZ: ':UTC',
+  LANG: 'en_US.UTF-8',
+  AWS_ACCESS_KEY_ID: 'verify',
+  AWS_SECRET_ACCESS_KEY: 'verify',
+  AWS_SESSION_TOKEN: 'verify',
+  // The template's own variables; an unresolvable one is left out (and reported by the caller).
+  ...Object.fromEntries(
+    Object.entries(fn.environment).filter((pair): pair is [string, string] => pair[1] !== undefined),
+  ),
+  // The one addition: DynamoDB is the recording proxy in front of the embedded one.
+  DYNAMODB_ENDPOINT: dynamoEndpoint,
+});
+
+/** The Lambda context object of one invocation. */
+const contextOf = (fn: TemplateFunction, id: string) => ({
+  awsRequestId: id,
+  functionName: fn.logicalId,
+  functionVersion: '$LATEST',
+  invokedFunctionArn: `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:${fn.logicalId}`,
+  memoryLimitInMB: String(fn.memorySize),
+  logGroupName: `/aws/lambda/${fn.logicalId}`,
+  logStreamName: 'verify',
+  callbackWaitsForEmptyEventLoop: false,
+});
+
+/** Reads the child's stdout as CloudWatch reads a log: line by line, keeping the EMF metrics. */
+const collectMetrics = (child: ChildProcess, metrics: EmittedMetric[]) => {
   let buffered = '';
   child.stdout?.on('data', (chunk: Buffer) => {
     buffered += chunk.toString('utf8');
     const lines = buffered.split('\n');
     buffered = lines.pop() ?? '';
-    for (const line of lines) host.metrics.push(...metricsOfLine(line));
+    for (const line of lines) metrics.push(...metricsOfLine(line));
   });
   child.stderr?.resume();
+};
 
-  const pending = new Map<string, (outcome: InvokeOutcome) => void>();
-  const ready = new Promise<void>((resolve) => {
+type Settle = (outcome: InvokeOutcome) => void;
+
+/** Resolves once the code is imported (or failed to be); routes each answer to its pending invocation. */
+const whenReady = (child: ChildProcess, host: FunctionHost, pending: Map<string, Settle>) =>
+  new Promise<void>((resolve) => {
     child.on('message', (message: Json) => {
       if (message.type === 'ready') resolve();
       else if (message.type === 'import-failed') {
@@ -128,10 +128,13 @@ export const startFunction = async (
       for (const settle of pending.values()) settle({ error: `the process exited with code ${code}` });
     });
   });
-  await ready;
 
-  host.invoke = (event) =>
+/** Invokes the handler in the child once; an answer later than the Timeout is an error, as on Lambda. */
+const invoker =
+  (child: ChildProcess, host: FunctionHost, pending: Map<string, Settle>) =>
+  (event: unknown): Promise<InvokeOutcome> =>
     new Promise<InvokeOutcome>((resolve) => {
+      const { fn } = host;
       if (host.importError) return resolve({ error: host.importError });
       const id = randomUUID();
       host.invocations += 1;
@@ -146,21 +149,33 @@ export const startFunction = async (
             : outcome,
         );
       });
-      child.send({
-        id,
-        event,
-        context: {
-          awsRequestId: id,
-          functionName: fn.logicalId,
-          functionVersion: '$LATEST',
-          invokedFunctionArn: `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:${fn.logicalId}`,
-          memoryLimitInMB: String(fn.memorySize),
-          logGroupName: `/aws/lambda/${fn.logicalId}`,
-          logStreamName: 'verify',
-          callbackWaitsForEmptyEventLoop: false,
-        },
-      });
+      child.send({ id, event, context: contextOf(fn, id) });
     });
+
+/** @param streamed tables with a stream (name → key attribute names), whose changes the proxy captures. */
+export const startFunction = async (
+  fn: TemplateFunction,
+  dynamoEndpoint: string,
+  streamed?: ReadonlyMap<string, readonly string[]>,
+): Promise<FunctionHost> => {
+  const proxy = await startRecordingProxy(dynamoEndpoint, streamed);
+  const child: ChildProcess = fork(RUNNER, [fn.codeDir, fn.handler, String(fn.timeoutSeconds)], {
+    env: environmentOf(fn, proxy.endpoint),
+    execArgv: [],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  const host: FunctionHost = {
+    fn,
+    proxy,
+    metrics: [],
+    invocations: 0,
+    invoke: async () => ({ error: 'not started' }),
+    close: async () => undefined,
+  };
+  collectMetrics(child, host.metrics);
+  const pending = new Map<string, Settle>();
+  await whenReady(child, host, pending);
+  host.invoke = invoker(child, host, pending);
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());

@@ -89,6 +89,84 @@ export interface RecordingProxy {
   close(): Promise<void>;
 }
 
+type Item = Record<string, unknown>;
+type Touched = { table: string; key: Item };
+
+/** The answer DynamoDB gives a throttled write (the fault the throttle alarms watch for). */
+const refuseWrite = (response: ServerResponse) => {
+  response.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' });
+  response.end(
+    JSON.stringify({
+      __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+      message: 'Injected by verify:assembly',
+    }),
+  );
+};
+
+/** The action (`Query`, …) and parsed body of one DynamoDB request. */
+const parseRequest = (request: IncomingMessage, body: Buffer): { action: string; parsed: Json } => {
+  const action = String(request.headers['x-amz-target'] ?? '').split('.')[1] ?? 'Unknown';
+  try {
+    return { action, parsed: JSON.parse(body.toString('utf8') || '{}') as Json };
+  } catch {
+    // Recorded as an unknown table.
+    return { action, parsed: {} };
+  }
+};
+
+/** Work still in flight, awaited by `settled()`: stream image captures and requests being handled. */
+const pendingWork = () => {
+  const pending = new Set<Promise<unknown>>();
+  return {
+    track: (work: Promise<unknown>) => {
+      // Never rejects: a failure here is a request the function sees fail, not a crash of the run.
+      const settled = work.then(
+        () => undefined,
+        () => undefined,
+      );
+      pending.add(settled);
+      void settled.then(() => pending.delete(settled));
+    },
+    settled: async () => {
+      while (pending.size > 0) await Promise.all(pending);
+    },
+  };
+};
+
+/** Reads the images straight from the embedded DynamoDB: not recorded, not the function's call. */
+const imageReader = (upstream: string) => {
+  const reader = new DynamoDBClient({
+    endpoint: upstream,
+    region: LOCAL_REGION,
+    credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
+  });
+  const imageOf = async (table: string, key: Item) =>
+    (await reader.send(new GetItemCommand({ TableName: table, Key: key as never, ConsistentRead: true }))).Item as
+      Item | undefined;
+  return { imageOf, destroy: () => reader.destroy() };
+};
+
+/** Records the changes a successful write made: each touched item's image before and after it. */
+const captureChanges = async (
+  writes: CapturedWrite[],
+  imageOf: (table: string, key: Item) => Promise<Item | undefined>,
+  change: { touched: Touched[]; before: (Item | undefined)[]; at: bigint },
+) => {
+  const after = await Promise.all(change.touched.map((item) => imageOf(item.table, item.key)));
+  change.touched.forEach((item, i) => {
+    const [oldImage, newImage] = [change.before[i], after[i]];
+    // DynamoDB writes no stream record for a write that changed nothing.
+    if (JSON.stringify(oldImage) === JSON.stringify(newImage)) return;
+    writes.push({
+      table: item.table,
+      at: change.at,
+      keys: item.key,
+      ...(oldImage ? { oldImage } : {}),
+      ...(newImage ? { newImage } : {}),
+    });
+  });
+};
+
 /**
  * @param streamed tables that have a stream, with their key attribute names: each change to them
  * is captured with its old and new image, read around the write (calls are sequential here).
@@ -98,86 +176,28 @@ export const startRecordingProxy = async (
   streamed: ReadonlyMap<string, readonly string[]> = new Map(),
 ): Promise<RecordingProxy> => {
   const target = new URL(upstream);
-  // Reads the images straight from the embedded DynamoDB: not recorded, not the function's call.
-  const reader = new DynamoDBClient({
-    endpoint: upstream,
-    region: LOCAL_REGION,
-    credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
-  });
-  const imageOf = async (table: string, key: Record<string, unknown>) =>
-    (await reader.send(new GetItemCommand({ TableName: table, Key: key as never, ConsistentRead: true }))).Item as
-      Record<string, unknown> | undefined;
-  /** Captures of stream images, and every request still being handled (upstream call included). */
-  const pending = new Set<Promise<unknown>>();
-  const track = (work: Promise<unknown>) => {
-    // Never rejects: a failure here is a request the function sees fail, not a crash of the run.
-    const settled = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    pending.add(settled);
-    void settled.then(() => pending.delete(settled));
-  };
+  const { imageOf, destroy } = imageReader(upstream);
+  const { track, settled } = pendingWork();
   const proxy: RecordingProxy = {
     endpoint: '',
     operations: [],
     writes: [],
     failWrites: false,
-    settled: async () => {
-      while (pending.size > 0) await Promise.all(pending);
-    },
+    settled,
     close: async () => undefined,
   };
-  const capture = (touched: { table: string; key: Record<string, unknown> }[], before: unknown[], at: bigint) =>
-    Promise.all(touched.map((item) => imageOf(item.table, item.key))).then((after) => {
-      touched.forEach((item, i) => {
-        const [oldImage, newImage] = [before[i] as Record<string, unknown> | undefined, after[i]];
-        // DynamoDB writes no stream record for a write that changed nothing.
-        if (JSON.stringify(oldImage) === JSON.stringify(newImage)) return;
-        proxy.writes.push({
-          table: item.table,
-          at,
-          keys: item.key,
-          ...(oldImage ? { oldImage } : {}),
-          ...(newImage ? { newImage } : {}),
-        });
-      });
-    });
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const body = await readBody(request);
-    const action = String(request.headers['x-amz-target'] ?? '').split('.')[1] ?? 'Unknown';
-    let parsed: Json = {};
-    try {
-      parsed = JSON.parse(body.toString('utf8') || '{}');
-    } catch {
-      // Recorded as an unknown table.
-    }
+    const { action, parsed } = parseRequest(request, body);
     proxy.operations.push(...operationsOf(action, parsed));
-    if (proxy.failWrites && WRITE_ACTIONS.has(action)) {
-      response.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' });
-      response.end(
-        JSON.stringify({
-          __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
-          message: 'Injected by verify:assembly',
-        }),
-      );
-      return;
-    }
+    if (proxy.failWrites && WRITE_ACTIONS.has(action)) return refuseWrite(response);
     const at = process.hrtime.bigint();
     const touched = touchedBy(action, parsed, streamed);
     const before = await Promise.all(touched.map((item) => imageOf(item.table, item.key)));
-    await new Promise<void>((resolve) =>
-      forwardRequest(
-        target,
-        request,
-        response,
-        body,
-        (status) => {
-          if (status < 300 && touched.length > 0) track(capture(touched, before, at));
-        },
-        resolve,
-      ),
-    );
+    const captured = (status: number) => {
+      if (status < 300 && touched.length > 0) track(captureChanges(proxy.writes, imageOf, { touched, before, at }));
+    };
+    await new Promise<void>((resolve) => forwardRequest(target, request, response, body, captured, resolve));
   };
   const server: Server = createServer((request, response) => {
     track(
@@ -198,7 +218,7 @@ export const startRecordingProxy = async (
     await proxy.settled();
     server.closeAllConnections();
     await closed;
-    reader.destroy();
+    destroy();
   };
   return proxy;
 };

@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { generateApiKey } from '../../shared/domain/api-key';
-import { createRepositories } from '../../shared/data/repositories';
+import { createRepositories, type Repositories } from '../../shared/data/repositories';
+import type { CreateKeyInput } from '../../shared/data/repositories/keys';
 import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
 import { readSeedFile } from '../operator/operations';
 import { LOCAL_REGION, type Assembly, type Json, type TemplateRoute, type TemplateTable } from './assembly';
@@ -82,6 +83,65 @@ export const errorCodeOf = (body: string | undefined): string | undefined => {
   }
 };
 
+/** The keys the scenario calls with, one per way a key can be refused (and one that is accepted). */
+interface ScenarioKeys {
+  read: string;
+  noScope: string;
+  expired: string;
+  revoked: string;
+  /** Allowed only from a documentation range (RFC 5737); events come from 127.0.0.1. */
+  elsewhere: string;
+  /** One call an hour: the first call of the scenario with it is admitted, every later one refused. */
+  limited: string;
+}
+
+const createKeys = async (repositories: Repositories, branchId: string): Promise<ScenarioKeys> => {
+  const make = async (name: string, extra: Partial<CreateKeyInput> = {}) =>
+    (await repositories.keys.create({ branchId, scopes: ['read'], name, ...extra })).key;
+  const read = await make('verify');
+  const noScope = await make('verify', { scopes: ['team:read'] });
+  // Stored with an expiry in the past: the repository takes any time (the operator tooling checks).
+  const expired = await make('verify', { expiresAt: new Date(Date.now() - 60_000) });
+  const revoked = await repositories.keys.create({ branchId, scopes: ['read'], name: 'verify revoked' });
+  await repositories.keys.revoke(revoked.record.key_id);
+  const elsewhere = await make('verify ip allowlist', { allowedIps: ['192.0.2.0/24'] });
+  const limited = await make('verify rate limit', { rateLimit: '1/h' });
+  return { read, noScope, expired, revoked: revoked.key, elsewhere, limited };
+};
+
+/** The calls made on one route: a good one, then one per documented error it can answer. */
+const routeCases = (
+  route: TemplateRoute,
+  keys: ScenarioKeys,
+  context: { providerId: string; lists: Set<string>; cases: Case[] },
+) => {
+  const { cases } = context;
+  const [method = 'GET', template = '/'] = route.routeKey.split(' ');
+  const path = template.replace(/\{(\w+)\}/g, context.providerId);
+  const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
+    cases.push({ label: `${route.routeKey}: ${label}`, method, path, expected, ...extra });
+  at('a read key', 200, { key: keys.read });
+  at('no key', 401, { code: 'missing_api_key' });
+  at('a malformed key', 401, { key: 'wsk_malformed', code: 'invalid_api_key' });
+  at('an unknown key', 401, { key: generateApiKey(), code: 'invalid_api_key' });
+  at('a revoked key', 401, { key: keys.revoked, code: 'revoked_api_key' });
+  at('an expired key', 401, { key: keys.expired, code: 'expired_api_key' });
+  at('a caller outside the key IP allowlist', 403, { key: keys.elsewhere, code: 'ip_not_allowed' });
+  at('a key without read', 403, { key: keys.noScope, code: 'insufficient_scope' });
+  if (cases.every((one) => one.key !== keys.limited)) at('a key within its rate limit', 200, { key: keys.limited });
+  at('a key over its rate limit', 429, { key: keys.limited, code: 'rate_limited' });
+  if (template.includes('{'))
+    at('an unknown id', 404, {
+      key: keys.read,
+      path: template.replace(/\{(\w+)\}/g, 'no_such_id'),
+      code: 'not_found',
+    });
+  if (context.lists.has(route.routeKey)) {
+    at('a bad limit', 400, { key: keys.read, query: { limit: '0' }, code: 'invalid_request' });
+    at('a bad cursor', 400, { key: keys.read, query: { cursor: 'forged' }, code: 'invalid_request' });
+  }
+};
+
 /**
  * Writes the demo branches straight to the tables (not through any function, so not attributed)
  * and the keys the scenario calls with, then lists the calls: every route with every documented
@@ -97,66 +157,10 @@ export const buildScenario = async (
   for (const branch of seed.branches) await repositories.branchData.putBranch(branch);
   const branch = seed.branches[0]!;
   const providerId = branch.payment_providers.find((provider) => provider.active)?.id ?? 'none';
-  const past = new Date(Date.now() - 60_000);
-  const make = async (scopes: ['read'] | ['team:read'], expiresAt?: Date) =>
-    (
-      await repositories.keys.create({
-        branchId: branch.id,
-        scopes,
-        name: 'verify',
-        ...(expiresAt ? { expiresAt } : {}),
-      })
-    ).key;
-  const readKey = await make(['read']);
-  const noScopeKey = await make(['team:read']);
-  // Stored with an expiry in the past: the repository takes any time (the operator tooling checks).
-  const expiredKey = await make(['read'], past);
-  const revoked = await repositories.keys.create({ branchId: branch.id, scopes: ['read'], name: 'verify revoked' });
-  await repositories.keys.revoke(revoked.record.key_id);
-  // Allowed only from a documentation range (RFC 5737); events come from 127.0.0.1.
-  const elsewhere = await repositories.keys.create({
-    branchId: branch.id,
-    scopes: ['read'],
-    name: 'verify ip allowlist',
-    allowedIps: ['192.0.2.0/24'],
-  });
-
-  // One call an hour: the first call of the scenario with it is admitted, every later one refused.
-  const limited = await repositories.keys.create({
-    branchId: branch.id,
-    scopes: ['read'],
-    name: 'verify rate limit',
-    rateLimit: '1/h',
-  });
-
-  const lists = listOperations();
-  const cases: Case[] = [];
-  for (const route of assembly.routes.filter((r) => r.routeKey !== '$default')) {
-    const [method = 'GET', template = '/'] = route.routeKey.split(' ');
-    const path = template.replace(/\{(\w+)\}/g, providerId);
-    const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
-      cases.push({ label: `${route.routeKey}: ${label}`, method, path, expected, ...extra });
-    at('a read key', 200, { key: readKey });
-    at('no key', 401, { code: 'missing_api_key' });
-    at('a malformed key', 401, { key: 'wsk_malformed', code: 'invalid_api_key' });
-    at('an unknown key', 401, { key: generateApiKey(), code: 'invalid_api_key' });
-    at('a revoked key', 401, { key: revoked.key, code: 'revoked_api_key' });
-    at('an expired key', 401, { key: expiredKey, code: 'expired_api_key' });
-    at('a caller outside the key IP allowlist', 403, { key: elsewhere.key, code: 'ip_not_allowed' });
-    at('a key without read', 403, { key: noScopeKey, code: 'insufficient_scope' });
-    if (cases.every((one) => one.key !== limited.key)) at('a key within its rate limit', 200, { key: limited.key });
-    at('a key over its rate limit', 429, { key: limited.key, code: 'rate_limited' });
-    if (template.includes('{'))
-      at('an unknown id', 404, {
-        key: readKey,
-        path: template.replace(/\{(\w+)\}/g, 'no_such_id'),
-        code: 'not_found',
-      });
-    if (lists.has(route.routeKey)) {
-      at('a bad limit', 400, { key: readKey, query: { limit: '0' }, code: 'invalid_request' });
-      at('a bad cursor', 400, { key: readKey, query: { cursor: 'forged' }, code: 'invalid_request' });
-    }
-  }
+  const keys = await createKeys(repositories, branch.id);
+  const context = { providerId, lists: listOperations(), cases: [] as Case[] };
+  for (const route of assembly.routes.filter((r) => r.routeKey !== '$default')) routeCases(route, keys, context);
+  const { cases } = context;
   const firstPath = cases[0]?.path ?? '/';
   cases.push({
     label: 'an unknown path',
@@ -164,7 +168,7 @@ export const buildScenario = async (
     path: '/v1/verify-no-such-path',
     expected: 404,
     code: 'not_found',
-    key: readKey,
+    key: keys.read,
   });
   cases.push({
     label: 'a known path with another method',
@@ -172,10 +176,9 @@ export const buildScenario = async (
     path: firstPath,
     expected: 405,
     code: 'method_not_allowed',
-    key: readKey,
+    key: keys.read,
   });
-
-  return { cases, limitedKey: limited.key };
+  return { cases, limitedKey: keys.limited };
 };
 
 /**
