@@ -20,7 +20,8 @@ import {
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../shared/api/http/pagination';
 import { COMMON_HEADERS } from '../../shared/api/http/response';
 import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-headers';
-import { routes, type RouteDefinition, type RouteId } from '../../shared/api/routes';
+import { routes, secretScanningRoute, type RouteDefinition, type RouteId } from '../../shared/api/routes';
+import { MAX_REPORT_BYTES, ReportAnswerSchema, ReportSchema } from '../../shared/domain/secret-scanning';
 import { BranchSchema, listSchema, MemberSchema, PaymentProviderSchema, SCOPES } from '../../shared/domain/schemas';
 
 /** The body of every error response (docs/api.md "Errors"). */
@@ -50,6 +51,7 @@ const STATUS_NAMES: Record<number, string> = {
   403: 'Forbidden',
   404: 'NotFound',
   405: 'MethodNotAllowed',
+  413: 'PayloadTooLarge',
   429: 'TooManyRequests',
   500: 'InternalError',
   503: 'ServiceUnavailable',
@@ -68,17 +70,31 @@ export interface ErrorResponse {
   scope: ErrorScope[];
 }
 
-/** The error responses, one per status, grouped from the catalogue (shared/api/errors.ts). */
-export const ERROR_RESPONSES: ErrorResponse[] = [...new Set(ERROR_CODES.map((code) => ERROR_CATALOGUE[code].status))]
-  .sort((a, b) => a - b)
-  .map((status) => {
-    const codes = ERROR_CODES.filter((code) => ERROR_CATALOGUE[code].status === status);
+/**
+ * Codes only the secret scanning report answers with (`invalid_signature`) get responses of their
+ * own, so the API's 401 keeps its bearer challenge required and its codes exact.
+ */
+const isReportOnly = (code: ErrorCode): boolean =>
+  (ERROR_CATALOGUE[code].scope as readonly ErrorScope[]).every((scope) => scope === 'report');
+const groupOf = (code: ErrorCode): string => `${ERROR_CATALOGUE[code].status}${isReportOnly(code) ? ' report' : ''}`;
+
+/**
+ * The error responses, one per status (and one more per status for report-only codes), grouped
+ * from the catalogue (shared/api/errors.ts).
+ */
+export const ERROR_RESPONSES: ErrorResponse[] = [...new Set(ERROR_CODES.map(groupOf))]
+  .sort((a, b) => a.localeCompare(b))
+  .map((group) => {
+    const codes = ERROR_CODES.filter((code) => groupOf(code) === group);
     const entries = codes.map((code): CatalogueEntry => ERROR_CATALOGUE[code]);
-    const name = STATUS_NAMES[status];
-    if (!name) throw new Error(`No response name for status ${status}: add it to STATUS_NAMES`);
+    const status = entries[0]!.status;
+    const statusName = STATUS_NAMES[status];
+    if (!statusName) throw new Error(`No response name for status ${status}: add it to STATUS_NAMES`);
+    // A status that only the report answers keeps its plain name (413 PayloadTooLarge).
+    const shared = ERROR_CODES.some((code) => ERROR_CATALOGUE[code].status === status && !isReportOnly(code));
     return {
       status,
-      name,
+      name: group.endsWith(' report') && shared ? `Report${statusName}` : statusName,
       codes,
       headers: [...new Set(entries.flatMap((entry) => entry.headers))],
       scope: [...new Set(entries.flatMap((entry) => entry.scope))],
@@ -132,6 +148,8 @@ const buildSchemas = (): Record<string, Json> => {
   registry.add(listSchema(PaymentProviderSchema).meta({ description: 'One page of active payment providers' }), {
     id: 'PaymentProviderList',
   });
+  registry.add(ReportSchema, { id: 'SecretScanningReport' });
+  registry.add(ReportAnswerSchema, { id: 'SecretScanningAnswer' });
   for (const { status, name, codes } of ERROR_RESPONSES) {
     registry.add(errorSchemaFor(codes).meta({ description: `Error body of a ${status} response` }), {
       id: `${name}Error`,
@@ -253,7 +271,7 @@ const buildErrorResponses = (): Record<string, Json> =>
         description: codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].when}.`).join(' '),
         headers: {
           ...COMMON_RESPONSE_HEADERS,
-          ...(scope.some((one) => one !== 'unmatched') ? RATE_LIMIT_RESPONSE_HEADERS : {}),
+          ...(scope.some((one) => one !== 'unmatched' && one !== 'report') ? RATE_LIMIT_RESPONSE_HEADERS : {}),
           ...Object.fromEntries(headers.map((header) => [header, ref('headers', headerComponent(status, header))])),
         },
         content: jsonContent(`${name}Error`),
@@ -318,12 +336,58 @@ const buildOperation = (route: RouteDefinition): Json => {
   };
 };
 
+const signatureHeader = (name: string, description: string): Json => ({
+  name,
+  in: 'header',
+  required: true,
+  description,
+  schema: { type: 'string', minLength: 1 },
+});
+
+/** The secret scanning report (docs/decisions.md "Leaked keys"): no API key, a signature instead. */
+const buildReportOperation = (): Json => ({
+  operationId: secretScanningRoute.id,
+  summary: secretScanningRoute.summary,
+  description:
+    'Where GitHub secret scanning sends the tokens it found in public code. The signature is checked before ' +
+    'anything in the body is read (`invalid_signature` otherwise). Each reported token that is a live API key ' +
+    "is revoked at once (its next call answers `revoked_api_key`), its leak is recorded with the report's " +
+    '`url` and `source`, and a `Key Leaked` event is sent. The answer labels each token by its SHA-256: ' +
+    '`true_positive` for a key of this service (revoked now or before), `false_positive` for anything else. ' +
+    `The same report sent again changes nothing more. Bodies over ${MAX_REPORT_BYTES} bytes are refused.`,
+  tags: ['Security'],
+  security: [],
+  parameters: [
+    signatureHeader('Github-Public-Key-Identifier', 'Identifier of the public key that signed the report.'),
+    signatureHeader('Github-Public-Key-Signature', 'Base64 ECDSA P-256 / SHA-256 signature of the raw body.'),
+  ],
+  requestBody: { required: true, content: jsonContent('SecretScanningReport') },
+  responses: {
+    200: {
+      description: 'One entry per reported token, in the order sent.',
+      headers: {
+        'X-Request-Id': COMMON_RESPONSE_HEADERS['X-Request-Id'],
+        'Cache-Control': COMMON_RESPONSE_HEADERS['Cache-Control'],
+        'X-Content-Type-Options': COMMON_RESPONSE_HEADERS['X-Content-Type-Options'],
+      },
+      content: jsonContent('SecretScanningAnswer'),
+    },
+    ...Object.fromEntries(
+      ERROR_RESPONSES.filter(({ scope }) => scope.includes('report')).map(({ status, name }) => [
+        status,
+        ref('responses', name),
+      ]),
+    ),
+  },
+});
+
 const buildPaths = (): Json => {
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
     paths[route.path] ??= {};
     paths[route.path]![route.method.toLowerCase()] = buildOperation(route);
   }
+  paths[secretScanningRoute.path] = { post: buildReportOperation() };
   return paths;
 };
 
@@ -372,6 +436,7 @@ export const buildOpenApiDocument = (): Json => ({
     { name: 'Branch', description: 'The branch the key belongs to' },
     { name: 'Members', description: 'Team members of the branch' },
     { name: 'Payment providers', description: 'Active payment providers of the branch' },
+    { name: 'Security', description: 'Reports of leaked keys (GitHub secret scanning)' },
   ],
   paths: buildPaths(),
   // What answers when no operation matches (the catch-all function): a validator checks those responses here.

@@ -5,6 +5,8 @@
 import { loadConfig } from './config';
 import { createDocumentClient } from '../data/dynamodb';
 import { createRepositories } from '../data/repositories';
+import { createKeyEventEmitter } from '../data/key-events';
+import { logger } from './observability';
 
 export const config = loadConfig();
 export const documentClient = createDocumentClient(config.dynamodb);
@@ -13,3 +15,5 @@ export const { keys, usage, branchData, rateLimits } = createRepositories(
   config.tables,
   config.dynamodb.deadlineMs,
 );
+/** Key events of this container (docs/decisions.md "Key events"); sending never fails an action. */
+export const keyEvents = createKeyEventEmitter(config.keyEvents, logger);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { apiKeyStart, generateApiKey, hashApiKey } from '../../domain/api-key';
 import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
@@ -25,6 +25,8 @@ export interface ApiKeyRecord {
   rolled_to?: string;
   /** `N/s`, `N/min` or `N/h`; absent: the deployment's default (shared/domain/rate-limit.ts). */
   rate_limit?: string;
+  /** The expiry a `Key Expiring` event was sent for (so it is sent once per expiry). */
+  expiring_event_for?: string;
 }
 
 interface StoredKey extends ApiKeyRecord {
@@ -93,6 +95,7 @@ const NOT_INHERITED = new Set<string>([
   'revoked_at',
   'rolled_from',
   'rolled_to',
+  'expiring_event_for',
 ]);
 const inheritedSettings = (stored: StoredKey): Record<string, unknown> =>
   Object.fromEntries(Object.entries(stored).filter(([name]) => !NOT_INHERITED.has(name)));
@@ -158,24 +161,35 @@ export class KeysRepository extends DynamoRepository {
 
   /** Every key of a branch, newest first. */
   async listByBranch(branchId: string): Promise<ApiKeyRecord[]> {
+    return this.allPages('Query', (startKey, abortSignal) =>
+      this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: KEYS_BY_BRANCH_INDEX,
+          KeyConditionExpression: 'branch_id = :branch',
+          ExpressionAttributeValues: { ':branch': branchId },
+          ScanIndexForward: false,
+          ExclusiveStartKey: startKey,
+        }),
+        { abortSignal },
+      ),
+    );
+  }
+
+  /** Every record of a paged Query or Scan. */
+  private async allPages(
+    operation: 'Query' | 'Scan',
+    page: (
+      startKey: Record<string, unknown> | undefined,
+      abortSignal: AbortSignal,
+    ) => Promise<{ Items?: Record<string, unknown>[]; LastEvaluatedKey?: Record<string, unknown> }>,
+  ): Promise<ApiKeyRecord[]> {
     const records: ApiKeyRecord[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
-      const page = await this.run('Query', (abortSignal) =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: KEYS_BY_BRANCH_INDEX,
-            KeyConditionExpression: 'branch_id = :branch',
-            ExpressionAttributeValues: { ':branch': branchId },
-            ScanIndexForward: false,
-            ExclusiveStartKey: startKey,
-          }),
-          { abortSignal },
-        ),
-      );
-      records.push(...((page.Items ?? []) as StoredKey[]).map(toRecord));
-      startKey = page.LastEvaluatedKey;
+      const result = await this.run(operation, (abortSignal) => page(startKey, abortSignal));
+      records.push(...((result.Items ?? []) as unknown as StoredKey[]).map(toRecord));
+      startKey = result.LastEvaluatedKey;
     } while (startKey);
     return records;
   }
@@ -208,18 +222,35 @@ export class KeysRepository extends DynamoRepository {
   async revoke(keyId: string, now = new Date()): Promise<ApiKeyRecord> {
     const stored = await this.findStoredById(keyId);
     if (!stored) throw new KeyNotFoundError(`No key with id ${keyId}`);
-    if (stored.revoked_at) return toRecord(stored);
+    return (await this.revokeStored(stored, now)).record;
+  }
+
+  /**
+   * Revokes a key found by the hash of its value (a leak report, docs/decisions.md "Leaked keys").
+   * `revoked` says whether this call revoked it; undefined when no key has this hash.
+   */
+  async revokeByHash(
+    keyHash: string,
+    now = new Date(),
+  ): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined> {
+    const stored = await this.getStored(keyHash);
+    return stored ? this.revokeStored(stored, now) : undefined;
+  }
+
+  private async revokeStored(stored: StoredKey, now: Date): Promise<{ record: ApiKeyRecord; revoked: boolean }> {
+    if (stored.revoked_at) return { record: toRecord(stored), revoked: false };
     try {
-      return await this.updateStored(
+      const record = await this.updateStored(
         stored.key_hash,
         'SET revoked_at = :now',
         'attribute_exists(key_hash) AND attribute_not_exists(revoked_at)',
         { ':now': now.toISOString() },
       );
+      return { record, revoked: true };
     } catch (error) {
       // Revoked concurrently by someone else: the key is revoked either way.
       if (error instanceof ConditionNotMetError) {
-        return toRecord((await this.findStoredById(keyId)) ?? stored);
+        return { record: toRecord((await this.getStored(stored.key_hash)) ?? stored), revoked: false };
       }
       throw error;
     }
@@ -297,6 +328,48 @@ export class KeysRepository extends DynamoRepository {
       ),
     );
     return toRecord(Attributes as StoredKey);
+  }
+
+  /**
+   * Keys not revoked whose expiry falls between `now` and `until` and whose `Key Expiring` event
+   * has not been claimed for that expiry. A Scan: run by the daily scheduled function only, never
+   * on a request path (docs/decisions.md "Key events").
+   */
+  async listExpiring(now: Date, until: Date): Promise<ApiKeyRecord[]> {
+    return this.allPages('Scan', (startKey, abortSignal) =>
+      this.client.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          FilterExpression:
+            'expires_at BETWEEN :now AND :until AND attribute_not_exists(revoked_at)' +
+            ' AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> expires_at)',
+          ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
+          ExclusiveStartKey: startKey,
+        }),
+        { abortSignal },
+      ),
+    );
+  }
+
+  /**
+   * Claims the `Key Expiring` event of a key's current expiry: true for the one caller that gets
+   * to send it, false when it was claimed already or the expiry changed (an edited expiry gets its own).
+   */
+  async claimExpiringEvent(keyId: string, expiresAt: string): Promise<boolean> {
+    const stored = await this.findStoredById(keyId);
+    if (!stored || stored.expires_at !== expiresAt || stored.expiring_event_for === expiresAt) return false;
+    try {
+      await this.updateStored(
+        stored.key_hash,
+        'SET expiring_event_for = :expires',
+        'expires_at = :expires AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> :expires)',
+        { ':expires': expiresAt },
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionNotMetError) return false;
+      throw error;
+    }
   }
 
   private async deleteByHash(keyHash: string): Promise<void> {

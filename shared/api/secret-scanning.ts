@@ -1,0 +1,106 @@
+/**
+ * The secret scanning report (docs/decisions.md "Leaked keys"): signature first, then the shape,
+ * then each reported token: a live key that matches is revoked at once, its leak recorded and a
+ * `Key Leaked` event sent. The raw token is never echoed, logged or stored: only its SHA-256.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { hashApiKey, isWellFormedApiKey } from '../domain/api-key';
+import { keyEvent } from '../domain/key-events';
+import {
+  KEY_IDENTIFIER_HEADER,
+  MAX_REPORT_BYTES,
+  parseReport,
+  SECRET_SCANNING_ACTOR,
+  SIGNATURE_HEADER,
+  verifyReportSignature,
+  type ReportAnswer,
+  type ReportedToken,
+} from '../domain/secret-scanning';
+import type { ApiKeyRecord } from '../data/repositories/keys';
+import type { KeyEventEmitter } from '../data/key-events';
+import { invalidRequest, invalidSignature, payloadTooLarge } from './errors';
+import { jsonResponse, type ApiEvent, type ApiResponse } from './http/response';
+
+export interface LeakRecorder {
+  /** Records what a report did to a key it revoked (the `leaked` activity entry). */
+  (key: ApiKeyRecord, report: Pick<ReportedToken, 'url' | 'source'>, at: Date): Promise<void>;
+}
+
+export interface SecretScanningDeps {
+  publicKeys: { get(identifier: string): Promise<string | undefined> };
+  keys: {
+    revokeByHash(keyHash: string, now?: Date): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined>;
+  };
+  keyEvents: KeyEventEmitter;
+  logger: Pick<Logger, 'info'>;
+  /** @default - nothing recorded beyond the revocation and the event */
+  recordLeak?: LeakRecorder;
+  now?: () => Date;
+}
+
+/** Tokens looked up at once. */
+const CONCURRENCY = 10;
+
+/** The raw body as sent, without reading what it says. */
+const rawBody = (event: ApiEvent): Buffer => Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
+
+/** The body, once its signature verifies; a 413 or 401 otherwise. Nothing in it is parsed here. */
+const verifiedBody = async (event: ApiEvent, publicKeys: SecretScanningDeps['publicKeys']): Promise<Buffer> => {
+  const body = rawBody(event);
+  if (body.length > MAX_REPORT_BYTES) throw payloadTooLarge();
+  const identifier = event.headers?.[KEY_IDENTIFIER_HEADER];
+  const signature = event.headers?.[SIGNATURE_HEADER];
+  if (!identifier || !signature) throw invalidSignature();
+  const publicKey = await publicKeys.get(identifier);
+  if (publicKey === undefined || !verifyReportSignature(body, signature, publicKey)) throw invalidSignature();
+  return body;
+};
+
+interface Outcome {
+  answer: ReportAnswer;
+  /** The key this token revoked now, if it did. */
+  revoked?: ApiKeyRecord;
+}
+
+export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
+  const now = deps.now ?? (() => new Date());
+
+  const judge = async (reported: ReportedToken): Promise<Outcome> => {
+    const tokenHash = hashApiKey(reported.token);
+    const answer = (label: ReportAnswer['label']): ReportAnswer => ({
+      token_hash: tokenHash,
+      token_type: reported.type,
+      label,
+    });
+    // A malformed token can't be a key: no database read.
+    const found = isWellFormedApiKey(reported.token) ? await deps.keys.revokeByHash(tokenHash, now()) : undefined;
+    if (!found) return { answer: answer('false_positive') };
+    if (!found.revoked) return { answer: answer('true_positive') };
+    const at = now();
+    await deps.recordLeak?.(found.record, reported, at);
+    await deps.keyEvents.emit([
+      keyEvent('leaked', found.record, SECRET_SCANNING_ACTOR, at, { url: reported.url, source: reported.source }),
+    ]);
+    return { answer: answer('true_positive'), revoked: found.record };
+  };
+
+  return async (event: ApiEvent): Promise<ApiResponse> => {
+    const body = await verifiedBody(event, deps.publicKeys);
+    const report = parseReport(body);
+    if (!report) throw invalidRequest('The report must be a JSON array of {token, type, url, source}.');
+    const outcomes: Outcome[] = [];
+    for (let at = 0; at < report.length; at += CONCURRENCY) {
+      outcomes.push(...(await Promise.all(report.slice(at, at + CONCURRENCY).map(judge))));
+    }
+    const revoked = outcomes.flatMap(({ revoked: key }) => (key ? [key.key_id] : []));
+    deps.logger.info('Secret scanning report', {
+      tokens: outcomes.length,
+      true_positives: outcomes.filter(({ answer }) => answer.label === 'true_positive').length,
+      revoked_key_ids: revoked,
+    });
+    return jsonResponse(
+      200,
+      outcomes.map(({ answer }) => answer),
+    );
+  };
+};
