@@ -184,6 +184,16 @@ describe('refusals', () => {
   });
 });
 
+describe('when the public keys cannot be read', () => {
+  it('a report is 503 service_unavailable (GitHub sends it again) and nothing is revoked', async () => {
+    const unreadable = await loadService({ SECRET_SCANNING_KEYS_URL: `${document.url}.missing` });
+    const { key } = await createKey();
+    const res = await invoke(unreadable.secretScanning, reportInput(JSON.stringify([reported(key)]), { key: github }));
+    expectError(res, 503, 'service_unavailable');
+    expect((await branchCall(key)).statusCode).toBe(200);
+  });
+});
+
 describe('the route', () => {
   it('answers another method with 405 Allow: POST', async () => {
     const res = await invoke(service.fallback, { method: 'GET', path: '/security/secret-scanning' });
