@@ -6,23 +6,18 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { KEY_EVENT_ATTEMPTS, KEY_EVENT_NOT_SENT, eventBridgeKeyEvents, fileKeyEvents } from '../shared/data/key-events';
 import { keyEvent, KEY_EVENT_TYPES, OncePerPeriod } from '../shared/domain/key-events';
 import { createKey, expectError, invoke, loadService, setUpBranches } from './support/harness';
+import { readEventsFile } from './support/secret-scanning';
 
 const subject = { key_id: 'key_1', branch_id: 'br_1', name: 'CI', start: 'wsk_AbCd' };
 const tempFile = () => join(mkdtempSync(join(tmpdir(), 'key-events-')), 'events.jsonl');
-const linesOf = (file: string) =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line))
-    : [];
+const linesOf = readEventsFile;
 
 describe('an event', () => {
   it('has the EventBridge shape: source, detail-type, time, and a detail of public key fields, the actor and the time', () => {

@@ -3,7 +3,7 @@
  * embedded DynamoDB: reports signed with key pairs the test generates, public keys from a `file:`
  * URL, key events to a JSON-lines file. No raw reported token may reach a log or the events file.
  */
-import { readFileSync, existsSync, mkdtempSync } from 'node:fs';
+import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateApiKey, hashApiKey } from '../shared/domain/api-key';
@@ -19,7 +19,14 @@ import {
   setUpBranches,
   type Service,
 } from './support/harness';
-import { keysDocument, newSigningKey, reported, reportInput, signBody } from './support/secret-scanning';
+import {
+  keysDocument,
+  newSigningKey,
+  readEventsFile,
+  reported,
+  reportInput,
+  signBody,
+} from './support/secret-scanning';
 
 const github = newSigningKey('github-key-1');
 const stranger = newSigningKey('github-key-1'); // same identifier, another key pair
@@ -36,13 +43,7 @@ beforeAll(async () => {
 const report = (body: string | Buffer, options: Parameters<typeof reportInput>[1] = { key: github }) =>
   invoke(service.secretScanning, reportInput(body, options));
 const branchCall = (key: string) => invoke(service.getBranch, { path: '/v1/branch', key });
-const events = (): Record<string, any>[] =>
-  existsSync(eventsFile)
-    ? readFileSync(eventsFile, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line))
-    : [];
+const events = () => readEventsFile(eventsFile);
 
 describe('a leaked live key', () => {
   it('is revoked at once: the report answers true_positive and the next call is 401 revoked_api_key', async () => {

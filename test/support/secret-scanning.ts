@@ -3,7 +3,7 @@
  * document (shaped like GitHub's) in a temporary file served by a `file:` URL, and signed reports.
  */
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -66,3 +66,12 @@ export const reported = (token: string, url = 'https://github.com/octo/repo/blob
   url,
   source: 'content',
 });
+
+/** The events of a KEY_EVENTS_FILE, one per line (none when the file does not exist yet). */
+export const readEventsFile = (file: string): Record<string, any>[] =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+    : [];
