@@ -11,14 +11,17 @@ import { MAX_REPORT_BYTES } from '../shared/domain/secret-scanning';
 import { mainBranch } from './support/fixtures';
 import {
   captureLogs,
+  countCommands,
   createKey,
   expectError,
   fixtureKeys,
   invoke,
   loadService,
   setUpBranches,
+  tableNames,
   type Service,
 } from './support/harness';
+import { secretScanningRoute } from '../shared/api/routes';
 import {
   keysDocument,
   newSigningKey,
@@ -192,6 +195,25 @@ describe('when the public keys cannot be read', () => {
     const res = await invoke(unreadable.secretScanning, reportInput(JSON.stringify([reported(key)]), { key: github }));
     expectError(res, 503, 'service_unavailable');
     expect((await branchCall(key)).statusCode).toBe(200);
+  });
+});
+
+describe('least privilege', () => {
+  it('the report makes exactly the table calls its route declares (the CDK grants come from them)', async () => {
+    const counter = countCommands(service.runtime.documentClient);
+    const { key } = await createKey();
+    counter.reset();
+    await report(JSON.stringify([reported(key), reported(generateApiKey())]));
+    const made = counter.sent.map(({ command, input }) => [
+      `dynamodb:${command.replace(/Command$/, '')}`,
+      input.TableName === tableNames.keys ? 'keys' : input.TableName,
+    ]);
+    const declared = secretScanningRoute.access.flatMap(({ table, actions }) =>
+      actions.map((action) => [action, table]),
+    );
+    expect([...new Set(made.map((call) => call.join(' ')))].sort()).toEqual(
+      declared.map((call) => call.join(' ')).sort(),
+    );
   });
 });
 

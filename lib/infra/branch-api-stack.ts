@@ -15,6 +15,8 @@ import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
 import { Monitoring } from './monitoring';
 import { UsageAggregation } from './usage-aggregation';
+import { KeyEvents } from './key-events';
+import { SecretScanning } from './secret-scanning';
 
 export const POWERTOOLS_LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 export type PowertoolsLogLevel = (typeof POWERTOOLS_LOG_LEVELS)[number];
@@ -162,6 +164,10 @@ export class BranchApiStack extends Stack {
   readonly monitoring: Monitoring;
   /** The usage table's stream feeding the rollups (lib/infra/usage-aggregation.ts). */
   readonly usageAggregation: UsageAggregation;
+  /** Key events bus and the daily "Key Expiring" run (lib/infra/key-events.ts). */
+  readonly keyEvents: KeyEvents;
+  /** POST /security/secret-scanning (lib/infra/secret-scanning.ts). */
+  readonly secretScanning: SecretScanning;
 
   constructor(scope: Construct, id: string, props: BranchApiStackProps = {}) {
     const settings = resolveStackSettings(props);
@@ -200,6 +206,17 @@ export class BranchApiStack extends Stack {
       throttle: settings.throttle,
       accessLogRetention: settings.logRetention,
     });
+
+    // Leaked keys and key events: their own constructs; every function that emits gets the bus.
+    this.keyEvents = new KeyEvents(this, 'KeyEvents', { keysTable: this.tables.keys, ...functionOptions });
+    this.secretScanning = new SecretScanning(this, 'SecretScanning', {
+      tables: this.tables,
+      httpApi: this.api.httpApi,
+      usageRetentionDays: settings.usageRetentionDays,
+      defaultRateLimit: settings.defaultRateLimit,
+      ...functionOptions,
+    });
+    this.keyEvents.emitFrom([...Object.values<ApiFunction>(this.functions), this.secretScanning.function]);
 
     const alarmTopic = settings.alarmTopicArn
       ? { alarmTopic: sns.Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn) }
