@@ -9,6 +9,7 @@ import { seed } from '../operator/operations';
 import { startUsageChangeFeed, type ChangeFeed } from './change-feed';
 import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
+import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
 import { PortInUseError, PROJECT_ROOT, startGateway, type Gateway, type GatewayOptions } from './gateway';
 
@@ -44,6 +45,8 @@ export interface LocalEnvironment {
   /** Demo keys of earlier starts (kept by --data-dir) that this start revoked. */
   revokedDemoKeyIds: string[];
   demoBranchId: string;
+  /** Where key events go and which keys verify secret scanning reports (lib/local/key-events-setup.ts). */
+  keyEvents: LocalKeyEventsSetup;
   close(): Promise<void>;
 }
 
@@ -89,6 +92,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   process.env.BRANCH_DATA_TABLE = operator.tables.branchData;
   process.env.ROLLUPS_TABLE = operator.tables.rollups;
   process.env.RATE_LIMITS_TABLE = operator.tables.rateLimits;
+  const keyEvents = setUpLocalKeyEvents(options.dataDir);
 
   try {
     await ensureTables(operator.client, operator.tables);
@@ -110,6 +114,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       demoKeyExpiresAt: demoKey.expiresAt,
       revokedDemoKeyIds: demoKey.revokedKeyIds,
       demoBranchId,
+      keyEvents,
       close: async () => {
         await gateway.close();
         operator.close();

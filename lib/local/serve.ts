@@ -33,7 +33,8 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     process.exitCode = 1;
     return;
   }
-  const { gateway, demoKey, demoKeyExpiresAt, revokedDemoKeyIds, demoBranchId, dynamoEndpoint } = environment;
+  const { gateway, demoKey, demoKeyExpiresAt, revokedDemoKeyIds, demoBranchId, dynamoEndpoint, keyEvents } =
+    environment;
   let settings;
   try {
     // On loopback whatever --host says: the console manages keys (docs/console.md).
@@ -66,6 +67,10 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     terminal`Branch API is running at ${gateway.baseUrl}`,
     terminal`  DynamoDB:  ${dynamoEndpoint} (${store})`,
     terminal`  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
+    terminal`  Key events: ${keyEvents.keyEventsFile}`,
+    ...(keyEvents.signingKeyFile
+      ? [terminal`  Secret scanning reports: signed with ${keyEvents.signingKeyFile}`]
+      : [terminal`  Secret scanning keys: ${keyEvents.secretScanningKeysUrl}`]),
     terminal``,
     terminal`Settings console: ${settings.url}`,
     terminal``,
@@ -75,7 +80,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     terminal`  curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${gateway.baseUrl}/v1/branch`,
     terminal``,
     terminal`Operate it from another terminal:`,
-    terminal`  export DYNAMODB_ENDPOINT=${dynamoEndpoint}`,
+    terminal`  export DYNAMODB_ENDPOINT=${dynamoEndpoint} KEY_EVENTS_FILE=${keyEvents.keyEventsFile}`,
     terminal`  npx branch-api keys list --branch ${demoBranchId}`,
     terminal``,
     terminal`Press Ctrl-C to stop.`,
