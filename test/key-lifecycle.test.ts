@@ -228,6 +228,8 @@ describe('roll', () => {
       start: key.slice(0, record.start.length),
       created_at: now.toISOString(),
       rolled_from: old.record.key_id,
+      // A new key's first action (its creation) is version 1 (docs/decisions.md "Key activity").
+      version: 1,
     });
     expect(record.key_id).not.toBe(old.record.key_id);
     expect(previous).toMatchObject({

@@ -10,6 +10,7 @@ import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import {
+  activityTable,
   branchDataTable,
   keysTable,
   rollupsTable,
@@ -41,6 +42,8 @@ export class DataTables extends Construct implements ApiTables {
   /** Usage rollups: derived from the usage table's stream, rebuildable from it (docs/usage-rollups.md). */
   readonly rollups: dynamodb.Table;
   readonly rateLimits: dynamodb.Table;
+  /** Key activity: the audit log of key actions, written by the operator tooling only. */
+  readonly activity: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: DataTablesProps = {}) {
     super(scope, id);
@@ -50,6 +53,7 @@ export class DataTables extends Construct implements ApiTables {
     this.usage = this.table(usageTable, retain);
     this.branchData = this.table(branchDataTable, retain);
     this.rollups = this.table(rollupsTable, retain);
+    this.activity = this.table(activityTable, retain);
     // Rate-limit counters live for one window and expire through TTL: nothing to recover or keep.
     this.rateLimits = this.table(rateLimitsTable, false, false);
     Validations.of(this.rateLimits).acknowledge({

@@ -5,14 +5,16 @@
  * Target selection, from the environment:
  * - `DYNAMODB_ENDPOINT` set: that endpoint (e.g. the one `npm start` prints);
  * - otherwise AWS, with the default credential chain and `AWS_REGION`;
- * - table names from `KEYS_TABLE`, `USAGE_TABLE`, `BRANCH_DATA_TABLE`, `ROLLUPS_TABLE` (a deployed stack's
- *   outputs), defaulting to the local names.
+ * - table names from `KEYS_TABLE`, `USAGE_TABLE`, `BRANCH_DATA_TABLE`, `ROLLUPS_TABLE`, `RATE_LIMITS_TABLE`,
+ *   `ACTIVITY_TABLE` (a deployed stack's outputs), defaulting to the local names.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConfigError, readDynamoDbSettings } from '../../shared/lambda/config';
 import { createDocumentClient } from '../../shared/data/dynamodb';
 import { createRepositories, type Repositories } from '../../shared/data/repositories';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
+import type { ActivityRepository } from '../../shared/data/repositories/activity';
+import { actorResolver } from './actor';
 import { LOCAL_TABLE_NAMES, tableDefinitions, type TableNames } from '../../shared/data/tables';
 
 type Env = Record<string, string | undefined>;
@@ -22,6 +24,10 @@ export interface OperatorContext extends Repositories {
   /** Usage rollups (lib/operator/usage-rollups.ts). */
   rollups: RollupsRepository;
   endpoint?: string;
+  /** Key activity (lib/operator/key-actions.ts). */
+  activity: ActivityRepository;
+  /** Who actions are recorded as: the OS user locally, the IAM principal ARN on AWS (lib/operator/actor.ts). */
+  actor(): Promise<string>;
   /** The document client (it also sends plain commands such as CreateTable). */
   client: DynamoDBDocumentClient;
   close(): void;
@@ -41,10 +47,13 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
   const settings = readDynamoDbSettings(env);
   const tables = operatorTableNames(env);
   const client = createDocumentClient(settings, env);
+  const repositories = createRepositories(client, tables, settings.deadlineMs);
   return {
     tables,
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
-    ...createRepositories(client, tables, settings.deadlineMs),
+    ...repositories,
+    activity: repositories.activity!,
+    actor: actorResolver(env, settings.endpoint !== undefined),
     rollups: new RollupsRepository(client, tables.rollups, settings.deadlineMs),
     client,
     close: () => client.destroy(),

@@ -3,7 +3,7 @@
  * impossible date is refused instead of rolled over (JavaScript's Date turns 2027-02-30 into
  * March 2, with or without an offset). See docs/decisions.md, "Operator input".
  */
-import { OperatorError } from './errors';
+import { fieldOfOption, invalidInput } from './errors';
 
 const ISO_8601 =
   /^(?<year>\d{4})-(?<month>\d{2})-(?<day>\d{2})(?:T(?<hour>\d{2}):(?<minute>\d{2})(?::(?<second>\d{2})(?:\.(?<fraction>\d{1,9}))?)?(?<offset>Z|(?<sign>[+-])(?<offsetHours>\d{2}):?(?<offsetMinutes>\d{2}))?)?$/;
@@ -53,7 +53,8 @@ export const parseIsoDate = (value: string, what: string): Date => {
   const fields = ISO_8601.exec(value)?.groups;
   const problem = fields ? impossibility(fields) : undefined;
   if (!fields || problem) {
-    throw new OperatorError(
+    throw invalidInput(
+      fieldOfOption(what),
       `${what} must be an ISO 8601 date or date-time, e.g. 2027-01-31T23:59:59Z; got "${value}"${problem ? ` (${problem})` : ''}`,
     );
   }

@@ -4,11 +4,18 @@
  * `keys create --allow-ip`) and the settings console call these same functions; bad input is an
  * OperatorError with a one-line message, before anything is written.
  */
-import { KeyNotFoundError, KeyNotRollableError, type ApiKeyRecord } from '../../shared/data/repositories/keys';
+import {
+  KeyChangedError,
+  KeyNotFoundError,
+  KeyNotRollableError,
+  type ApiKeyRecord,
+} from '../../shared/data/repositories/keys';
 import { routeKey, routes } from '../../shared/api/routes';
 import type { Scope } from '../../shared/domain/schemas';
 import type { OperatorContext } from './context';
-import { keyStatus, OperatorError, requireBranch, requireKeyOfBranch, unknownKey } from './operations';
+import { invalidInput } from './errors';
+import { isUsable, keyState, msUntilExpiry } from '../../shared/domain/key-state';
+import { OperatorError, requireBranch, requireKeyOfBranch, unknownKey } from './operations';
 
 export { requireKeyOfBranch };
 
@@ -26,7 +33,8 @@ export const parseGrace = (value: string): number => {
   const match = /^(?:0|([1-9][0-9]{0,5})([smhd]))$/.exec(value.trim());
   const ms = match ? (match[1] ? Number(match[1]) * UNITS[match[2] as keyof typeof UNITS] : 0) : Number.NaN;
   if (Number.isNaN(ms) || ms > MAX_GRACE_DAYS * DAY) {
-    throw new OperatorError(
+    throw invalidInput(
+      'grace',
       `--grace must be 0 or a duration such as 30s, 15m, 24h or 7d (at most ${MAX_GRACE_DAYS}d); got "${value}"`,
     );
   }
@@ -53,6 +61,7 @@ const REFUSALS: Record<KeyNotRollableError['reason'], string> = {
   revoked: 'it is revoked',
   expired: 'it has expired',
   rolled: 'it was already rolled',
+  disabled: 'it is disabled; enable it first',
 };
 
 /** Rolls a key of the branch: a new key with its settings, the old one ending after the grace period. */
@@ -65,13 +74,18 @@ export const rollKey = async (ctx: OperatorContext, request: RollKeyRequest): Pr
       branchId: request.branchId,
       graceMs,
       now: request.now ?? new Date(),
+      actor: await ctx.actor(),
     });
   } catch (error) {
     if (error instanceof KeyNotFoundError) throw unknownKey(request.branchId, request.keyId);
     if (error instanceof KeyNotRollableError) {
       const next = error.rolledTo ? ` to ${error.rolledTo}; roll that key instead` : '';
-      throw new OperatorError(`Key ${error.keyId} cannot be rolled: ${REFUSALS[error.reason]}${next}`);
+      throw new OperatorError(
+        `Key ${error.keyId} cannot be rolled: ${REFUSALS[error.reason]}${next}`,
+        'key_not_changeable',
+      );
     }
+    if (error instanceof KeyChangedError) throw new OperatorError(error.message, 'conflict');
     throw error;
   }
 };
@@ -166,9 +180,10 @@ export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date
   if (idle >= unusedAfterDays && age >= unusedAfterDays) {
     findings.push({ code: 'unused', message: `no call in the last ${unusedAfterDays} days` });
   }
-  if (key.expires_at === undefined) {
+  const untilExpiry = msUntilExpiry(key, now);
+  if (untilExpiry === undefined) {
     findings.push({ code: 'no_expiry', message: 'never expires' });
-  } else if (-daysBetween(key.expires_at, now) <= expiresWithinDays) {
+  } else if (untilExpiry / DAY <= expiresWithinDays) {
     findings.push({ code: 'expires_soon', message: `expires at ${key.expires_at}` });
   }
   // Only from evidence: a key with no calls has no needs to compare with (never_used says so).
@@ -198,7 +213,7 @@ export const auditOf = async (
   records: readonly ApiKeyRecord[],
   now: Date,
 ): Promise<KeyAudit[]> => {
-  const active = records.filter((key) => keyStatus(key, now) === 'active');
+  const active = records.filter((key) => isUsable(keyState(key, now)));
   return Promise.all(
     active.map(async (key): Promise<KeyAudit> => {
       const facts = await keyUsageFacts(ctx, key.key_id);

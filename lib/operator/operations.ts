@@ -12,23 +12,29 @@ import type { UsageRecord } from '../../shared/data/repositories/usage';
 import { SCOPES, ScopeSchema, SeedFileSchema, type Scope, type SeedFile } from '../../shared/domain/schemas';
 import type { OperatorContext } from './context';
 import { parseIsoDate } from './dates';
-import { OperatorError } from './errors';
+import { invalidInput, OperatorError } from './errors';
+import { keyState, type KeyState } from '../../shared/domain/key-state';
 
-export { OperatorError } from './errors';
+export { OperatorError, OPERATOR_ERROR_CODES, type OperatorErrorCode } from './errors';
+export { keyState, KEY_STATES, type KeyState } from '../../shared/domain/key-state';
 export { parseIsoDate } from './dates';
 
 /** Parses a comma-separated scope list; an empty entry (`read,,`, `,read`) is a typo, not ignored. */
 export const parseScopes = (value: string): Scope[] => {
-  if (!value.trim()) throw new OperatorError(`--scopes needs at least one of: ${SCOPES.join(', ')}`);
+  if (!value.trim()) throw invalidInput('scopes', `--scopes needs at least one of: ${SCOPES.join(', ')}`);
   const scopes = value.split(',').map((scope) => scope.trim());
   if (scopes.includes('')) {
-    throw new OperatorError(
+    throw invalidInput(
+      'scopes',
       `--scopes has an empty entry in "${value}"; separate scopes with single commas, e.g. read,team:read`,
     );
   }
   const unknown = scopes.filter((scope) => !ScopeSchema.safeParse(scope).success);
   if (unknown.length > 0) {
-    throw new OperatorError(`Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; allowed: ${SCOPES.join(', ')}`);
+    throw invalidInput(
+      'scopes',
+      `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; allowed: ${SCOPES.join(', ')}`,
+    );
   }
   return [...new Set(scopes as Scope[])];
 };
@@ -38,13 +44,14 @@ export const parseAllowIps = (value: string): string[] => {
   try {
     return parseAllowlist(value);
   } catch (error) {
-    if (error instanceof InvalidCidrError) throw new OperatorError(`--allow-ip: ${error.message}`);
+    if (error instanceof InvalidCidrError) throw invalidInput('allow_ip', `--allow-ip: ${error.message}`);
     throw error;
   }
 };
 
 export const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
-  if (!(await ctx.branchData.getBranch(branchId))) throw new OperatorError(`Unknown branch "${branchId}"`);
+  if (!(await ctx.branchData.getBranch(branchId)))
+    throw new OperatorError(`Unknown branch "${branchId}"`, 'unknown_branch', 'branch');
 };
 
 export interface CreateKeyRequest {
@@ -65,11 +72,8 @@ export interface CreateKeyRequest {
 export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest) => {
   const now = request.now ?? new Date();
   const scopes = parseScopes(request.scopes);
-  const expiresAt = request.expires === undefined ? undefined : parseIsoDate(request.expires, '--expires');
-  if (expiresAt && expiresAt.getTime() <= now.getTime()) {
-    throw new OperatorError(`--expires must be in the future; got ${expiresAt.toISOString()}`);
-  }
-  if (request.name !== undefined && !request.name.trim()) throw new OperatorError('--name must not be empty');
+  const expiresAt = request.expires === undefined ? undefined : parseFutureExpiry(request.expires, now);
+  if (request.name !== undefined) parseName(request.name);
   const allowedIps = request.allowIps === undefined ? undefined : parseAllowIps(request.allowIps);
   const rateLimit = request.rateLimit === undefined ? undefined : parseRateLimitOption(request.rateLimit);
   await requireBranch(ctx, request.branchId);
@@ -77,6 +81,7 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     branchId: request.branchId,
     scopes,
     now,
+    actor: await ctx.actor(),
     ...(allowedIps ? { allowedIps } : {}),
     ...(expiresAt ? { expiresAt } : {}),
     ...(request.name ? { name: request.name.trim() } : {}),
@@ -84,12 +89,32 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
   });
 };
 
+/** `--expires`: a time after `now`. */
+export const parseFutureExpiry = (value: string, now: Date): Date => {
+  const expiresAt = parseIsoDate(value, '--expires');
+  if (expiresAt.getTime() <= now.getTime()) {
+    throw invalidInput('expires', `--expires must be in the future; got ${expiresAt.toISOString()}`);
+  }
+  return expiresAt;
+};
+
+/** Longest key name accepted. */
+export const MAX_NAME_LENGTH = 200;
+
+/** `--name`: trimmed, not empty, at most MAX_NAME_LENGTH characters. */
+export const parseName = (value: string): string => {
+  const name = value.trim();
+  if (!name) throw invalidInput('name', '--name must not be empty');
+  if (name.length > MAX_NAME_LENGTH) throw invalidInput('name', `--name may be at most ${MAX_NAME_LENGTH} characters`);
+  return name;
+};
+
 /** `--rate-limit` in its written form, or a one-line OperatorError. */
 export const parseRateLimitOption = (value: string): string => {
   try {
     return formatRateLimit(parseRateLimit(value));
   } catch (error) {
-    if (error instanceof InvalidRateLimitError) throw new OperatorError(`--rate-limit: ${error.message}`);
+    if (error instanceof InvalidRateLimitError) throw invalidInput('rate_limit', `--rate-limit: ${error.message}`);
     throw error;
   }
 };
@@ -97,14 +122,11 @@ export const parseRateLimitOption = (value: string): string => {
 export interface KeyListing extends ApiKeyRecord {
   /** Time of the key's newest call counted in the rollups, if any. */
   last_used_at: string | null;
-  status: 'active' | 'expired' | 'revoked';
+  status: KeyState;
 }
 
-export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyListing['status'] => {
-  if (record.revoked_at) return 'revoked';
-  if (record.expires_at && Date.parse(record.expires_at) <= now.getTime()) return 'expired';
-  return 'active';
-};
+/** The key's state (shared/domain/key-state.ts): the same answer the API gives. */
+export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyState => keyState(record, now);
 
 /** "Last used" of every key of a branch, from the rollups in one Query (lib/operator/usage-rollups.ts). */
 const withLastUsed = async (
@@ -145,7 +167,7 @@ export const listKeyPage = async (
 };
 
 export const unknownKey = (branchId: string, keyId: string) =>
-  new OperatorError(`Unknown key id "${keyId}" for branch "${branchId}"`);
+  new OperatorError(`Unknown key id "${keyId}" for branch "${branchId}"`, 'unknown_key', 'key_id');
 
 export interface KeyOfBranch {
   branchId: string;
@@ -180,7 +202,7 @@ export const revokeKey = async (ctx: OperatorContext, { branchId, keyId }: KeyOf
   const key = await requireKeyOfBranch(ctx, branchId, keyId);
   if (key.revoked_at) return { ...key, revoked_at: key.revoked_at, already_revoked: true };
   try {
-    const revoked = await ctx.keys.revoke(keyId);
+    const revoked = await ctx.keys.revoke(keyId, new Date(), await ctx.actor());
     return { ...revoked, revoked_at: revoked.revoked_at!, already_revoked: false };
   } catch (error) {
     // Deleted between the two reads: as unknown as any other id.
@@ -221,7 +243,7 @@ export const MAX_USAGE_LIMIT = 10_000;
 export const readUsage = async (ctx: OperatorContext, request: UsageRequest) => {
   const limit = request.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_USAGE_LIMIT) {
-    throw new OperatorError(`--limit must be a whole number from 1 to ${MAX_USAGE_LIMIT}`);
+    throw invalidInput('limit', `--limit must be a whole number from 1 to ${MAX_USAGE_LIMIT}`);
   }
   const since = request.since === undefined ? undefined : parseIsoDate(request.since, '--since');
   await requireBranch(ctx, request.branchId);

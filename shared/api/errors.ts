@@ -61,6 +61,13 @@ export const ERROR_CATALOGUE = {
     headers: ['WWW-Authenticate'],
     scope: ['every'],
   },
+  disabled_api_key: {
+    status: 401,
+    message: 'The API key is disabled. An operator of the branch can enable it again.',
+    when: 'the key was disabled (`keys disable`); it answers this until it is enabled',
+    headers: ['WWW-Authenticate'],
+    scope: ['every'],
+  },
   invalid_signature: {
     status: 401,
     message: 'The report signature does not verify.',
@@ -166,6 +173,7 @@ export const missingApiKey = () => new ApiError('missing_api_key', undefined, { 
 export const invalidApiKey = () => new ApiError('invalid_api_key', undefined, invalidToken);
 export const expiredApiKey = () => new ApiError('expired_api_key', undefined, invalidToken);
 export const revokedApiKey = () => new ApiError('revoked_api_key', undefined, invalidToken);
+export const disabledApiKey = () => new ApiError('disabled_api_key', undefined, invalidToken);
 export const insufficientScope = (scope: Scope) =>
   new ApiError('insufficient_scope', `The API key lacks the "${scope}" scope this endpoint requires.`, {
     'WWW-Authenticate': bearer(`, error="insufficient_scope", scope="${scope}"`),

@@ -21,20 +21,19 @@ import type { KeyEventEmitter } from '../data/key-events';
 import { invalidRequest, invalidSignature, payloadTooLarge } from './errors';
 import { jsonResponse, type ApiEvent, type ApiResponse } from './http/response';
 
-export interface LeakRecorder {
-  /** Records what a report did to a key it revoked (the `leaked` activity entry). */
-  (key: ApiKeyRecord, report: Pick<ReportedToken, 'url' | 'source'>, at: Date): Promise<void>;
-}
-
 export interface SecretScanningDeps {
   publicKeys: { get(identifier: string): Promise<string | undefined> };
+  /** Revokes a leaked key with its `leaked` activity entry (shared/data/repositories/keys.ts). */
   keys: {
-    revokeByHash(keyHash: string, now?: Date): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined>;
+    revokeLeaked(
+      keyHash: string,
+      report: Pick<ReportedToken, 'url' | 'source'>,
+      actor: string,
+      now?: Date,
+    ): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined>;
   };
   keyEvents: KeyEventEmitter;
   logger: Pick<Logger, 'info'>;
-  /** @default - nothing recorded beyond the revocation and the event */
-  recordLeak?: LeakRecorder;
   now?: () => Date;
 }
 
@@ -72,12 +71,14 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
       token_type: reported.type,
       label,
     });
+    const at = now();
+    const where = { url: reported.url, source: reported.source };
     // A malformed token can't be a key: no database read.
-    const found = isWellFormedApiKey(reported.token) ? await deps.keys.revokeByHash(tokenHash, now()) : undefined;
+    const found = isWellFormedApiKey(reported.token)
+      ? await deps.keys.revokeLeaked(tokenHash, where, SECRET_SCANNING_ACTOR, at)
+      : undefined;
     if (!found) return { answer: answer('false_positive') };
     if (!found.revoked) return { answer: answer('true_positive') };
-    const at = now();
-    await deps.recordLeak?.(found.record, reported, at);
     await deps.keyEvents.emit([
       keyEvent('leaked', found.record, SECRET_SCANNING_ACTOR, at, { url: reported.url, source: reported.source }),
     ]);

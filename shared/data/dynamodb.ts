@@ -3,7 +3,13 @@
  * Timeouts, attempts and a per-call deadline are bounded so a request can never hang.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, DynamoDBDocumentClient, type BatchWriteCommandOutput } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  DynamoDBDocumentClient,
+  QueryCommand,
+  type BatchWriteCommandOutput,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { ConditionNotMetError, DataStoreError, DataStoreUnavailableError } from './data-store-errors';
 
@@ -121,6 +127,29 @@ export abstract class DynamoRepository {
     } finally {
       clearTimeout(deadline);
     }
+  }
+
+  /** Items of a Query on this table, page after page, until there are no more or `limit` is reached. */
+  protected async queryItems<T>(input: Omit<QueryCommandInput, 'TableName'>, limit = Infinity): Promise<T[]> {
+    const items: T[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const remaining = limit - items.length;
+      const page = await this.run('Query', (abortSignal) =>
+        this.client.send(
+          new QueryCommand({
+            ...input,
+            TableName: this.tableName,
+            ...(Number.isFinite(remaining) ? { Limit: remaining } : {}),
+            ExclusiveStartKey: startKey,
+          }),
+          { abortSignal },
+        ),
+      );
+      items.push(...((page.Items ?? []) as T[]));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && items.length < limit);
+    return items.slice(0, limit);
   }
 
   /** Puts items 25 to a BatchWriteItem, retrying (with backoff) what DynamoDB leaves unprocessed. */

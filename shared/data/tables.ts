@@ -22,6 +22,7 @@ export interface TableNames {
   readonly branchData: string;
   readonly rollups: string;
   readonly rateLimits: string;
+  readonly activity: string;
 }
 
 /** The tables the API functions use (the rollups table is the aggregator's and the operator's). */
@@ -35,7 +36,7 @@ export const API_TABLES = [
 
 export interface TableDefinition {
   /** Stable id: the CDK construct id. */
-  readonly id: 'Keys' | 'Usage' | 'BranchData' | 'UsageRollups' | 'RateLimits';
+  readonly id: 'Keys' | 'Usage' | 'BranchData' | 'UsageRollups' | 'RateLimits' | 'KeyActivity';
   /** Its field in TableNames. */
   readonly name: keyof TableNames;
   /** The environment variable that carries its name to functions and the operator tooling. */
@@ -80,7 +81,7 @@ export const ROLLUPS_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
  * The layout of the usage and rollups tables: a branch's items under `sk`, a key's under the
  * same `sk` through the `by-key` index, expired by DynamoDB TTL.
  */
-const byBranchAndKey = {
+const branchAndKeyLayout = {
   partitionKey: { name: 'branch_id', type: 'S' },
   sortKey: { name: 'sk', type: 'S' },
   indexes: [
@@ -90,6 +91,9 @@ const byBranchAndKey = {
       sortKey: { name: 'sk', type: 'S' },
     },
   ],
+} as const satisfies Partial<TableDefinition>;
+const byBranchAndKey = {
+  ...branchAndKeyLayout,
   timeToLiveAttribute: 'expires_at_epoch',
 } as const satisfies Partial<TableDefinition>;
 
@@ -152,7 +156,31 @@ export const rateLimitsTable: TableDefinition = {
   timeToLiveAttribute: 'expires_at_epoch',
 };
 
-export const tableDefinitions = [keysTable, usageTable, branchDataTable, rollupsTable, rateLimitsTable] as const;
+/** The activity table's per-key index: the same layout as the usage table's. */
+export const ACTIVITY_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
+
+/**
+ * Key activity (docs/decisions.md "Key activity"): one item per key action, by branch, sort key
+ * `<ISO time>#<key id>#<key version>` (newest first when read backwards); the index serves one
+ * key's actions. An audit log: no TTL, kept when the stack is deleted, written only by the
+ * operator tooling (no function reads or writes it).
+ */
+export const activityTable: TableDefinition = {
+  id: 'KeyActivity',
+  name: 'activity',
+  envVar: 'ACTIVITY_TABLE',
+  localName: 'branch-api-key-activity',
+  ...branchAndKeyLayout,
+};
+
+export const tableDefinitions = [
+  keysTable,
+  usageTable,
+  branchDataTable,
+  rollupsTable,
+  rateLimitsTable,
+  activityTable,
+] as const;
 
 type TableNameMap<T> = { readonly [K in keyof TableNames]: T };
 const byName = <T>(pick: (definition: TableDefinition) => T) =>

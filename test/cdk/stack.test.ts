@@ -176,6 +176,7 @@ describe('tables', () => {
       BranchData: stack.tables.branchData,
       UsageRollups: stack.tables.rollups,
       RateLimits: stack.tables.rateLimits,
+      KeyActivity: stack.tables.activity,
     }[definition.id];
     return tables[logicalId(construct)]!;
   };

@@ -35,6 +35,7 @@ describe('tables create', () => {
         process.env.BRANCH_DATA_TABLE,
         process.env.ROLLUPS_TABLE,
         process.env.RATE_LIMITS_TABLE,
+        process.env.ACTIVITY_TABLE,
       ].sort(),
     );
     const again = await runCli(['tables', 'create']);

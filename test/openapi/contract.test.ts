@@ -180,7 +180,7 @@ describe('a response that departs from the document fails', () => {
     const changed = withBody(unauthorized, (json) => (json.error.code = 'insufficient_scope'));
     expect(contractViolations(changed)).toEqual([
       'body/error/code: must be equal to one of the allowed values: ' +
-        '["missing_api_key","invalid_api_key","expired_api_key","revoked_api_key"]',
+        '["missing_api_key","invalid_api_key","expired_api_key","revoked_api_key","disabled_api_key"]',
     ]);
   });
 

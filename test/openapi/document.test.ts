@@ -101,7 +101,7 @@ describe('docs/openapi.json', () => {
 
   const CODES: Record<string, string[]> = {
     400: ['invalid_request'],
-    401: ['missing_api_key', 'invalid_api_key', 'expired_api_key', 'revoked_api_key'],
+    401: ['missing_api_key', 'invalid_api_key', 'expired_api_key', 'revoked_api_key', 'disabled_api_key'],
     403: ['insufficient_scope', 'ip_not_allowed'],
     404: ['not_found'],
     405: ['method_not_allowed'],

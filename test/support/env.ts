@@ -8,6 +8,7 @@ process.env.USAGE_TABLE = `test-usage-${suffix}`;
 process.env.BRANCH_DATA_TABLE = `test-branch-data-${suffix}`;
 process.env.ROLLUPS_TABLE = `test-rollups-${suffix}`;
 process.env.RATE_LIMITS_TABLE = `test-rate-limits-${suffix}`;
+process.env.ACTIVITY_TABLE = `test-key-activity-${suffix}`;
 process.env.AWS_REGION = 'local';
 // Tests fire far more than 50 calls a second with one key; test/rate-limits.test.ts sets its own limits.
 process.env.DEFAULT_RATE_LIMIT = '1000000/s';

@@ -3,6 +3,7 @@
  * code without an entry here fails the typecheck.
  */
 import {
+  disabledApiKey,
   expiredApiKey,
   insufficientScope,
   ipNotAllowed,
@@ -26,6 +27,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, () => ApiError> = {
   invalid_api_key: invalidApiKey,
   expired_api_key: expiredApiKey,
   revoked_api_key: revokedApiKey,
+  disabled_api_key: disabledApiKey,
   invalid_signature: invalidSignature,
   payload_too_large: payloadTooLarge,
   insufficient_scope: () => insufficientScope('read'),

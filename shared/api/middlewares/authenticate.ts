@@ -1,5 +1,6 @@
 import { hashApiKey, isWellFormedApiKey } from '../../domain/api-key';
-import { expiredApiKey, invalidApiKey, missingApiKey, revokedApiKey } from '../errors';
+import { keyState, type KeyState } from '../../domain/key-state';
+import { type ApiError, disabledApiKey, expiredApiKey, invalidApiKey, missingApiKey, revokedApiKey } from '../errors';
 import type { ApiKeyRecord } from '../../data/repositories/keys';
 import type { ApiMiddleware, ApiRequest } from './types';
 
@@ -38,10 +39,18 @@ export const readBearerToken = (headers: Record<string, string | undefined> | un
   return tokenStart < end ? value.slice(tokenStart, end) : undefined;
 };
 
+/** The refusal for each state that opens nothing (shared/domain/key-state.ts). */
+const REFUSALS: Partial<Record<KeyState, () => ApiError>> = {
+  revoked: revokedApiKey,
+  expired: expiredApiKey,
+  disabled: disabledApiKey,
+};
+
 /**
  * Authorization header → key record. Order: header → format and checksum (no database read
- * for a malformed key) → lookup → revoked → expired. The found key is put on the context
- * before it is refused, so a call with a revoked or expired key is still recorded against it.
+ * for a malformed key) → lookup → the key's state (revoked → expired → disabled, from
+ * keyState). The found key is put on the context before it is refused, so a call with a
+ * revoked, expired or disabled key is still recorded against it.
  */
 export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
   const { keys, now } = { ...defaults, ...opts };
@@ -53,9 +62,8 @@ export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
     const apiKey = await keys.getByHash(hashApiKey(token));
     if (!apiKey) throw invalidApiKey();
     context.apiKey = apiKey;
-    if (apiKey.revoked_at !== undefined) throw revokedApiKey();
-    // Fails closed: an expiry that is not a readable time counts as passed.
-    if (apiKey.expires_at !== undefined && !(Date.parse(apiKey.expires_at) > now())) throw expiredApiKey();
+    const refusal = REFUSALS[keyState(apiKey, now())];
+    if (refusal) throw refusal();
   };
 
   return { before: authenticateBefore, name: 'authenticate' };

@@ -3,7 +3,8 @@
  * and the tests all build, one way.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { ApiTableNames } from '../tables';
+import type { ApiTableNames, TableNames } from '../tables';
+import { ActivityRepository } from './activity';
 import { BranchDataRepository } from './branch-data';
 import { KeysRepository } from './keys';
 import { RateLimitsRepository } from './rate-limits';
@@ -14,19 +15,26 @@ export interface Repositories {
   usage: UsageRepository;
   branchData: BranchDataRepository;
   rateLimits: RateLimitsRepository;
+  /** Present when the activity table was named (the operator tooling; no API function has it). */
+  activity?: ActivityRepository;
 }
 
 /** @param deadlineMs longest one repository call may take, retries included */
 export const createRepositories = (
   client: DynamoDBDocumentClient,
-  tables: ApiTableNames,
+  tables: ApiTableNames & Partial<Pick<TableNames, 'activity'>>,
   deadlineMs?: number,
-): Repositories => ({
-  keys: new KeysRepository(client, tables.keys, deadlineMs),
-  usage: new UsageRepository(client, tables.usage, deadlineMs),
-  branchData: new BranchDataRepository(client, tables.branchData, deadlineMs),
-  rateLimits: new RateLimitsRepository(client, tables.rateLimits, deadlineMs),
-});
+): Repositories => {
+  const activity =
+    tables.activity === undefined ? undefined : new ActivityRepository(client, tables.activity, deadlineMs);
+  return {
+    keys: new KeysRepository(client, tables.keys, deadlineMs, activity),
+    usage: new UsageRepository(client, tables.usage, deadlineMs),
+    branchData: new BranchDataRepository(client, tables.branchData, deadlineMs),
+    rateLimits: new RateLimitsRepository(client, tables.rateLimits, deadlineMs),
+    ...(activity ? { activity } : {}),
+  };
+};
 
-export { BranchDataRepository, KeysRepository, RateLimitsRepository, UsageRepository };
+export { ActivityRepository, BranchDataRepository, KeysRepository, RateLimitsRepository, UsageRepository };
 export type { Page, PageRequest } from './page';

@@ -1,0 +1,264 @@
+/**
+ * Editing, disabling and enabling keys, and the key activity log, through the operator functions
+ * the CLI and the console call, with their effect on the API, against the embedded DynamoDB.
+ */
+import { userInfo } from 'node:os';
+import { handler as getBranch } from '../functions/get-branch';
+import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
+import { createKey, OperatorError, revokeKey } from '../lib/operator/operations';
+import { disableKey, enableKey, listActivity, updateKey } from '../lib/operator/key-actions';
+import { rollKey } from '../lib/operator/lifecycle';
+import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
+import { mainBranch, otherBranch } from './support/fixtures';
+import {
+  expectError,
+  FAST_FAILURE_ENV,
+  fixtureKeys,
+  invoke,
+  scanRaw,
+  setUpBranches,
+  tableNames,
+} from './support/harness';
+
+const branchId = mainBranch.id;
+let ctx: OperatorContext;
+
+beforeAll(async () => {
+  await setUpBranches();
+  ctx = createOperatorContext(process.env);
+});
+afterAll(() => ctx.close());
+
+const newKey = async (extra: { allowIps?: string; rateLimit?: string } = {}) => {
+  const { key, record } = await createKey(ctx, { branchId, scopes: 'read', name: 'sync', ...extra });
+  return { key, keyId: record.key_id };
+};
+const callWith = (key: string, sourceIp = '198.51.100.7') => invoke(getBranch, { path: '/v1/branch', key, sourceIp });
+const codeOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'no error',
+    (error: unknown) =>
+      error instanceof OperatorError ? { code: error.code, field: error.field ?? null } : String(error),
+  );
+
+describe('disable and enable', () => {
+  it('a disabled key answers 401 disabled_api_key on its next call, and works again once enabled', async () => {
+    const { key, keyId } = await newKey();
+    expect((await callWith(key)).statusCode).toBe(200);
+    const disabled = await disableKey(ctx, { branchId, keyId });
+    expect(disabled).toMatchObject({ changed: true, key: { key_id: keyId, disabled_at: expect.any(String) } });
+    expectError(await callWith(key), 401, 'disabled_api_key');
+    const enabled = await enableKey(ctx, { branchId, keyId });
+    expect(enabled.changed).toBe(true);
+    expect(enabled.key.disabled_at).toBeUndefined();
+    expect((await callWith(key)).statusCode).toBe(200);
+  });
+
+  it('changes nothing else, and twice is the same as once', async () => {
+    const { keyId } = await newKey({ allowIps: '198.51.100.0/24', rateLimit: '5/s' });
+    const before = await fixtureKeys.getById(keyId);
+    await disableKey(ctx, { branchId, keyId });
+    expect((await disableKey(ctx, { branchId, keyId })).changed).toBe(false);
+    await enableKey(ctx, { branchId, keyId });
+    expect((await enableKey(ctx, { branchId, keyId })).changed).toBe(false);
+    const after = await fixtureKeys.getById(keyId);
+    expect({ ...after, version: 0 }).toEqual({ ...before, version: 0 });
+    // Two actions written, two no-ops not.
+    expect(after!.version).toBe(before!.version! + 2);
+  });
+
+  it('refuses revoked keys and keys of another branch, by code', async () => {
+    const { keyId } = await newKey();
+    await revokeKey(ctx, { branchId, keyId });
+    expect(await codeOf(disableKey(ctx, { branchId, keyId }))).toEqual({ code: 'key_not_changeable', field: null });
+    expect(await codeOf(enableKey(ctx, { branchId, keyId }))).toEqual({ code: 'key_not_changeable', field: null });
+    const other = await newKey();
+    expect(await codeOf(disableKey(ctx, { branchId: otherBranch.id, keyId: other.keyId }))).toEqual({
+      code: 'unknown_key',
+      field: 'key_id',
+    });
+    expect(await codeOf(disableKey(ctx, { branchId: 'br_nope', keyId: other.keyId }))).toEqual({
+      code: 'unknown_branch',
+      field: 'branch',
+    });
+  });
+
+  it('a disabled key cannot be rolled until it is enabled', async () => {
+    const { keyId } = await newKey();
+    await disableKey(ctx, { branchId, keyId });
+    expect(await codeOf(rollKey(ctx, { branchId, keyId }))).toEqual({ code: 'key_not_changeable', field: null });
+  });
+});
+
+describe('update', () => {
+  it('changes name, scopes, rate limit, allowlist and expiry; the API applies them on the next call', async () => {
+    const { key, keyId } = await newKey();
+    const expires = new Date(Date.now() + 86_400_000).toISOString();
+    const { key: updated, changed } = await updateKey(ctx, {
+      branchId,
+      keyId,
+      name: ' billing ',
+      scopes: 'read,team:read',
+      rateLimit: '10/min',
+      allowIps: '203.0.113.0/24',
+      expires,
+    });
+    expect(changed).toBe(true);
+    expect(updated).toMatchObject({
+      name: 'billing',
+      scopes: ['read', 'team:read'],
+      rate_limit: '10/min',
+      allowed_ips: ['203.0.113.0/24'],
+      expires_at: expires,
+    });
+    expectError(await callWith(key, '198.51.100.7'), 403, 'ip_not_allowed');
+    expect((await callWith(key, '203.0.113.9')).statusCode).toBe(200);
+    // --no-allow-ip, --no-expires and the default rate limit unset them.
+    const cleared = await updateKey(ctx, { branchId, keyId, allowIps: null, expires: null, rateLimit: null });
+    expect(cleared.key).not.toHaveProperty('allowed_ips');
+    expect(cleared.key).not.toHaveProperty('expires_at');
+    expect(cleared.key).not.toHaveProperty('rate_limit');
+    expect((await callWith(key, '198.51.100.7')).statusCode).toBe(200);
+  });
+
+  it('an update to the values the key already has writes nothing', async () => {
+    const { keyId } = await newKey();
+    const before = await fixtureKeys.getById(keyId);
+    expect((await updateKey(ctx, { branchId, keyId, name: 'sync', scopes: 'read' })).changed).toBe(false);
+    expect(await fixtureKeys.getById(keyId)).toEqual(before);
+  });
+
+  it.each([
+    [{ name: '  ' }, 'name'],
+    [{ name: 'x'.repeat(201) }, 'name'],
+    [{ scopes: 'read,admin' }, 'scopes'],
+    [{ rateLimit: 'lots' }, 'rate_limit'],
+    [{ allowIps: '10.0.0.0/33' }, 'allow_ip'],
+    [{ expires: '2020-01-01T00:00:00Z' }, 'expires'],
+    [{ expires: 'tomorrow' }, 'expires'],
+    [{}, 'key'],
+  ])('refuses %j with invalid_input on field %s, before writing', async (input, field) => {
+    const { keyId } = await newKey();
+    const before = await fixtureKeys.getById(keyId);
+    expect(await codeOf(updateKey(ctx, { branchId, keyId, ...input }))).toEqual({ code: 'invalid_input', field });
+    expect(await fixtureKeys.getById(keyId)).toEqual(before);
+  });
+
+  it('refuses revoked, expired and rolled keys', async () => {
+    const revoked = await newKey();
+    await revokeKey(ctx, { branchId, keyId: revoked.keyId });
+    const rolled = await newKey();
+    await rollKey(ctx, { branchId, keyId: rolled.keyId });
+    const expired = await fixtureKeys.create({ branchId, scopes: ['read'], expiresAt: new Date(Date.now() - 1) });
+    for (const keyId of [revoked.keyId, rolled.keyId, expired.record.key_id]) {
+      expect(await codeOf(updateKey(ctx, { branchId, keyId, name: 'x' }))).toEqual({
+        code: 'key_not_changeable',
+        field: null,
+      });
+    }
+  });
+});
+
+describe('activity', () => {
+  it('records every action with the OS user, the time and what changed, newest first; never a key value', async () => {
+    const { key, keyId } = await newKey();
+    await updateKey(ctx, { branchId, keyId, name: 'renamed', rateLimit: '5/s' });
+    await disableKey(ctx, { branchId, keyId });
+    await enableKey(ctx, { branchId, keyId });
+    const { record } = await rollKey(ctx, { branchId, keyId, grace: '1h' });
+    await revokeKey(ctx, { branchId, keyId });
+    const entries = await listActivity(ctx, { branchId, keyId });
+    expect(entries.map((entry) => entry.action)).toEqual([
+      'revoked',
+      'rolled',
+      'enabled',
+      'disabled',
+      'updated',
+      'created',
+    ]);
+    const user = userInfo().username;
+    for (const entry of entries) expect(entry).toMatchObject({ actor: user, branch_id: branchId, key_id: keyId });
+    expect(entries[4]!.changes).toEqual({
+      name: { before: 'sync', after: 'renamed' },
+      rate_limit: { before: null, after: '5/s' },
+    });
+    expect(entries[4]!.key_name).toBe('renamed');
+    expect(entries[1]!.details).toEqual({ rolled_to: record.key_id });
+    expect(entries[2]!.changes).toEqual({ disabled_at: { before: expect.any(String), after: null } });
+    // The new key's creation is in the branch's log, linked to the old one.
+    const branchLog = await listActivity(ctx, { branchId });
+    expect(branchLog.find((e) => e.key_id === record.key_id)).toMatchObject({
+      action: 'created',
+      details: { rolled_from: keyId },
+    });
+    const stored = JSON.stringify(await scanRaw(tableNames.activity));
+    expect(stored).not.toContain(key);
+    expect(stored).not.toContain(key.slice(10, 40));
+  });
+
+  it('keeps to its limit and to the branch', async () => {
+    const { keyId } = await newKey();
+    await disableKey(ctx, { branchId, keyId });
+    expect(await listActivity(ctx, { branchId, limit: 1 })).toHaveLength(1);
+    expect(await listActivity(ctx, { branchId: otherBranch.id, limit: 1000 })).toEqual(
+      expect.not.arrayContaining([expect.objectContaining({ key_id: keyId })]),
+    );
+    expect(await codeOf(listActivity(ctx, { branchId, limit: 1001 }))).toEqual({
+      code: 'invalid_input',
+      field: 'limit',
+    });
+    expect(await codeOf(listActivity(ctx, { branchId: otherBranch.id, keyId }))).toEqual({
+      code: 'unknown_key',
+      field: 'key_id',
+    });
+  });
+});
+
+describe('an action and its activity entry cannot disagree (a fault proxy in front of DynamoDB injects the faults)', () => {
+  let proxy: FaultProxy;
+  let faulty: OperatorContext;
+
+  beforeAll(async () => {
+    proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
+    faulty = createOperatorContext({ ...process.env, ...FAST_FAILURE_ENV, DYNAMODB_ENDPOINT: proxy.endpoint });
+  });
+  afterAll(async () => {
+    faulty.close();
+    await proxy.close();
+  });
+  afterEach(() => proxy.clear());
+
+  it('the activity table failing: the action stands, and its entry is in the log at the next read', async () => {
+    const { key, keyId } = await newKey();
+    proxy.inject('PutItem', { kind: 'error' }); // every PutItem: only the activity copy uses one here
+    const result = await disableKey(faulty, { branchId, keyId });
+    expect(result.changed).toBe(true);
+    expect(proxy.requests.some((r) => r.operation === 'PutItem' && r.outcome === 'error')).toBe(true);
+    expectError(await callWith(key), 401, 'disabled_api_key');
+    // While the activity table still fails, reading the log fails rather than leave the action out.
+    await expect(listActivity(faulty, { branchId, keyId })).rejects.toThrow();
+    proxy.clear();
+    const entries = await listActivity(faulty, { branchId, keyId });
+    expect(entries.map((entry) => entry.action)).toEqual(['disabled', 'created']);
+  });
+
+  it('the next action copies a pending entry first, so none is overwritten', async () => {
+    const { keyId } = await newKey();
+    proxy.inject('PutItem', { kind: 'error' });
+    await disableKey(faulty, { branchId, keyId });
+    proxy.clear();
+    await enableKey(faulty, { branchId, keyId });
+    const raw = await scanRaw(tableNames.activity);
+    const actions = raw.filter((item) => item.key_id?.S === keyId).map((item) => item.action?.S);
+    expect(actions.sort()).toEqual(['created', 'disabled', 'enabled']);
+  });
+
+  it('the key write failing: nothing changes and no entry is written', async () => {
+    const { key, keyId } = await newKey();
+    proxy.inject('UpdateItem', { kind: 'error' });
+    await expect(disableKey(faulty, { branchId, keyId })).rejects.toThrow();
+    proxy.clear();
+    expect((await callWith(key)).statusCode).toBe(200);
+    expect((await listActivity(ctx, { branchId, keyId })).map((entry) => entry.action)).toEqual(['created']);
+  });
+});
