@@ -14,6 +14,11 @@ import { KEY_EVENT_ATTEMPTS, KEY_EVENT_NOT_SENT, eventBridgeKeyEvents, fileKeyEv
 import { keyEvent, KEY_EVENT_TYPES, OncePerPeriod } from '../shared/domain/key-events';
 import { createKey, expectError, invoke, loadService, setUpBranches } from './support/harness';
 import { readEventsFile } from './support/secret-scanning';
+import { mainBranch } from './support/fixtures';
+import { createOperatorContext } from '../lib/operator/context';
+import { createKey as createOperatorKey, revokeKey } from '../lib/operator/operations';
+import { disableKey, enableKey, updateKey } from '../lib/operator/key-actions';
+import { rollKey } from '../lib/operator/lifecycle';
 
 const subject = { key_id: 'key_1', branch_id: 'br_1', name: 'CI', start: 'wsk_AbCd' };
 const tempFile = () => join(mkdtempSync(join(tmpdir(), 'key-events-')), 'events.jsonl');
@@ -159,6 +164,41 @@ describe('once per period', () => {
     expect([once.first('a', 0), once.first('a', hour - 1), once.first('a', hour)]).toEqual([true, false, true]);
     for (let i = 0; i < 1000; i += 1) once.first(`k${i}`, hour);
     expect(once.size).toBe(3);
+  });
+});
+
+describe('key actions through the operator library (what the CLI and the console call)', () => {
+  it('each send their event with the operator as actor: created, updated, disabled, enabled, rolled, revoked', async () => {
+    await setUpBranches();
+    const file = tempFile();
+    const ctx = createOperatorContext({ ...process.env, KEY_EVENTS_FILE: file });
+    try {
+      const branchId = mainBranch.id;
+      const { key, record } = await createOperatorKey(ctx, { branchId, scopes: 'read', name: 'sync' });
+      const ref = { branchId, keyId: record.key_id };
+      await updateKey(ctx, { ...ref, name: 'sync v2' });
+      await disableKey(ctx, ref);
+      await disableKey(ctx, ref); // no change: no event
+      await enableKey(ctx, ref);
+      const rolled = await rollKey(ctx, { ...ref, grace: '0' });
+      await revokeKey(ctx, { branchId, keyId: rolled.record.key_id });
+      const events = linesOf(file);
+      expect(events.map((event) => [event['detail-type'], event.detail.name])).toEqual([
+        ['Key Created', 'sync'],
+        ['Key Updated', 'sync v2'],
+        ['Key Disabled', 'sync v2'],
+        ['Key Enabled', 'sync v2'],
+        ['Key Rolled', 'sync v2'],
+        ['Key Created', 'sync v2'],
+        ['Key Revoked', 'sync v2'],
+      ]);
+      expect(new Set(events.map((event) => event.detail.actor))).toEqual(new Set([await ctx.actor()]));
+      expect(events[4]!.detail.rolled_to).toBe(rolled.record.key_id);
+      expect(readFileSync(file, 'utf8')).not.toContain(key);
+      expect(readFileSync(file, 'utf8')).not.toContain(rolled.key);
+    } finally {
+      ctx.close();
+    }
   });
 });
 

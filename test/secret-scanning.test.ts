@@ -14,6 +14,7 @@ import {
   countCommands,
   createKey,
   expectError,
+  fixtureClient,
   fixtureKeys,
   invoke,
   loadService,
@@ -22,6 +23,7 @@ import {
   type Service,
 } from './support/harness';
 import { secretScanningRoute } from '../shared/api/routes';
+import { ActivityRepository } from '../shared/data/repositories';
 import {
   keysDocument,
   newSigningKey,
@@ -84,6 +86,16 @@ describe('a leaked live key', () => {
       },
     ]);
     expect(readFileSync(eventsFile, 'utf8')).not.toContain(key);
+    // The `leaked` activity entry: who, where, what changed.
+    const activity = new ActivityRepository(fixtureClient, tableNames.activity);
+    expect(await activity.list({ branchId: mainBranch.id, keyId: record.key_id, limit: 10 })).toContainEqual(
+      expect.objectContaining({
+        action: 'leaked',
+        actor: 'github-secret-scanning',
+        details: { url: 'https://github.com/octo/repo/blob/abc/config.js', source: 'content' },
+        changes: { revoked_at: { before: null, after: expect.any(String) } },
+      }),
+    );
     // The log says what happened, by key id; the token appears nowhere, not even in the response.
     expect(logs.entries).toContainEqual(
       expect.objectContaining({ message: 'Secret scanning report', tokens: 1, revoked_key_ids: [record.key_id] }),
@@ -206,7 +218,7 @@ describe('least privilege', () => {
     await report(JSON.stringify([reported(key), reported(generateApiKey())]));
     const made = counter.sent.map(({ command, input }) => [
       `dynamodb:${command.replace(/Command$/, '')}`,
-      input.TableName === tableNames.keys ? 'keys' : input.TableName,
+      Object.entries(tableNames).find(([, name]) => name === input.TableName)?.[0] ?? input.TableName,
     ]);
     const declared = secretScanningRoute.access.flatMap(({ table, actions }) =>
       actions.map((action) => [action, table]),

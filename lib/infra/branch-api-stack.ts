@@ -252,6 +252,10 @@ export class BranchApiStack extends Stack {
       value: this.tables.branchData.tableName,
       description: 'BRANCH_DATA_TABLE',
     });
+    new CfnOutput(this, 'KeyEventBusName', {
+      value: this.keyEvents.bus.eventBusName,
+      description: 'KEY_EVENT_BUS_NAME: key events (subscribe with rules; the operator tooling puts its own here)',
+    });
     new CfnOutput(this, 'RollupsTableName', { value: this.tables.rollups.tableName, description: 'ROLLUPS_TABLE' });
   }
 }

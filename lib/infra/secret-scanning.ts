@@ -1,7 +1,7 @@
 /**
  * The secret scanning report deployed (docs/decisions.md "Leaked keys"): a function of its own
- * behind the same HTTP API (`POST /security/secret-scanning`), allowed only the keys table calls
- * of its route (GetItem, UpdateItem); the bus grant comes from KeyEvents.emitFrom.
+ * behind the same HTTP API (`POST /security/secret-scanning`), allowed only the calls of its route
+ * (keys GetItem and UpdateItem, activity PutItem); the bus grant comes from KeyEvents.emitFrom.
  */
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
@@ -10,6 +10,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { secretScanningRoute } from '../../shared/api/routes';
 import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../../shared/data/secret-scanning-keys';
+import { TABLE_ENV } from '../../shared/data/tables';
 import { ApiFunction, type ApiTables } from './api-function';
 
 export interface SecretScanningProps {
@@ -39,6 +40,8 @@ export class SecretScanning extends Construct {
       ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
       ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
     }).bindTables(props.tables, props.usageRetentionDays, secretScanningRoute.access, props.defaultRateLimit);
+    // The `leaked` activity entries go to the activity table at once.
+    this.function.function.addEnvironment(TABLE_ENV.activity, props.tables.activity.tableName);
 
     props.httpApi.addRoutes({
       path: secretScanningRoute.path,

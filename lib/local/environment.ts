@@ -86,13 +86,15 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   // The handlers read their configuration from the environment when they are imported.
   process.env.DYNAMODB_ENDPOINT = dynamoEndpoint;
   process.env.AWS_REGION ??= 'local';
+  // Before the operator context and the handlers read them: the demo key's creation is an event too.
+  const keyEvents = setUpLocalKeyEvents(options.dataDir);
   const operator = createOperatorContext(process.env);
   process.env.KEYS_TABLE = operator.tables.keys;
   process.env.USAGE_TABLE = operator.tables.usage;
   process.env.BRANCH_DATA_TABLE = operator.tables.branchData;
   process.env.ROLLUPS_TABLE = operator.tables.rollups;
   process.env.RATE_LIMITS_TABLE = operator.tables.rateLimits;
-  const keyEvents = setUpLocalKeyEvents(options.dataDir);
+  process.env.ACTIVITY_TABLE = operator.tables.activity;
 
   try {
     await ensureTables(operator.client, operator.tables);

@@ -96,8 +96,12 @@ export const secretScanningRoute: ReportRouteDefinition = {
   path: '/security/secret-scanning',
   entry: 'functions/secret-scanning.ts',
   summary: 'Report leaked API keys (GitHub secret scanning partner program)',
-  // The key by hash, then its revocation.
-  access: [{ table: 'keys', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] }],
+  // The key by hash, then its revocation (the `leaked` action); its entry copied to the activity
+  // table, then cleared from the key item (another UpdateItem).
+  access: [
+    { table: 'keys', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
+    { table: 'activity', actions: ['dynamodb:PutItem'] },
+  ],
 };
 
 /** Any route the gateway serves. */

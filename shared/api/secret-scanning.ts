@@ -1,11 +1,11 @@
 /**
  * The secret scanning report (docs/decisions.md "Leaked keys"): signature first, then the shape,
- * then each reported token: a live key that matches is revoked at once, its leak recorded and a
- * `Key Leaked` event sent. The raw token is never echoed, logged or stored: only its SHA-256.
+ * then each reported token: a live key that matches is revoked at once as the `leaked` key action
+ * (its activity entry carries the report's url and source; the keys repository sends its
+ * `Key Leaked` event). The raw token is never echoed, logged or stored: only its SHA-256.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { hashApiKey, isWellFormedApiKey } from '../domain/api-key';
-import { keyEvent } from '../domain/key-events';
 import {
   KEY_IDENTIFIER_HEADER,
   MAX_REPORT_BYTES,
@@ -17,13 +17,15 @@ import {
   type ReportedToken,
 } from '../domain/secret-scanning';
 import type { ApiKeyRecord } from '../data/repositories/keys';
-import type { KeyEventEmitter } from '../data/key-events';
 import { invalidRequest, invalidSignature, payloadTooLarge } from './errors';
 import { jsonResponse, type ApiEvent, type ApiResponse } from './http/response';
 
 export interface SecretScanningDeps {
   publicKeys: { get(identifier: string): Promise<string | undefined> };
-  /** Revokes a leaked key with its `leaked` activity entry (shared/data/repositories/keys.ts). */
+  /**
+   * Revokes a leaked key as the `leaked` action: its activity entry and its `Key Leaked` event
+   * (shared/data/repositories/keys.ts).
+   */
   keys: {
     revokeLeaked(
       keyHash: string,
@@ -32,7 +34,6 @@ export interface SecretScanningDeps {
       now?: Date,
     ): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined>;
   };
-  keyEvents: KeyEventEmitter;
   logger: Pick<Logger, 'info'>;
   now?: () => Date;
 }
@@ -79,9 +80,6 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
       : undefined;
     if (!found) return { answer: answer('false_positive') };
     if (!found.revoked) return { answer: answer('true_positive') };
-    await deps.keyEvents.emit([
-      keyEvent('leaked', found.record, SECRET_SCANNING_ACTOR, at, { url: reported.url, source: reported.source }),
-    ]);
     return { answer: answer('true_positive'), revoked: found.record };
   };
 

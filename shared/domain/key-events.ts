@@ -3,6 +3,7 @@
  * carries and the local JSON-lines file holds. Built only from a key's public fields, so an event
  * can never carry a key value or its hash.
  */
+import type { ActivityEntry } from './key-activity';
 
 export const KEY_EVENT_SOURCE = 'branch-api';
 
@@ -71,6 +72,19 @@ export const keyEvent = (
     },
   };
 };
+
+/**
+ * The event of a key action, from its activity entry (shared/domain/key-activity.ts): the same
+ * actor and time, and the entry's details (a leak report's url and source, a roll's other key).
+ */
+export const keyEventOfAction = (entry: ActivityEntry, start: string): KeyEvent =>
+  keyEvent(
+    entry.action,
+    { key_id: entry.key_id, branch_id: entry.branch_id, name: entry.key_name, start },
+    entry.actor,
+    new Date(entry.at),
+    entry.details ?? {},
+  );
 
 /**
  * Remembers which ids were seen within the last `periodMs`, so something happens at most once per

@@ -39,12 +39,13 @@ describe('the secret scanning report', () => {
     });
   });
 
-  it('may read and revoke keys, put key events and write its logs, and nothing else', () => {
+  it('may read and revoke keys, record the leak, put key events and write its logs, and nothing else', () => {
     const grants = grantsOf(template, logicalId(fn.role)).filter((grant) => !grant.startsWith('xray:'));
     expect(grants.sort()).toEqual(
       [
         `dynamodb:GetItem ${keysTableArn}`,
         `dynamodb:UpdateItem ${keysTableArn}`,
+        `dynamodb:PutItem ${JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.tables.activity), 'Arn'] })}`,
         `events:PutEvents ${busArn}`,
         `logs:CreateLogStream ${JSON.stringify({ 'Fn::GetAtt': [logicalId(fn.logGroup), 'Arn'] })}`,
         `logs:PutLogEvents ${JSON.stringify({ 'Fn::GetAtt': [logicalId(fn.logGroup), 'Arn'] })}`,
@@ -58,6 +59,7 @@ describe('the secret scanning report', () => {
         Variables: Match.objectLike({
           SECRET_SCANNING_KEYS_URL: 'https://api.github.com/meta/public_keys/secret_scanning',
           KEY_EVENT_BUS_NAME: { Ref: eventBus },
+          ACTIVITY_TABLE: { Ref: logicalId(stack.tables.activity) },
         }),
       },
       Role: { 'Fn::GetAtt': [logicalId(fn.role), 'Arn'] },
@@ -66,8 +68,9 @@ describe('the secret scanning report', () => {
 });
 
 describe('the key events bus', () => {
-  it('is one custom bus', () => {
+  it('is one custom bus, named in a stack output for the operator tooling (KEY_EVENT_BUS_NAME)', () => {
     expect(Object.keys(resourcesOfType(template, 'AWS::Events::EventBus'))).toEqual([eventBus]);
+    template.hasOutput('KeyEventBusName', { Value: { Ref: eventBus } });
   });
 
   it('takes events only from the functions that emit: the API functions, the report and the daily run', () => {

@@ -558,6 +558,7 @@ describe('outputs', () => {
     expect(Object.keys(template.findOutputs('*')).sort()).toEqual([
       'ApiBaseUrl',
       'BranchDataTableName',
+      'KeyEventBusName',
       'KeysTableName',
       'RollupsTableName',
       'UsageTableName',

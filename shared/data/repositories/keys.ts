@@ -77,7 +77,7 @@ export class KeysRepository extends KeyStore {
       input.actor ?? UNKNOWN_ACTOR,
       now,
     );
-    await this.publish(entry, keyHash);
+    await this.publish(entry, keyHash, record);
     return { key, record };
   }
 
@@ -121,7 +121,7 @@ export class KeysRepository extends KeyStore {
       if (!mutation || isNoChange(stored, mutation)) return { record: toRecord(stored), changed: false };
       try {
         const { record, entry } = await this.applyAction(stored, action, ref.actor, now, mutation);
-        await this.publish(entry, stored.key_hash);
+        await this.publish(entry, stored.key_hash, record);
         return { record, changed: true };
       } catch (error) {
         if (!(error instanceof ConditionNotMetError)) throw error;
@@ -207,14 +207,14 @@ export class KeysRepository extends KeyStore {
       const { record: previous, entry } = await this.applyAction(stored, 'rolled', actor, now, mutation, {
         rolled_to: newId,
       });
-      await this.publish(entry, stored.key_hash);
-      await this.publish(created.entry, newHash);
+      await this.publish(entry, stored.key_hash, previous);
+      await this.publish(created.entry, newHash, created.record);
       return { key: created.key, record: created.record, previous };
     } catch (error) {
       const current = await this.getStored(stored.key_hash).catch(() => undefined);
       if (current === undefined) throw error; // outcome unknown: leave the new key for the operator to see
       if (current.rolled_to === newId) {
-        await this.publish(created.entry, newHash);
+        await this.publish(created.entry, newHash, created.record);
         return { key: created.key, record: created.record, previous: toRecord(current) };
       }
       await this.deleteByHash(newHash).catch(() => undefined);
@@ -245,7 +245,7 @@ export class KeysRepository extends KeyStore {
       try {
         const mutation = { set: { revoked_at: now.toISOString() }, remove: [] };
         const { record, entry } = await this.applyAction(stored, 'leaked', actor, now, mutation, report);
-        await this.publish(entry, keyHash);
+        await this.publish(entry, keyHash, record);
         return { record, revoked: true };
       } catch (error) {
         if (!(error instanceof ConditionNotMetError) || attempt >= MAX_ACTION_ATTEMPTS) throw error;
