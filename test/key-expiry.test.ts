@@ -1,6 +1,7 @@
 /**
  * "Key Expiring" events (docs/decisions.md "Key events"): the daily scheduled function on the
- * embedded DynamoDB sends one per key that expires within 7 days, once per key and expiry.
+ * embedded DynamoDB sends one per key that expires within 7 days, once per key and expiry; locally
+ * `keys audit` sends them for the branch it audits.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,10 @@ import type { Context } from 'aws-lambda';
 import { buildContext } from '../lib/local/events';
 import { createKey, fixtureKeys, setUpBranches } from './support/harness';
 import { readEventsFile } from './support/secret-scanning';
+import { otherBranch } from './support/fixtures';
+import { createOperatorContext } from '../lib/operator/context';
+import { auditKeys } from '../lib/operator/lifecycle';
+import { updateKey } from '../lib/operator/key-actions';
 
 const DAY = 24 * 60 * 60 * 1000;
 const eventsFile = join(mkdtempSync(join(tmpdir(), 'key-events-')), 'events.jsonl');
@@ -53,4 +58,27 @@ it('sends Key Expiring once for each live key expiring within 7 days, and never 
   expect(await handler({}, buildContext())).toEqual({ sent: 0 });
   expect(await (await loadFunction())({}, buildContext())).toEqual({ sent: 0 });
   expect(readEventsFile(eventsFile)).toHaveLength(2);
+});
+
+it('keys audit sends them locally, once per key and expiry; a new expiry gets its own', async () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'key-events-')), 'events.jsonl');
+  const ctx = createOperatorContext({ ...process.env, KEY_EVENTS_FILE: file });
+  try {
+    const { record } = await createKey({
+      branchId: otherBranch.id,
+      name: 'Audited',
+      expiresAt: new Date(Date.now() + 2 * DAY),
+    });
+    const expiring = () => readEventsFile(file).filter((event) => event['detail-type'] === 'Key Expiring');
+    await auditKeys(ctx, { branchId: otherBranch.id });
+    await auditKeys(ctx, { branchId: otherBranch.id });
+    expect(expiring().map((event) => event.detail.key_id)).toEqual([record.key_id]);
+
+    const later = new Date(Date.now() + 5 * DAY).toISOString();
+    await updateKey(ctx, { branchId: otherBranch.id, keyId: record.key_id, expires: later });
+    await auditKeys(ctx, { branchId: otherBranch.id });
+    expect(expiring().map((event) => event.detail.expires_at)).toEqual([record.expires_at, later]);
+  } finally {
+    ctx.close();
+  }
 });

@@ -11,7 +11,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConfigError, readDynamoDbSettings, readKeyEventSettings } from '../../shared/lambda/config';
-import { createKeyEventEmitter, type EmitterLogger } from '../../shared/data/key-events';
+import { createKeyEventEmitter, type EmitterLogger, type KeyEventEmitter } from '../../shared/data/key-events';
 import { createDocumentClient } from '../../shared/data/dynamodb';
 import { createRepositories, type Repositories } from '../../shared/data/repositories';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
@@ -28,6 +28,8 @@ export interface OperatorContext extends Repositories {
   endpoint?: string;
   /** Key activity (lib/operator/key-actions.ts). */
   activity: ActivityRepository;
+  /** Where key events go (the keys repository sends the actions' own; `keys audit` the expiring ones). */
+  keyEvents?: KeyEventEmitter;
   /** Who actions are recorded as: the OS user locally, the IAM principal ARN on AWS (lib/operator/actor.ts). */
   actor(): Promise<string>;
   /** The document client (it also sends plain commands such as CreateTable). */
@@ -63,6 +65,7 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
     ...repositories,
     activity: repositories.activity!,
+    keyEvents,
     actor: actorResolver(env, settings.endpoint !== undefined),
     rollups: new RollupsRepository(client, tables.rollups, settings.deadlineMs),
     client,
