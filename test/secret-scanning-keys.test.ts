@@ -53,6 +53,15 @@ describe('a file: keys document', () => {
   });
 });
 
+describe('a keys document over 256 KB', () => {
+  it('is refused, not parsed: PublicKeysUnavailableError', async () => {
+    const big = keysDocument([first]);
+    const key = { key_identifier: 'key-1', key: first.publicPem, padding: 'x'.repeat(256 * 1024) };
+    writeFileSync(big.file, JSON.stringify({ public_keys: [key] }));
+    await expect(new PublicKeySource({ url: big.url }).get('key-1')).rejects.toBeInstanceOf(PublicKeysUnavailableError);
+  });
+});
+
 describe('an http keys document', () => {
   const serve = async (handler: Parameters<typeof createServer>[1]) => {
     const server: Server = createServer(handler);

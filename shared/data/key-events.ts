@@ -6,6 +6,7 @@
  */
 import { appendFile } from 'node:fs/promises';
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { KeyEvent } from '../domain/key-events';
 
 export interface KeyEventEmitter {
@@ -92,7 +93,16 @@ export interface KeyEventSettings {
 /** The emitter a configuration names: the bus, the file, or none. */
 export const createKeyEventEmitter = (settings: KeyEventSettings, logger: EmitterLogger): KeyEventEmitter => {
   if (settings.busName) {
-    const client = new EventBridgeClient({ ...(settings.region ? { region: settings.region } : {}), maxAttempts: 2 });
+    // Bounded like the DynamoDB client: a "rate limit reached" event is awaited before its 429.
+    const client = new EventBridgeClient({
+      ...(settings.region ? { region: settings.region } : {}),
+      maxAttempts: 2,
+      requestHandler: new NodeHttpHandler({
+        connectionTimeout: 500,
+        requestTimeout: 1000,
+        throwOnRequestTimeout: true,
+      }),
+    });
     return eventBridgeKeyEvents(client, settings.busName, logger);
   }
   if (settings.file) return fileKeyEvents(settings.file, logger);

@@ -3,7 +3,8 @@
  * handlers, routed by the shared route table; unmatched requests get the catch-all function.
  */
 import { request as httpRequest } from 'node:http';
-import { startGateway, type Gateway } from '../../lib/local/gateway';
+import { MAX_REQUEST_BODY_BYTES, startGateway, type Gateway } from '../../lib/local/gateway';
+import { MAX_REPORT_BYTES } from '../../shared/domain/secret-scanning';
 import { expectToMatchContract } from '../support/contract';
 import { mainBranch } from '../support/fixtures';
 import { createKey, createTables, seedBranches, usageRecordFor } from '../support/harness';
@@ -96,4 +97,24 @@ it('joins repeated Authorization headers as API Gateway does, which is never a v
     req.end();
   });
   expect(status).toBe(401);
+});
+
+describe('request bodies', () => {
+  const post = (body: string | Buffer) =>
+    get('/security/secret-scanning', { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+
+  it('reach the function: a report over 1 MB is its 413, an unsigned one its 401', async () => {
+    await expectError(await post('x'.repeat(MAX_REPORT_BYTES + 1)), 413, 'payload_too_large');
+    await expectError(await post('[]'), 401, 'invalid_signature');
+  });
+
+  it('are read up to API Gateway’s 10 MB: past it, the gateway itself answers 413 payload_too_large', async () => {
+    await expectError(await post(Buffer.alloc(MAX_REQUEST_BODY_BYTES + 1, 0x20)), 413, 'payload_too_large');
+  });
+
+  it('a GET to the report path is 405 with Allow: POST', async () => {
+    const response = await get('/security/secret-scanning');
+    expect(response.headers.get('allow')).toBe('POST');
+    await expectError(response, 405, 'method_not_allowed');
+  });
 });
