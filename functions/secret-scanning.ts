@@ -1,20 +1,22 @@
 /**
  * POST /security/secret-scanning: GitHub's secret scanning reports of leaked keys. No API key:
  * the report's signature is its authentication (shared/api/secret-scanning.ts). Its keys
- * repository copies each `leaked` entry to the activity table at once (ACTIVITY_TABLE).
+ * repository copies each `leaked` entry to the activity table at once when ACTIVITY_TABLE is set
+ * (the stack sets it); without it the entry waits on the key item for the operator tooling to copy
+ * (docs/decisions.md "Key activity"), so a gateway started without that table still serves.
  */
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
 import { routeKey, secretScanningRoute } from '../shared/api/routes';
 import { createSecretScanningHandler } from '../shared/api/secret-scanning';
 import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
 import { PublicKeySource } from '../shared/data/secret-scanning-keys';
-import { readSecretScanningSettings, readTableNames } from '../shared/lambda/config';
+import { readSecretScanningSettings, TABLE_ENV } from '../shared/lambda/config';
 import { logger, metrics } from '../shared/lambda/observability';
 import { config, documentClient, keyEvents } from '../shared/lambda/runtime';
 
 const settings = readSecretScanningSettings(process.env);
 const { deadlineMs } = config.dynamodb;
-const { activity } = readTableNames(process.env, ['activity']);
+const activityTable = process.env[TABLE_ENV.activity]?.trim();
 
 export const handler = createMiddlewareChain(
   createSecretScanningHandler({
@@ -23,7 +25,7 @@ export const handler = createMiddlewareChain(
       documentClient,
       config.tables.keys,
       deadlineMs,
-      new ActivityRepository(documentClient, activity, deadlineMs),
+      activityTable ? new ActivityRepository(documentClient, activityTable, deadlineMs) : undefined,
       keyEvents,
     ),
     logger,
