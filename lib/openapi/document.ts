@@ -37,7 +37,7 @@ export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 export const OPENAPI_VERSION = '3.1.0';
 /** Version of the contract (info.version). Bump it when the document changes in a way callers see. */
-export const API_VERSION = '1.0.0';
+export const API_VERSION = '1.1.0';
 export const SECURITY_SCHEME = 'branchApiKey';
 /** The one media type of every response body; the `Content-Type` header adds `charset=utf-8`. */
 export const MEDIA_TYPE = 'application/json';
