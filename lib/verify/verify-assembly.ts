@@ -7,30 +7,23 @@
  * alarm against the metrics the run emitted (docs/deploy.md "Verify the assembly").
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { generateApiKey } from '../../shared/domain/api-key';
 import { createRepositories } from '../../shared/data/repositories';
-import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
+import { API_TABLES, TABLE_ENV } from '../../shared/data/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
 import { readSeedFile } from '../operator/operations';
-import {
-  readAssembly,
-  LOCAL_REGION,
-  type Assembly,
-  type Json,
-  type TemplateRoute,
-  type TemplateTable,
-} from './assembly';
+import { readAssembly, LOCAL_REGION, type TemplateTable } from './assembly';
 import { checkAlarms, checkIam, type Defect } from './checks';
 import { startFunction, type FunctionHost } from './function-host';
+import { errorCodeOf, listOperations, routeMatcher, tableNamesOf } from './scenario-helpers';
+import { REPORT_ROUTE_KEY, reportCases, scheduledEvent, scheduledFunctions, useOwnSigningKey } from './leak-scenario';
 
 const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
 const SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
-const OPENAPI_FILE = join(PROJECT_ROOT, 'docs', 'openapi.json');
 
 export interface VerifyReport {
   stack: string;
@@ -53,65 +46,10 @@ interface Case {
   expected: number;
   /** The documented error code (shared/api/errors.ts) an error answer must carry. */
   code?: string;
+  /** Request headers and body beyond the key (the secret scanning report, lib/verify/leak-scenario.ts). */
+  headers?: Record<string, string>;
+  body?: string;
 }
-
-/** API Gateway's route selection over the template's route keys, `$default` last. */
-const routeMatcher = (routes: readonly TemplateRoute[]) => {
-  const compiled = routes
-    .filter((route) => route.routeKey !== '$default')
-    .map((route) => {
-      const [method, template = ''] = route.routeKey.split(' ');
-      const names: string[] = [];
-      const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, (_m, name: string) => {
-        names.push(name);
-        return '([^/]+)';
-      });
-      return { route, method, names, regex: new RegExp(`^${source}$`) };
-    });
-  const fallback = routes.find((route) => route.routeKey === '$default');
-  return (method: string, path: string) => {
-    for (const candidate of compiled) {
-      const match = candidate.regex.exec(path);
-      if (match && candidate.method === method) {
-        const pathParameters = Object.fromEntries(candidate.names.map((name, i) => [name, match[i + 1] ?? '']));
-        return { route: candidate.route, pathParameters };
-      }
-    }
-    return fallback ? { route: fallback, pathParameters: undefined } : undefined;
-  };
-};
-
-/** The API's table names as functions read them from their environment (the first function that names them all). */
-const tableNamesOf = (assembly: Assembly): ApiTableNames | undefined => {
-  for (const fn of assembly.functions) {
-    const names = Object.fromEntries(API_TABLES.map((name) => [name, fn.environment[TABLE_ENV[name]]]));
-    if (Object.values(names).every((value) => value !== undefined)) return names as unknown as ApiTableNames;
-  }
-  return undefined;
-};
-
-/** Query parameters each documented operation takes (a list takes `limit` and `cursor`). */
-const listOperations = (): Set<string> => {
-  const document = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8')) as Json;
-  const lists = new Set<string>();
-  for (const [path, item] of Object.entries<Json>(document.paths)) {
-    for (const [method, operation] of Object.entries<Json>(item)) {
-      const parameters = JSON.stringify(operation.parameters ?? []);
-      if (parameters.includes('Limit') || parameters.includes('"limit"')) lists.add(`${method.toUpperCase()} ${path}`);
-    }
-  }
-  return lists;
-};
-
-/** `error.code` of an error body, if it has one. */
-const errorCodeOf = (body: string | undefined): string | undefined => {
-  try {
-    const code = (JSON.parse(body ?? '') as { error?: { code?: unknown } }).error?.code;
-    return typeof code === 'string' ? code : undefined;
-  } catch {
-    return undefined;
-  }
-};
 
 export const verifyAssembly = async (dir: string, stackName?: string): Promise<VerifyReport> => {
   const started = performance.now();
@@ -143,6 +81,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
     const streamed = new Map(
       assembly.tables.filter((table) => table.streamArn).map((table) => [table.name, keyNamesOf(table)]),
     );
+    const signed = useOwnSigningKey(assembly.functions);
     for (const fn of assembly.functions) {
       for (const [name, value] of Object.entries(fn.environment)) {
         if (value === undefined)
@@ -201,9 +140,23 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         rateLimit: '1/h',
       });
 
+      // Reported as leaked by a signed report; and one expiring within days, for the daily run.
+      const leaked = await repositories.keys.create({ branchId: branch.id, scopes: ['read'], name: 'verify leaked' });
+      const inDays = new Date(Date.now() + 3 * 24 * 3600_000);
+      await repositories.keys.create({
+        branchId: branch.id,
+        scopes: ['read'],
+        name: 'verify expiring',
+        expiresAt: inDays,
+      });
+
       const lists = listOperations();
       const cases: Case[] = [];
       for (const route of assembly.routes.filter((r) => r.routeKey !== '$default')) {
+        if (route.routeKey === REPORT_ROUTE_KEY) {
+          cases.push(...reportCases(signed, leaked.key));
+          continue;
+        }
         const [method = 'GET', template = '/'] = route.routeKey.split(' ');
         const path = template.replace(/\{(\w+)\}/g, providerId);
         const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
@@ -260,7 +213,8 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
           stage: assembly.stageName,
           routeKey: selected.route.routeKey,
           requestId: randomUUID(),
-          headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}) },
+          headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}), ...one.headers },
+          ...(one.body !== undefined ? { body: one.body } : {}),
           ...(one.query ? { query: one.query } : {}),
           ...(selected.pathParameters ? { pathParameters: selected.pathParameters } : {}),
         });
@@ -302,6 +256,12 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         }),
       );
       for (const host of hosts.values()) host.proxy.failWrites = false;
+    }
+
+    // Scheduled functions (the daily Key Expiring run): one scheduled event each.
+    for (const id of scheduledFunctions(assembly)) {
+      const outcome = await hosts.get(id)?.invoke(scheduledEvent());
+      if (outcome?.error) defects.push({ resource: id, reason: `a scheduled run failed: ${outcome.error}` });
     }
 
     // Background paths: each stream consumer gets what was written to its table, as stream records.
