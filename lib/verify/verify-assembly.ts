@@ -20,7 +20,14 @@ import { readAssembly, LOCAL_REGION, type TemplateTable } from './assembly';
 import { checkAlarms, checkIam, type Defect } from './checks';
 import { startFunction, type FunctionHost } from './function-host';
 import { errorCodeOf, listOperations, routeMatcher, tableNamesOf } from './scenario-helpers';
-import { REPORT_ROUTE_KEY, reportCases, scheduledEvent, scheduledFunctions, useOwnSigningKey } from './leak-scenario';
+import {
+  checkKeyEventGrants,
+  REPORT_ROUTE_KEY,
+  reportCases,
+  scheduledEvent,
+  scheduledFunctions,
+  useOwnSigningKey,
+} from './leak-scenario';
 
 const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
 const SEED_FILE = join(PROJECT_ROOT, 'seed', 'demo.json');
@@ -340,7 +347,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         destinations: destinations.get(host.fn.logicalId) ?? [],
       })),
     );
-    defects.push(...iam.defects);
+    defects.push(...iam.defects, ...checkKeyEventGrants(assembly));
     defects.push(
       ...checkAlarms(
         assembly,

@@ -158,6 +158,35 @@ describe('seeded defects are reported', () => {
     ]);
   }, 60_000);
 
+  it('a key events grant dropped from a sender, and one given to a function that sends none', async () => {
+    const mutated = await verifyMutated((template) => {
+      const sender = idOf(template, 'AWS::IAM::Policy', 'GetBranchRoleDefaultPolicy');
+      const statements = template.Resources[sender]!.Properties.PolicyDocument.Statement as { Action: unknown }[];
+      template.Resources[sender]!.Properties.PolicyDocument.Statement = statements.filter(
+        (statement) => statement.Action !== 'events:PutEvents',
+      );
+      const fallback = idOf(template, 'AWS::IAM::Policy', 'FallbackRoleDefaultPolicy');
+      const bus = idOf(template, 'AWS::Events::EventBus', 'KeyEventsBus');
+      template.Resources[fallback]!.Properties.PolicyDocument.Statement.push({
+        Action: 'events:PutEvents',
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [bus, 'Arn'] },
+      });
+    });
+    expect(mutated.defects).toEqual([
+      {
+        resource: expect.stringMatching(/^GetBranchFunction/),
+        reason: expect.stringMatching(
+          /sends key events to KeyEventsBus\w+ but its role may not events:PutEvents on it/,
+        ),
+      },
+      {
+        resource: expect.stringMatching(/^FallbackRole/),
+        reason: 'events:PutEvents is granted but no function with this role sends key events',
+      },
+    ]);
+  }, 60_000);
+
   it('the catch-all route removed', async () => {
     const mutated = await verifyMutated((template) => {
       const route = Object.keys(template.Resources).find(
