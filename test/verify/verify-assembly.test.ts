@@ -52,6 +52,16 @@ const idOf = (template: Template, type: string, prefix: string): string => {
   return id;
 };
 
+/** Adds an Allow statement of `action` on a resource's ARN to the policy whose logical id starts with `policyPrefix`. */
+const allow = (template: Template, policyPrefix: string, action: string, resource: string): void => {
+  const policy = idOf(template, 'AWS::IAM::Policy', policyPrefix);
+  template.Resources[policy]!.Properties.PolicyDocument.Statement.push({
+    Action: action,
+    Effect: 'Allow',
+    Resource: { 'Fn::GetAtt': [resource, 'Arn'] },
+  });
+};
+
 describe('the project as it is', () => {
   it('has no defect', () => {
     expect(report.defects).toEqual([]);
@@ -140,13 +150,8 @@ describe('seeded defects are reported', () => {
 
   it('an extra write granted', async () => {
     const mutated = await verifyMutated((template) => {
-      const policy = idOf(template, 'AWS::IAM::Policy', 'GetBranchRoleDefaultPolicy');
       const keys = idOf(template, 'AWS::DynamoDB::Table', 'TablesKeys');
-      template.Resources[policy]!.Properties.PolicyDocument.Statement.push({
-        Action: 'dynamodb:DeleteItem',
-        Effect: 'Allow',
-        Resource: { 'Fn::GetAtt': [keys, 'Arn'] },
-      });
+      allow(template, 'GetBranchRoleDefaultPolicy', 'dynamodb:DeleteItem', keys);
     });
     expect(mutated.defects).toEqual([
       {
@@ -165,13 +170,12 @@ describe('seeded defects are reported', () => {
       template.Resources[sender]!.Properties.PolicyDocument.Statement = statements.filter(
         (statement) => statement.Action !== 'events:PutEvents',
       );
-      const fallback = idOf(template, 'AWS::IAM::Policy', 'FallbackRoleDefaultPolicy');
-      const bus = idOf(template, 'AWS::Events::EventBus', 'KeyEventsBus');
-      template.Resources[fallback]!.Properties.PolicyDocument.Statement.push({
-        Action: 'events:PutEvents',
-        Effect: 'Allow',
-        Resource: { 'Fn::GetAtt': [bus, 'Arn'] },
-      });
+      allow(
+        template,
+        'FallbackRoleDefaultPolicy',
+        'events:PutEvents',
+        idOf(template, 'AWS::Events::EventBus', 'KeyEventsBus'),
+      );
     });
     expect(mutated.defects).toEqual([
       {
