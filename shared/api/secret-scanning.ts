@@ -79,8 +79,8 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
       ? await deps.keys.revokeLeaked(tokenHash, where, SECRET_SCANNING_ACTOR, at)
       : undefined;
     if (!found) return { answer: answer('false_positive') };
-    if (!found.revoked) return { answer: answer('true_positive') };
-    return { answer: answer('true_positive'), revoked: found.record };
+    // Revoked now or before: a key of this service either way.
+    return { answer: answer('true_positive'), ...(found.revoked ? { revoked: found.record } : {}) };
   };
 
   return async (event: ApiEvent): Promise<ApiResponse> => {
