@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../shared/lambda/config';
+import { ConfigError, loadConfig, readSecretScanningSettings } from '../shared/lambda/config';
 import { loadService } from './support/harness';
 
 const complete = {
@@ -31,7 +31,32 @@ describe('loadConfig', () => {
       },
       usageRetentionDays: 90,
       defaultRateLimit: { limit: 50, windowSeconds: 1 },
+      // No bus and no file: key events go nowhere.
+      keyEvents: { region: 'eu-west-1' },
     });
+  });
+
+  it('sends key events to the bus when one is named, else to KEY_EVENTS_FILE', () => {
+    expect(loadConfig({ ...complete, KEY_EVENT_BUS_NAME: 'bus', KEY_EVENTS_FILE: '/tmp/e.jsonl' }).keyEvents).toEqual({
+      busName: 'bus',
+      file: '/tmp/e.jsonl',
+      region: 'eu-west-1',
+    });
+  });
+
+  it('reads SECRET_SCANNING_KEYS_URL (GitHub by default, file: allowed) and refuses other schemes', () => {
+    expect(readSecretScanningSettings({})).toEqual({
+      keysUrl: 'https://api.github.com/meta/public_keys/secret_scanning',
+      keysTimeoutMs: 3000,
+    });
+    expect(readSecretScanningSettings({ SECRET_SCANNING_KEYS_URL: 'file:///tmp/keys.json' }).keysUrl).toBe(
+      'file:///tmp/keys.json',
+    );
+    for (const bad of ['ftp://example.com/keys', 'not a url']) {
+      expect(() => readSecretScanningSettings({ SECRET_SCANNING_KEYS_URL: bad })).toThrow(
+        /SECRET_SCANNING_KEYS_URL must be an https:, http: or file: URL/,
+      );
+    }
   });
 
   it('reads DEFAULT_RATE_LIMIT, and fails at start-up on a bad one', () => {

@@ -55,7 +55,11 @@ export const BUNDLING: BundlingOptions = {
   bundleAwsSDK: true,
   externalModules: [],
   esbuildArgs: {
-    '--alias': STUBBED_CREDENTIAL_PROVIDERS.map((name) => `${name}=./lib/infra/unused-credential-providers.ts`),
+    '--alias': [
+      ...STUBBED_CREDENTIAL_PROVIDERS.map((name) => `${name}=./lib/infra/unused-credential-providers.ts`),
+      // Key events: one regional bus, plain SigV4 (lib/infra/single-region-signer.ts).
+      '@aws-sdk/signature-v4-multi-region=./lib/infra/single-region-signer.ts',
+    ],
   },
   forceDockerBundling: false,
 };

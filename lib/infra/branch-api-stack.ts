@@ -18,6 +18,8 @@ import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
 import { Monitoring } from './monitoring';
 import { UsageAggregation } from './usage-aggregation';
+import { KeyEvents } from './key-events';
+import { SecretScanning } from './secret-scanning';
 
 export const POWERTOOLS_LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 export type PowertoolsLogLevel = (typeof POWERTOOLS_LOG_LEVELS)[number];
@@ -95,9 +97,19 @@ export interface ReservedConcurrency {
   readonly fallback: number;
   /** The rollups aggregator: one concurrent batch per stream shard. */
   readonly aggregator: number;
+  /** The secret scanning report endpoint (GitHub sends reports one at a time, retrying on failure). */
+  readonly secretScanning: number;
+  /** The daily Key Expiring run: one at a time. */
+  readonly keyExpiry: number;
 }
 
-export const DEFAULT_RESERVED_CONCURRENCY: ReservedConcurrency = { endpoint: 100, fallback: 20, aggregator: 5 };
+export const DEFAULT_RESERVED_CONCURRENCY: ReservedConcurrency = {
+  endpoint: 100,
+  fallback: 20,
+  aggregator: 5,
+  secretScanning: 5,
+  keyExpiry: 1,
+};
 
 /** Thrown for props that can't make a working stack; the message names the prop and the value. */
 export class InvalidStackPropsError extends Error {
@@ -173,7 +185,11 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
     if (!isPositiveInteger(value)) fail(`reservedConcurrency.${name} must be a positive integer, got ${show(value)}`);
   }
   const reserved =
-    reservedConcurrency.endpoint * routes.length + reservedConcurrency.fallback + reservedConcurrency.aggregator;
+    reservedConcurrency.endpoint * routes.length +
+    reservedConcurrency.fallback +
+    reservedConcurrency.aggregator +
+    reservedConcurrency.secretScanning +
+    reservedConcurrency.keyExpiry;
   if (reserved > RESERVABLE_CONCURRENCY) {
     fail(
       `reservedConcurrency reserves ${reserved} in all; an account keeps 100 of its default 1,000 unreserved, so at most ${RESERVABLE_CONCURRENCY}`,
@@ -208,6 +224,10 @@ export class BranchApiStack extends Stack {
   readonly monitoring: Monitoring;
   /** The usage table's stream feeding the rollups (lib/infra/usage-aggregation.ts). */
   readonly usageAggregation: UsageAggregation;
+  /** Key events bus and the daily "Key Expiring" run (lib/infra/key-events.ts). */
+  readonly keyEvents: KeyEvents;
+  /** POST /security/secret-scanning (lib/infra/secret-scanning.ts). */
+  readonly secretScanning: SecretScanning;
 
   constructor(scope: Construct, id: string, props: BranchApiStackProps = {}) {
     const settings = resolveStackSettings(props);
@@ -248,6 +268,22 @@ export class BranchApiStack extends Stack {
       accessLogRetention: settings.logRetention,
     });
 
+    // Leaked keys and key events: their own constructs; every function that emits gets the bus.
+    this.keyEvents = new KeyEvents(this, 'KeyEvents', {
+      keysTable: this.tables.keys,
+      reservedConcurrency: reserved.keyExpiry,
+      ...functionOptions,
+    });
+    this.secretScanning = new SecretScanning(this, 'SecretScanning', {
+      tables: this.tables,
+      httpApi: this.api.httpApi,
+      usageRetentionDays: settings.usageRetentionDays,
+      defaultRateLimit: settings.defaultRateLimit,
+      reservedConcurrency: reserved.secretScanning,
+      ...functionOptions,
+    });
+    this.keyEvents.emitFrom([...Object.values<ApiFunction>(this.functions), this.secretScanning.function]);
+
     const topic = this.alarmTopic(settings);
     // Read by the verifier: a throwaway stack's tables are meant to go with it, and alarms must
     // notify when the deployer gave somewhere to send them.
@@ -263,9 +299,21 @@ export class BranchApiStack extends Stack {
       ...alarmTopic,
     });
 
-    this.monitoring = new Monitoring(this, 'Monitoring', {
+    this.monitoring = this.monitor(settings, alarmTopic);
+    this.addOutputs();
+  }
+
+  /** Alarms on every function, the stage and every table (lib/infra/monitoring.ts). */
+  private monitor(settings: ResolvedStackSettings, alarmTopic: { alarmTopic?: sns.ITopic }): Monitoring {
+    return new Monitoring(this, 'Monitoring', {
       stage: this.api.stage,
-      functions: lambdasOf({ ...this.functions, Fallback: this.fallback, Aggregator: this.usageAggregation.function }),
+      functions: lambdasOf({
+        ...this.functions,
+        Fallback: this.fallback,
+        Aggregator: this.usageAggregation.function,
+        SecretScanning: this.secretScanning.function,
+        KeyExpiry: this.keyEvents.expiry,
+      }),
       tables: Object.fromEntries(
         tableDefinitions.map((definition) => [
           definition.id,
@@ -275,7 +323,10 @@ export class BranchApiStack extends Stack {
       serverErrorRatePercent: settings.serverErrorRatePercent,
       ...alarmTopic,
     });
+  }
 
+  /** The base URL, the table names the operator tooling reads, and the key events bus. */
+  private addOutputs(): void {
     new CfnOutput(this, 'ApiBaseUrl', {
       value: this.api.baseUrl,
       description: '{base_url} of the API (the invoke URL of the `api` stage)',
@@ -286,6 +337,10 @@ export class BranchApiStack extends Stack {
         description: TABLE_ENV[name],
       });
     }
+    new CfnOutput(this, 'KeyEventBusName', {
+      value: this.keyEvents.bus.eventBusName,
+      description: 'KEY_EVENT_BUS_NAME: key events (subscribe with rules; the operator tooling puts its own here)',
+    });
   }
 
   /** The deployer's topic, or one with their e-mail subscribed; none at all is a loud synth warning. */

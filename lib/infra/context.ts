@@ -22,6 +22,8 @@ export const CONTEXT_KEYS = [
   'reservedConcurrencyEndpoint',
   'reservedConcurrencyFallback',
   'reservedConcurrencyAggregator',
+  'reservedConcurrencySecretScanning',
+  'reservedConcurrencyKeyExpiry',
 ] as const;
 
 export interface AppSettings {
@@ -47,12 +49,14 @@ const toBoolean = (key: string, value: unknown): boolean => {
 
 type Optional = <T>(key: (typeof CONTEXT_KEYS)[number], parse: (key: string, value: unknown) => T) => T | undefined;
 
-/** `reservedConcurrency{Endpoint,Fallback,Aggregator}`, each optional. */
+/** `reservedConcurrency{Endpoint,Fallback,Aggregator,SecretScanning,KeyExpiry}`, each optional. */
 const reservedConcurrencyOf = (optional: Optional) => {
   const entries = Object.entries({
     endpoint: optional('reservedConcurrencyEndpoint', toNumber),
     fallback: optional('reservedConcurrencyFallback', toNumber),
     aggregator: optional('reservedConcurrencyAggregator', toNumber),
+    secretScanning: optional('reservedConcurrencySecretScanning', toNumber),
+    keyExpiry: optional('reservedConcurrencyKeyExpiry', toNumber),
   }).filter(([, value]) => value !== undefined);
   return entries.length === 0 ? undefined : Object.fromEntries(entries);
 };

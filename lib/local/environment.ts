@@ -8,9 +8,11 @@ import { seed } from '../operator/operations';
 import { startUsageChangeFeed, type ChangeFeed } from './change-feed';
 import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
+import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
 import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
 import { DEMO_SEED_FILE } from '../project-paths';
+import { tableDefinitions } from '../../shared/data/tables';
 import { LOCAL_API_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../local-defaults';
 
 const LOOPBACK = LOCAL_HOST;
@@ -45,6 +47,8 @@ export interface LocalEnvironment {
   /** Demo keys of earlier starts (kept by --data-dir) that this start revoked. */
   revokedDemoKeyIds: string[];
   demoBranchId: string;
+  /** Where key events go and which keys verify secret scanning reports (lib/local/key-events-setup.ts). */
+  keyEvents: LocalKeyEventsSetup;
   close(): Promise<void>;
 }
 
@@ -84,12 +88,10 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   // The handlers read their configuration from the environment when they are imported.
   process.env.DYNAMODB_ENDPOINT = dynamoEndpoint;
   process.env.AWS_REGION ??= 'local';
+  // Before the operator context and the handlers read them: the demo key's creation is an event too.
+  const keyEvents = setUpLocalKeyEvents(options.dataDir);
   const operator = createOperatorContext(process.env);
-  process.env.KEYS_TABLE = operator.tables.keys;
-  process.env.USAGE_TABLE = operator.tables.usage;
-  process.env.BRANCH_DATA_TABLE = operator.tables.branchData;
-  process.env.ROLLUPS_TABLE = operator.tables.rollups;
-  process.env.RATE_LIMITS_TABLE = operator.tables.rateLimits;
+  for (const { name, envVar } of tableDefinitions) process.env[envVar] = operator.tables[name];
 
   try {
     await ensureTables(operator.client, operator.tables);
@@ -111,6 +113,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       demoKeyExpiresAt: demoKey.expiresAt,
       revokedDemoKeyIds: demoKey.revokedKeyIds,
       demoBranchId,
+      keyEvents,
       close: async () => {
         await gateway.close();
         operator.close();

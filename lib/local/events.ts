@@ -25,7 +25,19 @@ export interface EventInput {
   requestId?: string;
   sourceIp?: string;
   stage?: string;
+  /** The request body as sent: text stays text, other bytes are base64-encoded (as API Gateway does). */
+  body?: string | Buffer;
 }
+
+/** `body` and `isBase64Encoded` of the event: UTF-8 text as it is, anything else in base64. */
+const eventBody = (body: EventInput['body']): { body?: string; isBase64Encoded: boolean } => {
+  if (body === undefined || body.length === 0) return { isBase64Encoded: false };
+  if (typeof body === 'string') return { body, isBase64Encoded: false };
+  const text = body.toString('utf8');
+  return Buffer.from(text, 'utf8').equals(body)
+    ? { body: text, isBase64Encoded: false }
+    : { body: body.toString('base64'), isBase64Encoded: true };
+};
 
 const safeDecode = (value: string): string => {
   try {
@@ -96,7 +108,7 @@ export const buildEvent = (input: EventInput): ApiEvent => {
       time: now.toISOString(),
       timeEpoch: now.getTime(),
     },
-    isBase64Encoded: false,
+    ...eventBody(input.body),
   };
 };
 

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { ApiContext } from '../../shared/api/middlewares';
-import { errorBody, internalError } from '../../shared/api/errors';
+import { errorBody, internalError, payloadTooLarge, type ApiError } from '../../shared/api/errors';
 import { COMMON_HEADERS, jsonResponse, type ApiEvent, type ApiResponse } from '../../shared/api/http/response';
 import {
   fallbackEntry,
@@ -16,7 +16,8 @@ import {
   pathWithinStage,
   routeKey,
   routes,
-  type RouteDefinition,
+  secretScanningRoute,
+  type AnyRouteDefinition,
 } from '../../shared/api/routes';
 import { buildContext, buildEvent, LOCAL_STAGE } from './events';
 import { invokeFunction } from './invoke';
@@ -56,7 +57,7 @@ export class PortInUseError extends Error {
 }
 
 interface LoadedFunctions {
-  byRoute: Map<RouteDefinition, LambdaFunction>;
+  byRoute: Map<AnyRouteDefinition, LambdaFunction>;
   fallback: LambdaFunction;
 }
 
@@ -64,8 +65,8 @@ interface LoadedFunctions {
 const loadFunctions = async (): Promise<LoadedFunctions> => {
   const load = async (entry: string) =>
     ((await import(join(PROJECT_ROOT, entry))) as { handler: LambdaFunction }).handler;
-  const byRoute = new Map<RouteDefinition, LambdaFunction>();
-  for (const route of routes) byRoute.set(route, await load(route.entry));
+  const byRoute = new Map<AnyRouteDefinition, LambdaFunction>();
+  for (const route of [...routes, secretScanningRoute]) byRoute.set(route, await load(route.entry));
   return { byRoute, fallback: await load(fallbackEntry) };
 };
 
@@ -76,6 +77,29 @@ const joinHeaders = (request: IncomingMessage): Record<string, string> => {
     if (values) headers[name] = values.join(',');
   }
   return headers;
+};
+
+/** API Gateway's own limit on a request body (HTTP API: 10 MB); a longer one is not read to the end. */
+export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
+
+class BodyTooLargeError extends Error {}
+
+/** The request body, up to MAX_REQUEST_BODY_BYTES. */
+const readBody = async (request: IncomingMessage): Promise<Buffer> => {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > MAX_REQUEST_BODY_BYTES) throw new BodyTooLargeError();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+};
+
+const errorResponse = (error: ApiError): ApiResponse => {
+  const requestId = randomUUID();
+  const headers = { ...COMMON_HEADERS, 'X-Request-Id': requestId };
+  return jsonResponse(error.statusCode, errorBody(error, requestId), headers);
 };
 
 const send = (response: ServerResponse, result: StaticResponse | ApiResponse): void => {
@@ -102,6 +126,14 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
       if (file) return send(response, file);
     }
 
+    let body: Buffer;
+    try {
+      body = await readBody(request);
+    } catch (error) {
+      if (!(error instanceof BodyTooLargeError)) throw error;
+      response.setHeader('Connection', 'close');
+      return send(response, errorResponse(payloadTooLarge()));
+    }
     const match = inStage ? matchRoute(method, path) : undefined;
     const route = match?.kind === 'route' ? match.route : undefined;
     const event = buildEvent({
@@ -112,6 +144,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
       headers: joinHeaders(request),
       requestId: randomUUID(),
       sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+      body,
       ...(route && match?.kind === 'route'
         ? { routeKey: routeKey(route), pathParameters: match.pathParameters }
         : { routeKey: '$default' }),
@@ -123,12 +156,8 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
   const server = createServer(HEADER_LIMIT, (request, response) => {
     handle(request, response).catch(() => {
       // The stack maps every error itself; this is only reached if a function crashes outright.
-      if (!response.headersSent) {
-        const requestId = randomUUID();
-        const error = internalError();
-        const headers = { ...COMMON_HEADERS, 'X-Request-Id': requestId };
-        send(response, jsonResponse(error.statusCode, errorBody(error, requestId), headers));
-      } else response.destroy();
+      if (!response.headersSent) send(response, errorResponse(internalError()));
+      else response.destroy();
     });
   });
   answerOversizedHeaders(server);

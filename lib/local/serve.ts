@@ -3,7 +3,7 @@ import { untilStopped } from '../console/command';
 import { startConsole } from '../console/server';
 import { lines, terminal } from '../operator/terminal';
 import { serveDocs } from './docs';
-import { startLocalEnvironment } from './environment';
+import { startLocalEnvironment, type LocalEnvironment } from './environment';
 import { logFilePath, routeLogs } from './log-routing';
 
 export interface ServeOptions {
@@ -19,6 +19,51 @@ export interface ServeOptions {
   /** Where the logs go (LOG_FILE); default `branch-api.log` in the data directory or a temporary one. */
   logFile?: string;
 }
+
+/** What `npm start` prints once: where everything is, the demo key (its only appearance) and how to operate it. */
+const bannerOf = (
+  options: ServeOptions,
+  environment: LocalEnvironment,
+  consoleUrl: string,
+  logFile: string,
+): string => {
+  const { gateway, demoKey, demoKeyExpiresAt, revokedDemoKeyIds, demoBranchId, dynamoEndpoint, keyEvents } =
+    environment;
+  const store = options.dynamodbEndpoint
+    ? terminal`external ${options.dynamodbEndpoint} behind the usage change feed`
+    : options.dataDir
+      ? terminal`embedded, data in ${options.dataDir}`
+      : 'embedded, in memory';
+  const earlier = revokedDemoKeyIds.length
+    ? [terminal`  (revoked ${revokedDemoKeyIds.length} demo key(s) of earlier starts)`]
+    : [];
+  // The key's value appears once, in the export line; the curl line uses the variable.
+  return lines([
+    terminal``,
+    terminal`Branch API is running at ${gateway.baseUrl}`,
+    terminal`  DynamoDB:  ${dynamoEndpoint} (${store})`,
+    terminal`  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
+    terminal`  Logs:      ${logFile}${options.verbose ? '' : '  (requests and the aggregator; --verbose shows them here too)'}`,
+    terminal`  Key events: ${keyEvents.keyEventsFile}`,
+    ...(keyEvents.signingKeyFile
+      ? [terminal`  Secret scanning reports: signed with ${keyEvents.signingKeyFile}`]
+      : [terminal`  Secret scanning keys: ${keyEvents.secretScanningKeysUrl}`]),
+    terminal``,
+    terminal`Settings console: ${consoleUrl}`,
+    terminal``,
+    terminal`Demo key for branch ${demoBranchId} (scope: read, expires ${demoKeyExpiresAt}):`,
+    ...earlier,
+    terminal`  export BRANCH_API_KEY=${demoKey}`,
+    terminal`  curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${gateway.baseUrl}/v1/branch`,
+    terminal``,
+    terminal`Operate it from another terminal:`,
+    terminal`  export DYNAMODB_ENDPOINT=${dynamoEndpoint} KEY_EVENTS_FILE=${keyEvents.keyEventsFile}`,
+    terminal`  npx branch-api keys list --branch ${demoBranchId}`,
+    terminal``,
+    terminal`Press Ctrl-C to stop.`,
+    terminal``,
+  ]).text;
+};
 
 export const serve = async (options: ServeOptions): Promise<void> => {
   const logs = await routeLogs(
@@ -43,7 +88,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     await logs.close();
     return;
   }
-  const { gateway, demoKey, demoKeyExpiresAt, revokedDemoKeyIds, demoBranchId, dynamoEndpoint } = environment;
+  const { demoBranchId } = environment;
   let settings;
   try {
     // On loopback whatever --host says: the console manages keys (docs/console.md).
@@ -63,37 +108,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     await logs.close();
     return;
   }
-  const store = options.dynamodbEndpoint
-    ? terminal`external ${options.dynamodbEndpoint} behind the usage change feed`
-    : options.dataDir
-      ? terminal`embedded, data in ${options.dataDir}`
-      : 'embedded, in memory';
-  const earlier = revokedDemoKeyIds.length
-    ? [terminal`  (revoked ${revokedDemoKeyIds.length} demo key(s) of earlier starts)`]
-    : [];
-  // The key's value appears once, in the export line; the curl line uses the variable.
-  const text = lines([
-    terminal``,
-    terminal`Branch API is running at ${gateway.baseUrl}`,
-    terminal`  DynamoDB:  ${dynamoEndpoint} (${store})`,
-    terminal`  API docs:  ${gateway.baseUrl}/docs  (OpenAPI: ${gateway.baseUrl}/openapi.json)`,
-    terminal`  Logs:      ${logs.file}${options.verbose ? '' : '  (requests and the aggregator; --verbose shows them here too)'}`,
-    terminal``,
-    terminal`Settings console: ${settings.url}`,
-    terminal``,
-    terminal`Demo key for branch ${demoBranchId} (scope: read, expires ${demoKeyExpiresAt}):`,
-    ...earlier,
-    terminal`  export BRANCH_API_KEY=${demoKey}`,
-    terminal`  curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${gateway.baseUrl}/v1/branch`,
-    terminal``,
-    terminal`Operate it from another terminal:`,
-    terminal`  export DYNAMODB_ENDPOINT=${dynamoEndpoint}`,
-    terminal`  npx branch-api keys list --branch ${demoBranchId}`,
-    terminal``,
-    terminal`Press Ctrl-C to stop.`,
-    terminal``,
-  ]);
-  logs.print(text.text);
+  logs.print(bannerOf(options, environment, settings.url, logs.file));
 
   await untilStopped(() => Promise.all([settings.close(), environment.close()]).then(() => logs.close()));
 };

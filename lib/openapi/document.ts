@@ -12,7 +12,8 @@ import { DEFAULT_LIMIT, LIMIT_PATTERN, MAX_LIMIT } from '../../shared/api/http/p
 import { MAX_REQUEST_HEADER_BYTES } from '../../shared/api/http/request-limits';
 import { COMMON_HEADERS } from '../../shared/api/http/response';
 import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-headers';
-import { API_STAGE, routes, type RouteDefinition, type RouteId } from '../../shared/api/routes';
+import { API_STAGE, routes, secretScanningRoute, type RouteDefinition, type RouteId } from '../../shared/api/routes';
+import { MAX_REPORT_BYTES, ReportAnswerSchema, ReportSchema } from '../../shared/domain/secret-scanning';
 import { localBaseUrl } from '../local-defaults';
 import { BranchSchema, listSchema, MemberSchema, PaymentProviderSchema, SCOPES } from '../../shared/domain/schemas';
 import {
@@ -75,6 +76,8 @@ const buildSchemas = (): Record<string, Json> => {
   registry.add(listSchema(PaymentProviderSchema).meta({ description: 'One page of active payment providers' }), {
     id: 'PaymentProviderList',
   });
+  registry.add(ReportSchema, { id: 'SecretScanningReport' });
+  registry.add(ReportAnswerSchema, { id: 'SecretScanningAnswer' });
   for (const { status, name, codes } of ERROR_RESPONSES) {
     registry.add(errorSchemaFor(codes).meta({ description: `Error body of a ${status} response` }), {
       id: `${name}Error`,
@@ -156,12 +159,58 @@ const buildOperation = (route: RouteDefinition): Json => {
   };
 };
 
+const signatureHeader = (name: string, description: string): Json => ({
+  name,
+  in: 'header',
+  required: true,
+  description,
+  schema: { type: 'string', minLength: 1 },
+});
+
+/** The secret scanning report (docs/decisions.md "Leaked keys"): no API key, a signature instead. */
+const buildReportOperation = (): Json => ({
+  operationId: secretScanningRoute.id,
+  summary: secretScanningRoute.summary,
+  description:
+    'Where GitHub secret scanning sends the tokens it found in public code. The signature is checked before ' +
+    'anything in the body is read (`invalid_signature` otherwise). Each reported token that is a live API key ' +
+    "is revoked at once (its next call answers `revoked_api_key`), its leak is recorded with the report's " +
+    '`url` and `source`, and a `Key Leaked` event is sent. The answer labels each token by its SHA-256: ' +
+    '`true_positive` for a key of this service (revoked now or before), `false_positive` for anything else. ' +
+    `The same report sent again changes nothing more. Bodies over ${MAX_REPORT_BYTES} bytes are refused.`,
+  tags: ['Security'],
+  security: [],
+  parameters: [
+    signatureHeader('Github-Public-Key-Identifier', 'Identifier of the public key that signed the report.'),
+    signatureHeader('Github-Public-Key-Signature', 'Base64 ECDSA P-256 / SHA-256 signature of the raw body.'),
+  ],
+  requestBody: { required: true, content: jsonContent('SecretScanningReport') },
+  responses: {
+    200: {
+      description: 'One entry per reported token, in the order sent.',
+      headers: {
+        'X-Request-Id': COMMON_RESPONSE_HEADERS['X-Request-Id'],
+        'Cache-Control': COMMON_RESPONSE_HEADERS['Cache-Control'],
+        'X-Content-Type-Options': COMMON_RESPONSE_HEADERS['X-Content-Type-Options'],
+      },
+      content: jsonContent('SecretScanningAnswer'),
+    },
+    ...Object.fromEntries(
+      ERROR_RESPONSES.filter(({ scope }) => scope.includes('report') || scope.includes('gateway')).map((response) => [
+        response.status,
+        ref('responses', keylessResponseName(response)),
+      ]),
+    ),
+  },
+});
+
 const buildPaths = (): Json => {
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
     paths[route.path] ??= {};
     paths[route.path]![route.method.toLowerCase()] = buildOperation(route);
   }
+  paths[secretScanningRoute.path] = { post: buildReportOperation() };
   return paths;
 };
 
@@ -215,6 +264,7 @@ export const buildOpenApiDocument = (): Json => ({
     { name: 'Branch', description: 'The branch the key belongs to' },
     { name: 'Members', description: 'Team members of the branch' },
     { name: 'Payment providers', description: 'Active payment providers of the branch' },
+    { name: 'Security', description: 'Reports of leaked keys (GitHub secret scanning)' },
   ],
   paths: buildPaths(),
   // What answers when no operation matches (the catch-all function): a validator checks those responses here.

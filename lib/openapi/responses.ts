@@ -41,6 +41,7 @@ const STATUS_NAMES: Record<number, string> = {
   403: 'Forbidden',
   404: 'NotFound',
   405: 'MethodNotAllowed',
+  413: 'PayloadTooLarge',
   429: 'TooManyRequests',
   431: 'RequestHeaderFieldsTooLarge',
   500: 'InternalError',
@@ -60,17 +61,31 @@ export interface ErrorResponse {
   scope: ErrorScope[];
 }
 
-/** The error responses, one per status, grouped from the catalogue (shared/api/errors.ts). */
-export const ERROR_RESPONSES: ErrorResponse[] = [...new Set(ERROR_CODES.map((code) => ERROR_CATALOGUE[code].status))]
-  .sort((a, b) => a - b)
-  .map((status) => {
-    const codes = ERROR_CODES.filter((code) => ERROR_CATALOGUE[code].status === status);
+/**
+ * Codes only the secret scanning report answers with (`invalid_signature`, `payload_too_large`) get
+ * responses of their own, so the API's 401 keeps its bearer challenge required and its codes exact.
+ */
+const isReportOnly = (code: ErrorCode): boolean =>
+  (ERROR_CATALOGUE[code].scope as readonly ErrorScope[]).every((scope) => scope === 'report');
+const groupOf = (code: ErrorCode): string => `${ERROR_CATALOGUE[code].status}${isReportOnly(code) ? ' report' : ''}`;
+
+/**
+ * The error responses, one per status (and one more per status for report-only codes), grouped
+ * from the catalogue (shared/api/errors.ts).
+ */
+export const ERROR_RESPONSES: ErrorResponse[] = [...new Set(ERROR_CODES.map(groupOf))]
+  .sort((a, b) => a.localeCompare(b))
+  .map((group) => {
+    const codes = ERROR_CODES.filter((code) => groupOf(code) === group);
     const entries = codes.map((code): CatalogueEntry => ERROR_CATALOGUE[code]);
-    const name = STATUS_NAMES[status];
-    if (!name) throw new Error(`No response name for status ${status}: add it to STATUS_NAMES`);
+    const status = entries[0]!.status;
+    const statusName = STATUS_NAMES[status];
+    if (!statusName) throw new Error(`No response name for status ${status}: add it to STATUS_NAMES`);
+    // A status that only the report answers keeps its plain name (413 PayloadTooLarge).
+    const shared = ERROR_CODES.some((code) => ERROR_CATALOGUE[code].status === status && !isReportOnly(code));
     return {
       status,
-      name,
+      name: group.endsWith(' report') && shared ? `Report${statusName}` : statusName,
       codes,
       headers: [...new Set(entries.flatMap((entry) => entry.headers))],
       scope: [...new Set(entries.flatMap((entry) => entry.scope))],
@@ -186,8 +201,11 @@ export const COMMON_RESPONSE_HEADERS = {
 
 export const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('schemas', schema) } });
 
-/** Scopes answered before any key is read: by the catch-all function, or by the gateway itself. */
-const KEYLESS_SCOPES: readonly ErrorScope[] = ['unmatched', 'gateway'];
+/**
+ * Scopes answered before any API key is read: by the catch-all function, by the gateway itself,
+ * or by the secret scanning report (which is signed, not keyed).
+ */
+const KEYLESS_SCOPES: readonly ErrorScope[] = ['unmatched', 'gateway', 'report'];
 const isKeyless = (scope: ErrorScope): boolean => KEYLESS_SCOPES.includes(scope);
 
 /** The headers only a response to a found key carries; absent from every response answered before a key is read. */

@@ -6,10 +6,12 @@
  * - `DYNAMODB_ENDPOINT` set: that endpoint (e.g. the one `npm start` prints);
  * - otherwise AWS, with the default credential chain and `AWS_REGION`;
  * - table names from `KEYS_TABLE`, `USAGE_TABLE`, `BRANCH_DATA_TABLE`, `ROLLUPS_TABLE`, `RATE_LIMITS_TABLE`,
- *   `ACTIVITY_TABLE` (a deployed stack's outputs), defaulting to the local names.
+ *   `ACTIVITY_TABLE` (a deployed stack's outputs), defaulting to the local names;
+ * - key events to the bus `KEY_EVENT_BUS_NAME` (a stack output) or the file `KEY_EVENTS_FILE`.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ConfigError, readDynamoDbSettings } from '../../shared/lambda/config';
+import { ConfigError, readDynamoDbSettings, readKeyEventSettings } from '../../shared/lambda/config';
+import { createKeyEventEmitter, type EmitterLogger, type KeyEventEmitter } from '../../shared/data/key-events';
 import { createDocumentClient } from '../../shared/data/dynamodb';
 import { createRepositories, type Repositories } from '../../shared/data/repositories';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
@@ -26,6 +28,8 @@ export interface OperatorContext extends Repositories {
   endpoint?: string;
   /** Key activity (lib/operator/key-actions.ts). */
   activity: ActivityRepository;
+  /** Where key events go (the keys repository sends the actions' own; `keys audit` the expiring ones). */
+  keyEvents?: KeyEventEmitter;
   /** Who actions are recorded as: the OS user locally, the IAM principal ARN on AWS (lib/operator/actor.ts). */
   actor(): Promise<string>;
   /** The document client (it also sends plain commands such as CreateTable). */
@@ -38,6 +42,12 @@ export const operatorTableNames = (env: Env = process.env): TableNames =>
     tableDefinitions.map(({ name, envVar }) => [name, env[envVar]?.trim() || LOCAL_TABLE_NAMES[name]]),
   ) as unknown as TableNames;
 
+/** A key event that could not be sent: one JSON line on stderr, to replay (docs/decisions.md "Key events"). */
+const stderrLogger: EmitterLogger = {
+  error: (message, extra) =>
+    process.stderr.write(`${JSON.stringify({ level: 'ERROR', message, ...extra, error: String(extra.error) })}\n`),
+};
+
 export const createOperatorContext = (env: Env = process.env): OperatorContext => {
   if (!env.DYNAMODB_ENDPOINT?.trim() && !env.AWS_REGION?.trim() && !env.AWS_DEFAULT_REGION?.trim()) {
     throw new ConfigError(
@@ -47,12 +57,15 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
   const settings = readDynamoDbSettings(env);
   const tables = operatorTableNames(env);
   const client = createDocumentClient(settings, env);
-  const repositories = createRepositories(client, tables, settings.deadlineMs);
+  // Key events: KEY_EVENT_BUS_NAME against AWS, KEY_EVENTS_FILE locally (npm start prints it).
+  const keyEvents = createKeyEventEmitter(readKeyEventSettings(env), stderrLogger);
+  const repositories = createRepositories(client, tables, settings.deadlineMs, keyEvents);
   return {
     tables,
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
     ...repositories,
     activity: repositories.activity!,
+    keyEvents,
     actor: actorResolver(env, settings.endpoint !== undefined),
     rollups: new RollupsRepository(client, tables.rollups, settings.deadlineMs),
     client,

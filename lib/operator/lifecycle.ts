@@ -4,6 +4,7 @@
  * `keys create --allow-ip`) and the settings console call these same functions; bad input is an
  * OperatorError with a one-line message, before anything is written.
  */
+import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import {
   KeyChangedError,
   KeyNotFoundError,
@@ -231,10 +232,15 @@ export const auditOf = async (
   );
 };
 
-/** Audits every active key of a branch: what could be tightened, retired or renewed. */
+/**
+ * Audits every active key of a branch: what could be tightened, retired or renewed. Locally it
+ * also sends the "Key Expiring" events the daily function sends deployed (once per key and expiry).
+ */
 export const auditKeys = async (ctx: OperatorContext, request: AuditRequest): Promise<AuditReport> => {
   const now = request.now ?? new Date();
   await requireBranch(ctx, request.branchId);
-  const keys = await auditOf(ctx, await ctx.keys.listByBranch(request.branchId), now);
+  const listed = await ctx.keys.listByBranch(request.branchId);
+  if (ctx.keyEvents) await sendExpiringEvents({ keys: ctx.keys, keyEvents: ctx.keyEvents, candidates: listed, now });
+  const keys = await auditOf(ctx, listed, now);
   return { branch_id: request.branchId, generated_at: now.toISOString(), keys };
 };

@@ -13,6 +13,7 @@ import { readSeedFile } from '../operator/operations';
 import { LOCAL_REGION, type Assembly, type Json, type TemplateRoute, type TemplateTable } from './assembly';
 import type { CapturedWrite } from './recording-proxy';
 import { DEMO_SEED_FILE, OPENAPI_FILE } from '../project-paths';
+import { REPORT_ROUTE_KEY, reportCases, type Signer } from './leak-scenario';
 
 export interface Case {
   label: string;
@@ -23,6 +24,9 @@ export interface Case {
   expected: number;
   /** The documented error code (shared/api/errors.ts) an error answer must carry. */
   code?: string;
+  /** Request headers and body beyond the key (the secret scanning report, lib/verify/leak-scenario.ts). */
+  headers?: Record<string, string>;
+  body?: string;
 }
 
 /** API Gateway's route selection over the template's route keys, `$default` last. */
@@ -89,10 +93,13 @@ interface ScenarioKeys {
   noScope: string;
   expired: string;
   revoked: string;
+  disabled: string;
   /** Allowed only from a documentation range (RFC 5737); events come from 127.0.0.1. */
   elsewhere: string;
   /** One call an hour: the first call of the scenario with it is admitted, every later one refused. */
   limited: string;
+  /** Reported as leaked by a signed report (the report route's cases). */
+  leaked: string;
 }
 
 const createKeys = async (repositories: Repositories, branchId: string): Promise<ScenarioKeys> => {
@@ -106,16 +113,25 @@ const createKeys = async (repositories: Repositories, branchId: string): Promise
   await repositories.keys.revoke(revoked.record.key_id);
   const elsewhere = await make('verify ip allowlist', { allowedIps: ['192.0.2.0/24'] });
   const limited = await make('verify rate limit', { rateLimit: '1/h' });
-  return { read, noScope, expired, revoked: revoked.key, elsewhere, limited };
+  const disabled = await repositories.keys.create({ branchId, scopes: ['read'], name: 'verify disabled' });
+  await repositories.keys.disable({ keyId: disabled.record.key_id, branchId, now: new Date(), actor: 'verify' });
+  const leaked = await make('verify leaked');
+  // Expires within days: the daily Key Expiring run has one key to tell about.
+  await make('verify expiring', { expiresAt: new Date(Date.now() + 3 * 24 * 3600_000) });
+  return { read, noScope, expired, revoked: revoked.key, disabled: disabled.key, elsewhere, limited, leaked };
 };
 
 /** The calls made on one route: a good one, then one per documented error it can answer. */
 const routeCases = (
   route: TemplateRoute,
   keys: ScenarioKeys,
-  context: { providerId: string; lists: Set<string>; cases: Case[] },
+  context: { providerId: string; lists: Set<string>; cases: Case[]; signed: Signer },
 ) => {
   const { cases } = context;
+  if (route.routeKey === REPORT_ROUTE_KEY) {
+    cases.push(...reportCases(context.signed, keys.leaked));
+    return;
+  }
   const [method = 'GET', template = '/'] = route.routeKey.split(' ');
   const path = template.replace(/\{(\w+)\}/g, context.providerId);
   const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
@@ -125,6 +141,7 @@ const routeCases = (
   at('a malformed key', 401, { key: 'wsk_malformed', code: 'invalid_api_key' });
   at('an unknown key', 401, { key: generateApiKey(), code: 'invalid_api_key' });
   at('a revoked key', 401, { key: keys.revoked, code: 'revoked_api_key' });
+  at('a disabled key', 401, { key: keys.disabled, code: 'disabled_api_key' });
   at('an expired key', 401, { key: keys.expired, code: 'expired_api_key' });
   at('a caller outside the key IP allowlist', 403, { key: keys.elsewhere, code: 'ip_not_allowed' });
   at('a key without read', 403, { key: keys.noScope, code: 'insufficient_scope' });
@@ -151,6 +168,7 @@ export const buildScenario = async (
   raw: DynamoDBClient,
   tables: ApiTableNames,
   assembly: Assembly,
+  signed: Signer,
 ): Promise<{ cases: Case[]; limitedKey: string }> => {
   const repositories = createRepositories(DynamoDBDocumentClient.from(raw), tables);
   const seed = await readSeedFile(DEMO_SEED_FILE);
@@ -158,7 +176,7 @@ export const buildScenario = async (
   const branch = seed.branches[0]!;
   const providerId = branch.payment_providers.find((provider) => provider.active)?.id ?? 'none';
   const keys = await createKeys(repositories, branch.id);
-  const context = { providerId, lists: listOperations(), cases: [] as Case[] };
+  const context = { providerId, lists: listOperations(), cases: [] as Case[], signed };
   for (const route of assembly.routes.filter((r) => r.routeKey !== '$default')) routeCases(route, keys, context);
   const { cases } = context;
   const firstPath = cases[0]?.path ?? '/';

@@ -18,6 +18,13 @@ import { checkAlarms, checkIam, type Defect } from './checks';
 import { TEMPLATE_CHECKS } from './checks/index';
 import { readOpenApi, runTemplateChecks } from './checks/table';
 import { startFunction, type FunctionHost } from './function-host';
+import {
+  checkKeyEventGrants,
+  scheduledEvent,
+  scheduledFunctions,
+  useOwnSigningKey,
+  type Signer,
+} from './leak-scenario';
 import { buildScenario, errorCodeOf, routeMatcher, streamRecordsOf, tableNamesOf, type Case } from './scenario';
 
 export interface VerifyReport {
@@ -52,10 +59,13 @@ interface Run {
   defects: Defect[];
   /** Request id → the template route that served it (not `$default`). */
   served: Map<string, TemplateRoute>;
+  /** Signs secret scanning reports with the run's own key pair (lib/verify/leak-scenario.ts). */
+  signed: Signer;
 }
 
 /** Every route with every documented error, then each successful call again with its writes failing. */
-const playScenario = async ({ assembly, raw, hosts, defects, served }: Run) => {
+const playScenario = async (run: Run) => {
+  const { assembly, raw, hosts, defects, served } = run;
   const tables = tableNamesOf(assembly);
   if (!tables) {
     defects.push({
@@ -64,7 +74,7 @@ const playScenario = async ({ assembly, raw, hosts, defects, served }: Run) => {
     });
     return;
   }
-  const { cases, limitedKey } = await buildScenario(raw, tables, assembly);
+  const { cases, limitedKey } = await buildScenario(raw, tables, assembly, run.signed);
   const match = routeMatcher(assembly.routes);
   const call = async (one: Case, note = '') => {
     const selected = match(one.method, one.path);
@@ -80,7 +90,8 @@ const playScenario = async ({ assembly, raw, hosts, defects, served }: Run) => {
       stage: assembly.stageName,
       routeKey: selected.route.routeKey,
       requestId,
-      headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}) },
+      headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}), ...one.headers },
+      ...(one.body !== undefined ? { body: one.body } : {}),
       ...(one.query ? { query: one.query } : {}),
       ...(selected.pathParameters ? { pathParameters: selected.pathParameters } : {}),
     });
@@ -235,12 +246,14 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
     region: LOCAL_REGION,
     credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
   });
-  const run: Run = { assembly, raw, hosts: new Map(), defects, served: new Map() };
+  const signed = useOwnSigningKey(assembly.functions);
+  const run: Run = { assembly, raw, hosts: new Map(), defects, served: new Map(), signed };
   let unused: string[] = [];
   try {
     await phase(run, 'creating the tables', () => createTables(run));
     await phase(run, 'starting the functions', () => startFunctions(run, dynamo.endpoint));
     await phase(run, 'the scenario', () => playScenario(run));
+    await phase(run, 'the scheduled runs', () => runScheduled(run));
     const fed = await phase(run, 'the stream feed', () => feedStreams(run));
     await phase(run, 'the route wiring check', async () => checkRouteWiring(run));
     await phase(run, 'the IAM and alarm checks', async () => {
@@ -255,7 +268,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
         })),
       );
       unused = iam.unused;
-      defects.push(...iam.defects);
+      defects.push(...iam.defects, ...checkKeyEventGrants(assembly));
       defects.push(
         ...checkAlarms(
           assembly,
@@ -295,6 +308,14 @@ const createTables = async ({ assembly, raw }: Run) => {
         ...(GlobalSecondaryIndexes ? { GlobalSecondaryIndexes } : {}),
       }),
     );
+  }
+};
+
+/** Scheduled functions (the daily Key Expiring run): one scheduled event each. */
+const runScheduled = async ({ assembly, hosts, defects }: Run) => {
+  for (const id of scheduledFunctions(assembly)) {
+    const outcome = await hosts.get(id)?.invoke(scheduledEvent());
+    if (outcome?.error) defects.push({ resource: id, reason: `a scheduled run failed: ${outcome.error}` });
   }
 };
 

@@ -20,10 +20,11 @@ export type ErrorHeaderName = 'WWW-Authenticate' | 'Allow' | 'Retry-After' | 'Ra
 /**
  * Which operations can answer with a code: `every` authenticated operation, those that take query
  * parameters (`list`), those that read one resource (`single`), requests no route matched
- * (`unmatched`, answered by the catch-all function), and any request the gateway refuses before
- * routing it (`gateway`). The last two are answered before any key is read.
+ * (`unmatched`, answered by the catch-all function), any request the gateway refuses before
+ * routing it (`gateway`), and the secret scanning report (`report`). `unmatched` and `gateway`
+ * are answered before any key is read.
  */
-export type ErrorScope = 'every' | 'list' | 'single' | 'unmatched' | 'gateway';
+export type ErrorScope = 'every' | 'list' | 'single' | 'unmatched' | 'gateway' | 'report';
 
 export interface CatalogueEntry {
   readonly status: number;
@@ -70,6 +71,21 @@ export const ERROR_CATALOGUE = {
     headers: ['WWW-Authenticate'],
     scope: ['every'],
   },
+  invalid_signature: {
+    status: 401,
+    message: 'The report signature does not verify.',
+    when: 'a secret-scanning report whose signature is missing, does not verify, or names an unknown key',
+    // Not a bearer token problem: no WWW-Authenticate (docs/decisions.md "Leaked keys").
+    headers: [],
+    scope: ['report'],
+  },
+  payload_too_large: {
+    status: 413,
+    message: 'The report is larger than 1 MB.',
+    when: 'a secret-scanning report over 1 MB',
+    headers: [],
+    scope: ['report'],
+  },
   insufficient_scope: {
     status: 403,
     message: 'The API key lacks the scope this endpoint requires.',
@@ -88,9 +104,9 @@ export const ERROR_CATALOGUE = {
   invalid_request: {
     status: 400,
     message: 'The request is not valid.',
-    when: 'bad query parameter or cursor',
+    when: 'bad query parameter or cursor; a secret-scanning report that is not a JSON array of `{token, type, url, source}`',
     headers: [],
-    scope: ['list'],
+    scope: ['list', 'report'],
   },
   not_found: {
     status: 404,
@@ -125,14 +141,14 @@ export const ERROR_CATALOGUE = {
     message: 'The service is temporarily unavailable. Retry shortly.',
     when: 'the database is unreachable or throttling (`Retry-After` says when to retry)',
     headers: ['Retry-After'],
-    scope: ['every'],
+    scope: ['every', 'report'],
   },
   internal_error: {
     status: 500,
     message: 'Something went wrong on our side.',
     when: 'anything else; quote the request id when reporting it',
     headers: [],
-    scope: ['every', 'unmatched'],
+    scope: ['every', 'unmatched', 'report'],
   },
 } as const satisfies Record<string, CatalogueEntry>;
 
@@ -174,6 +190,8 @@ export const insufficientScope = (scope: Scope) =>
   });
 export const ipNotAllowed = () => new ApiError('ip_not_allowed');
 export const invalidRequest = (message?: string) => new ApiError('invalid_request', message);
+export const invalidSignature = () => new ApiError('invalid_signature');
+export const payloadTooLarge = () => new ApiError('payload_too_large');
 export const notFound = (message?: string) => new ApiError('not_found', message);
 export const methodNotAllowed = (allow: string) =>
   new ApiError('method_not_allowed', `This path only accepts ${allow}.`, { Allow: allow });

@@ -7,7 +7,8 @@ import type { Scope } from '../domain/schemas';
 import { ACTIVE_PROVIDERS_INDEX, type TableNames } from '../data/tables';
 
 /** The DynamoDB calls the functions make, by their IAM action names. */
-export type DynamoDbAction = 'dynamodb:GetItem' | 'dynamodb:Query' | 'dynamodb:PutItem' | 'dynamodb:UpdateItem';
+export type DynamoDbAction =
+  'dynamodb:GetItem' | 'dynamodb:Query' | 'dynamodb:PutItem' | 'dynamodb:UpdateItem' | 'dynamodb:Scan';
 
 /**
  * Calls a function makes on one table: on the table itself or, with `index`, on that index only.
@@ -78,6 +79,37 @@ export const routes: readonly RouteDefinition[] = [
   },
 ];
 
+/**
+ * The one route that takes no API key: GitHub's secret scanning reports, verified by their own
+ * signature (docs/decisions.md "Leaked keys"). A function of its own, with its own grants.
+ */
+export interface ReportRouteDefinition {
+  readonly id: 'ReportSecretScanning';
+  readonly method: 'POST';
+  readonly path: string;
+  readonly entry: string;
+  readonly summary: string;
+  /** Every table call its function makes. */
+  readonly access: readonly TableAccess[];
+}
+
+export const secretScanningRoute: ReportRouteDefinition = {
+  id: 'ReportSecretScanning',
+  method: 'POST',
+  path: '/security/secret-scanning',
+  entry: 'functions/secret-scanning.ts',
+  summary: 'Report leaked API keys (GitHub secret scanning partner program)',
+  // The key by hash, then its revocation (the `leaked` action); its entry copied to the activity
+  // table, then cleared from the key item (another UpdateItem).
+  access: [
+    { table: 'keys', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
+    { table: 'activity', actions: ['dynamodb:PutItem'] },
+  ],
+};
+
+/** Any route the gateway serves. */
+export type AnyRouteDefinition = RouteDefinition | ReportRouteDefinition;
+
 /** The catch-all function: unknown paths (404) and known paths with another method (405). */
 export const fallbackEntry = 'functions/fallback.ts';
 
@@ -95,7 +127,7 @@ export const tableAccessOf = (route: RouteDefinition): readonly TableAccess[] =>
   { table: 'branchData', ...route.data },
 ];
 
-export const routeKey = (route: RouteDefinition): string => `${route.method} ${route.path}`;
+export const routeKey = (route: AnyRouteDefinition): string => `${route.method} ${route.path}`;
 
 export const getRoute = (id: RouteId): RouteDefinition => {
   const route = routes.find((candidate) => candidate.id === id);
@@ -103,7 +135,7 @@ export const getRoute = (id: RouteId): RouteDefinition => {
   return route;
 };
 
-const compiled = routes.map((route) => {
+const compiled = [...routes, secretScanningRoute].map((route: AnyRouteDefinition) => {
   const names: string[] = [];
   const source = route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, (_m, name: string) => {
     names.push(name);
@@ -113,7 +145,7 @@ const compiled = routes.map((route) => {
 });
 
 export type RouteMatch =
-  | { kind: 'route'; route: RouteDefinition; pathParameters: Record<string, string> }
+  | { kind: 'route'; route: AnyRouteDefinition; pathParameters: Record<string, string> }
   | { kind: 'method_not_allowed'; allow: string }
   | { kind: 'not_found' };
 

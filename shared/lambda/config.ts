@@ -10,6 +10,8 @@ import { DEFAULT_USAGE_RETENTION_DAYS } from '../domain/usage-record';
 export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from '../data/tables';
 
 import type { DynamoDbSettings } from '../data/dynamodb';
+import type { KeyEventSettings } from '../data/key-events';
+import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../data/secret-scanning-keys';
 
 export type { DynamoDbSettings };
 
@@ -49,6 +51,8 @@ export interface Config {
   readonly usageRetentionDays: number;
   /** The limit of keys stored without one (docs/decisions.md "Rate limits"). */
   readonly defaultRateLimit: RateLimit;
+  /** Where key events go (docs/decisions.md "Key events"): the bus deployed, a file locally, or nowhere. */
+  readonly keyEvents: KeyEventSettings;
 }
 
 /**
@@ -111,9 +115,41 @@ export const readDefaultRateLimit = (env: Env): RateLimit => {
   }
 };
 
+/** KEY_EVENT_BUS_NAME (deployed) wins over KEY_EVENTS_FILE (local); neither: no events. */
+export const readKeyEventSettings = (env: Env): KeyEventSettings => {
+  const busName = env.KEY_EVENT_BUS_NAME?.trim();
+  const file = env.KEY_EVENTS_FILE?.trim();
+  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim();
+  return { ...(busName ? { busName } : {}), ...(file ? { file } : {}), ...(region ? { region } : {}) };
+};
+
+export interface SecretScanningSettings {
+  /** The public keys document (SECRET_SCANNING_KEYS_URL): https:, http: or file:. */
+  readonly keysUrl: string;
+  /** Longest one fetch of it may take (SECRET_SCANNING_KEYS_TIMEOUT_MS). */
+  readonly keysTimeoutMs: number;
+}
+
+export const readSecretScanningSettings = (env: Env): SecretScanningSettings => {
+  const keysUrl = env.SECRET_SCANNING_KEYS_URL?.trim() || GITHUB_SECRET_SCANNING_KEYS_URL;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(keysUrl).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'https:' && protocol !== 'http:' && protocol !== 'file:') {
+    throw new ConfigError(
+      `Environment variable SECRET_SCANNING_KEYS_URL must be an https:, http: or file: URL, got "${keysUrl}"`,
+    );
+  }
+  return { keysUrl, keysTimeoutMs: positiveIntEnv(env, 'SECRET_SCANNING_KEYS_TIMEOUT_MS', 3000) };
+};
+
 export const loadConfig = (env: Env = process.env): Config => ({
   tables: readTableNames(env),
   dynamodb: readDynamoDbSettings(env),
   usageRetentionDays: readUsageRetentionDays(env),
   defaultRateLimit: readDefaultRateLimit(env),
+  keyEvents: readKeyEventSettings(env),
 });

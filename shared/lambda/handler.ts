@@ -7,7 +7,18 @@ import type { AuthenticatedContext } from '../api/middlewares';
 import { createMiddlewareChain, type ChainHandler } from '../api/middleware-chain';
 import { logger, metrics } from './observability';
 import { getRoute, routeKey, type RouteId } from '../api/routes';
-import { config, keys, rateLimits, usage } from './runtime';
+import { config, keyEvents, keys, rateLimits, usage } from './runtime';
+import { keyEvent, OncePerPeriod, SERVICE_ACTOR } from '../domain/key-events';
+import type { ApiKeyRecord } from '../data/repositories/keys';
+
+/** "Rate limit reached" at most once per key per hour, by the container that first refuses it. */
+const RATE_LIMIT_EVENT_PERIOD_MS = 60 * 60 * 1000;
+const limitReported = new OncePerPeriod(RATE_LIMIT_EVENT_PERIOD_MS);
+const reportLimitReached = async (apiKey: ApiKeyRecord, at: number): Promise<void> => {
+  if (!limitReported.first(apiKey.key_id, at)) return;
+  const extra: Record<string, string> = apiKey.rate_limit ? { rate_limit: apiKey.rate_limit } : {};
+  await keyEvents.emit([keyEvent('rate_limit_reached', apiKey, SERVICE_ACTOR, new Date(at), extra)]);
+};
 
 export const createApiHandler = (routeId: RouteId, handler: ChainHandler<AuthenticatedContext>) => {
   const route = getRoute(routeId);
@@ -18,7 +29,13 @@ export const createApiHandler = (routeId: RouteId, handler: ChainHandler<Authent
     // Counted once the key is known to be neither revoked nor expired, whatever comes next.
     guards: [
       authenticate({ keys }),
-      rateLimit({ counter: rateLimits, defaultLimit: config.defaultRateLimit, logger, metrics }),
+      rateLimit({
+        counter: rateLimits,
+        defaultLimit: config.defaultRateLimit,
+        logger,
+        metrics,
+        onLimitReached: reportLimitReached,
+      }),
       ipAllowlist(),
       requireScope({ scope: route.scope }),
     ],

@@ -5,11 +5,16 @@
 import { loadConfig } from './config';
 import { createDocumentClient } from '../data/dynamodb';
 import { createRepositories } from '../data/repositories';
+import { createKeyEventEmitter } from '../data/key-events';
+import { logger } from './observability';
 
 export const config = loadConfig();
 export const documentClient = createDocumentClient(config.dynamodb);
+/** Key events of this container (docs/decisions.md "Key events"); sending never fails an action. */
+export const keyEvents = createKeyEventEmitter(config.keyEvents, logger);
 export const { keys, usage, branchData, rateLimits } = createRepositories(
   documentClient,
   config.tables,
   config.dynamodb.deadlineMs,
+  keyEvents,
 );

@@ -18,13 +18,13 @@ describe('stack props', () => {
       defaultRateLimit: '50/s',
       logLevel: 'INFO',
       serverErrorRatePercent: 5,
-      reservedConcurrency: { endpoint: 100, fallback: 20, aggregator: 5 },
+      reservedConcurrency: { endpoint: 100, fallback: 20, aggregator: 5, secretScanning: 5, keyExpiry: 1 },
     });
   });
 
   it('refuse reserved concurrency an account cannot give, and a malformed alarm e-mail', () => {
     expect(() => resolveStackSettings({ reservedConcurrency: { endpoint: 300 } })).toThrow(
-      /reserves 1225 in all; .* at most 900/,
+      /reserves 1231 in all; .* at most 900/,
     );
     expect(() => resolveStackSettings({ reservedConcurrency: { aggregator: 0 } })).toThrow(
       /reservedConcurrency.aggregator must be a positive integer, got 0/,
@@ -47,13 +47,15 @@ describe('stack props', () => {
       DefaultRouteSettings: { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 },
     });
     const logGroups = Object.values(resourcesOfType(template, 'AWS::Logs::LogGroup'));
-    expect(logGroups).toHaveLength(7); // six functions' (with the rollups aggregator) and the API's
+    // Eight functions' (the rollups aggregator, the secret scanning report, the key expiry run) and the API's.
+    expect(logGroups).toHaveLength(9);
     expect(new Set(logGroups.map((group) => group.Properties.RetentionInDays))).toEqual(new Set([7]));
     const functions = Object.values(resourcesOfType(template, 'AWS::Lambda::Function'));
     expect(functions.every((fn) => fn.Properties.Environment.Variables.POWERTOOLS_LOG_LEVEL === 'DEBUG')).toBe(true);
-    expect(functions.filter((fn) => fn.Properties.Environment.Variables.USAGE_RETENTION_DAYS === '30')).toHaveLength(4);
+    // The four routes' functions and the secret scanning report (its chain configuration reads them).
+    expect(functions.filter((fn) => fn.Properties.Environment.Variables.USAGE_RETENTION_DAYS === '30')).toHaveLength(5);
     expect(functions.filter((fn) => fn.Properties.Environment.Variables.DEFAULT_RATE_LIMIT === '600/min')).toHaveLength(
-      4,
+      5,
     );
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { Threshold: 2, EvaluationPeriods: 2 });
   });

@@ -5,7 +5,7 @@
  */
 import { Match } from 'aws-cdk-lib/assertions';
 import { createTableInput, rateLimitsTable, tableDefinitions, type TableDefinition } from '../../shared/data/tables';
-import { fallbackEntry, routeKey, routes, type RouteId } from '../../shared/api/routes';
+import { fallbackEntry, routeKey, routes, secretScanningRoute, type RouteId } from '../../shared/api/routes';
 import { Stack } from 'aws-cdk-lib';
 import { DataTables } from '../../lib/infra/data-tables';
 import { ApiFunction, ENDPOINT_MEMORY_MB, ENDPOINT_TIMEOUT, FALLBACK_MEMORY_MB } from '../../lib/infra/api-function';
@@ -39,7 +39,7 @@ describe('HTTP API', () => {
     };
 
     expect(routeResources.map((route) => route.Properties.RouteKey).sort()).toEqual(
-      [...routes.map(routeKey), '$default'].sort(),
+      [...routes.map(routeKey), routeKey(secretScanningRoute), '$default'].sort(),
     );
     for (const route of routes) {
       expect(targetFunction(routeKey(route))).toBe(logicalId(stack.functions[route.id].function));
@@ -77,8 +77,8 @@ describe('HTTP API', () => {
 });
 
 describe('functions', () => {
-  it('are six: one per route, the fallback and the rollups aggregator', () => {
-    template.resourceCountIs('AWS::Lambda::Function', routes.length + 2);
+  it('are eight: one per route, the fallback, the rollups aggregator, the secret scanning report and the daily key expiry run', () => {
+    template.resourceCountIs('AWS::Lambda::Function', routes.length + 4);
     expect(stack.fallback.node.id).toBe('Fallback');
     expect(fallbackEntry).toBe('functions/fallback.ts');
   });
@@ -128,6 +128,8 @@ describe('functions', () => {
       RATE_LIMITS_TABLE: { Ref: logicalId(stack.tables.rateLimits) },
       USAGE_RETENTION_DAYS: '90',
       DEFAULT_RATE_LIMIT: '50/s',
+      // Key events: "rate limit reached" (lib/infra/key-events.ts).
+      KEY_EVENT_BUS_NAME: { Ref: logicalId(stack.keyEvents.bus) },
     });
     const resolved = {
       ...variables,
@@ -135,6 +137,7 @@ describe('functions', () => {
       USAGE_TABLE: 'u',
       BRANCH_DATA_TABLE: 'b',
       RATE_LIMITS_TABLE: 'r',
+      KEY_EVENT_BUS_NAME: 'bus',
       AWS_REGION: 'eu-west-1',
     };
     expect(loadConfig(resolved as Record<string, string>)).toMatchObject({
@@ -305,6 +308,8 @@ describe('least privilege', () => {
     `Allow dynamodb:GetItem ${keys}.Arn`,
     `Allow dynamodb:PutItem ${usage}.Arn`,
     `Allow dynamodb:UpdateItem ${rateLimits}.Arn`,
+    // "Rate limit reached" key events (test/cdk/secret-scanning.test.ts covers the bus grants).
+    `Allow events:PutEvents ${logicalId(stack.keyEvents.bus)}.Arn`,
   ];
   const dataAccess: Record<RouteId, string[]> = {
     GetBranch: [`Allow dynamodb:GetItem ${branchData}.Arn`],
@@ -351,7 +356,17 @@ describe('least privilege', () => {
       policy.Properties.PolicyDocument.Statement.flatMap((statement: any) => asArray(statement.Action)),
     );
     expect(actions.filter((action: string) => action.includes('*'))).toEqual([]);
-    expect([...new Set(actions.filter((action: string) => action.startsWith('dynamodb:')))].sort()).toEqual([
+    // The daily key expiry run scans the keys table once a day; no request path scans.
+    expect(permissionsOf(stack.keyEvents.expiry).filter((grant) => grant.includes('dynamodb:Scan'))).toEqual([
+      `Allow dynamodb:Scan ${keys}.Arn`,
+    ]);
+    const requestPaths = policies.filter(
+      (policy) => !policy.Properties.Roles.some((role: any) => role.Ref === logicalId(stack.keyEvents.expiry.role)),
+    );
+    const requestActions = requestPaths.flatMap((policy) =>
+      policy.Properties.PolicyDocument.Statement.flatMap((statement: any) => asArray(statement.Action)),
+    );
+    expect([...new Set(requestActions.filter((action: string) => action.startsWith('dynamodb:')))].sort()).toEqual([
       'dynamodb:DescribeStream',
       'dynamodb:GetItem',
       'dynamodb:GetRecords',
@@ -371,7 +386,7 @@ describe('least privilege', () => {
       'dynamodb:PartiQLSelect',
       'dynamodb:DescribeTable',
     ];
-    expect(actions.filter((action: string) => forbidden.includes(action))).toEqual([]);
+    expect(requestActions.filter((action: string) => forbidden.includes(action))).toEqual([]);
     const effects = policies.flatMap((policy) => policy.Properties.PolicyDocument.Statement.map((s: any) => s.Effect));
     expect(new Set(effects)).toEqual(new Set(['Allow']));
   });
@@ -425,10 +440,10 @@ describe('alarms', () => {
 
   it('cover the API, every function, every table and index, and usage writes, and send nothing without a topic', () => {
     // API 5xx rate, 4xx rate and p99; errors, throttles and duration near the timeout of every
-    // function (routes, fallback, aggregator); every table and index; usage writes, rate-limit
+    // function (routes, fallback, aggregator, secret scanning, key expiry); every table and index; usage writes, rate-limit
     // counters and unreadable stream records; the rollups pipeline's iterator age and dead letters.
     const tablesAndIndexes = tableDefinitions.reduce((n, table) => n + 1 + table.indexes.length, 0);
-    expect(Object.keys(alarms)).toHaveLength(3 + 3 * (routes.length + 2) + tablesAndIndexes + 3 + 2);
+    expect(Object.keys(alarms)).toHaveLength(3 + 3 * (routes.length + 4) + tablesAndIndexes + 3 + 2);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
@@ -547,6 +562,7 @@ describe('outputs', () => {
     expect(Object.keys(template.findOutputs('*')).sort()).toEqual([
       'ApiBaseUrl',
       'BranchDataTableName',
+      'KeyEventBusName',
       'KeysTableName',
       'RollupsTableName',
       'UsageTableName',

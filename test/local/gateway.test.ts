@@ -4,8 +4,9 @@
  */
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { startGateway, type Gateway } from '../../lib/local/gateway';
+import { MAX_REQUEST_BODY_BYTES, startGateway, type Gateway } from '../../lib/local/gateway';
 import { MAX_REQUEST_HEADER_BYTES } from '../../shared/api/http/request-limits';
+import { MAX_REPORT_BYTES } from '../../shared/domain/secret-scanning';
 import { expectToMatchContract } from '../support/contract';
 import { mainBranch } from '../support/fixtures';
 import { createKey, createTables, seedBranches, usageRecordFor } from '../support/harness';
@@ -135,5 +136,25 @@ describe('request headers over API Gateway’s bound (MAX_REQUEST_HEADER_BYTES)'
 
   it('other malformed requests keep Node’s bare 400', async () => {
     expect((await exchange('NOT HTTP\r\n\r\n')).split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+  });
+});
+
+describe('request bodies', () => {
+  const post = (body: string | Buffer) =>
+    get('/security/secret-scanning', { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+
+  it('reach the function: a report over 1 MB is its 413, an unsigned one its 401', async () => {
+    await expectError(await post('x'.repeat(MAX_REPORT_BYTES + 1)), 413, 'payload_too_large');
+    await expectError(await post('[]'), 401, 'invalid_signature');
+  });
+
+  it('are read up to API Gateway’s 10 MB: past it, the gateway itself answers 413 payload_too_large', async () => {
+    await expectError(await post(Buffer.alloc(MAX_REQUEST_BODY_BYTES + 1, 0x20)), 413, 'payload_too_large');
+  });
+
+  it('a GET to the report path is 405 with Allow: POST', async () => {
+    const response = await get('/security/secret-scanning');
+    expect(response.headers.get('allow')).toBe('POST');
+    await expectError(response, 405, 'method_not_allowed');
   });
 });

@@ -3,6 +3,8 @@
  * printed demo key used for a real request, Ctrl-C (SIGINT) ending it with exit code 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -227,4 +229,50 @@ describe('a quiet terminal', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+});
+
+it('revokes a key on a report signed with its own key pair, and writes the Key Leaked event to the printed file', async () => {
+  const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0', KEY_EVENTS_FILE: '', SECRET_SCANNING_KEYS_URL: '' });
+  running = serve.child;
+  const stdout = await serve.ready;
+  const baseUrl = /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!;
+  const key = /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)![1]!;
+  const eventsFile = /Key events: (\S+)/.exec(stdout)![1]!;
+  const signingKey = /Secret scanning reports: signed with (\S+)/.exec(stdout)![1]!;
+  expect(stdout).toContain(`KEY_EVENTS_FILE=${eventsFile}`);
+
+  const body = JSON.stringify([
+    { token: key, type: 'branch_api_key', url: 'https://github.com/o/r', source: 'content' },
+  ]);
+  const signature = sign('sha256', Buffer.from(body), readFileSync(signingKey, 'utf8')).toString('base64');
+  const path = '/security/secret-scanning';
+  const response = await fetch(`${baseUrl}${path}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'github-public-key-identifier': 'branch-api-local',
+      'github-public-key-signature': signature,
+    },
+    body,
+  });
+  const text = await response.text();
+  expectToMatchContract({
+    method: 'POST',
+    path,
+    statusCode: response.status,
+    headers: Object.fromEntries(response.headers),
+    body: text,
+  });
+  expect(JSON.parse(text)).toEqual([expect.objectContaining({ label: 'true_positive' })]);
+  const after = await get(baseUrl, '/v1/branch', key);
+  expect([after.status, after.json.error.code]).toEqual([401, 'revoked_api_key']);
+  const events = readFileSync(eventsFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
+  expect(events.map((event) => event['detail-type'])).toContain('Key Leaked');
+  expect(readFileSync(eventsFile, 'utf8')).not.toContain(key);
+
+  serve.child.kill('SIGINT');
+  expect((await serve.exited)[0]).toBe(0);
 });

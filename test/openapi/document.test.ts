@@ -10,7 +10,7 @@ import { buildOpenApiDocument } from '../../lib/openapi/document';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorScope } from '../../shared/api/errors';
 import { logger, metrics } from '../../shared/lambda/observability';
 import { createMiddlewareChain } from '../../shared/api/middleware-chain';
-import { routes } from '../../shared/api/routes';
+import { routes, secretScanningRoute } from '../../shared/api/routes';
 import { OPENAPI_FILE } from '../support/contract';
 import { ERROR_EXAMPLES } from '../support/errors';
 import { invoke } from '../support/harness';
@@ -57,7 +57,9 @@ describe('docs/openapi.json', () => {
   });
 
   it('has one operation per route of the route table, requiring its scope', () => {
-    expect(operations.map(({ operation }) => operation.operationId).sort()).toEqual(routes.map((r) => r.id).sort());
+    expect(operations.map(({ operation }) => operation.operationId).sort()).toEqual(
+      [...routes.map((r) => r.id), secretScanningRoute.id].sort(),
+    );
     for (const route of routes) {
       const operation = committed.paths[route.path]?.[route.method.toLowerCase()];
       expect(operation).toMatchObject({ operationId: route.id, security: [{ branchApiKey: ['read'] }] });
@@ -135,7 +137,8 @@ describe('docs/openapi.json', () => {
     GetPaymentProvider: ['200', '401', '403', '404', '429', '431', '500', '503'],
   };
 
-  describe.each(operations.map(({ operation }) => [operation.operationId, operation]))('%s', (id, operation) => {
+  const keyed = operations.filter(({ operation }) => operation.operationId !== secretScanningRoute.id);
+  describe.each(keyed.map(({ operation }) => [operation.operationId, operation]))('%s', (id, operation) => {
     const statuses = STATUSES[id] ?? [];
     it('lists exactly the statuses it can answer with', () => {
       expect(Object.keys(operation.responses)).toEqual(statuses);
@@ -197,6 +200,42 @@ describe('docs/openapi.json', () => {
   });
 });
 
+describe('the secret scanning report', () => {
+  const operation = committed.paths[secretScanningRoute.path].post;
+
+  it('takes no API key but two signature headers and a JSON array body', () => {
+    expect(operation.security).toEqual([]);
+    expect(operation.parameters.map((one: any) => [one.name, one.in, one.required])).toEqual([
+      ['Github-Public-Key-Identifier', 'header', true],
+      ['Github-Public-Key-Signature', 'header', true],
+    ]);
+    expect(resolve(operation.requestBody.content['application/json'].schema)).toMatchObject({
+      type: 'array',
+      items: { required: ['token', 'type', 'url', 'source'] },
+    });
+  });
+
+  it('answers 200 or exactly its own errors, each with exactly its codes and no bearer challenge', () => {
+    const codes = Object.fromEntries(
+      Object.entries<any>(operation.responses)
+        .filter(([status]) => status !== '200')
+        .map(([status, response]) => [
+          status,
+          resolve(resolve(response).content['application/json'].schema).properties.error.properties.code.enum,
+        ]),
+    );
+    expect(codes).toEqual({
+      400: ['invalid_request'],
+      401: ['invalid_signature'],
+      413: ['payload_too_large'],
+      431: ['headers_too_large'],
+      500: ['internal_error'],
+      503: ['service_unavailable'],
+    });
+    expect(Object.keys(resolve(operation.responses['401']).headers)).not.toContain('WWW-Authenticate');
+  });
+});
+
 describe('unmatched requests', () => {
   it('documents the 404 of an unknown path and the 405 of a known path with another method', () => {
     const { responses } = committed['x-unmatched-requests'];
@@ -235,16 +274,19 @@ describe('the error responses the middleware chain writes are the documented one
       const paths =
         scope.includes('unmatched') || scope.includes('gateway')
           ? ['/v1/nowhere']
-          : routes
-              .filter(
-                (route) =>
-                  scope.includes('every') ||
-                  scope.includes(route.path.includes('{') || route.id === 'GetBranch' ? 'single' : 'list'),
-              )
-              .map((route) => route.path.replace('{id}', 'pp_stripe'));
+          : scope.every((one) => one === 'report')
+            ? [secretScanningRoute.path]
+            : routes
+                .filter(
+                  (route) =>
+                    scope.includes('every') ||
+                    scope.includes(route.path.includes('{') || route.id === 'GetBranch' ? 'single' : 'list'),
+                )
+                .map((route) => route.path.replace('{id}', 'pp_stripe'));
       if (code === 'method_not_allowed') paths.splice(0, paths.length, '/v1/members');
       for (const path of paths) {
-        const res = await invoke(handler, { method: code === 'method_not_allowed' ? 'POST' : 'GET', path });
+        const method = code === 'method_not_allowed' || path === secretScanningRoute.path ? 'POST' : 'GET';
+        const res = await invoke(handler, { method, path });
         expect([res.statusCode, res.json.error.code]).toEqual([status, code]);
       }
     },

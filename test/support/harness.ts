@@ -211,6 +211,8 @@ export interface Service {
   listProviders: Handler;
   getProvider: Handler;
   fallback: Handler;
+  /** POST /security/secret-scanning (reads SECRET_SCANNING_KEYS_URL at load). */
+  secretScanning: Handler;
   /** That registry's runtime: `documentClient`, repositories, config. */
   runtime: typeof Runtime;
   /** That registry's logger, for captureLogs(). */
@@ -235,21 +237,24 @@ export const loadService = async (env: Record<string, string | undefined> = {}):
   try {
     let service: Service | undefined;
     await jest.isolateModulesAsync(async () => {
-      const [getBranch, listMembers, listProviders, getProvider, fallback, runtime, observability] = await Promise.all([
-        import('../../functions/get-branch'),
-        import('../../functions/list-members'),
-        import('../../functions/list-payment-providers'),
-        import('../../functions/get-payment-provider'),
-        import('../../functions/fallback'),
-        import('../../shared/lambda/runtime'),
-        import('../../shared/lambda/observability'),
-      ]);
+      const [getBranch, listMembers, listProviders, getProvider, fallback, secretScanning, runtime, observability] =
+        await Promise.all([
+          import('../../functions/get-branch'),
+          import('../../functions/list-members'),
+          import('../../functions/list-payment-providers'),
+          import('../../functions/get-payment-provider'),
+          import('../../functions/fallback'),
+          import('../../functions/secret-scanning'),
+          import('../../shared/lambda/runtime'),
+          import('../../shared/lambda/observability'),
+        ]);
       service = {
         getBranch: getBranch.handler,
         listMembers: listMembers.handler,
         listProviders: listProviders.handler,
         getProvider: getProvider.handler,
         fallback: fallback.handler,
+        secretScanning: secretScanning.handler,
         runtime,
         logger: observability.logger,
       };

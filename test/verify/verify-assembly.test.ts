@@ -55,6 +55,16 @@ const idOf = (template: Template, type: string, prefix: string): string => {
   return id;
 };
 
+/** Adds an Allow statement of `action` on a resource's ARN to the policy whose logical id starts with `policyPrefix`. */
+const allow = (template: Template, policyPrefix: string, action: string, resource: string): void => {
+  const policy = idOf(template, 'AWS::IAM::Policy', policyPrefix);
+  template.Resources[policy]!.Properties.PolicyDocument.Statement.push({
+    Action: action,
+    Effect: 'Allow',
+    Resource: { 'Fn::GetAtt': [resource, 'Arn'] },
+  });
+};
+
 describe('the project as it is', () => {
   it('has no defect', () => {
     expect(report.defects).toEqual([]);
@@ -143,13 +153,8 @@ describe('seeded defects are reported', () => {
 
   it('an extra write granted', async () => {
     const mutated = await verifyMutated((template) => {
-      const policy = idOf(template, 'AWS::IAM::Policy', 'GetBranchRoleDefaultPolicy');
       const keys = idOf(template, 'AWS::DynamoDB::Table', 'TablesKeys');
-      template.Resources[policy]!.Properties.PolicyDocument.Statement.push({
-        Action: 'dynamodb:DeleteItem',
-        Effect: 'Allow',
-        Resource: { 'Fn::GetAtt': [keys, 'Arn'] },
-      });
+      allow(template, 'GetBranchRoleDefaultPolicy', 'dynamodb:DeleteItem', keys);
     });
     expect(mutated.defects).toEqual([
       {
@@ -157,6 +162,34 @@ describe('seeded defects are reported', () => {
         reason: expect.stringMatching(
           /dynamodb:DeleteItem on .*table\/verify-TablesKeys\w+ is granted but the run never used it/,
         ),
+      },
+    ]);
+  }, 60_000);
+
+  it('a key events grant dropped from a sender, and one given to a function that sends none', async () => {
+    const mutated = await verifyMutated((template) => {
+      const sender = idOf(template, 'AWS::IAM::Policy', 'GetBranchRoleDefaultPolicy');
+      const statements = template.Resources[sender]!.Properties.PolicyDocument.Statement as { Action: unknown }[];
+      template.Resources[sender]!.Properties.PolicyDocument.Statement = statements.filter(
+        (statement) => statement.Action !== 'events:PutEvents',
+      );
+      allow(
+        template,
+        'FallbackRoleDefaultPolicy',
+        'events:PutEvents',
+        idOf(template, 'AWS::Events::EventBus', 'KeyEventsBus'),
+      );
+    });
+    expect(mutated.defects).toEqual([
+      {
+        resource: expect.stringMatching(/^GetBranchFunction/),
+        reason: expect.stringMatching(
+          /sends key events to KeyEventsBus\w+ but its role may not events:PutEvents on it/,
+        ),
+      },
+      {
+        resource: expect.stringMatching(/^FallbackRole/),
+        reason: 'events:PutEvents is granted but no function with this role sends key events',
       },
     ]);
   }, 60_000);

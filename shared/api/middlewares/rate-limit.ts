@@ -4,6 +4,7 @@ import { rateLimited } from '../errors';
 import { RATE_LIMIT_COUNTER_FAILED_METRIC } from '../../domain/telemetry';
 import { rateLimitOf, type RateLimit } from '../../domain/rate-limit';
 import type { ApiContext, ApiMiddleware, ApiRequest } from './types';
+import type { ApiKeyRecord } from '../../data/repositories/keys';
 
 export interface RateCounter {
   /** Counts one call of the key in the window; resolves to the window's count, this call included. */
@@ -21,6 +22,11 @@ export interface RateLimitOptions {
   now?: () => number;
   /** Keys remembered as used up in this container; beyond it the expired entries are dropped. @default 10000 */
   maxRemembered?: number;
+  /**
+   * Called when this container first refuses a key in a window (the key events' "rate limit
+   * reached", shared/lambda/handler.ts); awaited before the 429 is answered. @default - none
+   */
+  onLimitReached?: (apiKey: ApiKeyRecord, at: number) => Promise<void> | void;
 }
 
 // Looked up on each call (not bound at load), so a test can move the clock with jest.setSystemTime.
@@ -30,6 +36,7 @@ type Count = { count: number } | { error: unknown };
 
 interface Window {
   readonly keyId: string;
+  readonly apiKey: ApiKeyRecord;
   readonly policy: RateLimit;
   /** Epoch milliseconds at which the window ends. */
   readonly endsAt: number;
@@ -65,7 +72,7 @@ const refusal = (context: ApiContext, window: Window, at: number) => {
  * (fail open) with a log line and a metric.
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
-  const { counter, defaultLimit, logger, metrics, now, maxRemembered } = { ...defaults, ...opts };
+  const { counter, defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = { ...defaults, ...opts };
   /** key_id → epoch ms at which its used-up window ends. */
   const usedUp = new Map<string, number>();
   const windows = new WeakMap<ApiContext, Window>();
@@ -86,7 +93,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     const policy = rateLimitOf(apiKey.rate_limit, defaultLimit);
     const windowMs = policy.windowSeconds * 1000;
     const startsAt = Math.floor(at / windowMs) * windowMs;
-    const window: Window = { keyId: apiKey.key_id, policy, endsAt: startsAt + windowMs };
+    const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs };
     windows.set(context, window);
     setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
     const until = usedUp.get(window.keyId);
@@ -116,6 +123,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
       return undefined;
     }
     remember(window.keyId, window.endsAt, at);
+    await onLimitReached?.(window.apiKey, at);
     return refusal(context, window, at);
   };
 

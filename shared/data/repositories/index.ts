@@ -9,6 +9,7 @@ import { BranchDataRepository } from './branch-data';
 import { KeysRepository } from './keys';
 import { RateLimitsRepository } from './rate-limits';
 import { UsageRepository } from './usage';
+import type { KeyEventEmitter } from '../key-events';
 
 export interface Repositories {
   keys: KeysRepository;
@@ -19,16 +20,20 @@ export interface Repositories {
   activity?: ActivityRepository;
 }
 
-/** @param deadlineMs longest one repository call may take, retries included */
+/**
+ * @param deadlineMs longest one repository call may take, retries included
+ * @param keyEvents where the keys repository sends each key action's event
+ */
 export const createRepositories = (
   client: DynamoDBDocumentClient,
   tables: ApiTableNames & Partial<Pick<TableNames, 'activity'>>,
   deadlineMs?: number,
+  keyEvents?: KeyEventEmitter,
 ): Repositories => {
   const activity =
     tables.activity === undefined ? undefined : new ActivityRepository(client, tables.activity, deadlineMs);
   return {
-    keys: new KeysRepository(client, tables.keys, deadlineMs, activity),
+    keys: new KeysRepository(client, tables.keys, deadlineMs, activity, keyEvents),
     usage: new UsageRepository(client, tables.usage, deadlineMs),
     branchData: new BranchDataRepository(client, tables.branchData, deadlineMs),
     rateLimits: new RateLimitsRepository(client, tables.rateLimits, deadlineMs),

@@ -29,6 +29,8 @@ export interface ApiKeyRecord {
   rate_limit?: string;
   /** Counts the key's actions; each action's activity entry is keyed by it. Absent on old keys: 0. */
   version?: number;
+  /** The expiry a `Key Expiring` event was sent for, so it is sent once per expiry (shared/lambda/key-expiry.ts). */
+  expiring_event_for?: string;
 }
 
 /** The key item: the record, its hash, and the entry of its last action until it is copied out. */
@@ -156,6 +158,7 @@ const NOT_INHERITED = new Set<string>([
   'rolled_to',
   'version',
   'pending_activity',
+  'expiring_event_for',
 ]);
 export const inheritedSettings = (stored: StoredKey): Record<string, unknown> =>
   Object.fromEntries(Object.entries(stored).filter(([name]) => !NOT_INHERITED.has(name)));

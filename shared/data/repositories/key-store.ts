@@ -10,6 +10,8 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import { KEYS_BY_BRANCH_INDEX, KEYS_BY_ID_INDEX } from '../tables';
 import type { ActivityRepository } from './activity';
+import type { KeyEventEmitter } from '../key-events';
+import { keyEventOfAction } from '../../domain/key-events';
 import { RECORDED_FIELDS, toRecord, type ApiKeyRecord, type StoredKey } from './key-records';
 
 /** One action's change to a key item: attributes set and removed. */
@@ -48,6 +50,8 @@ export class KeyStore extends DynamoRepository {
     tableName: string,
     deadlineMs?: number,
     protected readonly activity?: ActivityRepository,
+    /** Where each action's key event goes (docs/decisions.md "Key events"); sending never fails the action. */
+    protected readonly keyEvents?: KeyEventEmitter,
   ) {
     super(client, tableName, deadlineMs);
   }
@@ -172,11 +176,12 @@ export class KeyStore extends DynamoRepository {
   }
 
   /**
-   * Copies a just-written entry to the activity table and clears it from the key item. Best
+   * Sends the action's key event, then copies its entry to the activity table and clears it from the key item. Best
    * effort: the action has happened and its entry is on the item, so a failure here only delays
    * the copy to the next action on the key or the next activity read (`flushActivity`).
    */
-  protected async publish(entry: ActivityEntry, keyHash: string): Promise<void> {
+  protected async publish(entry: ActivityEntry, keyHash: string, record: ApiKeyRecord): Promise<void> {
+    await this.keyEvents?.emit([keyEventOfAction(entry, record.start)]);
     if (!this.activity) return;
     try {
       await this.activity.put(entry);

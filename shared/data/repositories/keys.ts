@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keyState, msUntilExpiry, type KeyState } from '../../domain/key-state';
 import type { KeyAction } from '../../domain/key-activity';
 import { ConditionNotMetError } from '../data-store-errors';
@@ -76,7 +77,7 @@ export class KeysRepository extends KeyStore {
       input.actor ?? UNKNOWN_ACTOR,
       now,
     );
-    await this.publish(entry, keyHash);
+    await this.publish(entry, keyHash, record);
     return { key, record };
   }
 
@@ -121,7 +122,7 @@ export class KeysRepository extends KeyStore {
       if (!mutation || isNoChange(stored, mutation)) return { record: toRecord(stored), changed: false };
       try {
         const { record, entry } = await this.applyAction(stored, action, ref.actor, now, mutation, details);
-        await this.publish(entry, stored.key_hash);
+        await this.publish(entry, stored.key_hash, record);
         return { record, changed: true };
       } catch (error) {
         if (!(error instanceof ConditionNotMetError)) throw error;
@@ -217,14 +218,14 @@ export class KeysRepository extends KeyStore {
       const { record: previous, entry } = await this.applyAction(stored, 'rolled', actor, now, mutation, {
         rolled_to: newId,
       });
-      await this.publish(entry, stored.key_hash);
-      await this.publish(created.entry, newHash);
+      await this.publish(entry, stored.key_hash, previous);
+      await this.publish(created.entry, newHash, created.record);
       return { key: created.key, record: created.record, previous };
     } catch (error) {
       const current = await this.getStored(stored.key_hash).catch(() => undefined);
       if (current === undefined) throw error; // outcome unknown: leave the new key for the operator to see
       if (current.rolled_to === newId) {
-        await this.publish(created.entry, newHash);
+        await this.publish(created.entry, newHash, created.record);
         return { key: created.key, record: created.record, previous: toRecord(current) };
       }
       await this.deleteByHash(newHash).catch(() => undefined);
@@ -233,6 +234,91 @@ export class KeysRepository extends KeyStore {
         if (stateNow === 'active') throw new KeyChangedError(`Key ${keyId} changed during the roll; try again`);
         throw new KeyNotRollableError(keyId, stateNow, current.rolled_to);
       }
+      throw error;
+    }
+  }
+
+  /**
+   * Revokes the key whose value hashes to `keyHash` because a secret scanning report found it
+   * (docs/decisions.md "Leaked keys"): one `leaked` action, with the report's url and source as its
+   * details. `revoked` says whether this call revoked it (false: it already was); undefined when no
+   * key has this hash.
+   */
+  async revokeLeaked(
+    keyHash: string,
+    report: { url: string; source: string },
+    actor: string,
+    now = new Date(),
+  ): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined> {
+    let stored = await this.getStored(keyHash);
+    for (let attempt = 1; stored; attempt += 1) {
+      if (stored.revoked_at !== undefined) return { record: toRecord(stored), revoked: false };
+      try {
+        const mutation = { set: { revoked_at: now.toISOString() }, remove: [] };
+        const { record, entry } = await this.applyAction(stored, 'leaked', actor, now, mutation, report);
+        await this.publish(entry, keyHash, record);
+        return { record, revoked: true };
+      } catch (error) {
+        if (!(error instanceof ConditionNotMetError) || attempt >= MAX_ACTION_ATTEMPTS) throw error;
+        stored = await this.getStored(keyHash);
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Keys not revoked whose expiry falls between `now` and `until` and whose `Key Expiring` event
+   * has not been claimed for that expiry. A Scan: run by the daily scheduled function only, never
+   * on a request path (docs/decisions.md "Key events").
+   */
+  async listExpiring(now: Date, until: Date): Promise<ApiKeyRecord[]> {
+    const records: ApiKeyRecord[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.run('Scan', (abortSignal) =>
+        this.client.send(
+          new ScanCommand({
+            TableName: this.tableName,
+            FilterExpression:
+              'expires_at BETWEEN :now AND :until AND attribute_not_exists(revoked_at)' +
+              ' AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> expires_at)',
+            ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
+            ExclusiveStartKey: startKey,
+          }),
+          { abortSignal },
+        ),
+      );
+      records.push(...((page.Items ?? []) as StoredKey[]).map(toRecord));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return records;
+  }
+
+  /**
+   * Claims the `Key Expiring` event of a key's current expiry: true for the one caller that gets to
+   * send it, false when it was claimed already or the expiry changed (an edited expiry gets its own).
+   * Not a key action: no version, no activity entry.
+   */
+  async claimExpiringEvent(keyId: string, expiresAt: string): Promise<boolean> {
+    const stored = await this.findStoredById(keyId);
+    if (!stored || stored.expires_at !== expiresAt || stored.expiring_event_for === expiresAt) return false;
+    try {
+      await this.run('UpdateItem', (abortSignal) =>
+        this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: { key_hash: stored.key_hash },
+            UpdateExpression: 'SET expiring_event_for = :expires',
+            ConditionExpression:
+              'expires_at = :expires AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> :expires)',
+            ExpressionAttributeValues: { ':expires': expiresAt },
+          }),
+          { abortSignal },
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionNotMetError) return false;
       throw error;
     }
   }

@@ -1,0 +1,55 @@
+/**
+ * The secret scanning report deployed (docs/decisions.md "Leaked keys"): a function of its own
+ * behind the same HTTP API (`POST /security/secret-scanning`), allowed only the calls of its route
+ * (keys GetItem and UpdateItem, activity PutItem); the bus grant comes from KeyEvents.emitFrom.
+ */
+import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { secretScanningRoute } from '../../shared/api/routes';
+import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../../shared/data/secret-scanning-keys';
+import { TABLE_ENV } from '../../shared/data/tables';
+import { ApiFunction, type ApiTables } from './api-function';
+
+export interface SecretScanningProps {
+  /** Concurrent executions reserved for the report endpoint (ReservedConcurrency.secretScanning). */
+  readonly reservedConcurrency: number;
+  readonly tables: ApiTables;
+  readonly httpApi: apigw.HttpApi;
+  readonly usageRetentionDays: number;
+  readonly defaultRateLimit: string;
+  /**
+   * The public keys document (`SECRET_SCANNING_KEYS_URL`).
+   * @default GitHub's, https://api.github.com/meta/public_keys/secret_scanning
+   */
+  readonly keysUrl?: string;
+  /** @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
+  /** @default 'INFO' */
+  readonly logLevel?: string;
+}
+
+export class SecretScanning extends Construct {
+  readonly function: ApiFunction;
+
+  constructor(scope: Construct, id: string, props: SecretScanningProps) {
+    super(scope, id);
+    this.function = new ApiFunction(this, secretScanningRoute.id, {
+      entry: secretScanningRoute.entry,
+      environment: { SECRET_SCANNING_KEYS_URL: props.keysUrl ?? GITHUB_SECRET_SCANNING_KEYS_URL },
+      reservedConcurrency: props.reservedConcurrency,
+      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
+      ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
+    }).bindTables(props.tables, props.usageRetentionDays, secretScanningRoute.access, props.defaultRateLimit);
+    // The `leaked` activity entries go to the activity table at once.
+    this.function.function.addEnvironment(TABLE_ENV.activity, props.tables.activity.tableName);
+
+    props.httpApi.addRoutes({
+      path: secretScanningRoute.path,
+      methods: [HttpMethod[secretScanningRoute.method]],
+      integration: new HttpLambdaIntegration(secretScanningRoute.id, this.function.function),
+    });
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Where key events go (docs/decisions.md "Key events"): an EventBridge bus deployed
+ * (`KEY_EVENT_BUS_NAME`), a JSON-lines file locally (`KEY_EVENTS_FILE`), one event per line in
+ * the shape a rule sees. Emitting never fails the action that caused it: a failed send is
+ * retried, then the event is logged at error level ("Key event not sent") for replay.
+ */
+import { appendFile } from 'node:fs/promises';
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { KeyEvent } from '../domain/key-events';
+
+export interface KeyEventEmitter {
+  /** Sends the events; resolves whatever happens (never rejects). */
+  emit(events: readonly KeyEvent[]): Promise<void>;
+}
+
+export interface EmitterLogger {
+  error(message: string, extra: Record<string, unknown>): void;
+}
+
+/** Attempts per event, first included. */
+export const KEY_EVENT_ATTEMPTS = 3;
+/** The log message of an event that could not be sent; its `key_event` field is the event to replay. */
+export const KEY_EVENT_NOT_SENT = 'Key event not sent';
+/** PutEvents takes at most 10 entries per call. */
+const PUT_EVENTS_BATCH = 10;
+
+/** Sends events through `send` (which returns the ones that failed), retrying those, logging what is left. */
+const withRetries =
+  (send: (events: readonly KeyEvent[]) => Promise<readonly KeyEvent[]>, logger: EmitterLogger) =>
+  async (events: readonly KeyEvent[]): Promise<void> => {
+    let pending = events;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < KEY_EVENT_ATTEMPTS && pending.length > 0; attempt += 1) {
+      try {
+        pending = await send(pending);
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    for (const event of pending) logger.error(KEY_EVENT_NOT_SENT, { key_event: event, error: lastError });
+  };
+
+export const noKeyEvents: KeyEventEmitter = { emit: async () => undefined };
+
+/** Appends one JSON line per event to `path`. */
+export const fileKeyEvents = (path: string, logger: EmitterLogger): KeyEventEmitter => ({
+  emit: withRetries(async (events) => {
+    if (events.length > 0) await appendFile(path, events.map((event) => `${JSON.stringify(event)}\n`).join(''));
+    return [];
+  }, logger),
+});
+
+const toEntry = (event: KeyEvent, busName: string): PutEventsRequestEntry => ({
+  EventBusName: busName,
+  Source: event.source,
+  DetailType: event['detail-type'],
+  Detail: JSON.stringify(event.detail),
+  Time: new Date(event.time),
+});
+
+/** PutEvents on the bus; entries EventBridge refuses are retried like a failed call. */
+export const eventBridgeKeyEvents = (
+  client: Pick<EventBridgeClient, 'send'>,
+  busName: string,
+  logger: EmitterLogger,
+): KeyEventEmitter => ({
+  emit: withRetries(async (events) => {
+    const failed: KeyEvent[] = [];
+    for (let at = 0; at < events.length; at += PUT_EVENTS_BATCH) {
+      const batch = events.slice(at, at + PUT_EVENTS_BATCH);
+      // A batch that fails as a whole is retried alone, so the ones sent before it are not sent twice.
+      const result = await client
+        .send(new PutEventsCommand({ Entries: batch.map((event) => toEntry(event, busName)) }))
+        .catch(() => undefined);
+      if (!result) failed.push(...batch);
+      (result?.Entries ?? []).forEach((entry, index) => {
+        if (entry.ErrorCode && batch[index]) failed.push(batch[index]);
+      });
+    }
+    return failed;
+  }, logger),
+});
+
+export interface KeyEventSettings {
+  /** The bus deployed; wins over `file`. */
+  readonly busName?: string;
+  /** The local JSON-lines file. */
+  readonly file?: string;
+  readonly region?: string;
+}
+
+/** The emitter a configuration names: the bus, the file, or none. */
+export const createKeyEventEmitter = (settings: KeyEventSettings, logger: EmitterLogger): KeyEventEmitter => {
+  if (settings.busName) {
+    // Bounded like the DynamoDB client: a "rate limit reached" event is awaited before its 429.
+    const client = new EventBridgeClient({
+      ...(settings.region ? { region: settings.region } : {}),
+      maxAttempts: 2,
+      requestHandler: new NodeHttpHandler({
+        connectionTimeout: 500,
+        requestTimeout: 1000,
+        throwOnRequestTimeout: true,
+      }),
+    });
+    return eventBridgeKeyEvents(client, settings.busName, logger);
+  }
+  if (settings.file) return fileKeyEvents(settings.file, logger);
+  return noKeyEvents;
+};

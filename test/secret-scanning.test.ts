@@ -1,0 +1,238 @@
+/**
+ * GitHub secret scanning reports (docs/decisions.md "Leaked keys") through the real function on the
+ * embedded DynamoDB: reports signed with key pairs the test generates, public keys from a `file:`
+ * URL, key events to a JSON-lines file. No raw reported token may reach a log or the events file.
+ */
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateApiKey, hashApiKey } from '../shared/domain/api-key';
+import { MAX_REPORT_BYTES } from '../shared/domain/secret-scanning';
+import { mainBranch } from './support/fixtures';
+import {
+  captureLogs,
+  countCommands,
+  createKey,
+  expectError,
+  fixtureClient,
+  fixtureKeys,
+  invoke,
+  loadService,
+  setUpBranches,
+  tableNames,
+  type Service,
+} from './support/harness';
+import { secretScanningRoute } from '../shared/api/routes';
+import { ActivityRepository } from '../shared/data/repositories';
+import {
+  keysDocument,
+  newSigningKey,
+  readEventsFile,
+  reported,
+  reportInput,
+  signBody,
+} from './support/secret-scanning';
+
+const github = newSigningKey('github-key-1');
+const stranger = newSigningKey('github-key-1'); // same identifier, another key pair
+const document = keysDocument([github]);
+const eventsFile = join(mkdtempSync(join(tmpdir(), 'key-events-')), 'events.jsonl');
+
+let service: Service;
+
+beforeAll(async () => {
+  await setUpBranches();
+  service = await loadService({ SECRET_SCANNING_KEYS_URL: document.url, KEY_EVENTS_FILE: eventsFile });
+});
+
+const report = (body: string | Buffer, options: Parameters<typeof reportInput>[1] = { key: github }) =>
+  invoke(service.secretScanning, reportInput(body, options));
+const branchCall = (key: string) => invoke(service.getBranch, { path: '/v1/branch', key });
+const events = () => readEventsFile(eventsFile);
+
+describe('a leaked live key', () => {
+  it('is revoked at once: the report answers true_positive and the next call is 401 revoked_api_key', async () => {
+    const { key, record } = await createKey({ name: 'CI deploys' });
+    expect((await branchCall(key)).statusCode).toBe(200);
+    const before = events().length;
+    const logs = captureLogs(service.logger);
+    let res;
+    try {
+      res = await report(JSON.stringify([reported(key)]));
+    } finally {
+      logs.restore();
+    }
+    expect(res.statusCode).toBe(200);
+    expect(res.json).toEqual([{ token_hash: hashApiKey(key), token_type: 'branch_api_key', label: 'true_positive' }]);
+    expectError(await branchCall(key), 401, 'revoked_api_key');
+
+    // One Key Leaked event: who, where it was found, never the key.
+    const sent = events().slice(before);
+    expect(sent).toEqual([
+      {
+        source: 'branch-api',
+        'detail-type': 'Key Leaked',
+        time: expect.any(String),
+        detail: {
+          key_id: record.key_id,
+          branch_id: mainBranch.id,
+          name: 'CI deploys',
+          start: record.start,
+          actor: 'github-secret-scanning',
+          time: expect.any(String),
+          url: 'https://github.com/octo/repo/blob/abc/config.js',
+          source: 'content',
+        },
+      },
+    ]);
+    expect(readFileSync(eventsFile, 'utf8')).not.toContain(key);
+    // The `leaked` activity entry: who, where, what changed.
+    const activity = new ActivityRepository(fixtureClient, tableNames.activity);
+    expect(await activity.list({ branchId: mainBranch.id, keyId: record.key_id, limit: 10 })).toContainEqual(
+      expect.objectContaining({
+        action: 'leaked',
+        actor: 'github-secret-scanning',
+        details: { url: 'https://github.com/octo/repo/blob/abc/config.js', source: 'content' },
+        changes: { revoked_at: { before: null, after: expect.any(String) } },
+      }),
+    );
+    // The log says what happened, by key id; the token appears nowhere, not even in the response.
+    expect(logs.entries).toContainEqual(
+      expect.objectContaining({ message: 'Secret scanning report', tokens: 1, revoked_key_ids: [record.key_id] }),
+    );
+    expect(logs.text).not.toContain(key);
+    expect(res.body).not.toContain(key);
+  });
+
+  it('is idempotent: the same report again is still true_positive and changes nothing more', async () => {
+    const { key, record } = await createKey();
+    const body = JSON.stringify([reported(key)]);
+    const first = await report(body);
+    const revokedAt = (await fixtureKeys.getById(record.key_id))?.revoked_at;
+    const afterFirst = events().length;
+    const second = await report(body);
+    expect(second.json).toEqual(first.json);
+    expect((await fixtureKeys.getById(record.key_id))?.revoked_at).toBe(revokedAt);
+    expect(events()).toHaveLength(afterFirst);
+  });
+
+  it('an already revoked key is a true_positive with no new event', async () => {
+    const { key, record } = await createKey();
+    await fixtureKeys.revoke(record.key_id);
+    const before = events().length;
+    const res = await report(JSON.stringify([reported(key)]));
+    expect(res.json[0].label).toBe('true_positive');
+    expect(events()).toHaveLength(before);
+  });
+});
+
+describe('tokens that are not live keys', () => {
+  it('unknown and malformed tokens are false positives and change nothing; entries keep their order', async () => {
+    const { key } = await createKey();
+    const unknown = generateApiKey();
+    const tokens = [unknown, 'wsk_short', 'ghp_notours', key];
+    const before = events().length;
+    const res = await report(JSON.stringify(tokens.map((token) => reported(token))));
+    expect(res.json.map((entry: { token_hash: string; label: string }) => [entry.token_hash, entry.label])).toEqual([
+      [hashApiKey(unknown), 'false_positive'],
+      [hashApiKey('wsk_short'), 'false_positive'],
+      [hashApiKey('ghp_notours'), 'false_positive'],
+      [hashApiKey(key), 'true_positive'],
+    ]);
+    expect(events().slice(before)).toHaveLength(1);
+    for (const token of tokens) expect(res.body).not.toContain(token);
+  });
+
+  it('an empty report is an empty answer', async () => {
+    const res = await report('[]');
+    expect([res.statusCode, res.json]).toEqual([200, []]);
+  });
+});
+
+describe('refusals', () => {
+  const liveKeyReport = async () => {
+    const { key } = await createKey();
+    return { key, body: JSON.stringify([reported(key)]) };
+  };
+
+  /** The key still works: nothing in a refused report was acted on. */
+  const expectUntouched = async (key: string) => expect((await branchCall(key)).statusCode).toBe(200);
+
+  it.each([
+    ['no identifier header', { key: github, omit: 'identifier' as const }],
+    ['no signature header', { key: github, omit: 'signature' as const }],
+    ['a signature by another key pair', { key: stranger }],
+    ['an identifier the keys document does not list', { key: github, identifier: 'github-key-unknown' }],
+    ['a signature that is not base64', { key: github, signature: '%%%not-base64%%%' }],
+  ])('%s: 401 invalid_signature', async (_name, options) => {
+    const { key, body } = await liveKeyReport();
+    expectError(await report(body, options), 401, 'invalid_signature');
+    await expectUntouched(key);
+  });
+
+  it('a tampered body (signed, then changed): 401 invalid_signature', async () => {
+    const { key, body } = await liveKeyReport();
+    const signature = signBody(body, github);
+    const tampered = body.replace('content', 'commit');
+    expectError(await report(tampered, { key: github, signature }), 401, 'invalid_signature');
+    await expectUntouched(key);
+  });
+
+  it('nothing in the body is read before the signature: an unsigned non-JSON body is a 401, not a 400', async () => {
+    expectError(await report('this is not JSON', { key: github, omit: 'signature' }), 401, 'invalid_signature');
+  });
+
+  it('over 1 MB: 413 payload_too_large, even when signed', async () => {
+    const big = JSON.stringify([reported('x'.repeat(MAX_REPORT_BYTES))]);
+    expectError(await report(big), 413, 'payload_too_large');
+    const exactly = `[${' '.repeat(MAX_REPORT_BYTES - 2)}]`;
+    expect((await report(exactly)).statusCode).toBe(200);
+  });
+
+  it.each([
+    ['not JSON', 'token=wsk_123'],
+    ['an object', '{"token":"wsk_x","type":"t","url":"u","source":"s"}'],
+    ['an entry without a token', '[{"type":"t","url":"u","source":"s"}]'],
+    ['a token that is not a string', '[{"token":1,"type":"t","url":"u","source":"s"}]'],
+    ['null', 'null'],
+  ])('signed but %s: 400 invalid_request', async (_name, body) => {
+    expectError(await report(body), 400, 'invalid_request');
+  });
+});
+
+describe('when the public keys cannot be read', () => {
+  it('a report is 503 service_unavailable (GitHub sends it again) and nothing is revoked', async () => {
+    const unreadable = await loadService({ SECRET_SCANNING_KEYS_URL: `${document.url}.missing` });
+    const { key } = await createKey();
+    const res = await invoke(unreadable.secretScanning, reportInput(JSON.stringify([reported(key)]), { key: github }));
+    expectError(res, 503, 'service_unavailable');
+    expect((await branchCall(key)).statusCode).toBe(200);
+  });
+});
+
+describe('least privilege', () => {
+  it('the report makes exactly the table calls its route declares (the CDK grants come from them)', async () => {
+    const counter = countCommands(service.runtime.documentClient);
+    const { key } = await createKey();
+    counter.reset();
+    await report(JSON.stringify([reported(key), reported(generateApiKey())]));
+    const made = counter.sent.map(({ command, input }) => [
+      `dynamodb:${command.replace(/Command$/, '')}`,
+      Object.entries(tableNames).find(([, name]) => name === input.TableName)?.[0] ?? input.TableName,
+    ]);
+    const declared = secretScanningRoute.access.flatMap(({ table, actions }) =>
+      actions.map((action) => [action, table]),
+    );
+    expect([...new Set(made.map((call) => call.join(' ')))].sort()).toEqual(
+      declared.map((call) => call.join(' ')).sort(),
+    );
+  });
+});
+
+describe('the route', () => {
+  it('answers another method with 405 Allow: POST', async () => {
+    const res = await invoke(service.fallback, { method: 'GET', path: '/security/secret-scanning' });
+    expectError(res, 405, 'method_not_allowed');
+    expect(res.headers.Allow).toBe('POST');
+  });
+});
