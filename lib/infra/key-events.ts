@@ -48,7 +48,6 @@ export class KeyEvents extends Construct {
 
     this.expiry = new ApiFunction(this, 'Expiry', {
       entry: KEY_EXPIRY_ENTRY,
-      memorySize: 256,
       // A Scan of the keys table and one conditional write per expiring key.
       timeout: Duration.minutes(5),
       reservedConcurrency: props.reservedConcurrency,
