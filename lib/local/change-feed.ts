@@ -12,48 +12,53 @@ import { listen } from './listen';
 import { createServer, request, type Server } from 'node:http';
 import { DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { join } from 'node:path';
 import { usageTable } from '../../shared/data/tables';
+import { createDocumentClient } from '../../shared/data/dynamodb';
+import { RollupsRepository } from '../../shared/data/repositories/rollups';
+import { readDynamoDbSettings } from '../../shared/lambda/config';
+import { operatorTableNames } from '../operator/context';
+import { usageRetentionDays } from '../operator/usage-rollups';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import { buildContext } from './events';
 import { PROJECT_ROOT } from './gateway';
 import { invokeFunction } from './invoke';
-import { sequenceNumber, streamEvent, type StreamChange } from './stream-events';
+import type { StreamChange } from './stream-events';
+import { createDelivery, type DeliveryOptions, type DeliveryStats } from './stream-delivery';
 
 type Item = Record<string, AttributeValue>;
 
-export interface ChangeFeedOptions {
+export interface ChangeFeedOptions extends Pick<
+  DeliveryOptions,
+  'shards' | 'batchSize' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts'
+> {
   /** The DynamoDB the proxy forwards to. */
   target: string;
   /** The table whose writes are fed. */
   tableName: string;
-  /** Its key attributes (to turn an item into the stream record's `Keys`). */
+  /** Its key attributes, partition key first (to turn an item into the stream record's `Keys`). */
   keyAttributes: readonly string[];
-  handler: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
+  handler: DeliveryOptions['handler'];
+  /** Keeps a record that failed every delivery (the dead-letter store). @default: dropped, reported to onError */
+  setAside?: DeliveryOptions['setAside'];
   /** @default 0 (a free port) */
   port?: number;
   /** @default '127.0.0.1' */
   host?: string;
-  /** @default 100 */
-  batchSize?: number;
-  /** @default 200 */
-  batchWindowMs?: number;
-  /** Wait before a failed batch is delivered again. @default 1000 */
-  retryDelayMs?: number;
   onError?: (error: unknown) => void;
 }
 
 export interface ChangeFeed {
   endpoint: string;
   port: number;
-  /** Resolves once everything observed so far has been delivered. */
+  /** Resolves once everything observed so far has been delivered or set aside. */
   drain(): Promise<void>;
-  /** Delivered changes and, per change, the time from the write's response to its delivery. */
-  stats(): { delivered: number; lagsMs: number[] };
+  /** Delivered and set-aside changes and, per delivered change, the time from the write's response to its delivery. */
+  stats(): DeliveryStats;
   close(): Promise<void>;
 }
 
-const MAX_LAGS_KEPT = 100_000;
 const WRITE_TARGET = /^DynamoDB_20120810\.(PutItem|BatchWriteItem|UpdateItem|DeleteItem)$/;
 
 const parse = (body: Buffer): Record<string, unknown> => {
@@ -66,9 +71,6 @@ const parse = (body: Buffer): Record<string, unknown> => {
 
 export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
   const { target, tableName, keyAttributes, handler } = options;
-  const batchSize = options.batchSize ?? 100;
-  const batchWindowMs = options.batchWindowMs ?? 200;
-  const retryDelayMs = options.retryDelayMs ?? 1000;
   const onError = options.onError ?? (() => undefined);
   const targetUrl = new URL(target);
   const reader = new DynamoDBClient({
@@ -77,23 +79,24 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
 
-  const queue: { change: StreamChange; observedAt: number }[] = [];
-  const lagsMs: number[] = [];
-  let sequence = 0;
-  let delivered = 0;
-  let closed = false;
-  let idle: (() => void)[] = [];
+  const delivery = createDelivery({
+    tableArn: `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
+    handler,
+    setAside:
+      options.setAside ??
+      (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
+    onError,
+    ...Object.fromEntries(
+      (['shards', 'batchSize', 'batchWindowMs', 'retryDelayMs', 'maxAttempts'] as const)
+        .filter((name) => options[name] !== undefined)
+        .map((name) => [name, options[name]]),
+    ),
+  });
 
   const keysOf = (item: Item): Item =>
     Object.fromEntries(keyAttributes.filter((name) => item[name]).map((name) => [name, item[name]!]));
-  const observe = (eventName: StreamChange['eventName'], keys: Item, newImage?: Item) => {
-    sequence += 1;
-    queue.push({
-      change: { eventName, keys, ...(newImage ? { newImage } : {}), sequenceNumber: sequenceNumber(sequence) },
-      observedAt: performance.now(),
-    });
-    schedule();
-  };
+  const observe = (eventName: StreamChange['eventName'], keys: Item, newImage?: Item) =>
+    delivery.push({ eventName, keys, ...(newImage ? { newImage } : {}) }, JSON.stringify(keys[keyAttributes[0]!]));
 
   /** Turns a successful write to the table into stream changes, in the order DynamoDB applied it. */
   const changesOf = async (operation: string, input: Record<string, unknown>, output: Record<string, unknown>) => {
@@ -163,70 +166,15 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     });
   });
 
-  let timer: NodeJS.Timeout | undefined;
-  let delivering = false;
-  function schedule(delayMs = batchWindowMs) {
-    if (timer || delivering || closed) return;
-    timer = setTimeout(
-      () => {
-        timer = undefined;
-        void pump();
-      },
-      queue.length >= batchSize ? 0 : delayMs,
-    );
-  }
-
-  const pump = async () => {
-    delivering = true;
-    try {
-      while (queue.length > 0 && !closed) {
-        const batch = queue.slice(0, batchSize);
-        let failed = false;
-        try {
-          const response = await handler(
-            streamEvent(
-              batch.map((entry) => entry.change),
-              `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
-            ),
-          );
-          failed = (response?.batchItemFailures.length ?? 0) > 0;
-        } catch (error) {
-          onError(error);
-          failed = true;
-        }
-        if (failed) {
-          // As the event source mapping does: the same records again, later (applying is idempotent).
-          await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
-          continue;
-        }
-        queue.splice(0, batch.length);
-        const now = performance.now();
-        for (const entry of batch) lagsMs.push(now - entry.observedAt);
-        if (lagsMs.length > MAX_LAGS_KEPT) lagsMs.splice(0, lagsMs.length - MAX_LAGS_KEPT);
-        delivered += batch.length;
-      }
-    } finally {
-      delivering = false;
-    }
-    if (queue.length > 0) schedule();
-    else {
-      for (const resolve of idle) resolve();
-      idle = [];
-    }
-  };
-
   const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
 
   return {
     endpoint: `http://${options.host ?? '127.0.0.1'}:${port}`,
     port,
-    drain: () =>
-      queue.length === 0 && !delivering ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve)),
-    stats: () => ({ delivered, lagsMs: [...lagsMs] }),
+    drain: delivery.drain,
+    stats: delivery.stats,
     close: async () => {
-      closed = true;
-      if (timer) clearTimeout(timer);
-      for (const resolve of idle) resolve();
+      delivery.close();
       reader.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -234,14 +182,36 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
   };
 };
 
-export interface UsageChangeFeedOptions extends Pick<ChangeFeedOptions, 'port' | 'host' | 'onError'> {
+export interface UsageChangeFeedOptions extends Pick<
+  ChangeFeedOptions,
+  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts'
+> {
   /** The DynamoDB holding the tables. */
   target: string;
   /** The usage table's name. */
   usageTable: string;
+  /** The rollups table's name: where records that fail every delivery are set aside. @default ROLLUPS_TABLE or the local name */
+  rollupsTable?: string;
 }
 
 type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
+
+/** The dead-letter store: set-aside records go to the rollups table, under their branch, where `usage` and the console find them. */
+const rollupsSetAside = (target: string, rollupsTable: string) => {
+  const client = createDocumentClient(readDynamoDbSettings({ DYNAMODB_ENDPOINT: target }));
+  const rollups = new RollupsRepository(client, rollupsTable);
+  return {
+    setAside: async (change: StreamChange, reason: string) => {
+      const image = change.newImage ? (unmarshall(change.newImage) as Record<string, unknown>) : {};
+      const branchId = typeof image.branch_id === 'string' ? image.branch_id : '#unknown';
+      await rollups.setAside(
+        { record: { ...image, branch_id: branchId }, sequence: change.sequenceNumber, reason },
+        usageRetentionDays(process.env),
+      );
+    },
+    close: () => client.destroy(),
+  };
+};
 
 /**
  * The change feed of the usage table, delivering to the deployed aggregator function itself,
@@ -250,16 +220,24 @@ type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<D
  */
 export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Promise<ChangeFeed> => {
   let aggregator: Promise<StreamHandler> | undefined;
-  return startChangeFeed({
-    target: options.target,
-    tableName: options.usageTable,
+  const { target, usageTable: tableName, rollupsTable, ...rest } = options;
+  const store = rollupsSetAside(target, rollupsTable ?? operatorTableNames(process.env).rollups);
+  const feed = await startChangeFeed({
+    target,
+    tableName,
     keyAttributes: [usageTable.partitionKey.name, usageTable.sortKey!.name],
     handler: async (event) => {
       aggregator ??= import(join(PROJECT_ROOT, AGGREGATOR_ENTRY)).then((m: { handler: StreamHandler }) => m.handler);
       return invokeFunction(await aggregator, event, buildContext('branch-api-aggregate-usage'));
     },
-    ...(options.port !== undefined ? { port: options.port } : {}),
-    ...(options.host !== undefined ? { host: options.host } : {}),
-    ...(options.onError ? { onError: options.onError } : {}),
+    setAside: store.setAside,
+    ...rest,
   });
+  return {
+    ...feed,
+    close: async () => {
+      await feed.close();
+      store.close();
+    },
+  };
 };

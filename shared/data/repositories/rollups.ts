@@ -1,33 +1,47 @@
-import { QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
 import {
   addCall,
-  appliedId,
+  hourItemOf,
   hourItemSk,
-  hourOf,
   HOUR_ITEM_PREFIX,
   LAST_USED_PREFIX,
   lastUsedSk,
+  pastWatermark,
   toHourRollup,
+  watermarkName,
+  WATERMARK_PREFIX,
   type Counters,
   type HourRollup,
+  type StreamCall,
 } from '../../domain/rollups';
 import { ROLLUPS_BY_KEY_INDEX } from '../tables';
 import type { UsageRecord } from './usage';
 
 const DAY_SECONDS = 86_400;
-/**
- * Calls applied by one UpdateItem: its condition names each one's id, and a condition expression
- * is limited to 4 KB.
- */
-export const APPLY_CHUNK = 50;
+/** The aggregator's progress item: a partition no branch id can be (ids never start with `#`). */
+const PROGRESS_KEY = { branch_id: '#aggregator', sk: 'progress' };
+const SET_ASIDE_PREFIX = 'dead#';
+/** Set-aside records read to describe them: enough to name the period to rebuild. */
+export const SET_ASIDE_READ_LIMIT = 1000;
+/** Tries of one group when its watermark moved between the read and the write (another writer on the same source). */
+const GROUP_ATTEMPTS = 5;
 
 export interface ApplyResult {
   /** Calls counted by this apply. */
   applied: number;
-  /** Calls already counted before (a redelivery), skipped. */
+  /** Calls at or below their item's watermark (a redelivery), skipped. */
   duplicates: number;
+  /** Calls that could not be applied, with why: the caller reports them for a retry. */
+  failed: { call: StreamCall; error: unknown }[];
 }
 
 export interface RollupQuery {
@@ -37,6 +51,29 @@ export interface RollupQuery {
   fromHour: string;
   /** Last hour (inclusive). */
   toHour: string;
+}
+
+/** An hour item as stored, for a rebuild: its version and watermarks are kept across the rewrite. */
+export interface StoredHour {
+  sk: string;
+  version: number;
+  watermarks: Record<string, string>;
+  calls: number;
+}
+
+export interface SetAsideRecord {
+  record: Partial<UsageRecord> & { branch_id: string };
+  sequence: string;
+  reason: string;
+}
+
+export interface SetAsideSummary {
+  /** Records set aside (at most SET_ASIDE_READ_LIMIT are read). */
+  count: number;
+  complete: boolean;
+  /** Call times of the oldest and newest. */
+  oldest?: string;
+  newest?: string;
 }
 
 const groupBy = <T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> => {
@@ -50,7 +87,7 @@ const groupBy = <T>(items: readonly T[], key: (item: T) => string): Map<string, 
   return groups;
 };
 
-/** Writes in flight at once: a rebuild page of 1,000 calls spread over many items must not flood the table. */
+/** Writes in flight at once: a batch spread over many items must not flood the table. */
 export const APPLY_CONCURRENCY = 16;
 
 const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => {
@@ -61,99 +98,163 @@ const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<voi
   await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, items.length) }, worker));
 };
 
+const expiresOf = (hour: string, retentionDays: number) =>
+  Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS;
+
 export class RollupsRepository extends DynamoRepository {
   /**
-   * Adds calls to their hour items, exactly once each however often they are applied, in
-   * whatever split or order (docs/decisions.md "Usage rollups"): every UpdateItem adds the
-   * calls' ids to the item's `applied` set in the same write as their counters, on condition
-   * that none of them is in it yet. When a chunk was partly applied before, its calls are
-   * applied one by one, each under its own condition.
+   * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item
+   * and source, one conditional UpdateItem adds the counters of the calls past the item's
+   * watermark and moves the watermark, so a redelivered, split or partly retried batch adds
+   * nothing twice. A group that fails is returned in `failed`; the others are applied.
    */
-  async apply(records: readonly UsageRecord[], retentionDays: number): Promise<ApplyResult> {
-    const result: ApplyResult = { applied: 0, duplicates: 0 };
-    // The same call twice in one delivery counts once: deduplicate before building a condition.
-    const unique = [...new Map(records.map((record) => [record.request_id, record])).values()];
-    result.duplicates += records.length - unique.length;
-    const items = groupBy(unique, (r) => `${r.branch_id}\u0000${r.key_id}\u0000${hourOf(r.timestamp)}`);
-    const chunks = [...items.values()].flatMap((group) => {
-      const out: UsageRecord[][] = [];
-      for (let i = 0; i < group.length; i += APPLY_CHUNK) out.push(group.slice(i, i + APPLY_CHUNK));
-      return out;
+  async apply(calls: readonly StreamCall[], retentionDays: number): Promise<ApplyResult> {
+    const result: ApplyResult = { applied: 0, duplicates: 0, failed: [] };
+    const groups = groupBy(calls, ({ record, source }) => {
+      const { branchId, keyId, hour } = hourItemOf(record);
+      return JSON.stringify([branchId, keyId, hour, source]);
     });
-    await inParallel(chunks, async (chunk) => {
-      if (await this.applyChunk(chunk, retentionDays)) {
-        result.applied += chunk.length;
-        return;
-      }
-      for (const record of chunk) {
-        if (await this.applyChunk([record], retentionDays)) result.applied += 1;
-        else result.duplicates += 1;
+    await inParallel([...groups.values()], async (group) => {
+      try {
+        const applied = await this.applyGroup(group, retentionDays);
+        result.applied += applied;
+        result.duplicates += group.length - applied;
+      } catch (error) {
+        for (const call of group) result.failed.push({ call, error });
       }
     });
-    await inParallel([...groupBy(unique, (r) => `${r.branch_id}\u0000${r.key_id}`).values()], (calls) =>
-      this.touchLastUsed(calls, retentionDays),
+    const applied = calls.filter((call) => !result.failed.some((f) => f.call === call));
+    await inParallel([...groupBy(applied, ({ record }) => `${record.branch_id}\u0000${record.key_id}`).values()], (c) =>
+      this.touchLastUsed(
+        c.map(({ record }) => record),
+        retentionDays,
+      ),
     );
     return result;
   }
 
-  /** One conditional UpdateItem for calls of one item; false when one of them was applied before. */
-  private async applyChunk(chunk: readonly UsageRecord[], retentionDays: number): Promise<boolean> {
-    const first = chunk[0]!;
-    const hour = hourOf(first.timestamp);
+  /** One item × source: optimistic first (nothing of it applied yet), else read the watermark and apply what is past it. */
+  private async applyGroup(group: readonly StreamCall[], retentionDays: number): Promise<number> {
+    const { source } = group[0]!;
+    const key = this.itemKey(group[0]!.record);
+    let watermark: string | undefined;
+    let known = false;
+    for (let attempt = 0; attempt < GROUP_ATTEMPTS; attempt += 1) {
+      const pending = pastWatermark(group, watermark);
+      if (pending.length === 0) return 0;
+      try {
+        await this.addCalls(key, source, pending, known ? watermark : undefined, retentionDays);
+        return pending.length;
+      } catch (error) {
+        if (!(error instanceof ConditionNotMetError)) throw error;
+      }
+      const item = await this.getItem(key, watermarkName(source));
+      watermark = item?.[watermarkName(source)] as string | undefined;
+      known = true;
+    }
+    throw new Error(`The watermark of ${key.sk} kept moving; the batch will be retried`);
+  }
+
+  private itemKey(record: Pick<UsageRecord, 'branch_id' | 'key_id' | 'timestamp'>) {
+    const { branchId, keyId, hour } = hourItemOf(record);
+    return { branch_id: branchId, sk: hourItemSk(hour, keyId) };
+  }
+
+  private getItem(key: Record<string, string>, projection?: string) {
+    return this.run('GetItem', (abortSignal) =>
+      this.client.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: key,
+          ConsistentRead: true,
+          ...(projection ? { ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': projection } } : {}),
+        }),
+        { abortSignal },
+      ),
+    ).then((output) => output.Item);
+  }
+
+  /**
+   * The UpdateItem: counters added, `v` (the version a rebuild checks) bumped, the watermark set
+   * to the newest call's sequence. Its condition: with `expected` unknown, the watermark is
+   * absent or below the oldest call; with `expected` read, it is still exactly that.
+   */
+  private async addCalls(
+    key: { branch_id: string; sk: string },
+    source: string,
+    calls: readonly StreamCall[],
+    expected: string | undefined,
+    retentionDays: number,
+  ): Promise<void> {
+    const { record } = calls[0]!;
     const counters: Counters = new Map();
-    for (const record of chunk) addCall(counters, record);
-    const names: Record<string, string> = { '#applied': 'applied', '#hour': 'hour' };
+    for (const call of calls) addCall(counters, call.record);
+    counters.set('v', 1);
+    const { hour } = hourItemOf(record);
+    const names: Record<string, string> = { '#w': watermarkName(source), '#hour': 'hour' };
     const values: Record<string, unknown> = {
-      ':ids': new Set(chunk.map((record) => appliedId(record.request_id))),
-      ':key': first.key_id,
+      ':key': record.key_id,
       ':hour': hour,
-      ':expires': Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS,
+      ':expires': expiresOf(hour, retentionDays),
+      ':last': calls.at(-1)!.sequence,
     };
     const adds = [...counters.entries()].map(([name, by], i) => {
       names[`#c${i}`] = name;
       values[`:c${i}`] = by;
       return `#c${i} :c${i}`;
     });
-    const conditions = chunk.map((record, i) => {
-      values[`:id${i}`] = appliedId(record.request_id);
-      return `NOT contains(#applied, :id${i})`;
-    });
-    try {
-      await this.run('UpdateItem', (abortSignal) =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { branch_id: first.branch_id, sk: hourItemSk(hour, first.key_id) },
-            UpdateExpression: `ADD ${adds.join(', ')}, #applied :ids SET key_id = :key, #hour = :hour, expires_at_epoch = :expires`,
-            ConditionExpression: conditions.join(' AND '),
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
-          }),
-          { abortSignal },
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionNotMetError) return false;
-      throw error;
-    }
+    let condition = '#w = :expected';
+    if (expected === undefined) {
+      condition = 'attribute_not_exists(#w) OR #w < :first';
+      values[':first'] = calls[0]!.sequence;
+    } else values[':expected'] = expected;
+    await this.run('UpdateItem', (abortSignal) =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: `ADD ${adds.join(', ')} SET key_id = :key, #hour = :hour, expires_at_epoch = :expires, #w = :last`,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+        { abortSignal },
+      ),
+    );
   }
 
   /** Keeps the newest call time of a key: a maximum, so order and repetition don't matter. */
   private async touchLastUsed(calls: readonly UsageRecord[], retentionDays: number): Promise<void> {
     const newest = calls.reduce((a, b) => (b.timestamp > a.timestamp ? b : a));
+    await this.setIfNewer(
+      { branch_id: newest.branch_id, sk: lastUsedSk(newest.key_id) },
+      'last_used_at',
+      newest.timestamp,
+      {
+        key_id: newest.key_id,
+        expires_at_epoch: Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+      },
+    );
+  }
+
+  /** Sets a time attribute unless it already holds a later one (a maximum: order and repetition don't matter). */
+  private async setIfNewer(key: Record<string, string>, name: string, at: string, extra: Record<string, unknown> = {}) {
+    const sets = Object.keys(extra).map((_, i) => `#e${i} = :e${i}`);
     try {
       await this.run('UpdateItem', (abortSignal) =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
-            Key: { branch_id: newest.branch_id, sk: lastUsedSk(newest.key_id) },
-            UpdateExpression: 'SET key_id = :key, last_used_at = :at, expires_at_epoch = :expires',
-            ConditionExpression: 'attribute_not_exists(last_used_at) OR last_used_at < :at',
+            Key: key,
+            UpdateExpression: `SET ${['#n = :at', ...sets].join(', ')}`,
+            ConditionExpression: 'attribute_not_exists(#n) OR #n < :at',
+            ExpressionAttributeNames: {
+              '#n': name,
+              ...Object.fromEntries(Object.keys(extra).map((attribute, i) => [`#e${i}`, attribute])),
+            },
             ExpressionAttributeValues: {
-              ':key': newest.key_id,
-              ':at': newest.timestamp,
-              ':expires': Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+              ':at': at,
+              ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
             },
           }),
           { abortSignal },
@@ -164,7 +265,82 @@ export class RollupsRepository extends DynamoRepository {
     }
   }
 
-  private async queryAll(input: Omit<QueryCommandInput, 'TableName'>): Promise<Record<string, unknown>[]> {
+  /** The aggregator's progress: the newest call time of a batch fully applied (a maximum). */
+  recordProgress(asOf: string): Promise<void> {
+    return this.setIfNewer(PROGRESS_KEY, 'as_of', asOf, { updated_at: new Date().toISOString() });
+  }
+
+  /** The newest call time the aggregator has fully applied; undefined before its first batch. */
+  async progress(): Promise<string | undefined> {
+    const item = await this.getItem(PROGRESS_KEY, 'as_of');
+    return typeof item?.as_of === 'string' ? item.as_of : undefined;
+  }
+
+  /** Keeps a stream record the aggregator could not apply, under its branch, until a rebuild repairs its period. */
+  async setAside({ record, sequence, reason }: SetAsideRecord, retentionDays: number): Promise<void> {
+    const now = new Date().toISOString();
+    await this.run('PutItem', (abortSignal) =>
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            branch_id: record.branch_id,
+            sk: `${SET_ASIDE_PREFIX}${sequence}`,
+            record: JSON.stringify(record),
+            call_time: typeof record.timestamp === 'string' ? record.timestamp : now,
+            ...(typeof record.key_id === 'string' ? { call_key: record.key_id } : {}),
+            reason: reason.slice(0, 500),
+            set_aside_at: now,
+            expires_at_epoch: Math.floor(Date.now() / 1000) + retentionDays * DAY_SECONDS,
+          },
+        }),
+        { abortSignal },
+      ),
+    );
+  }
+
+  /** How many records of a branch are set aside, and the span of their call times. */
+  async setAsideOf(branchId: string): Promise<SetAsideSummary> {
+    const { items, complete } = await this.queryAll(
+      {
+        KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': branchId, ':prefix': SET_ASIDE_PREFIX },
+        ProjectionExpression: 'sk, call_time',
+      },
+      SET_ASIDE_READ_LIMIT,
+    );
+    const times = items.map((item) => String(item.call_time)).sort();
+    return { count: items.length, complete, ...(times.length ? { oldest: times[0], newest: times.at(-1) } : {}) };
+  }
+
+  /** Forgets the set-aside records of a branch whose calls fall in [since, until): a rebuild counted them. */
+  async clearSetAside(branchId: string, since: string, until: string, keyId?: string): Promise<number> {
+    const { items } = await this.queryAll({
+      KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
+      FilterExpression: `call_time >= :since AND call_time < :until${keyId !== undefined ? ' AND call_key = :key' : ''}`,
+      ExpressionAttributeValues: {
+        ':pk': branchId,
+        ':prefix': SET_ASIDE_PREFIX,
+        ':since': since,
+        ':until': until,
+        ...(keyId !== undefined ? { ':key': keyId } : {}),
+      },
+      ProjectionExpression: 'sk',
+    });
+    for (const item of items) {
+      await this.run('DeleteItem', (abortSignal) =>
+        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } }), {
+          abortSignal,
+        }),
+      );
+    }
+    return items.length;
+  }
+
+  private async queryAll(
+    input: Omit<QueryCommandInput, 'TableName'>,
+    max = Number.POSITIVE_INFINITY,
+  ): Promise<{ items: Record<string, unknown>[]; complete: boolean }> {
     const items: Record<string, unknown>[] = [];
     let start: Record<string, unknown> | undefined;
     do {
@@ -176,17 +352,13 @@ export class RollupsRepository extends DynamoRepository {
       );
       items.push(...(page.Items ?? []));
       start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
+    } while (start && items.length < max);
+    return { items: items.slice(0, max), complete: start === undefined && items.length <= max };
   }
 
-  /**
-   * The hour items of a branch (or one of its keys) in a period: one item per key and hour with
-   * calls, so what is read grows with hours × keys, never with calls.
-   */
-  async hours({ branchId, keyId, fromHour, toHour }: RollupQuery): Promise<HourRollup[]> {
+  private hourItems({ branchId, keyId, fromHour, toHour }: RollupQuery) {
     const range = { ':from': `${HOUR_ITEM_PREFIX}${fromHour}`, ':to': `${HOUR_ITEM_PREFIX}${toHour}\uffff` };
-    const items = await this.queryAll(
+    return this.queryAll(
       keyId === undefined
         ? {
             KeyConditionExpression: 'branch_id = :pk AND sk BETWEEN :from AND :to',
@@ -198,13 +370,80 @@ export class RollupsRepository extends DynamoRepository {
             FilterExpression: 'branch_id = :branch',
             ExpressionAttributeValues: { ':pk': keyId, ':branch': branchId, ...range },
           },
+    ).then(({ items }) => items);
+  }
+
+  /**
+   * The hour items of a branch (or one of its keys) in a period: one item per key and hour with
+   * calls, so what is read grows with hours × keys, never with calls.
+   */
+  async hours(query: RollupQuery): Promise<HourRollup[]> {
+    return (await this.hourItems(query)).map(toHourRollup);
+  }
+
+  /** The hour items of a period as stored (version, watermarks), keyed by sort key: what a rebuild starts from. */
+  async storedHours(query: RollupQuery): Promise<Map<string, StoredHour>> {
+    const items = await this.hourItems(query);
+    return new Map(
+      items.map((item) => [
+        String(item.sk),
+        {
+          sk: String(item.sk),
+          version: Number(item.v ?? 0),
+          calls: Number(item.calls ?? 0),
+          watermarks: Object.fromEntries(
+            Object.entries(item).filter(
+              (entry): entry is [string, string] =>
+                entry[0].startsWith(WATERMARK_PREFIX) && typeof entry[1] === 'string',
+            ),
+          ),
+        },
+      ]),
     );
-    return items.map(toHourRollup);
+  }
+
+  /**
+   * Replaces an hour item's counters with a recount, keeping its watermarks, on condition that
+   * no call was applied to it since `stored` was read (its version is unchanged). False when one was.
+   */
+  async replaceHour(
+    item: { branchId: string; keyId: string; hour: string },
+    counters: Counters,
+    stored: StoredHour | undefined,
+    retentionDays: number,
+  ): Promise<boolean> {
+    const sk = hourItemSk(item.hour, item.keyId);
+    try {
+      await this.run('PutItem', (abortSignal) =>
+        this.client.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: {
+              ...Object.fromEntries(counters),
+              ...stored?.watermarks,
+              branch_id: item.branchId,
+              sk,
+              key_id: item.keyId,
+              hour: item.hour,
+              expires_at_epoch: expiresOf(item.hour, retentionDays),
+              v: (stored?.version ?? 0) + 1,
+            },
+            ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
+            ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
+          }),
+          { abortSignal },
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionNotMetError) return false;
+      throw error;
+    }
   }
 
   /** When each key of a branch was last used (key id → ISO time), in one Query. */
   async lastUsed(branchId: string): Promise<Map<string, string>> {
-    const items = await this.queryAll({
+    const { items } = await this.queryAll({
       KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': branchId, ':prefix': LAST_USED_PREFIX },
       ProjectionExpression: 'key_id, last_used_at',
