@@ -5,7 +5,8 @@
  * split anywhere, retried from the middle after a partial failure, shards interleaved, many
  * branches, keys and hours per batch — and compared with a count of the calls themselves.
  */
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { faultyClient } from './support/faulty-client';
 import fc from 'fast-check';
 import { readDynamoDbSettings } from '../shared/lambda/config';
 import { createDocumentClient } from '../shared/data/dynamodb';
@@ -91,26 +92,6 @@ const storedItems = async (branchIds: readonly string[]) => {
   }
   return items;
 };
-
-/**
- * A fault injected into the aggregator's DynamoDB client (a stub, for faults only): the chosen
- * UpdateItems of hour items fail before they reach the table, or after they were applied (the
- * answer lost, as a timeout loses it). Everything else goes to the real embedded DynamoDB.
- */
-const faultyClient = (fault: (input: { Key?: Record<string, unknown> }) => 'before' | 'after' | undefined) =>
-  new Proxy(client, {
-    get(target, property, receiver) {
-      if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
-      return async (command: unknown, options?: unknown) => {
-        const isHourUpdate = command instanceof UpdateCommand && String(command.input.Key?.sk).startsWith('h#');
-        const when = isHourUpdate ? fault(command.input) : undefined;
-        if (when === 'before') throw Object.assign(new Error('injected fault'), { name: 'InternalServerError' });
-        const output = await (target.send as (c: unknown, o?: unknown) => Promise<unknown>)(command, options);
-        if (when === 'after') throw Object.assign(new Error('injected fault'), { name: 'InternalServerError' });
-        return output;
-      };
-    },
-  }) as DynamoDBDocumentClient;
 
 interface Step {
   size: number;
@@ -207,7 +188,7 @@ describe('aggregating the usage stream', () => {
           // Faults only in the first updates, so every delivery eventually succeeds.
           const handler = aggregatorOver(
             new RollupsRepository(
-              faultyClient(() => (updates++ < 40 ? faults[updates % faults.length] : undefined)),
+              faultyClient(client, () => (updates++ < 40 ? faults[updates % faults.length] : undefined)),
               rollupsTable,
             ),
           );
@@ -250,7 +231,7 @@ describe('aggregating the usage stream', () => {
     // Injected fault: every write to the poisoned key's item fails.
     const handler = aggregatorOver(
       new RollupsRepository(
-        faultyClient((input) => (String(input.Key?.sk).endsWith('key_poison') ? 'before' : undefined)),
+        faultyClient(client, (input) => (String(input.Key?.sk).endsWith('key_poison') ? 'before' : undefined)),
         rollupsTable,
       ),
     );

@@ -197,7 +197,7 @@ export interface UsageChangeFeedOptions extends Pick<
 type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
 
 /** The dead-letter store: set-aside records go to the rollups table, under their branch, where `usage` and the console find them. */
-const rollupsSetAside = (target: string, rollupsTable: string) => {
+export const rollupsSetAside = (target: string, rollupsTable: string) => {
   const client = createDocumentClient(readDynamoDbSettings({ DYNAMODB_ENDPOINT: target }));
   const rollups = new RollupsRepository(client, rollupsTable);
   return {

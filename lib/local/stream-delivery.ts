@@ -39,8 +39,14 @@ type Entry = { change: StreamChange; observedAt: number };
 
 const MAX_LAGS_KEPT = 100_000;
 
+/** The shard a partition key value's records go to (as DynamoDB's stream keeps a key in one shard). */
+export const shardOf = (partitionKey: string, shards: number): number =>
+  createHash('sha1').update(partitionKey).digest().readUInt32BE(0) % shards;
+
+export const DEFAULT_SHARDS = 4;
+
 export const createDelivery = (options: DeliveryOptions) => {
-  const shardCount = options.shards ?? 4;
+  const shardCount = options.shards ?? DEFAULT_SHARDS;
   const batchSize = options.batchSize ?? 100;
   const batchWindowMs = options.batchWindowMs ?? 200;
   const retryDelayMs = options.retryDelayMs ?? 100;
@@ -143,7 +149,7 @@ export const createDelivery = (options: DeliveryOptions) => {
   return {
     /** Queues a change on its partition key's shard, numbered in that shard's order. */
     push(change: Omit<StreamChange, 'sequenceNumber'>, partitionKey: string) {
-      const index = createHash('sha1').update(partitionKey).digest().readUInt32BE(0) % shardCount;
+      const index = shardOf(partitionKey, shardCount);
       const shard = shards[index]!;
       shard.sequence += 1;
       // Unique across shards too (as DynamoDB's are): the shard's number in the lowest digits.
