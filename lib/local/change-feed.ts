@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { fromBrowser, refuse } from './dynamo';
 import { readBody } from './forward';
 import { listen } from './listen';
-import { createServer, request, type Server } from 'node:http';
+import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import { DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -25,6 +25,7 @@ import { buildContext } from './events';
 import { PROJECT_ROOT } from './gateway';
 import { invokeFunction } from './invoke';
 import type { StreamChange } from './stream-events';
+import { createKeyLocks, putEvent, readBefore } from './before-images';
 import { createDelivery, type DeliveryOptions, type DeliveryStats } from './stream-delivery';
 
 type Item = Record<string, AttributeValue>;
@@ -98,8 +99,30 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
   const observe = (eventName: StreamChange['eventName'], keys: Item, newImage?: Item) =>
     delivery.push({ eventName, keys, ...(newImage ? { newImage } : {}) }, JSON.stringify(keys[keyAttributes[0]!]));
 
+  /** The items a write puts into the table (what its before-images are read for). */
+  const putsOf = (operation: string, input: Record<string, unknown>): Item[] => {
+    if (operation === 'PutItem') return input.TableName === tableName ? [input.Item as Item] : [];
+    if (operation !== 'BatchWriteItem') return [];
+    const requests = ((input.RequestItems as Record<string, unknown[]> | undefined)?.[tableName] ?? []) as {
+      PutRequest?: { Item: Item };
+    }[];
+    return requests.flatMap((entry) => (entry.PutRequest ? [entry.PutRequest.Item] : []));
+  };
+
+  /** A put as DynamoDB Streams records it: INSERT, MODIFY, or nothing when it changed nothing. */
+  const observePut = (item: Item, before: Map<string, Item>) => {
+    const keys = keysOf(item);
+    const event = putEvent(before.get(JSON.stringify(keys)), item);
+    if (event) observe(event, keys, item);
+  };
+
   /** Turns a successful write to the table into stream changes, in the order DynamoDB applied it. */
-  const changesOf = async (operation: string, input: Record<string, unknown>, output: Record<string, unknown>) => {
+  const changesOf = async (
+    operation: string,
+    input: Record<string, unknown>,
+    output: Record<string, unknown>,
+    before: Map<string, Item>,
+  ) => {
     if (operation === 'BatchWriteItem') {
       const requests = (input.RequestItems as Record<string, unknown[]> | undefined)?.[tableName] ?? [];
       const unprocessed = new Set(
@@ -109,13 +132,13 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
       );
       for (const entry of requests as { PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } }[]) {
         if (unprocessed.has(JSON.stringify(entry))) continue;
-        if (entry.PutRequest) observe('INSERT', keysOf(entry.PutRequest.Item), entry.PutRequest.Item);
+        if (entry.PutRequest) observePut(entry.PutRequest.Item, before);
         else if (entry.DeleteRequest) observe('REMOVE', entry.DeleteRequest.Key);
       }
       return;
     }
     if (input.TableName !== tableName) return;
-    if (operation === 'PutItem') observe('INSERT', keysOf(input.Item as Item), input.Item as Item);
+    if (operation === 'PutItem') observePut(input.Item as Item, before);
     else if (operation === 'DeleteItem') observe('REMOVE', input.Key as Item);
     else if (operation === 'UpdateItem') {
       // The stream carries the item as written: read it back.
@@ -124,6 +147,61 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
       );
       if (image) observe('MODIFY', input.Key as Item, image);
     }
+  };
+
+  interface Answer {
+    statusCode: number;
+    headers: IncomingHttpHeaders;
+    body: Buffer;
+  }
+  const forward = (req: IncomingMessage, body: Buffer) =>
+    new Promise<Answer>((resolve, reject) => {
+      const upstream = request({
+        host: targetUrl.hostname,
+        port: targetUrl.port,
+        method: req.method,
+        path: req.url,
+        // As a reverse proxy does: the upstream sees its own address as Host.
+        headers: { ...req.headers, host: targetUrl.host },
+      });
+      upstream.on('error', reject);
+      upstream.on('response', (answer) => {
+        readBody(answer).then(
+          (answerBody) => resolve({ statusCode: answer.statusCode ?? 502, headers: answer.headers, body: answerBody }),
+          reject,
+        );
+      });
+      upstream.end(body);
+    });
+
+  const exclusive = createKeyLocks();
+  /**
+   * A write, forwarded; if it succeeded, its changes are queued before the writer gets the answer
+   * (a write it saw succeed is already on its way). Puts of the same keys run one at a time
+   * between the read of what they replace and the queueing of their change.
+   */
+  const write = async (req: IncomingMessage, body: Buffer, operation: string | undefined): Promise<Answer> => {
+    if (!operation) return forward(req, body);
+    const input = parse(body);
+    const puts = putsOf(operation, input);
+    const keys = puts.map(keysOf);
+    return exclusive(
+      keys.map((key) => JSON.stringify(key)),
+      async () => {
+        const before =
+          keys.length === 0
+            ? new Map<string, Item>()
+            : await readBefore(reader, tableName, keys).catch((error: unknown) => {
+                onError(error);
+                return new Map<string, Item>();
+              });
+        const answer = await forward(req, body);
+        if (answer.statusCode === 200) {
+          await changesOf(operation, input, parse(answer.body), before).catch(onError);
+        }
+        return answer;
+      },
+    );
   };
 
   const server: Server = createServer((req, res) => {
@@ -135,30 +213,9 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     void (async () => {
       const body = await readBody(req);
       const operation = WRITE_TARGET.exec(String(req.headers['x-amz-target'] ?? ''))?.[1];
-      const upstream = request({
-        host: targetUrl.hostname,
-        port: targetUrl.port,
-        method: req.method,
-        path: req.url,
-        // As a reverse proxy does: the upstream sees its own address as Host.
-        headers: { ...req.headers, host: targetUrl.host },
-      });
-      upstream.on('error', () => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      });
-      upstream.on('response', (answer) => {
-        void (async () => {
-          const answerBody = await readBody(answer);
-          // Observed before the writer gets its answer: a write it saw succeed is already queued.
-          if (operation && answer.statusCode === 200) {
-            await changesOf(operation, parse(body), parse(answerBody)).catch(onError);
-          }
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          res.end(answerBody);
-        })().catch(onError);
-      });
-      upstream.end(body);
+      const answer = await write(req, body, operation);
+      res.writeHead(answer.statusCode, answer.headers);
+      res.end(answer.body);
     })().catch((error: unknown) => {
       onError(error);
       if (!res.headersSent) res.writeHead(502);

@@ -103,7 +103,10 @@ const writeBatch = async (
   }
   const stored = await ctx.usage.storedAlready(accepted);
   const fresh = [...new Map(accepted.filter((r) => !stored.has(r.request_id)).map((r) => [r.request_id, r])).values()];
-  await ctx.usage.putBatch(fresh, retentionDays);
+  // Four BatchWriteItems of 25 in flight at once (each retries its own unprocessed items).
+  const writes: Promise<void>[] = [];
+  for (let i = 0; i < fresh.length; i += 25) writes.push(ctx.usage.putBatch(fresh.slice(i, i + 25), retentionDays));
+  await Promise.all(writes);
   result.stored += fresh.length;
   result.already_stored += accepted.length - fresh.length;
 };

@@ -134,4 +134,17 @@ describe('a record that cannot be applied', () => {
     expect((await summarizeUsage(ctx, { branchId: mainBranch.id, since: poisonedHour })).set_aside).toBeNull();
     ctx.close();
   });
+
+  it('emits nothing for a put that changes nothing, as DynamoDB Streams does: a retried write counts once', async () => {
+    feed = await startFeed(3);
+    ctx = createOperatorContext({ ...process.env, DYNAMODB_ENDPOINT: feed.endpoint });
+    const once = aCall('br_reput', 'key_r', Date.now(), 'written-twice');
+    await ctx.usage.put(once, 90);
+    await ctx.usage.put(once, 90); // an SDK retry of a put that had succeeded
+    await ctx.usage.putBatch([once, aCall('br_reput', 'key_r', Date.now(), 'written-once')], 90);
+    await feed.drain();
+    expect(feed.stats().delivered).toBe(2);
+    expect(await countOf('br_reput')).toBe(2);
+    ctx.close();
+  });
 });
