@@ -25,7 +25,8 @@ import { DEMO_SEED_FILE } from '../lib/local/environment';
 import { escapeForTerminal, lines, terminal, terminalSafeJson, type TerminalText } from '../lib/operator/terminal';
 import type { ApiKeyRecord } from '../shared/data/repositories/keys';
 import { runConsoleCommand } from '../lib/console/command';
-import { addUsageRollupCommands } from './usage-rollup-commands';
+import { addUsageRollupCommands, formatSetAside } from './usage-rollup-commands';
+import { setAsideReport } from '../lib/operator/usage-rollups';
 
 interface JsonOption {
   json?: boolean;
@@ -315,13 +316,16 @@ credentials and AWS_REGION. Table names: KEYS_TABLE, USAGE_TABLE, BRANCH_DATA_TA
             ...(options.key !== undefined ? { keyId: options.key } : {}),
             ...(options.since !== undefined ? { since: options.since } : {}),
           });
-          print({ summary, records }, options, () => {
+          // Calls the rollups could not count yet (docs/usage-rollups.md "Failures"), with their repair.
+          const setAside = await setAsideReport(ctx, options.branch);
+          print({ summary, records, set_aside: setAside }, options, () => {
             const statuses = Object.entries(summary.by_status)
               .map(([status, count]) => `${status}: ${count}`)
               .join(', ');
             const head = lines([
               terminal`${summary.count} call(s)${statuses ? ` — ${statuses}` : ''}`,
               terminal`response time p50 ${summary.p50_ms ?? '-'} ms, p95 ${summary.p95_ms ?? '-'} ms`,
+              ...(setAside ? [formatSetAside(setAside)] : []),
             ]);
             if (records.length === 0) return head;
             const table = formatTable(

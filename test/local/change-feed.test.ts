@@ -123,6 +123,9 @@ describe('a record that cannot be applied', () => {
     const text = await runCli(['usage', 'summary', '--branch', mainBranch.id, '--since', poisonedHour], env);
     expect(text.stdout).toContain('1 call(s) from');
     expect(text.stdout).toContain(`Repair: ${repair}`);
+    // The raw log says so too.
+    const log = await runCli(['usage', '--branch', mainBranch.id, '--json'], env);
+    expect(log.json.set_aside).toMatchObject({ count: 1, repair });
 
     // The repair: the poisoned calls — this one and the first test's, never delivered before its
     // feed stopped — are counted from the raw records (the rebuild writes with Put, which the
