@@ -26,7 +26,7 @@ import { PROJECT_ROOT } from './gateway';
 import { invokeFunction } from './invoke';
 import type { StreamChange } from './stream-events';
 import { createKeyLocks, putEvent, readBefore } from './before-images';
-import { createDelivery, type DeliveryOptions, type DeliveryStats } from './stream-delivery';
+import { ShardedDelivery, type DeliveryOptions, type DeliveryStats } from './stream-delivery';
 
 type Item = Record<string, AttributeValue>;
 
@@ -70,30 +70,45 @@ const parse = (body: Buffer): Record<string, unknown> => {
   }
 };
 
-export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
-  const { target, tableName, keyAttributes, handler } = options;
-  const onError = options.onError ?? (() => undefined);
-  const targetUrl = new URL(target);
-  const reader = new DynamoDBClient({
-    endpoint: target,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+interface Answer {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** Sends a request on to the DynamoDB behind the proxy and reads its whole answer. */
+const forwardTo = (targetUrl: URL, req: IncomingMessage, body: Buffer) =>
+  new Promise<Answer>((resolve, reject) => {
+    const upstream = request({
+      host: targetUrl.hostname,
+      port: targetUrl.port,
+      method: req.method,
+      path: req.url,
+      // As a reverse proxy does: the upstream sees its own address as Host.
+      headers: { ...req.headers, host: targetUrl.host },
+    });
+    upstream.on('error', reject);
+    upstream.on('response', (answer) => {
+      readBody(answer).then(
+        (answerBody) => resolve({ statusCode: answer.statusCode ?? 502, headers: answer.headers, body: answerBody }),
+        reject,
+      );
+    });
+    upstream.end(body);
   });
 
-  const delivery = createDelivery({
-    tableArn: `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
-    handler,
-    setAside:
-      options.setAside ??
-      (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
-    onError,
-    ...Object.fromEntries(
-      (['shards', 'batchSize', 'batchWindowMs', 'retryDelayMs', 'maxAttempts'] as const)
-        .filter((name) => options[name] !== undefined)
-        .map((name) => [name, options[name]]),
-    ),
-  });
-
+/** What the proxy makes of a write to the fed table: the stream changes DynamoDB would record. */
+const changeObserver = ({
+  tableName,
+  keyAttributes,
+  reader,
+  delivery,
+}: {
+  tableName: string;
+  keyAttributes: readonly string[];
+  reader: DynamoDBClient;
+  delivery: ShardedDelivery;
+}) => {
   const keysOf = (item: Item): Item =>
     Object.fromEntries(keyAttributes.filter((name) => item[name]).map((name) => [name, item[name]!]));
   const observe = (eventName: StreamChange['eventName'], keys: Item, newImage?: Item) =>
@@ -148,31 +163,34 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
       if (image) observe('MODIFY', input.Key as Item, image);
     }
   };
+  return { keysOf, putsOf, changesOf };
+};
 
-  interface Answer {
-    statusCode: number;
-    headers: IncomingHttpHeaders;
-    body: Buffer;
-  }
-  const forward = (req: IncomingMessage, body: Buffer) =>
-    new Promise<Answer>((resolve, reject) => {
-      const upstream = request({
-        host: targetUrl.hostname,
-        port: targetUrl.port,
-        method: req.method,
-        path: req.url,
-        // As a reverse proxy does: the upstream sees its own address as Host.
-        headers: { ...req.headers, host: targetUrl.host },
-      });
-      upstream.on('error', reject);
-      upstream.on('response', (answer) => {
-        readBody(answer).then(
-          (answerBody) => resolve({ statusCode: answer.statusCode ?? 502, headers: answer.headers, body: answerBody }),
-          reject,
-        );
-      });
-      upstream.end(body);
-    });
+export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
+  const { target, tableName, keyAttributes, handler } = options;
+  const onError = options.onError ?? (() => undefined);
+  const targetUrl = new URL(target);
+  const reader = new DynamoDBClient({
+    endpoint: target,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+
+  const delivery = new ShardedDelivery({
+    tableArn: `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
+    handler,
+    setAside:
+      options.setAside ??
+      (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
+    onError,
+    ...Object.fromEntries(
+      (['shards', 'batchSize', 'batchWindowMs', 'retryDelayMs', 'maxAttempts'] as const)
+        .filter((name) => options[name] !== undefined)
+        .map((name) => [name, options[name]]),
+    ),
+  });
+
+  const { keysOf, putsOf, changesOf } = changeObserver({ tableName, keyAttributes, reader, delivery });
 
   const exclusive = createKeyLocks();
   /**
@@ -181,7 +199,7 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
    * between the read of what they replace and the queueing of their change.
    */
   const write = async (req: IncomingMessage, body: Buffer, operation: string | undefined): Promise<Answer> => {
-    if (!operation) return forward(req, body);
+    if (!operation) return forwardTo(targetUrl, req, body);
     const input = parse(body);
     const puts = putsOf(operation, input);
     const keys = puts.map(keysOf);
@@ -195,7 +213,7 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
                 onError(error);
                 return new Map<string, Item>();
               });
-        const answer = await forward(req, body);
+        const answer = await forwardTo(targetUrl, req, body);
         if (answer.statusCode === 200) {
           await changesOf(operation, input, parse(answer.body), before).catch(onError);
         }
@@ -228,8 +246,8 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
   return {
     endpoint: `http://${options.host ?? '127.0.0.1'}:${port}`,
     port,
-    drain: delivery.drain,
-    stats: delivery.stats,
+    drain: () => delivery.drain(),
+    stats: () => delivery.stats(),
     close: async () => {
       delivery.close();
       reader.destroy();

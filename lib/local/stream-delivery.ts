@@ -45,125 +45,149 @@ export const shardOf = (partitionKey: string, shards: number): number =>
 
 export const DEFAULT_SHARDS = 4;
 
-export const createDelivery = (options: DeliveryOptions) => {
-  const shardCount = options.shards ?? DEFAULT_SHARDS;
-  const batchSize = options.batchSize ?? 100;
-  const batchWindowMs = options.batchWindowMs ?? 200;
-  const retryDelayMs = options.retryDelayMs ?? 100;
-  const maxAttempts = options.maxAttempts ?? 3;
-  const stats: DeliveryStats = { delivered: 0, setAside: 0, lagsMs: [] };
-  let closed = false;
-  let idle: (() => void)[] = [];
+interface Shard {
+  queue: Entry[];
+  sequence: number;
+  delivering: boolean;
+  timer: NodeJS.Timeout | undefined;
+  /** Records per delivery: halved by each failed batch (bisecting), back to batchSize on success. */
+  limit: number;
+  /** Failed deliveries of the record at the head of the queue. */
+  attempts: number;
+}
 
-  const shards = Array.from({ length: shardCount }, () => ({
-    queue: [] as Entry[],
-    sequence: 0,
-    delivering: false,
-    timer: undefined as NodeJS.Timeout | undefined,
-    /** Records per delivery: halved by each failed batch (bisecting), back to batchSize on success. */
-    limit: batchSize,
-    attempts: 0,
-  }));
-  type Shard = (typeof shards)[number];
+export class ShardedDelivery {
+  private readonly shards: Shard[];
+  private readonly batchSize: number;
+  private readonly batchWindowMs: number;
+  private readonly retryDelayMs: number;
+  private readonly maxAttempts: number;
+  private readonly counts: DeliveryStats = { delivered: 0, setAside: 0, lagsMs: [] };
+  private closed = false;
+  private idle: (() => void)[] = [];
 
-  const busy = () => shards.some((s) => s.queue.length > 0 || s.delivering);
-  const settle = () => {
-    if (busy()) return;
-    for (const resolve of idle) resolve();
-    idle = [];
-  };
+  constructor(private readonly options: DeliveryOptions) {
+    this.batchSize = options.batchSize ?? 100;
+    this.batchWindowMs = options.batchWindowMs ?? 200;
+    this.retryDelayMs = options.retryDelayMs ?? 100;
+    this.maxAttempts = options.maxAttempts ?? 3;
+    this.shards = Array.from({ length: options.shards ?? DEFAULT_SHARDS }, () => ({
+      queue: [],
+      sequence: 0,
+      delivering: false,
+      timer: undefined,
+      limit: this.batchSize,
+      attempts: 0,
+    }));
+  }
 
-  const schedule = (shard: Shard, delayMs = batchWindowMs) => {
-    if (shard.timer || shard.delivering || closed) return;
+  /** Queues a change on its partition key's shard, numbered in that shard's order. */
+  push(change: Omit<StreamChange, 'sequenceNumber'>, partitionKey: string): void {
+    const index = shardOf(partitionKey, this.shards.length);
+    const shard = this.shards[index]!;
+    shard.sequence += 1;
+    // Unique across shards too (as DynamoDB's are): the shard's number in the lowest digits.
+    const sequence = sequenceNumber(shard.sequence * this.shards.length + index);
+    shard.queue.push({ change: { ...change, sequenceNumber: sequence }, observedAt: performance.now() });
+    this.schedule(shard);
+  }
+
+  /** Resolves once everything queued so far has been delivered or set aside. */
+  drain(): Promise<void> {
+    return this.busy() ? new Promise<void>((resolve) => this.idle.push(resolve)) : Promise.resolve();
+  }
+
+  stats(): DeliveryStats {
+    return { ...this.counts, lagsMs: [...this.counts.lagsMs] };
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const shard of this.shards) if (shard.timer) clearTimeout(shard.timer);
+    for (const resolve of this.idle) resolve();
+    this.idle = [];
+  }
+
+  private busy(): boolean {
+    return this.shards.some((s) => s.queue.length > 0 || s.delivering);
+  }
+
+  private schedule(shard: Shard): void {
+    if (shard.timer || shard.delivering || this.closed) return;
     shard.timer = setTimeout(
       () => {
         shard.timer = undefined;
-        void pump(shard);
+        void this.pump(shard);
       },
-      shard.queue.length >= batchSize ? 0 : delayMs,
+      shard.queue.length >= this.batchSize ? 0 : this.batchWindowMs,
     );
-  };
+  }
 
-  /** Delivers one batch; returns how many records from its head are done (delivered). */
-  const deliverOnce = async (shard: Shard, batch: Entry[]): Promise<number> => {
+  /** Delivers one batch; returns how many records from its head are done. */
+  private async deliverOnce(shard: Shard, batch: Entry[]): Promise<number> {
     try {
-      const response = await options.handler(
-        streamEvent(
-          batch.map((e) => e.change),
-          options.tableArn,
-        ),
+      const event = streamEvent(
+        batch.map((e) => e.change),
+        this.options.tableArn,
       );
-      const failed = response?.batchItemFailures[0]?.itemIdentifier;
+      const failed = (await this.options.handler(event))?.batchItemFailures[0]?.itemIdentifier;
       if (failed === undefined) return batch.length;
       const index = batch.findIndex((e) => e.change.sequenceNumber === failed);
       // As Lambda does: checkpoint before the failed record, retry from it (alone: it is the culprit).
       if (index >= 0) shard.limit = 1;
       return Math.max(0, index);
     } catch (error) {
-      options.onError(error);
+      this.options.onError(error);
       return 0;
     }
-  };
+  }
 
-  const done = (shard: Shard, count: number) => {
+  private done(shard: Shard, count: number): void {
     const now = performance.now();
-    for (const entry of shard.queue.splice(0, count)) stats.lagsMs.push(now - entry.observedAt);
-    if (stats.lagsMs.length > MAX_LAGS_KEPT) stats.lagsMs.splice(0, stats.lagsMs.length - MAX_LAGS_KEPT);
-    stats.delivered += count;
-  };
+    const { lagsMs } = this.counts;
+    for (const entry of shard.queue.splice(0, count)) lagsMs.push(now - entry.observedAt);
+    if (lagsMs.length > MAX_LAGS_KEPT) lagsMs.splice(0, lagsMs.length - MAX_LAGS_KEPT);
+    this.counts.delivered += count;
+  }
 
-  const pump = async (shard: Shard) => {
+  /** After a failed delivery: set the head aside once it has failed alone often enough, else wait and retry. */
+  private async afterFailure(shard: Shard, delivered: number): Promise<void> {
+    if (delivered > 0) shard.attempts = 0;
+    shard.attempts += 1;
+    if (shard.limit === 1 && shard.attempts >= this.maxAttempts) {
+      const [head] = shard.queue.splice(0, 1);
+      shard.attempts = 0;
+      shard.limit = this.batchSize;
+      this.counts.setAside += 1;
+      await this.options
+        .setAside(head!.change, `failed ${this.maxAttempts} deliveries`)
+        .catch((error: unknown) => this.options.onError(error));
+      return;
+    }
+    if (delivered === 0) shard.limit = Math.max(1, Math.ceil(shard.limit / 2));
+    const delay = Math.min(2000, this.retryDelayMs * 2 ** (shard.attempts - 1));
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+
+  private async pump(shard: Shard): Promise<void> {
     shard.delivering = true;
     try {
-      while (shard.queue.length > 0 && !closed) {
+      while (shard.queue.length > 0 && !this.closed) {
         const batch = shard.queue.slice(0, shard.limit);
-        const delivered = await deliverOnce(shard, batch);
-        if (delivered > 0) done(shard, delivered);
+        const delivered = await this.deliverOnce(shard, batch);
+        if (delivered > 0) this.done(shard, delivered);
         if (delivered === batch.length) {
-          shard.limit = batchSize;
+          shard.limit = this.batchSize;
           shard.attempts = 0;
-          continue;
-        }
-        if (delivered > 0) shard.attempts = 0;
-        shard.attempts += 1;
-        if (shard.limit === 1 && shard.attempts >= maxAttempts) {
-          const [head] = shard.queue.splice(0, 1);
-          shard.attempts = 0;
-          shard.limit = batchSize;
-          stats.setAside += 1;
-          await options
-            .setAside(head!.change, `failed ${maxAttempts} deliveries`)
-            .catch((error: unknown) => options.onError(error));
-          continue;
-        }
-        if (delivered === 0) shard.limit = Math.max(1, Math.ceil(shard.limit / 2));
-        await new Promise((resolve) => setTimeout(resolve, Math.min(2000, retryDelayMs * 2 ** (shard.attempts - 1))));
+        } else await this.afterFailure(shard, delivered);
       }
     } finally {
       shard.delivering = false;
     }
-    if (shard.queue.length > 0) schedule(shard);
-    else settle();
-  };
-
-  return {
-    /** Queues a change on its partition key's shard, numbered in that shard's order. */
-    push(change: Omit<StreamChange, 'sequenceNumber'>, partitionKey: string) {
-      const index = shardOf(partitionKey, shardCount);
-      const shard = shards[index]!;
-      shard.sequence += 1;
-      // Unique across shards too (as DynamoDB's are): the shard's number in the lowest digits.
-      const sequence = sequenceNumber(shard.sequence * shardCount + index);
-      shard.queue.push({ change: { ...change, sequenceNumber: sequence }, observedAt: performance.now() });
-      schedule(shard);
-    },
-    drain: (): Promise<void> => (busy() ? new Promise<void>((resolve) => idle.push(resolve)) : Promise.resolve()),
-    stats: (): DeliveryStats => ({ ...stats, lagsMs: [...stats.lagsMs] }),
-    close() {
-      closed = true;
-      for (const shard of shards) if (shard.timer) clearTimeout(shard.timer);
-      for (const resolve of idle) resolve();
-      idle = [];
-    },
-  };
-};
+    if (shard.queue.length > 0) this.schedule(shard);
+    else if (!this.busy()) {
+      for (const resolve of this.idle) resolve();
+      this.idle = [];
+    }
+  }
+}

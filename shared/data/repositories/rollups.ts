@@ -1,13 +1,10 @@
-import {
-  DeleteCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-  type QueryCommandInput,
-} from '@aws-sdk/lib-dynamodb';
+/**
+ * The hour items of the rollups table (docs/usage-rollups.md): applied from the stream past
+ * their watermarks, read back for summaries, replaced by a rebuild's recount.
+ */
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionNotMetError } from '../data-store-errors';
-import { DynamoRepository } from '../dynamodb';
+import { RollupStateRepository } from './rollup-state';
 import {
   addCall,
   hourItemOf,
@@ -27,11 +24,6 @@ import { ROLLUPS_BY_KEY_INDEX } from '../tables';
 import type { UsageRecord } from './usage';
 
 const DAY_SECONDS = 86_400;
-/** The aggregator's progress item: a partition no branch id can be (ids never start with `#`). */
-const PROGRESS_KEY = { branch_id: '#aggregator', sk: 'progress' };
-const SET_ASIDE_PREFIX = 'dead#';
-/** Set-aside records read to describe them: enough to name the period to rebuild. */
-export const SET_ASIDE_READ_LIMIT = 1000;
 /** Tries of one group when its watermark moved between the read and the write (another writer on the same source). */
 const GROUP_ATTEMPTS = 5;
 
@@ -61,21 +53,6 @@ export interface StoredHour {
   calls: number;
 }
 
-export interface SetAsideRecord {
-  record: Partial<UsageRecord> & { branch_id: string };
-  sequence: string;
-  reason: string;
-}
-
-export interface SetAsideSummary {
-  /** Records set aside (at most SET_ASIDE_READ_LIMIT are read). */
-  count: number;
-  complete: boolean;
-  /** Call times of the oldest and newest. */
-  oldest?: string;
-  newest?: string;
-}
-
 const groupBy = <T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> => {
   const groups = new Map<string, T[]>();
   for (const item of items) {
@@ -101,7 +78,7 @@ const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<voi
 const expiresOf = (hour: string, retentionDays: number) =>
   Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS;
 
-export class RollupsRepository extends DynamoRepository {
+export class RollupsRepository extends RollupStateRepository {
   /**
    * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item
    * and source, one conditional UpdateItem adds the counters of the calls past the item's
@@ -158,20 +135,6 @@ export class RollupsRepository extends DynamoRepository {
   private itemKey(record: Pick<UsageRecord, 'branch_id' | 'key_id' | 'timestamp'>) {
     const { branchId, keyId, hour } = hourItemOf(record);
     return { branch_id: branchId, sk: hourItemSk(hour, keyId) };
-  }
-
-  private getItem(key: Record<string, string>, projection?: string) {
-    return this.run('GetItem', (abortSignal) =>
-      this.client.send(
-        new GetCommand({
-          TableName: this.tableName,
-          Key: key,
-          ConsistentRead: true,
-          ...(projection ? { ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': projection } } : {}),
-        }),
-        { abortSignal },
-      ),
-    ).then((output) => output.Item);
   }
 
   /**
@@ -235,125 +198,6 @@ export class RollupsRepository extends DynamoRepository {
         expires_at_epoch: Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
       },
     );
-  }
-
-  /** Sets a time attribute unless it already holds a later one (a maximum: order and repetition don't matter). */
-  private async setIfNewer(key: Record<string, string>, name: string, at: string, extra: Record<string, unknown> = {}) {
-    const sets = Object.keys(extra).map((_, i) => `#e${i} = :e${i}`);
-    try {
-      await this.run('UpdateItem', (abortSignal) =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: key,
-            UpdateExpression: `SET ${['#n = :at', ...sets].join(', ')}`,
-            ConditionExpression: 'attribute_not_exists(#n) OR #n < :at',
-            ExpressionAttributeNames: {
-              '#n': name,
-              ...Object.fromEntries(Object.keys(extra).map((attribute, i) => [`#e${i}`, attribute])),
-            },
-            ExpressionAttributeValues: {
-              ':at': at,
-              ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
-            },
-          }),
-          { abortSignal },
-        ),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionNotMetError)) throw error;
-    }
-  }
-
-  /** The aggregator's progress: the newest call time of a batch fully applied (a maximum). */
-  recordProgress(asOf: string): Promise<void> {
-    return this.setIfNewer(PROGRESS_KEY, 'as_of', asOf, { updated_at: new Date().toISOString() });
-  }
-
-  /** The newest call time the aggregator has fully applied; undefined before its first batch. */
-  async progress(): Promise<string | undefined> {
-    const item = await this.getItem(PROGRESS_KEY, 'as_of');
-    return typeof item?.as_of === 'string' ? item.as_of : undefined;
-  }
-
-  /** Keeps a stream record the aggregator could not apply, under its branch, until a rebuild repairs its period. */
-  async setAside({ record, sequence, reason }: SetAsideRecord, retentionDays: number): Promise<void> {
-    const now = new Date().toISOString();
-    await this.run('PutItem', (abortSignal) =>
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: {
-            branch_id: record.branch_id,
-            sk: `${SET_ASIDE_PREFIX}${sequence}`,
-            record: JSON.stringify(record),
-            call_time: typeof record.timestamp === 'string' ? record.timestamp : now,
-            ...(typeof record.key_id === 'string' ? { call_key: record.key_id } : {}),
-            reason: reason.slice(0, 500),
-            set_aside_at: now,
-            expires_at_epoch: Math.floor(Date.now() / 1000) + retentionDays * DAY_SECONDS,
-          },
-        }),
-        { abortSignal },
-      ),
-    );
-  }
-
-  /** How many records of a branch are set aside, and the span of their call times. */
-  async setAsideOf(branchId: string): Promise<SetAsideSummary> {
-    const { items, complete } = await this.queryAll(
-      {
-        KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': branchId, ':prefix': SET_ASIDE_PREFIX },
-        ProjectionExpression: 'sk, call_time',
-      },
-      SET_ASIDE_READ_LIMIT,
-    );
-    const times = items.map((item) => String(item.call_time)).sort();
-    return { count: items.length, complete, ...(times.length ? { oldest: times[0], newest: times.at(-1) } : {}) };
-  }
-
-  /** Forgets the set-aside records of a branch whose calls fall in [since, until): a rebuild counted them. */
-  async clearSetAside(branchId: string, since: string, until: string, keyId?: string): Promise<number> {
-    const { items } = await this.queryAll({
-      KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
-      FilterExpression: `call_time >= :since AND call_time < :until${keyId !== undefined ? ' AND call_key = :key' : ''}`,
-      ExpressionAttributeValues: {
-        ':pk': branchId,
-        ':prefix': SET_ASIDE_PREFIX,
-        ':since': since,
-        ':until': until,
-        ...(keyId !== undefined ? { ':key': keyId } : {}),
-      },
-      ProjectionExpression: 'sk',
-    });
-    for (const item of items) {
-      await this.run('DeleteItem', (abortSignal) =>
-        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } }), {
-          abortSignal,
-        }),
-      );
-    }
-    return items.length;
-  }
-
-  private async queryAll(
-    input: Omit<QueryCommandInput, 'TableName'>,
-    max = Number.POSITIVE_INFINITY,
-  ): Promise<{ items: Record<string, unknown>[]; complete: boolean }> {
-    const items: Record<string, unknown>[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.run('Query', (abortSignal) =>
-        this.client.send(
-          new QueryCommand({ TableName: this.tableName, ...input, ...(start ? { ExclusiveStartKey: start } : {}) }),
-          { abortSignal },
-        ),
-      );
-      items.push(...(page.Items ?? []));
-      start = page.LastEvaluatedKey;
-    } while (start && items.length < max);
-    return { items: items.slice(0, max), complete: start === undefined && items.length <= max };
   }
 
   private hourItems({ branchId, keyId, fromHour, toHour }: RollupQuery) {
@@ -451,3 +295,5 @@ export class RollupsRepository extends DynamoRepository {
     return new Map(items.map((item) => [String(item.key_id), String(item.last_used_at)]));
   }
 }
+
+export type { SetAsideRecord, SetAsideSummary } from './rollup-state';
