@@ -452,8 +452,9 @@ export const usagePage = (input: UsagePageInput): string => {
         <h2 id="chart-title">Calls per ${per}, by status class</h2>
         <p id="usage-summary">
           <strong>${chart.total}</strong> call(s) · latency p50 <strong>${chart.p50_ms ?? '—'}</strong> ms · p95
-          <strong>${chart.p95_ms ?? '—'}</strong> ms · as of ${time(chart.as_of)}
+          <strong>${chart.p95_ms ?? '—'}</strong> ms
         </p>
+        <p id="usage-freshness">Counted as of ${time(chart.as_of)}</p>
         ${
           chart.set_aside
             ? html`<p role="alert" class="error" id="usage-set-aside">
