@@ -18,6 +18,7 @@ import {
   hourItemSk,
   hourOf,
   itemSizeBytes,
+  padSequence,
   RESPONSE_TIME_BOUNDS_MS,
   totalsOf,
   type HourRollup,
@@ -149,6 +150,21 @@ describe('percentiles from the histogram', () => {
     const totals = totalsOf([rollupOf([3, 3, 3]), rollupOf([20_000])]);
     expect([totals.p50_ms, totals.p99_ms]).toEqual([3, 10_000]);
     expect(totalsOf([]).p50_ms).toBeNull();
+  });
+});
+
+describe('sequence numbers', () => {
+  it('compare as numbers once padded, whatever their length; anything else is not one', () => {
+    const sequences = ['9', '10', '100000000000000000000', '49999999999999999999999999999999999999'];
+    const padded = sequences.map((s) => padSequence(s)!);
+    expect([...padded].sort()).toEqual(padded);
+    expect(padded.every((p) => p.length === 40)).toBe(true);
+    expect([padSequence('12a'), padSequence(''), padSequence(undefined), padSequence('1'.repeat(41))]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 });
 
