@@ -93,7 +93,13 @@ const writeBatch = async (
   result: ReplayResult,
 ) => {
   const accepted: UsageRecord[] = [];
+  const keptSince = new Date(Date.now() - retentionDays * 86_400_000).toISOString();
   for (const { line, record } of batch) {
+    if (record.timestamp < keptSince) {
+      // Stored again, it would be a new insert of a call the rollups already counted.
+      skip(result, { line, reason: `older than usage records are kept (${retentionDays} days)` });
+      continue;
+    }
     if (!keyBranches.has(record.key_id)) {
       keyBranches.set(record.key_id, (await ctx.keys.getById(record.key_id))?.branch_id ?? null);
     }

@@ -213,25 +213,27 @@ describe('usage replay', () => {
         line(failed(6, { key_id: 'key_nowhere' })), // line 7: no such key
         line(failed(3)),
         line(failed(1)), // logged twice (a retried invocation)
+        line(failed(0, { timestamp: new Date(now - 100 * 86_400_000).toISOString() })), // line 10: past retention
       ].join('\n'),
     );
 
     const first = await runCli(['usage', 'replay', file, '--json'], feedEnv);
     expect(first.code).toBe(1);
     // The record logged twice is written once.
-    expect(first.json).toMatchObject({ found: 6, stored: 3, already_stored: 1, skipped_count: 3 });
+    expect(first.json).toMatchObject({ found: 7, stored: 3, already_stored: 1, skipped_count: 4 });
     expect(first.json.skipped).toEqual([
       { line: 5, reason: expect.stringMatching(/not a valid usage record \(status\)/) },
       { line: 6, reason: 'the key belongs to another branch' },
       { line: 7, reason: 'unknown key' },
+      { line: 10, reason: 'older than usage records are kept (90 days)' },
     ]);
     await feed.drain();
 
     const again = await runCli(['usage', 'replay', file], feedEnv);
-    expect(again.stdout).toMatch(/Replayed 0 usage record\(s\) from 9 log line\(s\) \(4 stored already\)/);
+    expect(again.stdout).toMatch(/Replayed 0 usage record\(s\) from 10 log line\(s\) \(4 stored already\)/);
     expect(again.stdout).toMatch(/Skipped line 6: the key belongs to another branch/);
     const resumed = await runCli(['usage', 'replay', file, '--from-line', '8', '--json'], feedEnv);
-    expect(resumed.json).toMatchObject({ lines: 2, found: 2, stored: 0, skipped_count: 0 });
+    expect(resumed.json).toMatchObject({ lines: 3, found: 3, stored: 0, skipped_count: 1 });
     await feed.drain();
     const stored = await fixtureUsage.query({ branchId: otherBranch.id, limit: 100 });
     expect(stored.records.map((r) => r.request_id).sort()).toEqual(['replayed-1', 'replayed-2', 'replayed-3']);
@@ -293,6 +295,8 @@ describe('usage summary (CLI)', () => {
   it('refuses rebuild without --since, replay of a missing file, and the log without --branch', async () => {
     for (const args of [
       ['usage', 'rebuild', '--branch', mainBranch.id],
+      // Raw records older than the retention are gone: a recount would erase the rollups.
+      ['usage', 'rebuild', '--branch', mainBranch.id, '--since', new Date(Date.now() - 100 * 86_400_000).toISOString()],
       ['usage', 'replay', '/no/such/file.log'],
       ['usage'],
       ['usage', 'summary', '--branch', 'br_nowhere'],
