@@ -2,8 +2,10 @@
  * What a write replaces, for the local change feed to emit what DynamoDB Streams emits
  * (docs/usage-rollups.md "Locally"): a put of a new item is an INSERT, a put that replaces an
  * item with different attributes a MODIFY, and a put that changes nothing no record at all (an
- * SDK retry of a put that had succeeded, a replay of a stored record). Writes of the same key go
- * through `exclusive` one at a time, so the item read before a write is the one it replaces.
+ * SDK retry of a put that had succeeded, a replay of a stored record). A PutItem learns what it
+ * replaced from DynamoDB itself (`ReturnValues: ALL_OLD`, in the same atomic write); a
+ * BatchWriteItem reads its items first, with writes of the same key run one at a time, so the
+ * item read before it is the one it replaces.
  */
 import {
   BatchGetItemCommand,

@@ -84,8 +84,9 @@ const forwardTo = (targetUrl: URL, req: IncomingMessage, body: Buffer) =>
       port: targetUrl.port,
       method: req.method,
       path: req.url,
-      // As a reverse proxy does: the upstream sees its own address as Host.
-      headers: { ...req.headers, host: targetUrl.host },
+      // As a reverse proxy does: the upstream sees its own address as Host. The body may have
+      // been rewritten (ReturnValues added): its own length.
+      headers: { ...req.headers, host: targetUrl.host, 'content-length': String(body.length) },
     });
     upstream.on('error', reject);
     upstream.on('response', (answer) => {
@@ -193,19 +194,44 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
   const { keysOf, putsOf, changesOf } = changeObserver({ tableName, keyAttributes, reader, delivery });
 
   const exclusive = createKeyLocks();
+
+  /**
+   * A PutItem on the fed table, asking DynamoDB for the item it replaced (`ALL_OLD`) in the same
+   * atomic write; the writer gets the answer it asked for.
+   */
+  const putReturningOld = async (req: IncomingMessage, input: Record<string, unknown>) => {
+    const answer = await forwardTo(targetUrl, req, Buffer.from(JSON.stringify({ ...input, ReturnValues: 'ALL_OLD' })));
+    const output = parse(answer.body);
+    const old = output.Attributes as Item | undefined;
+    const before = new Map<string, Item>(old ? [[JSON.stringify(keysOf(input.Item as Item)), old]] : []);
+    if (input.ReturnValues === 'ALL_OLD' || answer.statusCode !== 200) return { answer, output, before };
+    const { Attributes: _old, ...asked } = output;
+    const { 'x-amz-crc32': _crc, ...headers } = answer.headers;
+    const answerBody = Buffer.from(JSON.stringify(asked));
+    return {
+      answer: { ...answer, headers: { ...headers, 'content-length': String(answerBody.length) }, body: answerBody },
+      output,
+      before,
+    };
+  };
+
   /**
    * A write, forwarded; if it succeeded, its changes are queued before the writer gets the answer
-   * (a write it saw succeed is already on its way). Puts of the same keys run one at a time
-   * between the read of what they replace and the queueing of their change.
+   * (a write it saw succeed is already on its way). Puts of the same keys run one at a time, so
+   * the item read before a BatchWriteItem is the one it replaces.
    */
   const write = async (req: IncomingMessage, body: Buffer, operation: string | undefined): Promise<Answer> => {
     if (!operation) return forwardTo(targetUrl, req, body);
     const input = parse(body);
-    const puts = putsOf(operation, input);
-    const keys = puts.map(keysOf);
+    const keys = putsOf(operation, input).map(keysOf);
     return exclusive(
       keys.map((key) => JSON.stringify(key)),
       async () => {
+        if (operation === 'PutItem' && keys.length === 1) {
+          const { answer, output, before } = await putReturningOld(req, input);
+          if (answer.statusCode === 200) await changesOf(operation, input, output, before).catch(onError);
+          return answer;
+        }
         const before =
           keys.length === 0
             ? new Map<string, Item>()
