@@ -100,7 +100,8 @@ export class RollupsRepository extends RollupStateRepository {
         for (const call of group) result.failed.push({ call, error });
       }
     });
-    const applied = calls.filter((call) => !result.failed.some((f) => f.call === call));
+    const failed = new Set(result.failed.map((f) => f.call));
+    const applied = calls.filter((call) => !failed.has(call));
     await inParallel([...groupBy(applied, ({ record }) => `${record.branch_id}\u0000${record.key_id}`).values()], (c) =>
       this.touchLastUsed(
         c.map(({ record }) => record),
