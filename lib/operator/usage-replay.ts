@@ -44,6 +44,7 @@ export interface ReplayResult {
 }
 
 export const MAX_SKIPS_LISTED = 1000;
+const KEY_CACHE_LIMIT = 10_000;
 const skip = (result: ReplayResult, entry: ReplaySkip) => {
   result.skipped_count += 1;
   if (result.skipped.length < MAX_SKIPS_LISTED) result.skipped.push(entry);
@@ -101,6 +102,8 @@ const writeBatch = async (
       continue;
     }
     if (!keyBranches.has(record.key_id)) {
+      // A cache of the keys seen, bounded: a file naming more keys than that looks them up again.
+      if (keyBranches.size >= KEY_CACHE_LIMIT) keyBranches.clear();
       keyBranches.set(record.key_id, (await ctx.keys.getById(record.key_id))?.branch_id ?? null);
     }
     const owner = keyBranches.get(record.key_id);
