@@ -119,7 +119,11 @@ describe('a record that cannot be applied', () => {
     const summary = await summarizeUsage(ctx, { branchId: mainBranch.id, since: poisonedHour });
     const repair = `branch-api usage rebuild --branch ${mainBranch.id} --since ${poisonedHour} --until ${new Date(Date.parse(poisonedHour) + 3_600_000).toISOString()}`;
     expect(summary.set_aside).toMatchObject({ count: 1, complete: true, repair });
-    const env = { DYNAMODB_ENDPOINT: feed.endpoint, AWS_LAMBDA_MAX_CONCURRENCY: undefined };
+    const env = {
+      DYNAMODB_ENDPOINT: feed.endpoint,
+      AWS_LAMBDA_MAX_CONCURRENCY: undefined,
+      ROLLUP_MAX_LAG_SECONDS: '1',
+    };
     const text = await runCli(['usage', 'summary', '--branch', mainBranch.id, '--since', poisonedHour], env);
     expect(text.stdout).toContain('1 call(s) from');
     expect(text.stdout).toContain(`Repair: ${repair}`);

@@ -15,6 +15,9 @@ import { summarizeUsage } from '../../lib/operator/usage-rollups';
 import { ensureTables } from '../../lib/operator/tables';
 import type { UsageRecord, UsageRepository } from '../../shared/data/repositories/usage';
 import { hourOf, totalsOf } from '../../shared/domain/rollups';
+import { logger, metrics } from '../../shared/lambda/observability';
+import { createUsageAggregator } from '../../shared/lambda/usage-stream';
+import { streamEvent, usageChange } from '../../lib/local/stream-events';
 import { runCli } from '../support/cli';
 import { mainBranch, otherBranch } from '../support/fixtures';
 import { createKey, createTables, fixtureClient, fixtureUsage, seedBranches, tableNames } from '../support/harness';
@@ -45,6 +48,8 @@ beforeAll(async () => {
   process.env.DYNAMODB_ENDPOINT = feed.endpoint;
   // The CLI runs as a process of its own: not inside this one's Lambda invocation store.
   feedEnv = { DYNAMODB_ENDPOINT: feed.endpoint, AWS_LAMBDA_MAX_CONCURRENCY: undefined as unknown as string };
+  // A rebuild's check waits the longest lag: 1 s is ample for the feed here (its window is 200 ms).
+  process.env.ROLLUP_MAX_LAG_SECONDS = '1';
   gateway = await startGateway({ port: 0 });
   ctx = createOperatorContext(process.env);
   viaFeed = ctx.usage;
@@ -54,6 +59,7 @@ afterAll(async () => {
   await feed.close();
   ctx.close();
   process.env.DYNAMODB_ENDPOINT = target;
+  delete process.env.ROLLUP_MAX_LAG_SECONDS;
 });
 
 const call = (path: string) =>
@@ -163,6 +169,31 @@ describe('usage rebuild', () => {
     // And a rebuild of one key only touches that key's items.
     const byKey = await rebuildRollups(ctx, { branchId: mainBranch.id, keyId, since: hour, until });
     expect(byKey).toMatchObject({ records: 42, calls_before: 42, calls_after: 42 });
+  });
+
+  it('never counts twice a call it recounted that the stream delivers after the rewrite', async () => {
+    const late = hourOf(Date.now() - 5 * 3_600_000);
+    const record = { ...inHour(0, 'delivered-late'), timestamp: new Date(Date.parse(late) + 5000).toISOString() };
+    // Stored behind the feed's back: its stream record is still "on its way" when the rebuild reads it.
+    await fixtureUsage.put(record, 90);
+    const aggregate = createUsageAggregator({ rollups: ctx.rollups, retentionDays: 400, logger, metrics });
+    let delivered = false;
+    const rebuilt = await rebuildRollups(ctx, {
+      branchId: mainBranch.id,
+      since: late,
+      until: new Date(Date.parse(late) + 3_600_000).toISOString(),
+      // What happens while the rebuild waits the longest lag: the late stream record arrives.
+      wait: async () => {
+        if (delivered) return;
+        delivered = true;
+        const response = await aggregate(streamEvent([usageChange(record, 1)], 'arn:aws:dynamodb:local:0:table/u'));
+        expect(response.batchItemFailures).toEqual([]);
+      },
+    });
+    expect(delivered).toBe(true);
+    // The aggregator's write moved the item's version: the hour was recounted, once.
+    expect(rebuilt).toMatchObject({ records: 1, calls_after: 1, busy_hours: [] });
+    expect(totalsOf(await ctx.rollups.hours({ branchId: mainBranch.id, fromHour: late, toHour: late })).calls).toBe(1);
   });
 });
 
