@@ -5,13 +5,18 @@
  *   logic (shared/lambda/usage-stream.ts), one batch at a time (one shard), records/s;
  * - `usage summary` over the 30 days from the rollups (items read, wall time) against reading
  *   the raw records for the same answer;
- * - local change feed lag: calls written through the feed's endpoint while it delivers them to
- *   the aggregator function, write answered → batch aggregated, p50/p99.
- * Prints one JSON line. BENCH_ROLLUP_CALLS and BENCH_FEED_CALLS scale it down for a quick run.
+ * - local change feed lag at the local stack's peak rate: calls written through the feed's endpoint
+ *   at BENCH_FEED_RATE/s (300, what the local stack serves on 2 cores) while it delivers them to
+ *   the aggregator function, write answered → batch aggregated, p50/p99/max;
+ * - one hour of 100,000 calls of one key (BENCH_FLOOD_CALLS): aggregated as stream batches of
+ *   100 (exact, and the item's size), then `usage rebuild` of that hour (seconds);
+ * - `usage replay` of a log of 10,000 failed records (BENCH_REPLAY_RECORDS): records/s;
+ * - the largest rollup item in bytes (DynamoDB's limit: 400 KB).
+ * Prints one JSON line. BENCH_ROLLUP_CALLS, BENCH_FEED_CALLS, BENCH_FLOOD_CALLS and
+ * BENCH_REPLAY_RECORDS scale it down for a quick run.
  */
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { readDynamoDbSettings } from '../shared/lambda/config';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { RollupsRepository } from '../shared/data/repositories/rollups';
@@ -20,19 +25,30 @@ import { hourOf, totalsOf } from '../shared/domain/rollups';
 import { createUsageAggregator } from '../shared/lambda/usage-stream';
 import { startUsageChangeFeed } from '../lib/local/change-feed';
 import { startEmbeddedDynamo } from '../lib/local/dynamo';
-import { sequenceNumber, streamEvent } from '../lib/local/stream-events';
+import { streamEvent, usageChange } from '../lib/local/stream-events';
+import { benchFlood, benchReplay, largestItem } from './lib/rollups-parts';
 import { ensureTables } from '../lib/operator/tables';
 import { percentile, round } from './lib/stats';
 
 const CALLS = Number(process.env.BENCH_ROLLUP_CALLS ?? 100_000);
-const FEED_CALLS = Number(process.env.BENCH_FEED_CALLS ?? 2_000);
+const FEED_CALLS = Number(process.env.BENCH_FEED_CALLS ?? 3_000);
+const FEED_RATE = Number(process.env.BENCH_FEED_RATE ?? 300);
+const FLOOD_CALLS = Number(process.env.BENCH_FLOOD_CALLS ?? 100_000);
+const REPLAY_RECORDS = Number(process.env.BENCH_REPLAY_RECORDS ?? 10_000);
 const KEYS = 10;
 const DAYS = 30;
 const BRANCH = 'br_bench';
 const END = Date.UTC(2027, 0, 31);
 const START = END - DAYS * 86_400_000;
 const ROUTES = ['GET /v1/branch', 'GET /v1/members', 'GET /v1/payment-providers', 'GET /v1/payment-providers/{id}'];
-const tables = { usage: 'bench-usage', rollups: 'bench-rollups' };
+const tables = {
+  usage: 'bench-usage',
+  rollups: 'bench-rollups',
+  keys: 'bench-keys',
+  branchData: 'bench-branch-data',
+  rateLimits: 'bench-rate-limits',
+  activity: 'bench-activity',
+};
 
 const log = (line: string) => process.stderr.write(`[rollups] ${line}\n`);
 
@@ -50,7 +66,14 @@ const call = (i: number, total: number, start = START, end = END): UsageRecord =
 });
 
 const dynamo = await startEmbeddedDynamo({ port: 0 });
-const settings = { ...readDynamoDbSettings({ DYNAMODB_ENDPOINT: dynamo.endpoint }), deadlineMs: 30_000 };
+// The bench's own clients share this process with the embedded DynamoDB, the feed and the
+// aggregator: generous timeouts, so a busy machine slows the figures rather than failing the run.
+const settings = {
+  ...readDynamoDbSettings({ DYNAMODB_ENDPOINT: dynamo.endpoint }),
+  deadlineMs: 30_000,
+  connectTimeoutMs: 5000,
+  requestTimeoutMs: 10_000,
+};
 const client = createDocumentClient(settings);
 await ensureTables(client, tables);
 const usage = new UsageRepository(client, tables.usage, settings.deadlineMs);
@@ -88,12 +111,7 @@ const aggregate = createUsageAggregator({
 });
 const aggregateStarted = performance.now();
 for (let i = 0; i < records.length; i += 100) {
-  const changes = records.slice(i, i + 100).map((r, j) => ({
-    eventName: 'INSERT' as const,
-    keys: marshall({ branch_id: r.branch_id, sk: `${r.timestamp}#${r.request_id}` }),
-    newImage: marshall({ ...r, sk: `${r.timestamp}#${r.request_id}` }),
-    sequenceNumber: sequenceNumber(i + j + 1),
-  }));
+  const changes = records.slice(i, i + 100).map((r, j) => usageChange(r, i + j + 1));
   const { batchItemFailures } = await aggregate(streamEvent(changes, 'arn'));
   if (batchItemFailures.length > 0) throw new Error('aggregation failed');
 }
@@ -125,26 +143,45 @@ if (fromRollups.calls !== CALLS || raw.length !== CALLS || fromRollups.by_status
 }
 
 log(`local change feed lag over ${FEED_CALLS} calls`);
-const feed = await startUsageChangeFeed({ target: dynamo.endpoint, usageTable: tables.usage });
+const feed = await startUsageChangeFeed({
+  target: dynamo.endpoint,
+  usageTable: tables.usage,
+  rollupsTable: tables.rollups,
+});
 process.env.DYNAMODB_ENDPOINT = feed.endpoint;
 process.env.ROLLUPS_TABLE = tables.rollups;
 process.env.AWS_REGION ??= 'local';
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
 process.env.POWERTOOLS_LOG_LEVEL = 'ERROR';
-const viaFeed = new UsageRepository(createDocumentClient(readDynamoDbSettings(process.env)), tables.usage);
-const now = Date.now();
-let written = 0;
-await Promise.all(
-  Array.from({ length: 4 }, async () => {
-    while (written < FEED_CALLS) {
-      const i = written++;
-      await viaFeed.put(call(i, FEED_CALLS, now - 3_600_000, now), 1);
-    }
-  }),
+const viaFeed = new UsageRepository(
+  createDocumentClient({ ...settings, endpoint: feed.endpoint }),
+  tables.usage,
+  settings.deadlineMs,
 );
+const now = Date.now();
+const feedStarted = performance.now();
+const inFlight = new Set<Promise<void>>();
+// Open loop at the rate (call i starts at i / rate seconds), at most 32 writes in flight: when the
+// machine can't keep up, the rate achieved is reported rather than a pile of connections.
+for (let i = 0; i < FEED_CALLS; i += 1) {
+  const wait = feedStarted + (i * 1000) / FEED_RATE - performance.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  while (inFlight.size >= 32) await Promise.race(inFlight);
+  const write: Promise<void> = viaFeed.put(call(i, FEED_CALLS, now - 3_600_000, now), 1).finally(() => {
+    inFlight.delete(write);
+  });
+  inFlight.add(write);
+}
+await Promise.all(inFlight);
+const feedRate = FEED_CALLS / ((performance.now() - feedStarted) / 1000);
 await feed.drain();
 const { lagsMs, delivered } = feed.stats();
 await feed.close();
+if (delivered !== FEED_CALLS) throw new Error(`the feed delivered ${delivered} of ${FEED_CALLS}`);
+
+const flood = await benchFlood({ client, aggregate, endpoint: dynamo.endpoint, tables, calls: FLOOD_CALLS });
+const replay = await benchReplay({ endpoint: dynamo.endpoint, tables, records: REPLAY_RECORDS });
+const largestItemBytes = await largestItem(client, tables.rollups);
 client.destroy();
 await dynamo.close();
 
@@ -158,9 +195,14 @@ const result = {
   raw: { itemsRead: raw.length, ms: round(rawMs, 1) },
   feed: {
     calls: FEED_CALLS,
+    ratePerSecond: Math.round(feedRate),
     delivered,
     lagP50Ms: round(percentile(lagsMs, 50), 1),
     lagP99Ms: round(percentile(lagsMs, 99), 1),
+    lagMaxMs: round(Math.max(...lagsMs), 1),
   },
+  flood: { calls: FLOOD_CALLS, ...flood },
+  replay,
+  largestItemBytes,
 };
 process.stdout.write(`${JSON.stringify(result)}\n`);

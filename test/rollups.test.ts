@@ -1,101 +1,136 @@
 /**
- * Rollups stay exact under at-least-once delivery: the aggregator (the deployed handler's logic,
- * shared/lambda/usage-stream.ts) against the real embedded DynamoDB, fed stream batches delivered twice,
- * split differently and reordered.
+ * Rollups stay exact under the stream's at-least-once, per-shard-ordered delivery: the
+ * aggregator (the deployed handler's logic, shared/lambda/usage-stream.ts) against the real
+ * embedded DynamoDB, fed batches as Lambda's event source mapping can deliver them — redelivered,
+ * split anywhere, retried from the middle after a partial failure, shards interleaved, many
+ * branches, keys and hours per batch — and compared with a count of the calls themselves.
  */
-import { marshall } from '@aws-sdk/util-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { faultyClient } from './support/faulty-client';
 import fc from 'fast-check';
 import { readDynamoDbSettings } from '../shared/lambda/config';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { logger, metrics } from '../shared/lambda/observability';
 import { RollupsRepository } from '../shared/data/repositories/rollups';
 import type { UsageRecord } from '../shared/data/repositories/usage';
-import { bucketOf, hourOf, RESPONSE_TIME_BOUNDS_MS, totalsOf, type HourRollup } from '../shared/domain/rollups';
+import {
+  bucketOf,
+  hourItemSk,
+  hourOf,
+  itemSizeBytes,
+  padSequence,
+  RESPONSE_TIME_BOUNDS_MS,
+  totalsOf,
+  type HourRollup,
+} from '../shared/domain/rollups';
 import { createUsageAggregator } from '../shared/lambda/usage-stream';
 import { ensureTables } from '../lib/operator/tables';
-import { sequenceNumber, streamEvent, type StreamChange } from '../lib/local/stream-events';
+import { sequenceNumber, streamEvent, usageChange, type StreamChange } from '../lib/local/stream-events';
 
 const client = createDocumentClient(readDynamoDbSettings(process.env));
 const rollupsTable = process.env.ROLLUPS_TABLE!;
 const rollups = new RollupsRepository(client, rollupsTable);
-const aggregate = createUsageAggregator({ rollups, retentionDays: 400, logger, metrics });
+const aggregatorOver = (repository: RollupsRepository) =>
+  createUsageAggregator({ rollups: repository, retentionDays: 400, logger, metrics });
+const aggregate = aggregatorOver(rollups);
+const ARN = 'arn:aws:dynamodb:local:000000000000:table/usage';
 
 beforeAll(() => ensureTables(client, { rollups: rollupsTable }));
 afterAll(() => client.destroy());
 
 const STATUSES = [200, 200, 200, 404, 401, 503];
 const ROUTES = ['GET /v1/branch', 'GET /v1/members', 'GET /v1/payment-providers/{id}'];
+const HOUR0 = Date.UTC(2026, 0, 10, 8);
 
-/** Calls of one branch over three hours and two keys, statuses, routes and times varied. */
-const callsOf = (branchId: string, n: number): UsageRecord[] =>
-  Array.from({ length: n }, (_, i) => ({
-    branch_id: branchId,
-    key_id: i % 3 === 0 ? 'key_b' : 'key_a',
-    method: 'GET',
-    path: '/api/v1/branch',
-    route: ROUTES[i % ROUTES.length]!,
-    status: STATUSES[i % STATUSES.length]!,
-    response_time_ms: (i * 37) % 400,
-    timestamp: new Date(Date.UTC(2027, 0, 10, 8 + (i % 3), i % 60, 7)).toISOString(),
-    request_id: `req-${branchId}-${i}`,
-  }));
+const aCall = (branchId: string, keyId: string, hour: number, i: number): UsageRecord => ({
+  branch_id: branchId,
+  key_id: keyId,
+  method: 'GET',
+  path: '/api/v1/branch',
+  route: ROUTES[i % ROUTES.length]!,
+  status: STATUSES[i % STATUSES.length]!,
+  response_time_ms: (i * 37) % 4000,
+  timestamp: new Date(HOUR0 + hour * 3_600_000 + ((i * 7919) % 3_600_000)).toISOString(),
+  request_id: `req-${branchId}-${i}`,
+});
 
-const changesOf = (calls: readonly UsageRecord[]): StreamChange[] =>
-  calls.map((call, i) => ({
-    eventName: 'INSERT',
-    keys: marshall({ branch_id: call.branch_id, sk: `${call.timestamp}#${call.request_id}` }),
-    newImage: marshall({ ...call, sk: `${call.timestamp}#${call.request_id}`, expires_at_epoch: 1 }),
-    sequenceNumber: sequenceNumber(i + 1),
-  }));
-
-const deliver = async (changes: readonly StreamChange[]) => {
-  const response = await aggregate(streamEvent(changes, 'arn:aws:dynamodb:local:000000000000:table/usage'));
-  expect(response.batchItemFailures).toEqual([]);
+type Expected = {
+  calls: number;
+  msSum: number;
+  byStatus: Record<string, number>;
+  byRoute: Record<string, number>;
+  histogram: Record<number, number>;
 };
 
-/** Splits into consecutive batches of the given sizes (cycled). */
-const split = <T>(items: readonly T[], sizes: readonly number[]): T[][] => {
-  const batches: T[][] = [];
-  for (let i = 0, s = 0; i < items.length; s += 1) {
-    const size = sizes[s % sizes.length]!;
-    batches.push(items.slice(i, i + size));
-    i += size;
-  }
-  return batches;
-};
-
-/** What the hour items must hold, computed from the calls themselves. */
+/** What the hour items must hold, counted from the calls themselves. */
 const expectedItems = (calls: readonly UsageRecord[]) => {
-  const items = new Map<string, { calls: number; byStatus: Record<string, number>; histogram: number[] }>();
+  const items: Record<string, Expected> = {};
   for (const call of calls) {
-    const id = `${hourOf(call.timestamp)} ${call.key_id}`;
-    const item = items.get(id) ?? { calls: 0, byStatus: {}, histogram: [] };
+    const id = `${call.branch_id} ${hourOf(call.timestamp)} ${call.key_id}`;
+    const item = (items[id] ??= { calls: 0, msSum: 0, byStatus: {}, byRoute: {}, histogram: {} });
     item.calls += 1;
+    item.msSum += call.response_time_ms;
     item.byStatus[call.status] = (item.byStatus[call.status] ?? 0) + 1;
+    item.byRoute[call.route] = (item.byRoute[call.route] ?? 0) + 1;
     const bucket = bucketOf(call.response_time_ms);
     item.histogram[bucket] = (item.histogram[bucket] ?? 0) + 1;
-    items.set(id, item);
   }
   return items;
 };
 
-const storedItems = async (branchId: string) => {
-  const hours = await rollups.hours({ branchId, fromHour: '2027-01-10T00', toHour: '2027-01-11T00' });
-  return new Map(
-    hours.map((h: HourRollup) => [
-      `${h.hour} ${h.keyId}`,
-      { calls: h.calls, byStatus: h.byStatus, histogram: h.histogram },
-    ]),
-  );
+const storedItems = async (branchIds: readonly string[]) => {
+  const items: Record<string, Expected> = {};
+  for (const branchId of branchIds) {
+    for (const h of await rollups.hours({ branchId, fromHour: '2026-01-10T00', toHour: '2026-01-11T00' })) {
+      items[`${branchId} ${h.hour} ${h.keyId}`] = {
+        calls: h.calls,
+        msSum: h.msSum,
+        byStatus: h.byStatus,
+        byRoute: h.byRoute,
+        histogram: Object.fromEntries(h.histogram.flatMap((n, i) => (n ? [[i, n]] : []))),
+      };
+    }
+  }
+  return items;
 };
 
-const normalise = (items: Map<string, { calls: number; byStatus: Record<string, number>; histogram: unknown[] }>) =>
-  Object.fromEntries(
-    [...items.entries()].map(([id, item]) => [
-      id,
-      { ...item, histogram: Object.fromEntries(item.histogram.flatMap((n, i) => (n ? [[i, n]] : []))) },
-    ]),
-  );
+interface Step {
+  size: number;
+  /** Lambda retries from this record although the batch succeeded (its invocation timed out after applying). */
+  cut: number | null;
+  /** The same batch delivered again. */
+  again: boolean;
+}
+
+/**
+ * Delivers one shard's records as the event source mapping does: in order, in batches; a
+ * partial-batch failure (or a lost answer) is retried from the first failed record.
+ */
+const deliverShard = async (
+  changes: readonly StreamChange[],
+  steps: readonly Step[],
+  handler: typeof aggregate,
+): Promise<void> => {
+  let position = 0;
+  for (let step = 0; position < changes.length; step += 1) {
+    if (step > 5000) throw new Error('delivery did not converge');
+    const plan = steps[step % steps.length]!;
+    const batch = changes.slice(position, position + plan.size);
+    const { batchItemFailures } = await handler(streamEvent(batch, ARN));
+    const failed = batchItemFailures[0]?.itemIdentifier;
+    let next = position + batch.length;
+    if (failed !== undefined) next = position + batch.findIndex((c) => c.sequenceNumber === failed);
+    else if (plan.cut !== null && plan.cut % batch.length > 0) next = position + (plan.cut % batch.length);
+    if (plan.again) await handler(streamEvent(batch, ARN));
+    position = next;
+  }
+};
+
+const stepArb = fc.record({
+  size: fc.integer({ min: 1, max: 40 }),
+  cut: fc.option(fc.nat({ max: 39 })),
+  again: fc.boolean(),
+});
 
 describe('percentiles from the histogram', () => {
   const rollupOf = (times: number[]): HourRollup => {
@@ -118,55 +153,119 @@ describe('percentiles from the histogram', () => {
   });
 });
 
-describe('aggregating the usage stream', () => {
-  it('counts every call once, with its status, route and response-time bucket', async () => {
-    const calls = callsOf('br_once', 240);
-    for (const batch of split(changesOf(calls), [100])) await deliver(batch);
-
-    expect(normalise(await storedItems('br_once'))).toEqual(normalise(expectedItems(calls)));
-    const hours = await rollups.hours({ branchId: 'br_once', fromHour: '2027-01-10T00', toHour: '2027-01-11T00' });
-    // What a summary reads: one item per key and hour with calls (3 such pairs here), not one per call (240).
-    expect(hours).toHaveLength(3);
-    const totals = totalsOf(hours);
-    expect(totals.calls).toBe(240);
-    expect(totals.by_status_class).toEqual({ '2xx': 120, '4xx': 80, '5xx': 40 });
-    expect(totals.top_routes.map((r) => r.calls)).toEqual([80, 80, 80]);
+describe('sequence numbers', () => {
+  it('compare as numbers once padded, whatever their length; anything else is not one', () => {
+    const sequences = ['9', '10', '100000000000000000000', '49999999999999999999999999999999999999'];
+    const padded = sequences.map((s) => padSequence(s)!);
+    expect([...padded].sort()).toEqual(padded);
+    expect(padded.every((p) => p.length === 40)).toBe(true);
+    expect([padSequence('12a'), padSequence(''), padSequence(undefined), padSequence('1'.repeat(41))]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
+});
 
-  it('keeps the same totals when batches are delivered twice, split differently and reordered', async () => {
-    let run = 0;
+describe('aggregating the usage stream', () => {
+  let run = 0;
+
+  it('counts every call exactly once however the shards deliver it (redelivered, split, retried from the middle, faults)', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.integer({ min: 1, max: 70 }), { minLength: 1, maxLength: 5 }),
-        fc.array(fc.integer({ min: 1, max: 70 }), { minLength: 1, maxLength: 5 }),
-        fc.infiniteStream(fc.nat()),
-        async (firstSizes, secondSizes, shuffleSeeds) => {
+        fc.array(
+          fc.record({
+            branch: fc.nat({ max: 1 }),
+            key: fc.nat({ max: 1 }),
+            hour: fc.nat({ max: 1 }),
+            writeShard: fc.nat({ max: 1 }),
+          }),
+          { minLength: 1, maxLength: 160 },
+        ),
+        fc.array(stepArb, { minLength: 1, maxLength: 6 }),
+        fc.array(stepArb, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.constantFrom(undefined, undefined, 'before' as const, 'after' as const), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        async (shape, stepsA, stepsB, faults) => {
           run += 1;
-          const branchId = `br_redeliver_${run}`;
-          const calls = callsOf(branchId, 150);
-          const changes = changesOf(calls);
-          // A redelivered batch can overlap the first delivery in any way; its batches arrive in any order.
-          const second = split(changes, secondSizes);
-          const seeds = shuffleSeeds.take(second.length);
-          const reordered = second
-            .map((batch) => ({ batch, order: seeds.next().value as number }))
-            .sort((a, b) => a.order - b.order)
-            .map(({ batch }) => batch);
-          await Promise.all(split(changes, firstSizes).map(deliver));
-          for (const batch of reordered) await deliver(batch);
-          // A batch with the same call twice in it.
-          await deliver([changes[0]!, changes[0]!, changes[1]!]);
+          const branches = [0, 1, 2].map((b) => `br_p${run}_${b}`);
+          const calls = shape.map((s, i) => aCall(branches[s.branch]!, `key_${s.key}`, s.hour, i));
+          // Two stream shards; a record's shard follows its usage partition key (branch + write shard).
+          const shards: StreamChange[][] = [[], []];
+          shape.forEach((s, i) => {
+            const shard = (s.branch + s.writeShard) % 2;
+            const sequence = (shards[shard]!.length + 1) * 2 + shard;
+            shards[shard]!.push(usageChange(calls[i]!, sequence, `${calls[i]!.branch_id}#${s.writeShard}`));
+          });
+          let updates = 0;
+          // Faults only in the first updates, so every delivery eventually succeeds.
+          const handler = aggregatorOver(
+            new RollupsRepository(
+              faultyClient(client, () => (updates++ < 40 ? faults[updates % faults.length] : undefined)),
+              rollupsTable,
+            ),
+          );
+          await Promise.all([deliverShard(shards[0]!, stepsA, handler), deliverShard(shards[1]!, stepsB, handler)]);
 
-          expect(normalise(await storedItems(branchId))).toEqual(normalise(expectedItems(calls)));
+          expect(await storedItems(branches)).toEqual(expectedItems(calls));
         },
       ),
-      { numRuns: 4 },
+      { numRuns: 25 },
     );
   });
 
+  it('counts 100,000 calls of one key in one hour exactly, in one item of bounded size', async () => {
+    const N = 100_000;
+    const BATCH = 1000; // the event source mapping allows up to 10,000
+    const calls = Array.from({ length: N }, (_, i) => aCall('br_flood', 'key_flood', 0, i));
+    const changes = calls.map((call, i) => usageChange(call, i + 1));
+    for (let i = 0; i < N; i += BATCH) {
+      const { batchItemFailures } = await aggregate(streamEvent(changes.slice(i, i + BATCH), ARN));
+      expect(batchItemFailures).toEqual([]);
+      // Every tenth batch delivered again, overlapping the next one.
+      if (i % (10 * BATCH) === 0) await aggregate(streamEvent(changes.slice(i + BATCH / 2, i + 2 * BATCH), ARN));
+    }
+    const { Item } = await client.send(
+      new GetCommand({
+        TableName: rollupsTable,
+        Key: { branch_id: 'br_flood', sk: hourItemSk(hourOf(HOUR0), 'key_flood') },
+      }),
+    );
+    expect(Item!.calls).toBe(N);
+    expect(await storedItems(['br_flood'])).toEqual(expectedItems(calls));
+    // The bound (docs/usage-rollups.md "Bounds"): counters and one watermark per source, whatever the calls.
+    expect(itemSizeBytes(Item!)).toBeLessThan(1024);
+  }, 60_000);
+
+  it('applies the other branches of a batch when one record cannot be applied, and reports that record', async () => {
+    const poisoned = aCall('br_poison', 'key_poison', 0, 1);
+    const healthy = [0, 2, 3].map((i) => aCall('br_healthy', 'key_a', 0, i));
+    const changes = [healthy[0]!, poisoned, healthy[1]!, healthy[2]!].map((c, i) => usageChange(c, i + 1));
+    // Injected fault: every write to the poisoned key's item fails.
+    const handler = aggregatorOver(
+      new RollupsRepository(
+        faultyClient(client, (input) => (String(input.Key?.sk).endsWith('key_poison') ? 'before' : undefined)),
+        rollupsTable,
+      ),
+    );
+    const response = await handler(streamEvent(changes, ARN));
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: changes[1]!.sequenceNumber }]);
+    expect(totalsOf(await rollups.hours({ branchId: 'br_healthy', fromHour: '2026', toHour: '2027' })).calls).toBe(3);
+    // Lambda retries from the poisoned record: what followed it adds nothing twice.
+    await handler(streamEvent(changes.slice(1), ARN));
+    expect(totalsOf(await rollups.hours({ branchId: 'br_healthy', fromHour: '2026', toHour: '2027' })).calls).toBe(3);
+    expect(await rollups.hours({ branchId: 'br_poison', fromHour: '2026', toHour: '2027' })).toEqual([]);
+    // The progress stops before the failed record: "as of" never claims more than was applied.
+    expect(await rollups.progress()).toEqual(expect.any(String));
+  });
+
   it('keeps the newest call of each key as its last use, whatever the order', async () => {
-    const calls = callsOf('br_last', 60);
-    for (const batch of split(changesOf(calls).reverse(), [7])) await deliver(batch);
+    const calls = Array.from({ length: 60 }, (_, i) => aCall('br_last', i % 3 ? 'key_a' : 'key_b', i % 3, i));
+    const changes = calls.map((c, i) => usageChange(c, i + 1)).reverse();
+    for (let i = 0; i < changes.length; i += 7) await aggregate(streamEvent(changes.slice(i, i + 7), ARN));
     const newest = (keyId: string) =>
       calls
         .filter((c) => c.key_id === keyId)
@@ -181,27 +280,32 @@ describe('aggregating the usage stream', () => {
     );
   });
 
-  it('ignores removals (TTL expiry) and skips records that are not usage records', async () => {
-    const [call] = callsOf('br_skip', 1);
-    const [insert] = changesOf([call!]);
-    await deliver([
-      { ...insert!, eventName: 'REMOVE', sequenceNumber: sequenceNumber(1) },
-      { ...insert!, newImage: marshall({ branch_id: 'br_skip', sk: 'x', status: 'not a number' }) },
-      { ...insert!, sequenceNumber: sequenceNumber(3) },
-    ]);
-    expect(totalsOf(await rollups.hours({ branchId: 'br_skip', fromHour: '2027', toHour: '2028' })).calls).toBe(1);
+  it('ignores removals (TTL expiry) and modifications, and skips records that are not usage records', async () => {
+    const insert = usageChange(aCall('br_skip', 'key_a', 0, 0), 3);
+    const { batchItemFailures } = await aggregate(
+      streamEvent(
+        [
+          { ...insert, eventName: 'REMOVE', sequenceNumber: sequenceNumber(1) },
+          { ...insert, eventName: 'MODIFY', sequenceNumber: sequenceNumber(2) },
+          {
+            ...usageChange(aCall('br_skip', 'key_a', 0, 1), 4),
+            newImage: { branch_id: { S: 'br_skip' }, status: { S: 'x' } },
+          },
+          { ...usageChange(aCall('br_skip', 'key_a', 0, 2), 5), sequenceNumber: 'not-a-number' },
+          insert,
+        ],
+        ARN,
+      ),
+    );
+    expect(batchItemFailures).toEqual([]);
+    expect(totalsOf(await rollups.hours({ branchId: 'br_skip', fromHour: '2026', toHour: '2027' })).calls).toBe(1);
   });
 
-  it('reports the batch as failed when the rollups cannot be written, so Lambda retries it', async () => {
+  it('reports the batch from its first record when the rollups cannot be written at all', async () => {
     // A real failure: a repository over a table that does not exist.
-    const broken = createUsageAggregator({
-      rollups: new RollupsRepository(client, 'no-such-rollups-table'),
-      retentionDays: 400,
-      logger,
-      metrics,
-    });
-    const changes = changesOf(callsOf('br_fail', 3));
-    const response = await broken(streamEvent(changes, 'arn'));
+    const broken = aggregatorOver(new RollupsRepository(client, 'no-such-rollups-table'));
+    const changes = [0, 1, 2].map((i) => usageChange(aCall('br_fail', 'key_a', 0, i), i + 1));
+    const response = await broken(streamEvent(changes, ARN));
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: changes[0]!.sequenceNumber }]);
   });
 });

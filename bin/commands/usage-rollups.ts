@@ -9,12 +9,9 @@ import { formatTable } from '../../lib/operator/format';
 import { withProgress } from '../../lib/operator/progress';
 import { outputWidth } from './kit';
 import { lines as joinLines, terminal, type TerminalText } from '../../lib/operator/terminal';
-import {
-  rebuildRollups,
-  replayUsageLog,
-  summarizeUsage,
-  type UsageRollupSummary,
-} from '../../lib/operator/usage-rollups';
+import { rebuildRollups, type RebuildResult } from '../../lib/operator/usage-rebuild';
+import { replayUsageLog, type ReplayResult } from '../../lib/operator/usage-replay';
+import { summarizeUsage, type SetAsideReport, type UsageRollupSummary } from '../../lib/operator/usage-rollups';
 
 interface JsonOption {
   json?: boolean;
@@ -34,11 +31,20 @@ const classes = (counts: Record<string, number>) =>
     .map(([name, n]) => `${name}: ${n}`)
     .join(', ');
 
+/** The warning every usage view prints while calls are set aside, with the command that repairs them. */
+export const formatSetAside = (report: SetAsideReport): TerminalText =>
+  joinLines([
+    terminal`Warning: ${report.complete ? '' : 'at least '}${report.count} call(s) from ${report.oldest} to ${report.newest} could not be aggregated and are not in these totals.`,
+    terminal`Repair: ${report.repair}`,
+  ]);
+
 /** @param width the terminal's width: tables are cut to fit it (bin/commands/kit.ts outputWidth) */
 export const formatSummary = (summary: UsageRollupSummary, width?: number): TerminalText => {
   const { totals } = summary;
   const lines: TerminalText[] = [
     terminal`Branch ${summary.branch_id}, ${summary.key_id ? `key ${summary.key_id}` : 'all keys'}, ${summary.since} to ${summary.until}`,
+    terminal`As of ${summary.as_of ?? 'never (the aggregator has not applied any call yet)'}`,
+    ...(summary.set_aside ? [formatSetAside(summary.set_aside)] : []),
     terminal`${totals.calls} call(s)${totals.calls ? ` — ${classes(totals.by_status_class)}` : ''}`,
     terminal`response time p50 ${ms(totals.p50_ms)} ms, p95 ${ms(totals.p95_ms)} ms, p99 ${ms(totals.p99_ms)} ms`,
   ];
@@ -102,49 +108,69 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
 
   usage
     .command('rebuild')
-    .description('Recompute the rollups of a period from the raw usage records (never double counts)')
+    .description('Recount the rollups of a period from the raw usage records (never double counts)')
     .requiredOption('--branch <id>', 'branch id')
+    .option('--key <key_id>', 'only the rollups of this key')
     .requiredOption('--since <iso8601>', 'start of the period')
     .option('--until <iso8601>', 'end of the period, exclusive (default: now)')
     .option('--json', 'JSON output')
     .action(
-      withContext(async (ctx, options: { branch: string; since: string; until?: string } & JsonOption) => {
-        const result = await withProgress('Rebuilding rollups: records read', (onProgress) =>
-          rebuildRollups(ctx, {
-            branchId: options.branch,
-            since: options.since,
-            ...(options.until !== undefined ? { until: options.until } : {}),
-            onProgress,
-          }),
-        );
-        print(
-          result,
-          options,
-          () =>
-            terminal`Rebuilt the rollups of branch ${result.branch_id} from ${result.since} to ${result.until}: ${result.records} record(s) read, ${result.added} added, ${result.already_counted} already counted`,
-        );
-      }),
+      withContext(
+        async (ctx, options: { branch: string; key?: string; since: string; until?: string } & JsonOption) => {
+          const result = await withProgress('Rebuilding rollups: hours', (update) =>
+            rebuildRollups(ctx, {
+              branchId: options.branch,
+              since: options.since,
+              onProgress: (p: { hours: number; of: number }) => update(p.hours, p.of),
+              ...(options.key !== undefined ? { keyId: options.key } : {}),
+              ...(options.until !== undefined ? { until: options.until } : {}),
+            }),
+          );
+          print(result, options, () => formatRebuild(result));
+          if (result.busy_hours.length > 0) process.exitCode = 1;
+        },
+      ),
     );
 
   usage
     .command('replay')
-    .description('Write back the usage records a log holds because their write failed (idempotent)')
+    .description('Write back the usage records a log holds because their write failed (idempotent, resumable)')
     .argument('<log_file>', 'a file of JSON log lines ("Usage record not stored" at error level)')
+    .option('--from-line <n>', 'start at this line (resume a run that stopped)', (v) => Number(v))
     .option('--json', 'JSON output')
     .action(
-      withContext(async (ctx, file: string, options: JsonOption) => {
-        const result = await withProgress('Replaying usage records', (update) =>
-          replayUsageLog(ctx, file, process.env, update),
+      withContext(async (ctx, file: string, options: { fromLine?: number } & JsonOption) => {
+        const result = await withProgress('Replaying usage records: lines read', (update) =>
+          replayUsageLog(ctx, file, {
+            onProgress: (p: { lines: number }) => update(p.lines),
+            ...(options.fromLine !== undefined ? { fromLine: options.fromLine } : {}),
+          }),
         );
-        print(result, options, () =>
-          joinLines([
-            terminal`Replayed ${result.stored} usage record(s) from ${result.lines} log line(s)`,
-            ...(result.invalid_lines.length
-              ? [terminal`Skipped invalid records on line(s) ${result.invalid_lines.join(', ')}`]
-              : []),
-          ]),
-        );
-        if (result.invalid_lines.length > 0) process.exitCode = 1;
+        print(result, options, () => formatReplay(result));
+        if (result.skipped_count > 0) process.exitCode = 1;
       }),
     );
 };
+
+const formatRebuild = (result: RebuildResult): TerminalText =>
+  joinLines([
+    terminal`Rebuilt ${result.items} hour item(s) of branch ${result.branch_id}${result.key_id ? `, key ${result.key_id}` : ''} from ${result.since} to ${result.until}: ${result.records} record(s) counted; the rollups showed ${result.calls_before} call(s), now ${result.calls_after}`,
+    ...(result.set_aside_cleared ? [terminal`${result.set_aside_cleared} set-aside call(s) are counted now`] : []),
+    ...(result.open_hours.length
+      ? [
+          terminal`Not rebuilt (ended too recently; the aggregator may still be counting them): ${result.open_hours.join(', ')}`,
+        ]
+      : []),
+    ...(result.busy_hours.length
+      ? [terminal`Not rebuilt (the aggregator kept writing to them; run again): ${result.busy_hours.join(', ')}`]
+      : []),
+  ]);
+
+const formatReplay = (result: ReplayResult): TerminalText =>
+  joinLines([
+    terminal`Replayed ${result.stored} usage record(s) from ${result.lines} log line(s) (${result.already_stored} stored already)`,
+    ...result.skipped.map((s) => terminal`Skipped line ${s.line}: ${s.reason}`),
+    ...(result.skipped_count > result.skipped.length
+      ? [terminal`… and ${result.skipped_count - result.skipped.length} more skipped line(s)`]
+      : []),
+  ]);

@@ -9,7 +9,7 @@
 import { routeKey, routes } from '../../shared/api/routes';
 import type { UsageRecord } from '../../shared/data/repositories/usage';
 import type { OperatorContext } from '../operator/context';
-import { summarizeUsage } from '../operator/usage-rollups';
+import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
 import { showControls } from './html';
 
 /** A usage record as the log shows it: `source_ip` when the record has one. */
@@ -56,6 +56,10 @@ export interface UsageChart {
   total: number;
   p50_ms: number | null;
   p95_ms: number | null;
+  /** The newest call time the rollups include (docs/usage-rollups.md "Freshness"). */
+  as_of: string | null;
+  /** Calls set aside by the aggregator, with the command that repairs them. */
+  set_aside: SetAsideReport | null;
 }
 
 export const statusClass = (status: number): StatusClass | undefined => {
@@ -100,6 +104,8 @@ export const loadUsageChart = async (ctx: OperatorContext, filters: UsageFilters
     total: summary.totals.calls,
     p50_ms: summary.totals.p50_ms,
     p95_ms: summary.totals.p95_ms,
+    as_of: summary.as_of,
+    set_aside: summary.set_aside,
   };
 };
 

@@ -126,6 +126,15 @@ const chartSection = (input: UsagePageInput): Html => {
       <strong>${chart.total}</strong> call(s) · latency p50 <strong>${chart.p50_ms ?? '—'}</strong> ms · p95
       <strong>${chart.p95_ms ?? '—'}</strong> ms
     </p>
+    <p id="usage-freshness">Counted as of ${time(chart.as_of, 'never (no call counted yet)')}</p>
+    ${
+      chart.set_aside
+        ? html`<p role="alert" class="error" id="usage-set-aside">
+            ${chart.set_aside.count} call(s) from ${time(chart.set_aside.oldest)} to ${time(chart.set_aside.newest)}
+            could not be aggregated and are not in these figures. Repair: <code>${chart.set_aside.repair}</code>
+          </p>`
+        : ''
+    }
     <p>
       <small
         >From ${time(chart.since)} to now${input.keyId ? ', this key' : ', all keys'}; latencies are bucket bounds

@@ -59,7 +59,7 @@ export const renderCounts = (counts: StackCounts): string =>
   [
     COUNTS_START,
     '',
-    `The stack: **${counts.functions} functions** (${counts.routes} endpoints, the catch-all, the rollups aggregator), ` +
+    `The stack: **${counts.functions} functions** (${counts.routes} endpoints, the catch-all, the rollups aggregator, the secret scanning report, the daily key expiry run), ` +
       `**${counts.tables} DynamoDB tables**, **${counts.alarms} alarms**, ${counts.routes} routes and \`$default\`.`,
     '',
     ...markdownTable([

@@ -11,7 +11,7 @@ import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import { ROLLUP_UNREADABLE_METRIC } from '../../shared/lambda/usage-stream';
+import { ROLLUP_FAILED_METRIC, ROLLUP_UNREADABLE_METRIC } from '../../shared/lambda/usage-stream';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import {
@@ -166,6 +166,11 @@ export class Monitoring extends Construct {
       threshold: 0,
       description:
         'Usage stream records could not be aggregated (not usage records); they are in the aggregator\u2019s warning log (docs/usage-rollups.md).',
+    });
+    this.add('RollupRecordsFailed', serviceMetric(ROLLUP_FAILED_METRIC), {
+      threshold: 0,
+      description:
+        'Usage records failed to apply to the rollups and were handed back for retry; past the retries they go to the dead-letter queue (docs/usage-rollups.md "Failures").',
     });
   }
 

@@ -170,7 +170,10 @@ export class UsageAggregation extends Construct {
     });
     // The only table call the aggregator makes (shared/data/repositories/rollups.ts): no read, no index.
     fn.role.addToPolicy(
-      new iam.PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: [props.rollupsTable.tableArn] }),
+      new iam.PolicyStatement({
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        resources: [props.rollupsTable.tableArn],
+      }),
     );
     return fn;
   }

@@ -9,51 +9,57 @@ import type { AddressInfo } from 'node:net';
 import { fromBrowser, refuse } from './dynamo';
 import { readBody } from './forward';
 import { listen } from './listen';
-import { createServer, request, type Server } from 'node:http';
+import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import { DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { join } from 'node:path';
 import { usageTable } from '../../shared/data/tables';
+import { createDocumentClient } from '../../shared/data/dynamodb';
+import { RollupsRepository } from '../../shared/data/repositories/rollups';
+import { readDynamoDbSettings } from '../../shared/lambda/config';
+import { operatorTableNames } from '../operator/context';
+import { usageRetentionDays } from '../operator/usage-rollups';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import { buildContext } from './events';
 import { PROJECT_ROOT } from './gateway';
 import { invokeFunction } from './invoke';
-import { sequenceNumber, streamEvent, type StreamChange } from './stream-events';
+import type { StreamChange } from './stream-events';
+import { createKeyLocks, putEvent, readBefore } from './before-images';
+import { ShardedDelivery, type DeliveryOptions, type DeliveryStats } from './stream-delivery';
 
 type Item = Record<string, AttributeValue>;
 
-export interface ChangeFeedOptions {
+export interface ChangeFeedOptions extends Pick<
+  DeliveryOptions,
+  'shards' | 'batchSize' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts'
+> {
   /** The DynamoDB the proxy forwards to. */
   target: string;
   /** The table whose writes are fed. */
   tableName: string;
-  /** Its key attributes (to turn an item into the stream record's `Keys`). */
+  /** Its key attributes, partition key first (to turn an item into the stream record's `Keys`). */
   keyAttributes: readonly string[];
-  handler: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
+  handler: DeliveryOptions['handler'];
+  /** Keeps a record that failed every delivery (the dead-letter store). @default: dropped, reported to onError */
+  setAside?: DeliveryOptions['setAside'];
   /** @default 0 (a free port) */
   port?: number;
   /** @default '127.0.0.1' */
   host?: string;
-  /** @default 100 */
-  batchSize?: number;
-  /** @default 200 */
-  batchWindowMs?: number;
-  /** Wait before a failed batch is delivered again. @default 1000 */
-  retryDelayMs?: number;
   onError?: (error: unknown) => void;
 }
 
 export interface ChangeFeed {
   endpoint: string;
   port: number;
-  /** Resolves once everything observed so far has been delivered. */
+  /** Resolves once everything observed so far has been delivered or set aside. */
   drain(): Promise<void>;
-  /** Delivered changes and, per change, the time from the write's response to its delivery. */
-  stats(): { delivered: number; lagsMs: number[] };
+  /** Delivered and set-aside changes and, per delivered change, the time from the write's response to its delivery. */
+  stats(): DeliveryStats;
   close(): Promise<void>;
 }
 
-const MAX_LAGS_KEPT = 100_000;
 const WRITE_TARGET = /^DynamoDB_20120810\.(PutItem|BatchWriteItem|UpdateItem|DeleteItem)$/;
 
 const parse = (body: Buffer): Record<string, unknown> => {
@@ -64,39 +70,75 @@ const parse = (body: Buffer): Record<string, unknown> => {
   }
 };
 
-export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
-  const { target, tableName, keyAttributes, handler } = options;
-  const batchSize = options.batchSize ?? 100;
-  const batchWindowMs = options.batchWindowMs ?? 200;
-  const retryDelayMs = options.retryDelayMs ?? 1000;
-  const onError = options.onError ?? (() => undefined);
-  const targetUrl = new URL(target);
-  const reader = new DynamoDBClient({
-    endpoint: target,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+interface Answer {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** Sends a request on to the DynamoDB behind the proxy and reads its whole answer. */
+const forwardTo = (targetUrl: URL, req: IncomingMessage, body: Buffer) =>
+  new Promise<Answer>((resolve, reject) => {
+    const upstream = request({
+      host: targetUrl.hostname,
+      port: targetUrl.port,
+      method: req.method,
+      path: req.url,
+      // As a reverse proxy does: the upstream sees its own address as Host. The body may have
+      // been rewritten (ReturnValues added): its own length.
+      headers: { ...req.headers, host: targetUrl.host, 'content-length': String(body.length) },
+    });
+    upstream.on('error', reject);
+    upstream.on('response', (answer) => {
+      readBody(answer).then(
+        (answerBody) => resolve({ statusCode: answer.statusCode ?? 502, headers: answer.headers, body: answerBody }),
+        reject,
+      );
+    });
+    upstream.end(body);
   });
 
-  const queue: { change: StreamChange; observedAt: number }[] = [];
-  const lagsMs: number[] = [];
-  let sequence = 0;
-  let delivered = 0;
-  let closed = false;
-  let idle: (() => void)[] = [];
-
+/** What the proxy makes of a write to the fed table: the stream changes DynamoDB would record. */
+const changeObserver = ({
+  tableName,
+  keyAttributes,
+  reader,
+  delivery,
+}: {
+  tableName: string;
+  keyAttributes: readonly string[];
+  reader: DynamoDBClient;
+  delivery: ShardedDelivery;
+}) => {
   const keysOf = (item: Item): Item =>
     Object.fromEntries(keyAttributes.filter((name) => item[name]).map((name) => [name, item[name]!]));
-  const observe = (eventName: StreamChange['eventName'], keys: Item, newImage?: Item) => {
-    sequence += 1;
-    queue.push({
-      change: { eventName, keys, ...(newImage ? { newImage } : {}), sequenceNumber: sequenceNumber(sequence) },
-      observedAt: performance.now(),
-    });
-    schedule();
+  const observe = (eventName: StreamChange['eventName'], keys: Item, newImage?: Item) =>
+    delivery.push({ eventName, keys, ...(newImage ? { newImage } : {}) }, JSON.stringify(keys[keyAttributes[0]!]));
+
+  /** The items a write puts into the table (what its before-images are read for). */
+  const putsOf = (operation: string, input: Record<string, unknown>): Item[] => {
+    if (operation === 'PutItem') return input.TableName === tableName ? [input.Item as Item] : [];
+    if (operation !== 'BatchWriteItem') return [];
+    const requests = ((input.RequestItems as Record<string, unknown[]> | undefined)?.[tableName] ?? []) as {
+      PutRequest?: { Item: Item };
+    }[];
+    return requests.flatMap((entry) => (entry.PutRequest ? [entry.PutRequest.Item] : []));
+  };
+
+  /** A put as DynamoDB Streams records it: INSERT, MODIFY, or nothing when it changed nothing. */
+  const observePut = (item: Item, before: Map<string, Item>) => {
+    const keys = keysOf(item);
+    const event = putEvent(before.get(JSON.stringify(keys)), item);
+    if (event) observe(event, keys, item);
   };
 
   /** Turns a successful write to the table into stream changes, in the order DynamoDB applied it. */
-  const changesOf = async (operation: string, input: Record<string, unknown>, output: Record<string, unknown>) => {
+  const changesOf = async (
+    operation: string,
+    input: Record<string, unknown>,
+    output: Record<string, unknown>,
+    before: Map<string, Item>,
+  ) => {
     if (operation === 'BatchWriteItem') {
       const requests = (input.RequestItems as Record<string, unknown[]> | undefined)?.[tableName] ?? [];
       const unprocessed = new Set(
@@ -106,13 +148,13 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
       );
       for (const entry of requests as { PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } }[]) {
         if (unprocessed.has(JSON.stringify(entry))) continue;
-        if (entry.PutRequest) observe('INSERT', keysOf(entry.PutRequest.Item), entry.PutRequest.Item);
+        if (entry.PutRequest) observePut(entry.PutRequest.Item, before);
         else if (entry.DeleteRequest) observe('REMOVE', entry.DeleteRequest.Key);
       }
       return;
     }
     if (input.TableName !== tableName) return;
-    if (operation === 'PutItem') observe('INSERT', keysOf(input.Item as Item), input.Item as Item);
+    if (operation === 'PutItem') observePut(input.Item as Item, before);
     else if (operation === 'DeleteItem') observe('REMOVE', input.Key as Item);
     else if (operation === 'UpdateItem') {
       // The stream carries the item as written: read it back.
@@ -121,6 +163,89 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
       );
       if (image) observe('MODIFY', input.Key as Item, image);
     }
+  };
+  return { keysOf, putsOf, changesOf };
+};
+
+export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
+  const { target, tableName, keyAttributes, handler } = options;
+  const onError = options.onError ?? (() => undefined);
+  const targetUrl = new URL(target);
+  const reader = new DynamoDBClient({
+    endpoint: target,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+
+  const delivery = new ShardedDelivery({
+    tableArn: `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
+    handler,
+    setAside:
+      options.setAside ??
+      (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
+    onError,
+    ...Object.fromEntries(
+      (['shards', 'batchSize', 'batchWindowMs', 'retryDelayMs', 'maxAttempts'] as const)
+        .filter((name) => options[name] !== undefined)
+        .map((name) => [name, options[name]]),
+    ),
+  });
+
+  const { keysOf, putsOf, changesOf } = changeObserver({ tableName, keyAttributes, reader, delivery });
+
+  const exclusive = createKeyLocks();
+
+  /**
+   * A PutItem on the fed table, asking DynamoDB for the item it replaced (`ALL_OLD`) in the same
+   * atomic write; the writer gets the answer it asked for.
+   */
+  const putReturningOld = async (req: IncomingMessage, input: Record<string, unknown>) => {
+    const answer = await forwardTo(targetUrl, req, Buffer.from(JSON.stringify({ ...input, ReturnValues: 'ALL_OLD' })));
+    const output = parse(answer.body);
+    const old = output.Attributes as Item | undefined;
+    const before = new Map<string, Item>(old ? [[JSON.stringify(keysOf(input.Item as Item)), old]] : []);
+    if (input.ReturnValues === 'ALL_OLD' || answer.statusCode !== 200) return { answer, output, before };
+    const { Attributes: _old, ...asked } = output;
+    const { 'x-amz-crc32': _crc, ...headers } = answer.headers;
+    const answerBody = Buffer.from(JSON.stringify(asked));
+    return {
+      answer: { ...answer, headers: { ...headers, 'content-length': String(answerBody.length) }, body: answerBody },
+      output,
+      before,
+    };
+  };
+
+  /**
+   * A write, forwarded; if it succeeded, its changes are queued before the writer gets the answer
+   * (a write it saw succeed is already on its way). Puts of the same keys run one at a time, so
+   * the item read before a BatchWriteItem is the one it replaces.
+   */
+  const write = async (req: IncomingMessage, body: Buffer, operation: string | undefined): Promise<Answer> => {
+    if (!operation) return forwardTo(targetUrl, req, body);
+    const input = parse(body);
+    const keys = putsOf(operation, input).map(keysOf);
+    return exclusive(
+      keys.map((key) => JSON.stringify(key)),
+      async () => {
+        if (operation === 'PutItem' && keys.length === 1) {
+          const { answer, output, before } = await putReturningOld(req, input);
+          if (answer.statusCode === 200) await changesOf(operation, input, output, before).catch(onError);
+          return answer;
+        }
+        const before =
+          keys.length === 0
+            ? new Map<string, Item>()
+            : await readBefore(reader, tableName, keys).catch((error: unknown) => {
+                onError(error);
+                return new Map<string, Item>();
+              });
+        const answer = await forwardTo(targetUrl, req, body);
+        if (answer.statusCode === 200) {
+          await changesOf(operation, input, parse(answer.body), before).catch(onError);
+        }
+        return answer;
+      },
+    );
   };
 
   const server: Server = createServer((req, res) => {
@@ -132,30 +257,9 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     void (async () => {
       const body = await readBody(req);
       const operation = WRITE_TARGET.exec(String(req.headers['x-amz-target'] ?? ''))?.[1];
-      const upstream = request({
-        host: targetUrl.hostname,
-        port: targetUrl.port,
-        method: req.method,
-        path: req.url,
-        // As a reverse proxy does: the upstream sees its own address as Host.
-        headers: { ...req.headers, host: targetUrl.host },
-      });
-      upstream.on('error', () => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      });
-      upstream.on('response', (answer) => {
-        void (async () => {
-          const answerBody = await readBody(answer);
-          // Observed before the writer gets its answer: a write it saw succeed is already queued.
-          if (operation && answer.statusCode === 200) {
-            await changesOf(operation, parse(body), parse(answerBody)).catch(onError);
-          }
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          res.end(answerBody);
-        })().catch(onError);
-      });
-      upstream.end(body);
+      const answer = await write(req, body, operation);
+      res.writeHead(answer.statusCode, answer.headers);
+      res.end(answer.body);
     })().catch((error: unknown) => {
       onError(error);
       if (!res.headersSent) res.writeHead(502);
@@ -163,70 +267,15 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     });
   });
 
-  let timer: NodeJS.Timeout | undefined;
-  let delivering = false;
-  function schedule(delayMs = batchWindowMs) {
-    if (timer || delivering || closed) return;
-    timer = setTimeout(
-      () => {
-        timer = undefined;
-        void pump();
-      },
-      queue.length >= batchSize ? 0 : delayMs,
-    );
-  }
-
-  const pump = async () => {
-    delivering = true;
-    try {
-      while (queue.length > 0 && !closed) {
-        const batch = queue.slice(0, batchSize);
-        let failed = false;
-        try {
-          const response = await handler(
-            streamEvent(
-              batch.map((entry) => entry.change),
-              `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
-            ),
-          );
-          failed = (response?.batchItemFailures.length ?? 0) > 0;
-        } catch (error) {
-          onError(error);
-          failed = true;
-        }
-        if (failed) {
-          // As the event source mapping does: the same records again, later (applying is idempotent).
-          await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
-          continue;
-        }
-        queue.splice(0, batch.length);
-        const now = performance.now();
-        for (const entry of batch) lagsMs.push(now - entry.observedAt);
-        if (lagsMs.length > MAX_LAGS_KEPT) lagsMs.splice(0, lagsMs.length - MAX_LAGS_KEPT);
-        delivered += batch.length;
-      }
-    } finally {
-      delivering = false;
-    }
-    if (queue.length > 0) schedule();
-    else {
-      for (const resolve of idle) resolve();
-      idle = [];
-    }
-  };
-
   const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
 
   return {
     endpoint: `http://${options.host ?? '127.0.0.1'}:${port}`,
     port,
-    drain: () =>
-      queue.length === 0 && !delivering ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve)),
-    stats: () => ({ delivered, lagsMs: [...lagsMs] }),
+    drain: () => delivery.drain(),
+    stats: () => delivery.stats(),
     close: async () => {
-      closed = true;
-      if (timer) clearTimeout(timer);
-      for (const resolve of idle) resolve();
+      delivery.close();
       reader.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -234,14 +283,36 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
   };
 };
 
-export interface UsageChangeFeedOptions extends Pick<ChangeFeedOptions, 'port' | 'host' | 'onError'> {
+export interface UsageChangeFeedOptions extends Pick<
+  ChangeFeedOptions,
+  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts'
+> {
   /** The DynamoDB holding the tables. */
   target: string;
   /** The usage table's name. */
   usageTable: string;
+  /** The rollups table's name: where records that fail every delivery are set aside. @default ROLLUPS_TABLE or the local name */
+  rollupsTable?: string;
 }
 
 type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
+
+/** The dead-letter store: set-aside records go to the rollups table, under their branch, where `usage` and the console find them. */
+export const rollupsSetAside = (target: string, rollupsTable: string) => {
+  const client = createDocumentClient(readDynamoDbSettings({ DYNAMODB_ENDPOINT: target }));
+  const rollups = new RollupsRepository(client, rollupsTable);
+  return {
+    setAside: async (change: StreamChange, reason: string) => {
+      const image = change.newImage ? (unmarshall(change.newImage) as Record<string, unknown>) : {};
+      const branchId = typeof image.branch_id === 'string' ? image.branch_id : '#unknown';
+      await rollups.setAside(
+        { record: { ...image, branch_id: branchId }, sequence: change.sequenceNumber, reason },
+        usageRetentionDays(process.env),
+      );
+    },
+    close: () => client.destroy(),
+  };
+};
 
 /**
  * The change feed of the usage table, delivering to the deployed aggregator function itself,
@@ -250,16 +321,24 @@ type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<D
  */
 export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Promise<ChangeFeed> => {
   let aggregator: Promise<StreamHandler> | undefined;
-  return startChangeFeed({
-    target: options.target,
-    tableName: options.usageTable,
+  const { target, usageTable: tableName, rollupsTable, ...rest } = options;
+  const store = rollupsSetAside(target, rollupsTable ?? operatorTableNames(process.env).rollups);
+  const feed = await startChangeFeed({
+    target,
+    tableName,
     keyAttributes: [usageTable.partitionKey.name, usageTable.sortKey!.name],
     handler: async (event) => {
       aggregator ??= import(join(PROJECT_ROOT, AGGREGATOR_ENTRY)).then((m: { handler: StreamHandler }) => m.handler);
       return invokeFunction(await aggregator, event, buildContext('branch-api-aggregate-usage'));
     },
-    ...(options.port !== undefined ? { port: options.port } : {}),
-    ...(options.host !== undefined ? { host: options.host } : {}),
-    ...(options.onError ? { onError: options.onError } : {}),
+    setAside: store.setAside,
+    ...rest,
   });
+  return {
+    ...feed,
+    close: async () => {
+      await feed.close();
+      store.close();
+    },
+  };
 };

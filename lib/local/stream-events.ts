@@ -3,7 +3,9 @@
  * the local change feed delivers and the tests replay.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 
 export interface StreamChange {
   eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
@@ -37,3 +39,22 @@ export const streamEvent = (changes: readonly StreamChange[], tableArn: string):
 
 /** Sequence numbers as DynamoDB's: decimal strings of equal width, so they also sort as text. */
 export const sequenceNumber = (n: number): string => String(n).padStart(21, '0');
+
+/**
+ * The stream change of one stored usage record (tests and benchmarks build batches with it).
+ * `partitionValue` is the usage table's partition key value it was stored under: the branch id,
+ * or whatever a write-sharded key makes of it.
+ */
+export const usageChange = (
+  record: UsageRecord,
+  sequence: number | string,
+  partitionValue: string = record.branch_id,
+): StreamChange => {
+  const sk = `${record.timestamp}#${record.request_id}`;
+  return {
+    eventName: 'INSERT',
+    keys: marshall({ branch_id: partitionValue, sk }),
+    newImage: marshall({ ...record, sk, expires_at_epoch: 1 }),
+    sequenceNumber: typeof sequence === 'number' ? sequenceNumber(sequence) : sequence,
+  };
+};

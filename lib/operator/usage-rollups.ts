@@ -2,7 +2,6 @@
  * Usage at scale, the operator side (docs/usage-rollups.md): summaries read from the rollups only,
  * a rebuild of the rollups from raw records, and the replay of usage records whose write failed.
  */
-import { readFile } from 'node:fs/promises';
 import { readRollupRetentionDays, readUsageRetentionDays } from '../../shared/lambda/config';
 import {
   DEFAULT_ROLLUP_RETENTION_DAYS,
@@ -11,8 +10,6 @@ import {
   type HourRollup,
   type Totals,
 } from '../../shared/domain/rollups';
-import type { UsageRecord } from '../../shared/data/repositories/usage';
-import { UsageRecordSchema } from '../../shared/lambda/usage-stream';
 import type { OperatorContext } from './context';
 import { OperatorError, parseIsoDate, requireBranch, requireKeyOfBranch } from './operations';
 
@@ -21,9 +18,9 @@ const DAY_MS = 24 * HOUR_MS;
 /** A summary period with no `--since` reaches back this far. */
 export const DEFAULT_SUMMARY_DAYS = 7;
 
-type Env = Record<string, string | undefined>;
-const rollupRetentionDays = readRollupRetentionDays;
-const usageRetentionDays = readUsageRetentionDays;
+export type Env = Record<string, string | undefined>;
+export const rollupRetentionDays = readRollupRetentionDays;
+export const usageRetentionDays = readUsageRetentionDays;
 
 export interface Period {
   since: Date;
@@ -55,7 +52,7 @@ export const parsePeriod = (
 };
 
 /** The hours a period touches: from the hour of `since` to the hour before `until` (exclusive). */
-const hourRange = ({ since, until }: Period) => ({
+export const hourRange = ({ since, until }: Period) => ({
   fromHour: hourOf(since),
   toHour: hourOf(until.getTime() - 1),
 });
@@ -95,7 +92,36 @@ export interface UsageRollupSummary {
   buckets: UsageBucket[];
   /** Rollup items read: at most hours × keys, whatever the number of calls. */
   items_read: number;
+  /** The newest call time the aggregator has fully applied (any branch); null before its first batch. */
+  as_of: string | null;
+  /** Calls of this branch the aggregator set aside, not in these totals until a rebuild repairs them. */
+  set_aside: SetAsideReport | null;
 }
+
+export interface SetAsideReport {
+  count: number;
+  /** False when there are more than were read (the count is a lower bound). */
+  complete: boolean;
+  oldest: string;
+  newest: string;
+  /** The command that counts them. */
+  repair: string;
+}
+
+/** Set-aside calls of a branch and the rebuild that repairs them; null when there are none. */
+export const setAsideReport = async (ctx: OperatorContext, branchId: string): Promise<SetAsideReport | null> => {
+  const found = await ctx.rollups.setAsideOf(branchId);
+  if (found.count === 0 || !found.oldest || !found.newest) return null;
+  const since = hourOf(found.oldest);
+  const until = new Date(Date.parse(hourOf(found.newest)) + HOUR_MS).toISOString();
+  return {
+    count: found.count,
+    complete: found.complete,
+    oldest: found.oldest,
+    newest: found.newest,
+    repair: `branch-api usage rebuild --branch ${branchId} --since ${since} --until ${until}`,
+  };
+};
 
 const bucketStart = (hour: string, by: SummaryGranularity) =>
   by === 'hour' ? hour : `${hour.slice(0, 10)}T00:00:00.000Z`;
@@ -139,145 +165,7 @@ export const summarizeUsage = async (
       return { start, calls, by_status_class, p50_ms, p95_ms, p99_ms };
     }),
     items_read: hours.length,
+    as_of: (await ctx.rollups.progress()) ?? null,
+    set_aside: await setAsideReport(ctx, request.branchId),
   };
-};
-
-export interface RebuildRequest {
-  branchId: string;
-  since: string;
-  until?: string;
-  now?: Date;
-  env?: Env;
-  /** Called after each page with the records read so far (the CLI's progress line). */
-  onProgress?: (recordsRead: number) => void;
-}
-
-export interface RebuildResult {
-  branch_id: string;
-  since: string;
-  until: string;
-  /** Raw usage records read. */
-  records: number;
-  /** Calls the rollups were missing, now counted. */
-  added: number;
-  /** Calls the rollups already counted (left as they were). */
-  already_counted: number;
-}
-
-const REBUILD_PAGE = 1000;
-
-/**
- * Recomputes a branch's rollups from its raw usage records: each record goes through the same
- * idempotent apply as the live aggregator, so a call already counted (by the aggregator, before
- * or during the rebuild) is never counted twice, and one that was missed is added.
- */
-export const rebuildRollups = async (ctx: OperatorContext, request: RebuildRequest): Promise<RebuildResult> => {
-  const env = request.env ?? process.env;
-  const period = parsePeriod(request, {
-    ...(request.now ? { now: request.now } : {}),
-    maxDays: usageRetentionDays(env),
-    kept: 'how long raw usage records are kept',
-  });
-  await requireBranch(ctx, request.branchId);
-  const retentionDays = rollupRetentionDays(env);
-  const result: RebuildResult = {
-    branch_id: request.branchId,
-    since: period.since.toISOString(),
-    until: period.until.toISOString(),
-    records: 0,
-    added: 0,
-    already_counted: 0,
-  };
-  const until = period.until.toISOString();
-  let position: string | undefined;
-  do {
-    const page = await ctx.usage.query({
-      branchId: request.branchId,
-      since: period.since,
-      limit: REBUILD_PAGE,
-      ...(position ? { position } : {}),
-    });
-    const inPeriod = page.records.filter((record) => record.timestamp < until);
-    result.records += inPeriod.length;
-    const { applied, duplicates } = await ctx.rollups.apply(inPeriod, retentionDays);
-    result.added += applied;
-    result.already_counted += duplicates;
-    request.onProgress?.(result.records);
-    position = page.nextPosition;
-  } while (position);
-  return result;
-};
-
-export const USAGE_NOT_STORED_MESSAGE = 'Usage record not stored';
-
-export interface ReplayResult {
-  file: string;
-  lines: number;
-  /** Usage records found in error-level "Usage record not stored" lines. */
-  found: number;
-  /** Written back (a record stored before is written again, unchanged). */
-  stored: number;
-  /** Line numbers of "not stored" entries whose record is not a valid usage record. */
-  invalid_lines: number[];
-}
-
-/** A JSON log line, alone or after a CloudWatch prefix (`<time>\t<request id>\t{...}`). */
-const parseLogLine = (line: string): Record<string, unknown> | undefined => {
-  const start = line.indexOf('{');
-  if (start === -1) return undefined;
-  try {
-    const parsed: unknown = JSON.parse(line.slice(start));
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
-      ? (parsed as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-};
-
-/** The usage records a log holds because their write failed (shared/api/middlewares/record-usage.ts). */
-export const failedUsageRecords = (text: string) => {
-  const records: UsageRecord[] = [];
-  const invalidLines: number[] = [];
-  const lines = text.split('\n');
-  lines.forEach((line, index) => {
-    const entry = parseLogLine(line);
-    if (!entry || entry.message !== USAGE_NOT_STORED_MESSAGE || String(entry.level).toUpperCase() !== 'ERROR') return;
-    const parsed = UsageRecordSchema.safeParse(entry.usage_record);
-    if (parsed.success) records.push(parsed.data);
-    else invalidLines.push(index + 1);
-  });
-  return { records, invalidLines, lines: lines.filter(Boolean).length };
-};
-
-/**
- * Writes back the usage records of a log whose write failed. Idempotent: a record's key is its
- * time and request id, so replaying twice stores each once (and the aggregator counts it once).
- */
-export const replayUsageLog = async (
-  ctx: OperatorContext,
-  file: string,
-  env: Env = process.env,
-  onProgress?: (stored: number, total: number) => void,
-) => {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    throw new OperatorError(`Cannot read log file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
-  }
-  const { records, invalidLines, lines } = failedUsageRecords(text);
-  const retentionDays = usageRetentionDays(env);
-  for (const [index, record] of records.entries()) {
-    await ctx.usage.put(record, retentionDays);
-    onProgress?.(index + 1, records.length);
-  }
-  const result: ReplayResult = {
-    file,
-    lines,
-    found: records.length,
-    stored: records.length,
-    invalid_lines: invalidLines,
-  };
-  return result;
 };

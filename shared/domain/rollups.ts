@@ -35,12 +35,48 @@ export const lastUsedSk = (keyId: string): string => `last#${keyId}`;
 export const LAST_USED_PREFIX = 'last#';
 
 /**
- * The id under which a call's contribution is recorded as applied: 96 bits of the SHA-256 of its
- * request id (collisions within one key × hour are negligible; 16 characters instead of ~36
- * keep more ids under DynamoDB's item size limit).
+ * Watermarks (docs/usage-rollups.md "Exactly once"): an hour item keeps, per stream source (the
+ * stream and the usage partition key value its records came from), the highest stream sequence
+ * number it has applied. Lambda delivers one partition key's records in sequence order, so a
+ * record at or below the watermark was counted before. Sequence numbers are decimal strings of
+ * up to ~40 digits: padded to one width they compare as text, in DynamoDB conditions too.
  */
-export const appliedId = (requestId: string): string =>
-  createHash('sha256').update(requestId).digest('base64url').slice(0, 16);
+export const WATERMARK_PREFIX = 'w:';
+export const SEQUENCE_WIDTH = 40;
+
+/** A stream sequence number, zero-padded so text order is numeric order; undefined when it is not one. */
+export const padSequence = (sequence: string | undefined): string | undefined =>
+  sequence !== undefined && /^\d{1,40}$/.test(sequence) ? sequence.padStart(SEQUENCE_WIDTH, '0') : undefined;
+
+/** The short, stable name of a stream (its ARN is ~120 characters; 8 of a hash are enough to tell two apart). */
+export const streamTag = (streamArn: string): string =>
+  createHash('sha256').update(streamArn).digest('base64url').slice(0, 8);
+
+/** The watermark attribute of a source: one per stream × usage partition key value feeding an item. */
+export const watermarkName = (source: string): string => `${WATERMARK_PREFIX}${source}`;
+
+/** The item a call is counted in: branch, key and hour. */
+export const hourItemOf = (record: Pick<UsageRecord, 'branch_id' | 'key_id' | 'timestamp'>) => ({
+  branchId: record.branch_id,
+  keyId: record.key_id,
+  hour: hourOf(record.timestamp),
+});
+
+/** A call as the stream delivered it: the record, where it came from and its place in that source's order. */
+export interface StreamCall {
+  record: UsageRecord;
+  /** `<stream tag>|<usage partition key value>`. */
+  source: string;
+  /** Padded (padSequence). */
+  sequence: string;
+}
+
+/** The calls of a group not yet applied: those past the watermark, without repeats. */
+export const pastWatermark = (calls: readonly StreamCall[], watermark: string | undefined): StreamCall[] => {
+  const unique = new Map<string, StreamCall>();
+  for (const call of calls) if (watermark === undefined || call.sequence > watermark) unique.set(call.sequence, call);
+  return [...unique.values()].sort((a, b) => (a.sequence < b.sequence ? -1 : a.sequence > b.sequence ? 1 : 0));
+};
 
 /** Attribute-name prefixes of the counters on an hour item. */
 export const STATUS_PREFIX = 's:';
@@ -154,3 +190,17 @@ export const totalsOf = (rollups: readonly HourRollup[], topRoutes = 10): Totals
     p99_ms: histogramPercentile(histogram, 99),
   };
 };
+
+/**
+ * An item's size as DynamoDB counts it against the 400 KB limit: per attribute, its name's
+ * UTF-8 bytes plus its value's (a string's UTF-8 bytes; a number's ~1 byte per 2 significant
+ * digits, plus 1). Items here hold only strings and numbers.
+ */
+export const itemSizeBytes = (item: Record<string, unknown>): number =>
+  Object.entries(item).reduce((size, [name, value]) => {
+    const digits = String(value)
+      .replace(/^-|\.|e.*$/gi, '')
+      .replace(/^0+|0+$/g, '').length;
+    const valueSize = typeof value === 'number' ? Math.ceil(digits / 2) + 1 : Buffer.byteLength(String(value), 'utf8');
+    return size + Buffer.byteLength(name, 'utf8') + valueSize;
+  }, 0);

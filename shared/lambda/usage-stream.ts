@@ -10,7 +10,9 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
-import type { RollupsRepository } from '../data/repositories/rollups';
+import type { ApplyResult, RollupsRepository } from '../data/repositories/rollups';
+import { usageTable } from '../data/tables';
+import { padSequence, streamTag, type StreamCall } from '../domain/rollups';
 import type { UsageRecord } from '../data/repositories/usage';
 
 /**
@@ -35,34 +37,64 @@ export const AGGREGATOR_ENTRY = 'functions/aggregate-usage.ts';
 export const ROLLUP_CALLS_METRIC = 'RollupCallsApplied';
 export const ROLLUP_DUPLICATES_METRIC = 'RollupDuplicatesSkipped';
 export const ROLLUP_UNREADABLE_METRIC = 'RollupRecordsUnreadable';
+export const ROLLUP_FAILED_METRIC = 'RollupRecordsFailed';
 
 export interface UsageAggregatorOptions {
-  rollups: Pick<RollupsRepository, 'apply'>;
+  rollups: Pick<RollupsRepository, 'apply' | 'recordProgress'>;
   /** Days DynamoDB TTL keeps an hour item. */
   retentionDays: number;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   metrics: Pick<Metrics, 'addMetric'>;
 }
 
-/** The calls a stream batch carries: inserts and modifications (a replayed Put) of usage records. */
+type Image = Record<string, AttributeValue>;
+
+/** A stream call in its batch: where it is (for the partial-batch response) and what it adds. */
+interface IndexedCall extends StreamCall {
+  index: number;
+  /** The record's own SequenceNumber, as Lambda expects it back. */
+  itemIdentifier: string;
+}
+
+/**
+ * The calls a stream batch carries: inserted usage records, each with its source (stream and
+ * usage partition key value, whatever the partition key holds) and padded sequence number.
+ * Removals (TTL expiry) and modifications are not calls: the deployed mapping filters them out,
+ * and they are skipped here too. A record without a sequence number or that is not a usage record
+ * can never be applied: it is counted as unreadable.
+ */
 export const callsOf = (event: DynamoDBStreamEvent) => {
-  const calls: UsageRecord[] = [];
+  const calls: IndexedCall[] = [];
   let unreadable = 0;
-  for (const record of event.Records) {
-    const image = record.dynamodb?.NewImage;
-    if (record.eventName === 'REMOVE' || !image) continue; // TTL expiry does not undo a call
-    const parsed = UsageRecordSchema.safeParse(unmarshall(image as Record<string, AttributeValue>));
-    if (parsed.success) calls.push(parsed.data);
-    else unreadable += 1;
-  }
+  event.Records.forEach((record, index) => {
+    const image = record.dynamodb?.NewImage as Image | undefined;
+    if (record.eventName !== 'INSERT' || !image) return;
+    const parsed = UsageRecordSchema.safeParse(unmarshall(image));
+    const sequence = padSequence(record.dynamodb?.SequenceNumber);
+    const partition = (record.dynamodb?.Keys as Image | undefined)?.[usageTable.partitionKey.name];
+    const partitionValue = partition?.S ?? partition?.N;
+    if (!parsed.success || !sequence || partitionValue === undefined) {
+      unreadable += 1;
+      return;
+    }
+    const source = `${streamTag(record.eventSourceARN ?? '')}|${partitionValue}`;
+    calls.push({ record: parsed.data, source, sequence, index, itemIdentifier: record.dynamodb!.SequenceNumber! });
+  });
   return { calls, unreadable };
 };
 
+const newestTime = (calls: readonly IndexedCall[]) =>
+  calls.reduce<string | undefined>(
+    (t, { record }) => (t === undefined || record.timestamp > t ? record.timestamp : t),
+    undefined,
+  );
+
 /**
- * The handler body. A failure reports the batch's first record as failed, so Lambda retries it
- * (split in two by bisectBatchOnError) and, past its retries, sends it to the dead-letter
- * queue; applying twice is harmless. A record that is not a usage record can never succeed: it
- * is logged and counted, not retried.
+ * The handler body. Every item and source is applied on its own; when some fail, the batch
+ * reports the first failed record (in batch order) as its partial-batch failure: Lambda retries
+ * from there (bisecting, a bounded number of times, then the failure destination), and what was
+ * applied after it is at or below its watermark when redelivered, so it adds nothing twice.
+ * The progress (newest call time of the records before the first failure) is kept for "as of".
  */
 export const createUsageAggregator =
   ({ rollups, retentionDays, logger, metrics }: UsageAggregatorOptions) =>
@@ -72,15 +104,35 @@ export const createUsageAggregator =
       logger.warn('Stream records that are not usage records were skipped', { unreadable });
       metrics.addMetric(ROLLUP_UNREADABLE_METRIC, MetricUnit.Count, unreadable);
     }
+    let result: ApplyResult;
     try {
-      const { applied, duplicates } = await rollups.apply(calls, retentionDays);
-      metrics.addMetric(ROLLUP_CALLS_METRIC, MetricUnit.Count, applied);
-      if (duplicates > 0) metrics.addMetric(ROLLUP_DUPLICATES_METRIC, MetricUnit.Count, duplicates);
-      logger.info('Usage aggregated', { records: event.Records.length, applied, duplicates });
-      return { batchItemFailures: [] };
+      result = await rollups.apply(calls, retentionDays);
     } catch (error) {
+      // Not a per-item failure (apply reports those): retry the whole batch.
       logger.error('Usage aggregation failed; the batch will be retried', { error });
       const first = event.Records[0]?.dynamodb?.SequenceNumber;
       return { batchItemFailures: first ? [{ itemIdentifier: first }] : [] };
     }
+    const { applied, duplicates, failed } = result;
+    metrics.addMetric(ROLLUP_CALLS_METRIC, MetricUnit.Count, applied);
+    if (duplicates > 0) metrics.addMetric(ROLLUP_DUPLICATES_METRIC, MetricUnit.Count, duplicates);
+    const firstFailed = failed.length
+      ? (failed.map((f) => f.call as IndexedCall).reduce((a, b) => (b.index < a.index ? b : a)) as IndexedCall)
+      : undefined;
+    if (firstFailed) {
+      metrics.addMetric(ROLLUP_FAILED_METRIC, MetricUnit.Count, failed.length);
+      logger.error('Usage records could not be aggregated; Lambda retries from the first', {
+        failed: failed.length,
+        first_sequence: firstFailed.itemIdentifier,
+        error: failed[0]!.error,
+      });
+    }
+    const done = calls.filter((call) => firstFailed === undefined || call.index < firstFailed.index);
+    const asOf = newestTime(done);
+    if (asOf) {
+      // Freshness only: a failure here must not make Lambda redeliver calls already counted.
+      await rollups.recordProgress(asOf).catch((error: unknown) => logger.warn('Progress not recorded', { error }));
+    }
+    logger.info('Usage aggregated', { records: event.Records.length, applied, duplicates, failed: failed.length });
+    return { batchItemFailures: firstFailed ? [{ itemIdentifier: firstFailed.itemIdentifier }] : [] };
   };

@@ -53,7 +53,7 @@ describe('the aggregator function', () => {
     expect(Object.keys(variables).filter((name) => name.endsWith('_TABLE'))).toEqual(['ROLLUPS_TABLE']);
   });
 
-  it('may UpdateItem the rollups, read the usage stream and send to its queue: nothing else', () => {
+  it('may GetItem and UpdateItem the rollups, read the usage stream and send to its queue: nothing else', () => {
     const statements = Object.values(resourcesOfType(template, 'AWS::IAM::Policy'))
       .filter((policy) =>
         policy.Properties.Roles.some((role: { Ref: string }) => role.Ref === logicalId(aggregation.function.role)),
@@ -66,6 +66,7 @@ describe('the aggregator function', () => {
     const actions = [...new Set(statements.flatMap((s: { Action: string | string[] }) => asArray(s.Action)))].sort();
     expect(actions).toEqual([
       'dynamodb:DescribeStream',
+      'dynamodb:GetItem',
       'dynamodb:GetRecords',
       'dynamodb:GetShardIterator',
       'dynamodb:ListStreams',

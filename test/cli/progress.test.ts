@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { progressLine, startProgress, withProgress, type ProgressStream } from '../../lib/operator/progress';
 import { runCli } from '../support/cli';
-import { setUpBranches } from '../support/harness';
+import { createKey, setUpBranches } from '../support/harness';
 
 const fakeStream = (isTTY: boolean) => {
   const writes: string[] = [];
@@ -53,17 +53,20 @@ it('writes nothing when the stream is no terminal, even when the work fails', as
 
 it('the CLI piped: replay prints its result alone, no progress line', async () => {
   await setUpBranches();
+  // Replay writes only into a key that exists and belongs to the record's branch.
+  const key = await createKey();
   const dir = await mkdtemp(join(tmpdir(), 'replay-'));
   const file = join(dir, 'log.jsonl');
   const record = {
-    key_id: 'key_a',
-    branch_id: 'br_main',
+    key_id: key.record.key_id,
+    branch_id: key.record.branch_id,
     method: 'GET',
     path: '/api/v1/branch',
     route: 'GET /v1/branch',
     status: 200,
     response_time_ms: 3,
-    timestamp: '2026-11-25T10:00:00.000Z',
+    // Within the usage retention: older records are refused, as their rollups are gone.
+    timestamp: new Date(Date.now() - 3_600_000).toISOString(),
     request_id: 'req-replay',
   };
   await writeFile(
@@ -72,6 +75,6 @@ it('the CLI piped: replay prints its result alone, no progress line', async () =
   );
   const result = await runCli(['usage', 'replay', file]);
   expect(result.code).toBe(0);
-  expect(result.stdout).toBe('Replayed 1 usage record(s) from 1 log line(s)\n');
+  expect(result.stdout).toBe('Replayed 1 usage record(s) from 1 log line(s) (0 stored already)\n');
   expect(result.stderr).not.toContain('\r');
 });

@@ -1,33 +1,39 @@
-import { QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+/**
+ * The hour items of the rollups table (docs/usage-rollups.md): applied from the stream past
+ * their watermarks, read back for summaries, replaced by a rebuild's recount.
+ */
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionNotMetError } from '../data-store-errors';
-import { DynamoRepository } from '../dynamodb';
+import { RollupStateRepository } from './rollup-state';
 import {
   addCall,
-  appliedId,
+  hourItemOf,
   hourItemSk,
-  hourOf,
   HOUR_ITEM_PREFIX,
   LAST_USED_PREFIX,
   lastUsedSk,
+  pastWatermark,
   toHourRollup,
+  watermarkName,
+  WATERMARK_PREFIX,
   type Counters,
   type HourRollup,
+  type StreamCall,
 } from '../../domain/rollups';
 import { ROLLUPS_BY_KEY_INDEX } from '../tables';
 import type { UsageRecord } from './usage';
 
 const DAY_SECONDS = 86_400;
-/**
- * Calls applied by one UpdateItem: its condition names each one's id, and a condition expression
- * is limited to 4 KB.
- */
-export const APPLY_CHUNK = 50;
+/** Tries of one group when its watermark moved between the read and the write (another writer on the same source). */
+const GROUP_ATTEMPTS = 5;
 
 export interface ApplyResult {
   /** Calls counted by this apply. */
   applied: number;
-  /** Calls already counted before (a redelivery), skipped. */
+  /** Calls at or below their item's watermark (a redelivery), skipped. */
   duplicates: number;
+  /** Calls that could not be applied, with why: the caller reports them for a retry. */
+  failed: { call: StreamCall; error: unknown }[];
 }
 
 export interface RollupQuery {
@@ -37,6 +43,14 @@ export interface RollupQuery {
   fromHour: string;
   /** Last hour (inclusive). */
   toHour: string;
+}
+
+/** An hour item as stored, for a rebuild: its version and watermarks are kept across the rewrite. */
+export interface StoredHour {
+  sk: string;
+  version: number;
+  watermarks: Record<string, string>;
+  calls: number;
 }
 
 const groupBy = <T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> => {
@@ -50,7 +64,7 @@ const groupBy = <T>(items: readonly T[], key: (item: T) => string): Map<string, 
   return groups;
 };
 
-/** Writes in flight at once: a rebuild page of 1,000 calls spread over many items must not flood the table. */
+/** Writes in flight at once: a batch spread over many items must not flood the table. */
 export const APPLY_CONCURRENCY = 16;
 
 const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => {
@@ -61,132 +75,135 @@ const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<voi
   await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, items.length) }, worker));
 };
 
-export class RollupsRepository extends DynamoRepository {
+const expiresOf = (hour: string, retentionDays: number) =>
+  Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS;
+
+export class RollupsRepository extends RollupStateRepository {
   /**
-   * Adds calls to their hour items, exactly once each however often they are applied, in
-   * whatever split or order (docs/decisions.md "Usage rollups"): every UpdateItem adds the
-   * calls' ids to the item's `applied` set in the same write as their counters, on condition
-   * that none of them is in it yet. When a chunk was partly applied before, its calls are
-   * applied one by one, each under its own condition.
+   * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item
+   * and source, one conditional UpdateItem adds the counters of the calls past the item's
+   * watermark and moves the watermark, so a redelivered, split or partly retried batch adds
+   * nothing twice. A group that fails is returned in `failed`; the others are applied.
    */
-  async apply(records: readonly UsageRecord[], retentionDays: number): Promise<ApplyResult> {
-    const result: ApplyResult = { applied: 0, duplicates: 0 };
-    // The same call twice in one delivery counts once: deduplicate before building a condition.
-    const unique = [...new Map(records.map((record) => [record.request_id, record])).values()];
-    result.duplicates += records.length - unique.length;
-    const items = groupBy(unique, (r) => `${r.branch_id}\u0000${r.key_id}\u0000${hourOf(r.timestamp)}`);
-    const chunks = [...items.values()].flatMap((group) => {
-      const out: UsageRecord[][] = [];
-      for (let i = 0; i < group.length; i += APPLY_CHUNK) out.push(group.slice(i, i + APPLY_CHUNK));
-      return out;
+  async apply(calls: readonly StreamCall[], retentionDays: number): Promise<ApplyResult> {
+    const result: ApplyResult = { applied: 0, duplicates: 0, failed: [] };
+    const groups = groupBy(calls, ({ record, source }) => {
+      const { branchId, keyId, hour } = hourItemOf(record);
+      return JSON.stringify([branchId, keyId, hour, source]);
     });
-    await inParallel(chunks, async (chunk) => {
-      if (await this.applyChunk(chunk, retentionDays)) {
-        result.applied += chunk.length;
-        return;
-      }
-      for (const record of chunk) {
-        if (await this.applyChunk([record], retentionDays)) result.applied += 1;
-        else result.duplicates += 1;
+    await inParallel([...groups.values()], async (group) => {
+      try {
+        const applied = await this.applyGroup(group, retentionDays);
+        result.applied += applied;
+        result.duplicates += group.length - applied;
+      } catch (error) {
+        for (const call of group) result.failed.push({ call, error });
       }
     });
-    await inParallel([...groupBy(unique, (r) => `${r.branch_id}\u0000${r.key_id}`).values()], (calls) =>
-      this.touchLastUsed(calls, retentionDays),
+    const failed = new Set(result.failed.map((f) => f.call));
+    const applied = calls.filter((call) => !failed.has(call));
+    await inParallel([...groupBy(applied, ({ record }) => `${record.branch_id}\u0000${record.key_id}`).values()], (c) =>
+      this.touchLastUsed(
+        c.map(({ record }) => record),
+        retentionDays,
+      ),
     );
     return result;
   }
 
-  /** One conditional UpdateItem for calls of one item; false when one of them was applied before. */
-  private async applyChunk(chunk: readonly UsageRecord[], retentionDays: number): Promise<boolean> {
-    const first = chunk[0]!;
-    const hour = hourOf(first.timestamp);
+  /** One item × source: optimistic first (nothing of it applied yet), else read the watermark and apply what is past it. */
+  private async applyGroup(group: readonly StreamCall[], retentionDays: number): Promise<number> {
+    const { source } = group[0]!;
+    const key = this.itemKey(group[0]!.record);
+    let watermark: string | undefined;
+    let known = false;
+    for (let attempt = 0; attempt < GROUP_ATTEMPTS; attempt += 1) {
+      const pending = pastWatermark(group, watermark);
+      if (pending.length === 0) return 0;
+      try {
+        await this.addCalls(key, source, pending, known ? watermark : undefined, retentionDays);
+        return pending.length;
+      } catch (error) {
+        if (!(error instanceof ConditionNotMetError)) throw error;
+      }
+      const item = await this.getItem(key, watermarkName(source));
+      watermark = item?.[watermarkName(source)] as string | undefined;
+      known = true;
+    }
+    throw new Error(`The watermark of ${key.sk} kept moving; the batch will be retried`);
+  }
+
+  private itemKey(record: Pick<UsageRecord, 'branch_id' | 'key_id' | 'timestamp'>) {
+    const { branchId, keyId, hour } = hourItemOf(record);
+    return { branch_id: branchId, sk: hourItemSk(hour, keyId) };
+  }
+
+  /**
+   * The UpdateItem: counters added, `v` (the version a rebuild checks) bumped, the watermark set
+   * to the newest call's sequence. Its condition: with `expected` unknown, the watermark is
+   * absent or below the oldest call; with `expected` read, it is still exactly that.
+   */
+  private async addCalls(
+    key: { branch_id: string; sk: string },
+    source: string,
+    calls: readonly StreamCall[],
+    expected: string | undefined,
+    retentionDays: number,
+  ): Promise<void> {
+    const { record } = calls[0]!;
     const counters: Counters = new Map();
-    for (const record of chunk) addCall(counters, record);
-    const names: Record<string, string> = { '#applied': 'applied', '#hour': 'hour' };
+    for (const call of calls) addCall(counters, call.record);
+    counters.set('v', 1);
+    const { hour } = hourItemOf(record);
+    const names: Record<string, string> = { '#w': watermarkName(source), '#hour': 'hour' };
     const values: Record<string, unknown> = {
-      ':ids': new Set(chunk.map((record) => appliedId(record.request_id))),
-      ':key': first.key_id,
+      ':key': record.key_id,
       ':hour': hour,
-      ':expires': Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS,
+      ':expires': expiresOf(hour, retentionDays),
+      ':last': calls.at(-1)!.sequence,
     };
     const adds = [...counters.entries()].map(([name, by], i) => {
       names[`#c${i}`] = name;
       values[`:c${i}`] = by;
       return `#c${i} :c${i}`;
     });
-    const conditions = chunk.map((record, i) => {
-      values[`:id${i}`] = appliedId(record.request_id);
-      return `NOT contains(#applied, :id${i})`;
-    });
-    try {
-      await this.run('UpdateItem', (abortSignal) =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { branch_id: first.branch_id, sk: hourItemSk(hour, first.key_id) },
-            UpdateExpression: `ADD ${adds.join(', ')}, #applied :ids SET key_id = :key, #hour = :hour, expires_at_epoch = :expires`,
-            ConditionExpression: conditions.join(' AND '),
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
-          }),
-          { abortSignal },
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionNotMetError) return false;
-      throw error;
-    }
+    let condition = '#w = :expected';
+    if (expected === undefined) {
+      condition = 'attribute_not_exists(#w) OR #w < :first';
+      values[':first'] = calls[0]!.sequence;
+    } else values[':expected'] = expected;
+    await this.run('UpdateItem', (abortSignal) =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: `ADD ${adds.join(', ')} SET key_id = :key, #hour = :hour, expires_at_epoch = :expires, #w = :last`,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+        { abortSignal },
+      ),
+    );
   }
 
   /** Keeps the newest call time of a key: a maximum, so order and repetition don't matter. */
   private async touchLastUsed(calls: readonly UsageRecord[], retentionDays: number): Promise<void> {
     const newest = calls.reduce((a, b) => (b.timestamp > a.timestamp ? b : a));
-    try {
-      await this.run('UpdateItem', (abortSignal) =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { branch_id: newest.branch_id, sk: lastUsedSk(newest.key_id) },
-            UpdateExpression: 'SET key_id = :key, last_used_at = :at, expires_at_epoch = :expires',
-            ConditionExpression: 'attribute_not_exists(last_used_at) OR last_used_at < :at',
-            ExpressionAttributeValues: {
-              ':key': newest.key_id,
-              ':at': newest.timestamp,
-              ':expires': Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
-            },
-          }),
-          { abortSignal },
-        ),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionNotMetError)) throw error;
-    }
+    await this.setIfNewer(
+      { branch_id: newest.branch_id, sk: lastUsedSk(newest.key_id) },
+      'last_used_at',
+      newest.timestamp,
+      {
+        key_id: newest.key_id,
+        expires_at_epoch: Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+      },
+    );
   }
 
-  private async queryAll(input: Omit<QueryCommandInput, 'TableName'>): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.run('Query', (abortSignal) =>
-        this.client.send(
-          new QueryCommand({ TableName: this.tableName, ...input, ...(start ? { ExclusiveStartKey: start } : {}) }),
-          { abortSignal },
-        ),
-      );
-      items.push(...(page.Items ?? []));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
-  }
-
-  /**
-   * The hour items of a branch (or one of its keys) in a period: one item per key and hour with
-   * calls, so what is read grows with hours × keys, never with calls.
-   */
-  async hours({ branchId, keyId, fromHour, toHour }: RollupQuery): Promise<HourRollup[]> {
+  private hourItems({ branchId, keyId, fromHour, toHour }: RollupQuery) {
     const range = { ':from': `${HOUR_ITEM_PREFIX}${fromHour}`, ':to': `${HOUR_ITEM_PREFIX}${toHour}\uffff` };
-    const items = await this.queryAll(
+    return this.queryAll(
       keyId === undefined
         ? {
             KeyConditionExpression: 'branch_id = :pk AND sk BETWEEN :from AND :to',
@@ -198,13 +215,80 @@ export class RollupsRepository extends DynamoRepository {
             FilterExpression: 'branch_id = :branch',
             ExpressionAttributeValues: { ':pk': keyId, ':branch': branchId, ...range },
           },
+    ).then(({ items }) => items);
+  }
+
+  /**
+   * The hour items of a branch (or one of its keys) in a period: one item per key and hour with
+   * calls, so what is read grows with hours × keys, never with calls.
+   */
+  async hours(query: RollupQuery): Promise<HourRollup[]> {
+    return (await this.hourItems(query)).map(toHourRollup);
+  }
+
+  /** The hour items of a period as stored (version, watermarks), keyed by sort key: what a rebuild starts from. */
+  async storedHours(query: RollupQuery): Promise<Map<string, StoredHour>> {
+    const items = await this.hourItems(query);
+    return new Map(
+      items.map((item) => [
+        String(item.sk),
+        {
+          sk: String(item.sk),
+          version: Number(item.v ?? 0),
+          calls: Number(item.calls ?? 0),
+          watermarks: Object.fromEntries(
+            Object.entries(item).filter(
+              (entry): entry is [string, string] =>
+                entry[0].startsWith(WATERMARK_PREFIX) && typeof entry[1] === 'string',
+            ),
+          ),
+        },
+      ]),
     );
-    return items.map(toHourRollup);
+  }
+
+  /**
+   * Replaces an hour item's counters with a recount, keeping its watermarks, on condition that
+   * no call was applied to it since `stored` was read (its version is unchanged). False when one was.
+   */
+  async replaceHour(
+    item: { branchId: string; keyId: string; hour: string },
+    counters: Counters,
+    stored: StoredHour | undefined,
+    retentionDays: number,
+  ): Promise<boolean> {
+    const sk = hourItemSk(item.hour, item.keyId);
+    try {
+      await this.run('PutItem', (abortSignal) =>
+        this.client.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: {
+              ...Object.fromEntries(counters),
+              ...stored?.watermarks,
+              branch_id: item.branchId,
+              sk,
+              key_id: item.keyId,
+              hour: item.hour,
+              expires_at_epoch: expiresOf(item.hour, retentionDays),
+              v: (stored?.version ?? 0) + 1,
+            },
+            ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
+            ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
+          }),
+          { abortSignal },
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionNotMetError) return false;
+      throw error;
+    }
   }
 
   /** When each key of a branch was last used (key id → ISO time), in one Query. */
   async lastUsed(branchId: string): Promise<Map<string, string>> {
-    const items = await this.queryAll({
+    const { items } = await this.queryAll({
       KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': branchId, ':prefix': LAST_USED_PREFIX },
       ProjectionExpression: 'key_id, last_used_at',
@@ -212,3 +296,5 @@ export class RollupsRepository extends DynamoRepository {
     return new Map(items.map((item) => [String(item.key_id), String(item.last_used_at)]));
   }
 }
+
+export type { SetAsideRecord, SetAsideSummary } from './rollup-state';

@@ -1,4 +1,4 @@
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import { USAGE_BY_KEY_INDEX } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
@@ -10,6 +10,8 @@ export interface UsageQuery {
   keyId?: string;
   /** Only records at or after this time. */
   since?: Date;
+  /** Only records before this time (exclusive). */
+  until?: Date;
   limit: number;
   /** Where to continue: a previous page's `nextPosition`. */
   position?: string;
@@ -44,9 +46,15 @@ const toRecord = (item: Record<string, unknown>): UsageRecord => {
   return record as unknown as UsageRecord;
 };
 
+const BATCH_GET_LIMIT = 100;
+const itemKeyOf = (record: UsageRecord) => ({
+  branch_id: record.branch_id,
+  sk: `${record.timestamp}#${record.request_id}`,
+});
+
 const toItem = (record: UsageRecord, retentionDays: number) => ({
   ...record,
-  sk: `${record.timestamp}#${record.request_id}`,
+  sk: itemKeyOf(record).sk,
   expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
 });
 
@@ -66,13 +74,21 @@ export class UsageRepository extends DynamoRepository {
   }
 
   /** Records of a branch (or of one of its keys), newest first, one page at a time. */
-  async query({ branchId, keyId, since, limit, position }: UsageQuery): Promise<UsageLogPage> {
+  async query({ branchId, keyId, since, until, limit, position }: UsageQuery): Promise<UsageLogPage> {
     const byKey = keyId !== undefined;
     const values: Record<string, unknown> = { ':pk': byKey ? keyId : branchId };
     let condition = `${byKey ? 'key_id' : 'branch_id'} = :pk`;
-    if (since) {
+    // Sort keys are `<timestamp>#<request id>`: a time bound is a bound on them.
+    if (since && until) {
+      condition += ' AND sk BETWEEN :since AND :until';
+      values[':since'] = since.toISOString();
+      values[':until'] = new Date(until.getTime() - 1).toISOString() + '\uffff';
+    } else if (since) {
       condition += ' AND sk >= :since';
       values[':since'] = since.toISOString();
+    } else if (until) {
+      condition += ' AND sk < :until';
+      values[':until'] = until.toISOString();
     }
     if (byKey) values[':branch'] = branchId;
     // Decoded before the call, so a bad position is its own domain error, not a data-store failure.
@@ -122,6 +138,33 @@ export class UsageRepository extends DynamoRepository {
       maxRecords + 1,
     );
     return { calls: items.slice(0, maxRecords), complete: items.length <= maxRecords };
+  }
+
+  /**
+   * Which of these records are stored already (by request id): a replay writes only the others,
+   * so writing a file twice adds nothing and the stream carries each call once.
+   */
+  async storedAlready(records: readonly UsageRecord[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let i = 0; i < records.length; i += BATCH_GET_LIMIT) {
+      const byKey = new Map(records.slice(i, i + BATCH_GET_LIMIT).map((r) => [itemKeyOf(r).sk + r.branch_id, r]));
+      let pending: Record<string, unknown>[] = [...byKey.values()].map(itemKeyOf);
+      for (let attempt = 0; pending.length > 0; attempt += 1) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+        const keys = pending;
+        const output = await this.run('BatchGetItem', (abortSignal) =>
+          this.client.send(
+            new BatchGetCommand({
+              RequestItems: { [this.tableName]: { Keys: keys, ProjectionExpression: 'branch_id, sk, request_id' } },
+            }),
+            { abortSignal },
+          ),
+        );
+        for (const item of output.Responses?.[this.tableName] ?? []) found.add(String(item.request_id));
+        pending = (output.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, unknown>[];
+      }
+    }
+    return found;
   }
 
   /** When a key was last used, from its newest usage record. */

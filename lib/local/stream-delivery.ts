@@ -1,0 +1,193 @@
+/**
+ * Delivery of the local change feed's records, as the deployed event source mapping delivers a
+ * DynamoDB stream (docs/usage-rollups.md "Locally"): records go to shards by partition key, each
+ * shard numbers its records and delivers them in order, in batches, one batch at a time; a
+ * partial-batch failure is retried from the first failed record, a failed batch is bisected,
+ * and a record that still fails after `maxAttempts` deliveries alone is set aside (the
+ * dead-letter store) so the records behind it keep flowing. Shards are independent: a record
+ * being retried holds back only its own shard.
+ */
+import { createHash } from 'node:crypto';
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { sequenceNumber, streamEvent, type StreamChange } from './stream-events';
+
+export interface DeliveryOptions {
+  tableArn: string;
+  handler: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
+  /** @default 4 */
+  shards?: number;
+  /** @default 100 */
+  batchSize?: number;
+  /** @default 200 */
+  batchWindowMs?: number;
+  /** Wait before the first redelivery; doubled for each further one, at most 2 s. @default 100 */
+  retryDelayMs?: number;
+  /** Deliveries of a record alone before it is set aside. @default 3 */
+  maxAttempts?: number;
+  setAside: (change: StreamChange, reason: string) => Promise<void>;
+  onError: (error: unknown) => void;
+}
+
+export interface DeliveryStats {
+  delivered: number;
+  setAside: number;
+  /** Per delivered record: from the write's answer to its batch's success (the newest MAX_LAGS_KEPT). */
+  lagsMs: number[];
+}
+
+type Entry = { change: StreamChange; observedAt: number };
+
+const MAX_LAGS_KEPT = 100_000;
+
+/** The shard a partition key value's records go to (as DynamoDB's stream keeps a key in one shard). */
+export const shardOf = (partitionKey: string, shards: number): number =>
+  createHash('sha1').update(partitionKey).digest().readUInt32BE(0) % shards;
+
+export const DEFAULT_SHARDS = 4;
+
+interface Shard {
+  queue: Entry[];
+  sequence: number;
+  delivering: boolean;
+  timer: NodeJS.Timeout | undefined;
+  /** Records per delivery: halved by each failed batch (bisecting), back to batchSize on success. */
+  limit: number;
+  /** Failed deliveries of the record at the head of the queue. */
+  attempts: number;
+}
+
+export class ShardedDelivery {
+  private readonly shards: Shard[];
+  private readonly batchSize: number;
+  private readonly batchWindowMs: number;
+  private readonly retryDelayMs: number;
+  private readonly maxAttempts: number;
+  private readonly counts: DeliveryStats = { delivered: 0, setAside: 0, lagsMs: [] };
+  private closed = false;
+  private idle: (() => void)[] = [];
+
+  constructor(private readonly options: DeliveryOptions) {
+    this.batchSize = options.batchSize ?? 100;
+    this.batchWindowMs = options.batchWindowMs ?? 200;
+    this.retryDelayMs = options.retryDelayMs ?? 100;
+    this.maxAttempts = options.maxAttempts ?? 3;
+    this.shards = Array.from({ length: options.shards ?? DEFAULT_SHARDS }, () => ({
+      queue: [],
+      sequence: 0,
+      delivering: false,
+      timer: undefined,
+      limit: this.batchSize,
+      attempts: 0,
+    }));
+  }
+
+  /** Queues a change on its partition key's shard, numbered in that shard's order. */
+  push(change: Omit<StreamChange, 'sequenceNumber'>, partitionKey: string): void {
+    const index = shardOf(partitionKey, this.shards.length);
+    const shard = this.shards[index]!;
+    shard.sequence += 1;
+    // Unique across shards too (as DynamoDB's are): the shard's number in the lowest digits.
+    const sequence = sequenceNumber(shard.sequence * this.shards.length + index);
+    shard.queue.push({ change: { ...change, sequenceNumber: sequence }, observedAt: performance.now() });
+    this.schedule(shard);
+  }
+
+  /** Resolves once everything queued so far has been delivered or set aside. */
+  drain(): Promise<void> {
+    return this.busy() ? new Promise<void>((resolve) => this.idle.push(resolve)) : Promise.resolve();
+  }
+
+  stats(): DeliveryStats {
+    return { ...this.counts, lagsMs: [...this.counts.lagsMs] };
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const shard of this.shards) if (shard.timer) clearTimeout(shard.timer);
+    for (const resolve of this.idle) resolve();
+    this.idle = [];
+  }
+
+  private busy(): boolean {
+    return this.shards.some((s) => s.queue.length > 0 || s.delivering);
+  }
+
+  private schedule(shard: Shard): void {
+    if (shard.timer || shard.delivering || this.closed) return;
+    shard.timer = setTimeout(
+      () => {
+        shard.timer = undefined;
+        void this.pump(shard);
+      },
+      shard.queue.length >= this.batchSize ? 0 : this.batchWindowMs,
+    );
+  }
+
+  /** Delivers one batch; returns how many records from its head are done. */
+  private async deliverOnce(shard: Shard, batch: Entry[]): Promise<number> {
+    try {
+      const event = streamEvent(
+        batch.map((e) => e.change),
+        this.options.tableArn,
+      );
+      const failed = (await this.options.handler(event))?.batchItemFailures[0]?.itemIdentifier;
+      if (failed === undefined) return batch.length;
+      const index = batch.findIndex((e) => e.change.sequenceNumber === failed);
+      // As Lambda does: checkpoint before the failed record, retry from it (alone: it is the culprit).
+      if (index >= 0) shard.limit = 1;
+      return Math.max(0, index);
+    } catch (error) {
+      this.options.onError(error);
+      return 0;
+    }
+  }
+
+  private done(shard: Shard, count: number): void {
+    const now = performance.now();
+    const { lagsMs } = this.counts;
+    for (const entry of shard.queue.splice(0, count)) lagsMs.push(now - entry.observedAt);
+    if (lagsMs.length > MAX_LAGS_KEPT) lagsMs.splice(0, lagsMs.length - MAX_LAGS_KEPT);
+    this.counts.delivered += count;
+  }
+
+  /** After a failed delivery: set the head aside once it has failed alone often enough, else wait and retry. */
+  private async afterFailure(shard: Shard, delivered: number): Promise<void> {
+    if (delivered > 0) shard.attempts = 0;
+    shard.attempts += 1;
+    if (shard.limit === 1 && shard.attempts >= this.maxAttempts) {
+      const [head] = shard.queue.splice(0, 1);
+      shard.attempts = 0;
+      shard.limit = this.batchSize;
+      this.counts.setAside += 1;
+      await this.options
+        .setAside(head!.change, `failed ${this.maxAttempts} deliveries`)
+        .catch((error: unknown) => this.options.onError(error));
+      return;
+    }
+    if (delivered === 0) shard.limit = Math.max(1, Math.ceil(shard.limit / 2));
+    const delay = Math.min(2000, this.retryDelayMs * 2 ** (shard.attempts - 1));
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+
+  private async pump(shard: Shard): Promise<void> {
+    shard.delivering = true;
+    try {
+      while (shard.queue.length > 0 && !this.closed) {
+        const batch = shard.queue.slice(0, shard.limit);
+        const delivered = await this.deliverOnce(shard, batch);
+        if (delivered > 0) this.done(shard, delivered);
+        if (delivered === batch.length) {
+          shard.limit = this.batchSize;
+          shard.attempts = 0;
+        } else await this.afterFailure(shard, delivered);
+      }
+    } finally {
+      shard.delivering = false;
+    }
+    if (shard.queue.length > 0) this.schedule(shard);
+    else if (!this.busy()) {
+      for (const resolve of this.idle) resolve();
+      this.idle = [];
+    }
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * `usage replay <log file>`: writes back the usage records a log holds because their write
+ * failed (shared/api/middlewares/record-usage.ts logs them whole). The file is read line by
+ * line, 100 records at a time: memory stays flat whatever its size. Each record goes only into
+ * the branch and key it names, once that key is known to belong to that branch; records
+ * already stored are left alone, so a second run (or a run resumed after a failure) writes
+ * nothing twice and the stream carries each call once (docs/usage-rollups.md "Replay").
+ */
+import { createReadStream } from 'node:fs';
+import { access } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { UsageRecord } from '../../shared/data/repositories/usage';
+import { UsageRecordSchema } from '../../shared/lambda/usage-stream';
+import type { OperatorContext } from './context';
+import { OperatorError } from './operations';
+import { usageRetentionDays, type Env } from './usage-rollups';
+
+export const USAGE_NOT_STORED_MESSAGE = 'Usage record not stored';
+/** Records checked and written together: one BatchGetItem, four BatchWriteItems. */
+export const REPLAY_BATCH = 100;
+
+export interface ReplaySkip {
+  line: number;
+  reason: string;
+}
+
+export interface ReplayResult {
+  file: string;
+  /** Lines read (from `from_line`). */
+  lines: number;
+  from_line: number;
+  /** Usage records found in error-level "Usage record not stored" lines. */
+  found: number;
+  /** Written back by this run. */
+  stored: number;
+  /** Found but stored already (an earlier run, or the write had not failed after all). */
+  already_stored: number;
+  /**
+   * Lines reported and skipped: a record that is not valid, or whose key is unknown or of another
+   * branch. The first MAX_SKIPS_LISTED are listed; `skipped_count` counts them all.
+   */
+  skipped: ReplaySkip[];
+  skipped_count: number;
+}
+
+export const MAX_SKIPS_LISTED = 1000;
+const KEY_CACHE_LIMIT = 10_000;
+const skip = (result: ReplayResult, entry: ReplaySkip) => {
+  result.skipped_count += 1;
+  if (result.skipped.length < MAX_SKIPS_LISTED) result.skipped.push(entry);
+};
+
+export interface ReplayOptions {
+  /** First line to read (1-based): resume where a run stopped. @default 1 */
+  fromLine?: number;
+  env?: Env;
+  /** Called after each batch. */
+  onProgress?: (progress: { lines: number; found: number; stored: number }) => void;
+}
+
+/** A JSON log line, alone or after a CloudWatch prefix (`<time>\t<request id>\t{...}`). */
+const parseLogLine = (line: string): Record<string, unknown> | undefined => {
+  const start = line.indexOf('{');
+  if (start === -1) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(line.slice(start));
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * What one line holds: nothing to replay (any other log line), a record, or a reason it is bad
+ * (a "not stored" entry whose record is not a usage record, or such a line cut short).
+ */
+export const readLogLine = (line: string): UsageRecord | string | undefined => {
+  const entry = parseLogLine(line);
+  if (!entry) return line.includes(USAGE_NOT_STORED_MESSAGE) ? 'not a JSON log entry' : undefined;
+  if (entry.message !== USAGE_NOT_STORED_MESSAGE || String(entry.level).toUpperCase() !== 'ERROR') return undefined;
+  const parsed = UsageRecordSchema.safeParse(entry.usage_record);
+  if (parsed.success) return parsed.data;
+  return `not a valid usage record (${parsed.error.issues.map((issue) => issue.path.join('.') || 'record').join(', ')})`;
+};
+
+/** Writes one batch: records of keys that exist in the branch they name, not stored already. */
+const writeBatch = async (
+  ctx: OperatorContext,
+  batch: { line: number; record: UsageRecord }[],
+  keyBranches: Map<string, string | null>,
+  retentionDays: number,
+  result: ReplayResult,
+) => {
+  const accepted: UsageRecord[] = [];
+  const keptSince = new Date(Date.now() - retentionDays * 86_400_000).toISOString();
+  for (const { line, record } of batch) {
+    if (record.timestamp < keptSince) {
+      // Stored again, it would be a new insert of a call the rollups already counted.
+      skip(result, { line, reason: `older than usage records are kept (${retentionDays} days)` });
+      continue;
+    }
+    if (!keyBranches.has(record.key_id)) {
+      // A cache of the keys seen, bounded: a file naming more keys than that looks them up again.
+      if (keyBranches.size >= KEY_CACHE_LIMIT) keyBranches.clear();
+      keyBranches.set(record.key_id, (await ctx.keys.getById(record.key_id))?.branch_id ?? null);
+    }
+    const owner = keyBranches.get(record.key_id);
+    if (owner === record.branch_id) accepted.push(record);
+    else skip(result, { line, reason: owner ? 'the key belongs to another branch' : 'unknown key' });
+  }
+  const stored = await ctx.usage.storedAlready(accepted);
+  const fresh = [...new Map(accepted.filter((r) => !stored.has(r.request_id)).map((r) => [r.request_id, r])).values()];
+  // Four BatchWriteItems of 25 in flight at once (each retries its own unprocessed items).
+  const writes: Promise<void>[] = [];
+  for (let i = 0; i < fresh.length; i += 25) writes.push(ctx.usage.putBatch(fresh.slice(i, i + 25), retentionDays));
+  await Promise.all(writes);
+  result.stored += fresh.length;
+  result.already_stored += accepted.length - fresh.length;
+};
+
+export const replayUsageLog = async (
+  ctx: OperatorContext,
+  file: string,
+  { fromLine = 1, env = process.env, onProgress }: ReplayOptions = {},
+): Promise<ReplayResult> => {
+  if (!Number.isInteger(fromLine) || fromLine < 1) throw new OperatorError('--from-line must be a whole number from 1');
+  try {
+    await access(file);
+  } catch (error) {
+    throw new OperatorError(`Cannot read log file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  const result: ReplayResult = {
+    file,
+    lines: 0,
+    from_line: fromLine,
+    found: 0,
+    stored: 0,
+    already_stored: 0,
+    skipped: [],
+    skipped_count: 0,
+  };
+  const retentionDays = usageRetentionDays(env);
+  const keyBranches = new Map<string, string | null>();
+  let batch: { line: number; record: UsageRecord }[] = [];
+  const flush = async () => {
+    await writeBatch(ctx, batch, keyBranches, retentionDays, result);
+    batch = [];
+    onProgress?.({ lines: result.lines, found: result.found, stored: result.stored });
+  };
+  let number = 0;
+  for await (const line of createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity })) {
+    number += 1;
+    if (number < fromLine) continue;
+    result.lines += 1;
+    const read = readLogLine(line);
+    if (typeof read === 'string') skip(result, { line: number, reason: read });
+    else if (read) {
+      result.found += 1;
+      batch.push({ line: number, record: read });
+      if (batch.length >= REPLAY_BATCH) await flush();
+    }
+  }
+  if (batch.length > 0) await flush();
+  result.skipped.sort((a, b) => a.line - b.line);
+  return result;
+};
