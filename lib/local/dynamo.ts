@@ -11,6 +11,49 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listen } from './listen';
 import dynalite from 'dynalite';
+import { createRequire } from 'node:module';
+
+interface StoreOperation {
+  type: string;
+  key: unknown;
+  value?: unknown;
+}
+interface MemoryLevelPrototype {
+  _put(key: unknown, value: unknown, options: unknown): Promise<void>;
+  _batch(operations: StoreOperation[], options: unknown): Promise<void>;
+}
+
+/** A Buffer that owns its memory: a small Buffer is a slice of a shared 8 KB pool slab. */
+const unpooled = (value: unknown): unknown => {
+  if (!Buffer.isBuffer(value) || value.byteLength === value.buffer.byteLength) return value;
+  const own = Buffer.allocUnsafeSlow(value.byteLength);
+  value.copy(own);
+  return own;
+};
+
+/**
+ * dynalite keeps its in-memory data in memory-level, which stores every key and value as the
+ * Buffer its encoder made: for a small item, a slice of Node's shared 8 KB allocation pool. One
+ * kept slice keeps its whole slab alive, so the store pinned every slab the process filled (HTTP
+ * bodies, JSON, the SDK): `npm start` grew by about 18 KB per request, in arrayBuffers
+ * (docs/capacity.md "Local stack"). Stored copies own exactly their bytes. Patched once, on the
+ * memory-level dynalite itself loads.
+ */
+const storeOwnedBuffers = (): void => {
+  const load = createRequire(createRequire(import.meta.url).resolve('dynalite'));
+  const { MemoryLevel } = load('memory-level') as { MemoryLevel: { prototype: MemoryLevelPrototype } };
+  const proto = MemoryLevel.prototype as MemoryLevelPrototype & { ownedBuffers?: true };
+  if (proto.ownedBuffers) return;
+  const { _put: put, _batch: batch } = proto;
+  proto._put = function (key, value, options) {
+    return put.call(this, unpooled(key), unpooled(value), options);
+  };
+  proto._batch = function (operations, options) {
+    const owned = operations.map((op) => ({ ...op, key: unpooled(op.key), value: unpooled(op.value) }));
+    return batch.call(this, owned, options);
+  };
+  proto.ownedBuffers = true;
+};
 
 export interface EmbeddedDynamo {
   /** `http://127.0.0.1:<port>` */
@@ -54,6 +97,7 @@ export const refuse = (response: ServerResponse): void => {
 };
 
 export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): Promise<EmbeddedDynamo> => {
+  storeOwnedBuffers();
   const server = dynalite({
     createTableMs: 0,
     deleteTableMs: 0,
