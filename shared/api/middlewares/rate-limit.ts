@@ -33,7 +33,9 @@ interface Window {
   readonly policy: RateLimit;
   /** Epoch milliseconds at which the window ends. */
   readonly endsAt: number;
-  /** The counter update, started in `before`; settled by `after` or `onError`. */
+  /** A revoked or expired key: counted and limited, but its refusal stays its own when under the limit. */
+  readonly refusedKey: boolean;
+  /** The counter update, started in `before` (or `onError` for a refused key); settled once. */
   count?: Promise<Count>;
   settled?: boolean;
 }
@@ -56,17 +58,25 @@ const refusal = (context: ApiContext, window: Window, at: number) => {
 };
 
 /**
- * Per-key fixed-window rate limit (docs/decisions.md "Rate limits"). Runs right after
- * `authenticate`, so it sees only keys that are neither revoked nor expired. `before` starts the
- * counter's UpdateItem without waiting for it, so it runs alongside the handler's data read;
- * `after`/`onError` wait for it and turn the answer into a 429 when the key is over its limit.
- * A key this container already saw over its limit is answered 429 in `before` until its window
- * ends, without the data read and without counting. If the counter fails the call proceeds
- * (fail open) with a log line and a metric.
+ * Per-key fixed-window rate limit (docs/capacity.md "Per key"). Runs right after `authenticate`.
+ * `before` starts the counter's UpdateItem without waiting for it, so it runs alongside the
+ * handler's data read; `after`/`onError` wait for it and turn the answer into a 429 when the key
+ * is over its limit.
+ *
+ * Under abuse: once this container has seen a key's window used up (a count that reached the
+ * limit: the counter only grows within a window, so it would refuse every later call), it answers
+ * 429 from memory until the window ends, without counting or reading data. A flood therefore
+ * costs at most `limit + containers` counter writes per window, far below what the counter item
+ * takes, and cannot throttle it into failing open. If the counter fails for a real fault the call
+ * proceeds (fail open) with a log line and a metric.
+ *
+ * A revoked or expired key is counted and limited like a live one (`authenticate` put it on the
+ * context before refusing it): under its limit it gets its 401, without rate-limit fields; past it
+ * a 429, answered from memory once known, so its flood gets no more capacity than a live key's.
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const { counter, defaultLimit, logger, metrics, now, maxRemembered } = { ...defaults, ...opts };
-  /** key_id → epoch ms at which its used-up window ends. */
+  /** key_id → epoch ms at which its used-up window ends. Bounded by `maxRemembered`. */
   const usedUp = new Map<string, number>();
   const windows = new WeakMap<ApiContext, Window>();
 
@@ -78,7 +88,8 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     usedUp.set(keyId, endsAt);
   };
 
-  const rateLimitBefore = ({ context }: ApiRequest): void => {
+  /** Opens the call's window and starts counting it; throws the 429 when the window is known used up. */
+  const start = (context: ApiContext, refusedKey: boolean): void => {
     const { apiKey } = context;
     if (!apiKey) return;
     // The window of the moment the request arrived: the one its usage record's timestamp falls in.
@@ -86,9 +97,9 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     const policy = rateLimitOf(apiKey.rate_limit, defaultLimit);
     const windowMs = policy.windowSeconds * 1000;
     const startsAt = Math.floor(at / windowMs) * windowMs;
-    const window: Window = { keyId: apiKey.key_id, policy, endsAt: startsAt + windowMs };
+    const window: Window = { keyId: apiKey.key_id, policy, endsAt: startsAt + windowMs, refusedKey };
     windows.set(context, window);
-    setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
+    if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
     const until = usedUp.get(window.keyId);
     if (until !== undefined && until > at) throw refusal(context, window, at);
     usedUp.delete(window.keyId);
@@ -111,13 +122,16 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
       metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
       return undefined;
     }
-    if (result.count <= window.policy.limit) {
+    // Reached: every later call of this window would be over it.
+    if (result.count >= window.policy.limit) remember(window.keyId, window.endsAt, at);
+    if (result.count > window.policy.limit) return refusal(context, window, at);
+    if (!window.refusedKey) {
       setHeaders(context, { RateLimit: remainingField(window.policy.limit - result.count, window, at) });
-      return undefined;
     }
-    remember(window.keyId, window.endsAt, at);
-    return refusal(context, window, at);
+    return undefined;
   };
+
+  const rateLimitBefore = ({ context }: ApiRequest): void => start(context, false);
 
   const rateLimitAfter = async ({ context }: ApiRequest): Promise<void> => {
     const refused = await settle(context);
@@ -126,7 +140,17 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   };
 
   const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
-    const refused = await settle(request.context);
+    const { context } = request;
+    // A key `authenticate` found and refused (revoked or expired) never reached `before`.
+    if (context.apiKey && !windows.has(context)) {
+      try {
+        start(context, true);
+      } catch (fromMemory) {
+        request.error = fromMemory as Error;
+        return;
+      }
+    }
+    const refused = await settle(context);
     if (refused) request.error = refused;
   };
 
