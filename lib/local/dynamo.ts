@@ -10,49 +10,36 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listen } from './listen';
-import dynalite from 'dynalite';
+import type dynaliteServer from 'dynalite';
 import { createRequire } from 'node:module';
 
-interface StoreOperation {
-  type: string;
-  key: unknown;
-  value?: unknown;
-}
-interface MemoryLevelPrototype {
-  _put(key: unknown, value: unknown, options: unknown): Promise<void>;
-  _batch(operations: StoreOperation[], options: unknown): Promise<void>;
-}
-
-/** A Buffer that owns its memory: a small Buffer is a slice of a shared 8 KB pool slab. */
-const unpooled = (value: unknown): unknown => {
-  if (!Buffer.isBuffer(value) || value.byteLength === value.buffer.byteLength) return value;
-  const own = Buffer.allocUnsafeSlow(value.byteLength);
-  value.copy(own);
-  return own;
-};
+type Dynalite = typeof dynaliteServer;
+type MemoryLevelClass = new (options?: Record<string, unknown>) => object;
 
 /**
- * dynalite keeps its in-memory data in memory-level, which stores every key and value as the
- * Buffer its encoder made: for a small item, a slice of Node's shared 8 KB allocation pool. One
+ * dynalite keeps its in-memory data in memory-level, whose default store encoding keeps every key
+ * and value as a Buffer: a small one is a slice of Node's shared 8 KB allocation pool, and one
  * kept slice keeps its whole slab alive, so the store pinned every slab the process filled (HTTP
- * bodies, JSON, the SDK): `npm start` grew by about 18 KB per request, in arrayBuffers
- * (docs/capacity.md "Local stack"). Stored copies own exactly their bytes. Patched once, on the
- * memory-level dynalite itself loads.
+ * bodies, JSON, the SDK): `npm start` grew by about 18 KB per request. Owned copies still cost a
+ * separate allocation per key and value (about 6 KB of RSS per call). With memory-level's `utf8`
+ * store encoding, keys and values are plain strings on the heap: about what the data weighs
+ * (docs/capacity.md "Local stack"). dynalite takes no store option, so the class it constructs is
+ * swapped before dynalite is first loaded; its keys are ASCII, where string and byte order agree.
  */
-const storeOwnedBuffers = (): void => {
-  const load = createRequire(createRequire(import.meta.url).resolve('dynalite'));
-  const { MemoryLevel } = load('memory-level') as { MemoryLevel: { prototype: MemoryLevelPrototype } };
-  const proto = MemoryLevel.prototype as MemoryLevelPrototype & { ownedBuffers?: true };
-  if (proto.ownedBuffers) return;
-  const { _put: put, _batch: batch } = proto;
-  proto._put = function (key, value, options) {
-    return put.call(this, unpooled(key), unpooled(value), options);
-  };
-  proto._batch = function (operations, options) {
-    const owned = operations.map((op) => ({ ...op, key: unpooled(op.key), value: unpooled(op.value) }));
-    return batch.call(this, owned, options);
-  };
-  proto.ownedBuffers = true;
+const loadDynalite = async (): Promise<Dynalite> => {
+  const fromDynalite = createRequire(createRequire(import.meta.url).resolve('dynalite'));
+  const memoryLevel = fromDynalite('memory-level') as { MemoryLevel: MemoryLevelClass & { stringStore?: true } };
+  if (!memoryLevel.MemoryLevel.stringStore) {
+    const Original = memoryLevel.MemoryLevel;
+    class StringStore extends Original {
+      static override readonly stringStore = true as const;
+      constructor(options: Record<string, unknown> = {}) {
+        super({ storeEncoding: 'utf8', ...options });
+      }
+    }
+    memoryLevel.MemoryLevel = StringStore;
+  }
+  return ((await import('dynalite')) as { default: Dynalite }).default;
 };
 
 export interface EmbeddedDynamo {
@@ -61,7 +48,6 @@ export interface EmbeddedDynamo {
   port: number;
   close(): Promise<void>;
 }
-
 export interface EmbeddedDynamoOptions {
   /** 0 picks a free port. @default 0 */
   port?: number;
@@ -97,7 +83,7 @@ export const refuse = (response: ServerResponse): void => {
 };
 
 export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): Promise<EmbeddedDynamo> => {
-  storeOwnedBuffers();
+  const dynalite = await loadDynalite();
   const server = dynalite({
     createTableMs: 0,
     deleteTableMs: 0,
