@@ -57,6 +57,22 @@ const refusal = (context: ApiContext, window: Window, at: number) => {
   return rateLimited(secondsUntil(window.endsAt, at), fields);
 };
 
+/** key_id → epoch ms at which its used-up window ends; at most `max` keys, expired ones dropped first. */
+const usedUpWindows = (max: number) => {
+  const until = new Map<string, number>();
+  return {
+    get: (keyId: string) => until.get(keyId),
+    forget: (keyId: string) => until.delete(keyId),
+    remember: (keyId: string, endsAt: number, at: number): void => {
+      if (until.size >= max) {
+        for (const [id, end] of until) if (end <= at) until.delete(id);
+        if (until.size >= max) until.clear();
+      }
+      until.set(keyId, endsAt);
+    },
+  };
+};
+
 /**
  * Per-key fixed-window rate limit (docs/capacity.md "Per key"). Runs right after `authenticate`.
  * `before` starts the counter's UpdateItem without waiting for it, so it runs alongside the
@@ -76,17 +92,8 @@ const refusal = (context: ApiContext, window: Window, at: number) => {
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const { counter, defaultLimit, logger, metrics, now, maxRemembered } = { ...defaults, ...opts };
-  /** key_id → epoch ms at which its used-up window ends. Bounded by `maxRemembered`. */
-  const usedUp = new Map<string, number>();
+  const usedUp = usedUpWindows(maxRemembered);
   const windows = new WeakMap<ApiContext, Window>();
-
-  const remember = (keyId: string, endsAt: number, at: number): void => {
-    if (usedUp.size >= maxRemembered) {
-      for (const [id, until] of usedUp) if (until <= at) usedUp.delete(id);
-      if (usedUp.size >= maxRemembered) usedUp.clear();
-    }
-    usedUp.set(keyId, endsAt);
-  };
 
   /** Opens the call's window and starts counting it; throws the 429 when the window is known used up. */
   const start = (context: ApiContext, refusedKey: boolean): void => {
@@ -102,7 +109,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
     const until = usedUp.get(window.keyId);
     if (until !== undefined && until > at) throw refusal(context, window, at);
-    usedUp.delete(window.keyId);
+    usedUp.forget(window.keyId);
     window.count = counter.increment(window.keyId, startsAt / 1000, policy.windowSeconds).then(
       (count) => ({ count }),
       (error: unknown) => ({ error }),
@@ -123,7 +130,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
       return undefined;
     }
     // Reached: every later call of this window would be over it.
-    if (result.count >= window.policy.limit) remember(window.keyId, window.endsAt, at);
+    if (result.count >= window.policy.limit) usedUp.remember(window.keyId, window.endsAt, at);
     if (result.count > window.policy.limit) return refusal(context, window, at);
     if (!window.refusedKey) {
       setHeaders(context, { RateLimit: remainingField(window.policy.limit - result.count, window, at) });
