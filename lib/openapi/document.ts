@@ -153,7 +153,7 @@ const header = (description: string, schema: Json): Json => ({ description, requ
 
 /**
  * The rate-limit fields (draft-ietf-httpapi-ratelimit-headers). Not required on most responses: a
- * call refused before its key is known is not counted; a revoked or expired key's 401 carries neither.
+ * call refused before its key is known, or made with a revoked or expired key, is not counted.
  */
 const RATE_LIMIT_HEADERS: Record<string, Json> = {
   'RateLimit-Policy': {
