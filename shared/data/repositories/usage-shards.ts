@@ -17,6 +17,26 @@ export const usageShardOf = (requestId: string, shards = USAGE_WRITE_SHARDS): nu
   return (hash >>> 0) % shards;
 };
 
+/**
+ * At most `max` calls of `work` at once; the rest wait their turn. Shared by one repository, so
+ * however many keys a caller reads at once (an audit of a whole page), the shard queries in flight
+ * stay bounded instead of opening a connection each.
+ */
+export const createGate = (max: number) => {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(work: () => Promise<T>): Promise<T> => {
+    while (active >= max) await new Promise<void>((resolve) => waiting.push(resolve));
+    active += 1;
+    try {
+      return await work();
+    } finally {
+      active -= 1;
+      waiting.shift()?.();
+    }
+  };
+};
+
 /** One page of one shard, newest first: its items and, when it has more, the key to read on from. */
 export interface ShardPage {
   items: Item[];
@@ -34,7 +54,7 @@ interface ShardState extends ShardPage {
 const SHARD_READS_AT_ONCE = 4;
 
 /** `work` over `inputs`, at most SHARD_READS_AT_ONCE at a time, results in input order. */
-const bounded = async <I, O>(inputs: readonly I[], work: (input: I) => Promise<O>): Promise<O[]> => {
+export const inTurn = async <I, O>(inputs: readonly I[], work: (input: I) => Promise<O>): Promise<O[]> => {
   const results: O[] = new Array<O>(inputs.length);
   let next = 0;
   const worker = async () => {
@@ -62,7 +82,7 @@ export const mergeNewestFirst = async (
   limit: number,
   shards = USAGE_WRITE_SHARDS,
 ): Promise<{ items: Item[]; more: boolean }> => {
-  const states: ShardState[] = await bounded(
+  const states: ShardState[] = await inTurn(
     Array.from({ length: shards }, (_, shard) => shard),
     async (shard) => ({ shard, ...(await read(shard)) }),
   );
@@ -79,7 +99,7 @@ export const mergeNewestFirst = async (
       const items = final.sort(newestFirst).slice(0, limit);
       return { items, more: open.length > 0 || buffered.length > items.length };
     }
-    await bounded(
+    await inTurn(
       open.filter((state) => sortKeyOf(state.lastKey!) === boundary),
       async (state) => {
         const page = await read(state.shard, state.lastKey);

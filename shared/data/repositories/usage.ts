@@ -1,8 +1,8 @@
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
-import { USAGE_BY_KEY_INDEX } from '../tables';
+import { USAGE_BY_KEY_INDEX, USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
-import { mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
+import { createGate, inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
 
 export type { UsageRecord };
 
@@ -74,7 +74,12 @@ interface ShardedRead {
   attributes?: readonly string[];
 }
 
+/** Shard queries one repository has in flight at most (usage-shards.ts createGate). */
+const SHARD_QUERIES_IN_FLIGHT = 32;
+
 export class UsageRepository extends DynamoRepository {
+  private readonly gate = createGate(SHARD_QUERIES_IN_FLIGHT);
+
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
     await this.run('PutItem', (abortSignal) =>
@@ -114,23 +119,53 @@ export class UsageRepository extends DynamoRepository {
   }
 
   /**
-   * The route templates a key's calls used, newest calls first, reading at most `maxRecords`
-   * records (route only, through the by-key index). `complete` is false when there were more.
+   * The route templates a key's calls used, reading at most about `maxRecords` of its newest
+   * records (route only, through the by-key index). Order does not matter here, so each shard is
+   * read on its own, newest first, up to an equal share: records spread evenly over the shards
+   * (by request id), so the shares together are the key's newest calls, give or take a few, and
+   * nothing is read twice. `complete` is false when a shard had more.
    */
   async routesUsed(keyId: string, maxRecords: number): Promise<{ routes: Set<string>; complete: boolean }> {
     const routes = new Set<string>();
-    let read = 0;
-    let before: string | undefined;
-    let more: boolean;
-    do {
-      const limit = Math.min(1000, maxRecords - read);
-      const page = await this.readMerged({ keyId, limit, attributes: ['route'], ...(before ? { before } : {}) });
-      for (const item of page.items) if (typeof item.route === 'string') routes.add(item.route);
-      read += page.items.length;
-      before = page.items.at(-1)?.sk as string | undefined;
-      more = page.more && before !== undefined;
-    } while (more && read < maxRecords);
-    return { routes, complete: !more };
+    const share = Math.max(1, Math.ceil(maxRecords / USAGE_WRITE_SHARDS));
+    let complete = true;
+    const shards = Array.from({ length: USAGE_WRITE_SHARDS }, (_, shard) => shard);
+    await inTurn(shards, async (shard) => {
+      let read = 0;
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await this.keyShardPage(keyId, shard, Math.min(1000, share - read), startKey);
+        for (const item of page.Items ?? []) if (typeof item.route === 'string') routes.add(item.route);
+        read += page.Items?.length ?? 0;
+        startKey = page.LastEvaluatedKey;
+      } while (startKey && read < share);
+      if (startKey) complete = false;
+    });
+    return { routes, complete };
+  }
+
+  /** One page of one shard of a key's records, newest first, route only. */
+  private keyShardPage(keyId: string, shard: number, limit: number, startKey?: Record<string, unknown>) {
+    return this.gate(() => this.keyShardQuery(keyId, shard, limit, startKey));
+  }
+
+  private keyShardQuery(keyId: string, shard: number, limit: number, startKey?: Record<string, unknown>) {
+    return this.run('Query', (abortSignal) =>
+      this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: USAGE_BY_KEY_INDEX,
+          KeyConditionExpression: 'key_pk = :pk',
+          ExpressionAttributeValues: { ':pk': `${keyId}#${shard}` },
+          ScanIndexForward: false,
+          Limit: limit,
+          ProjectionExpression: '#route',
+          ExpressionAttributeNames: { '#route': 'route' },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+        { abortSignal },
+      ),
+    );
   }
 
   /**
@@ -155,27 +190,29 @@ export class UsageRepository extends DynamoRepository {
     const filtered = byKey && branchId !== undefined;
     const names = attributes ? Object.fromEntries(attributes.map((name, i) => [`#a${i}`, name])) : undefined;
     const read: ShardReader = async (shard, startKey) => {
-      const page = await this.run('Query', (abortSignal) =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            ...(byKey ? { IndexName: USAGE_BY_KEY_INDEX } : {}),
-            KeyConditionExpression: `${byKey ? 'key_pk' : 'pk'} = :pk${range}`,
-            ...(filtered ? { FilterExpression: 'branch_id = :branch' } : {}),
-            ExpressionAttributeValues: {
-              ':pk': `${byKey ? keyId : branchId}#${shard}`,
-              ...(sinceKey === undefined ? {} : { ':since': sinceKey }),
-              ...(before === undefined ? {} : { ':before': before }),
-              ...(filtered ? { ':branch': branchId } : {}),
-            },
-            ...(names
-              ? { ProjectionExpression: ['sk', ...Object.keys(names)].join(', '), ExpressionAttributeNames: names }
-              : {}),
-            ScanIndexForward: false,
-            Limit: limit + 1,
-            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-          }),
-          { abortSignal },
+      const page = await this.gate(() =>
+        this.run('Query', (abortSignal) =>
+          this.client.send(
+            new QueryCommand({
+              TableName: this.tableName,
+              ...(byKey ? { IndexName: USAGE_BY_KEY_INDEX } : {}),
+              KeyConditionExpression: `${byKey ? 'key_pk' : 'pk'} = :pk${range}`,
+              ...(filtered ? { FilterExpression: 'branch_id = :branch' } : {}),
+              ExpressionAttributeValues: {
+                ':pk': `${byKey ? keyId : branchId}#${shard}`,
+                ...(sinceKey === undefined ? {} : { ':since': sinceKey }),
+                ...(before === undefined ? {} : { ':before': before }),
+                ...(filtered ? { ':branch': branchId } : {}),
+              },
+              ...(names
+                ? { ProjectionExpression: ['sk', ...Object.keys(names)].join(', '), ExpressionAttributeNames: names }
+                : {}),
+              ScanIndexForward: false,
+              Limit: limit + 1,
+              ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+            }),
+            { abortSignal },
+          ),
         ),
       );
       const items = (page.Items ?? []).filter((item) => item.sk !== before);
