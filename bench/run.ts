@@ -331,7 +331,20 @@ if (unknownParts.length > 0 || selected.length === 0) {
 const loadBefore = load();
 log(`load average ${loadBefore.join(' / ')} on ${cpus().length} CPUs`);
 const results: Partial<Record<PartName, unknown>> = {};
-for (const name of selected) results[name] = await PARTS[name]();
+// A part that fails (an error path, a fail-open, a crash) is a failed row and a non-zero exit,
+// and the figures of the other parts are still written.
+const failedParts: string[] = [];
+for (const name of selected) {
+  try {
+    results[name] = await PARTS[name]();
+  } catch (error) {
+    failedParts.push(name);
+    const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 160);
+    log(`part ${name} FAILED: ${message}`);
+    row(`Part ${name} failed: ${message.replaceAll('|', '/')}`, 'failed', 'completes', false);
+  }
+}
+if (failedParts.length > 0) process.exitCode = 1;
 
 const loadAfter = load();
 const commit = (() => {
