@@ -208,7 +208,8 @@ export class UsageRepository extends DynamoRepository {
                 ? { ProjectionExpression: ['sk', ...Object.keys(names)].join(', '), ExpressionAttributeNames: names }
                 : {}),
               ScanIndexForward: false,
-              Limit: limit + 1,
+              // An even share and one more: records spread evenly; the merge reads on where they don't.
+              Limit: Math.ceil(limit / USAGE_WRITE_SHARDS) + 1,
               ...(startKey ? { ExclusiveStartKey: startKey } : {}),
             }),
             { abortSignal },
