@@ -31,8 +31,8 @@ interface MemorySample {
 const settings = {
   sequentialWarmup: Number(process.env.BENCH_SEQ_WARMUP ?? 30),
   sequentialRequests: Number(process.env.BENCH_SEQ_REQUESTS ?? 400),
-  /** The bare harness's latency is for reference only. */
-  sequentialBareRequests: Number(process.env.BENCH_SEQ_BARE_REQUESTS ?? 200),
+  /** As many as the gateway's: the end-to-end ratio compares the two. */
+  sequentialBareRequests: Number(process.env.BENCH_SEQ_BARE_REQUESTS ?? 400),
   throughputSeconds: Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 5),
   throughputRounds: Number(process.env.BENCH_THROUGHPUT_ROUNDS ?? 2),
   connections: 8,
@@ -40,13 +40,19 @@ const settings = {
   memoryBatches: Number(process.env.BENCH_MEMORY_BATCHES ?? 10),
 };
 
-/** One GET over a keep-alive connection; resolves with the status and the time to the last byte, in ms. */
-const get = (agent: Agent, url: string, key: string): Promise<{ status: number; ms: number }> =>
+/** One GET over a keep-alive connection; resolves with the status, the limiter's field and the time to the last byte, in ms. */
+const get = (agent: Agent, url: string, key: string): Promise<{ status: number; counted: boolean; ms: number }> =>
   new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
     const req = httpRequest(url, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
       res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Number(process.hrtime.bigint() - start) / 1e6 }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          counted: res.headers.ratelimit !== undefined,
+          ms: Number(process.hrtime.bigint() - start) / 1e6,
+        }),
+      );
       res.on('error', reject);
     });
     req.setTimeout(10_000, () => req.destroy(new Error(`GET ${url} timed out`)));
@@ -54,13 +60,16 @@ const get = (agent: Agent, url: string, key: string): Promise<{ status: number; 
     req.end();
   });
 
-const sequential = async (baseUrl: string, key: string, path: string, requests: number) => {
+/** With `counted`, a response without the limiter's remaining count took the fail-open path: the bench stops. */
+const sequential = async (baseUrl: string, key: string, path: string, requests: number, counted = false) => {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const times: number[] = [];
   try {
     for (let i = 0; i < settings.sequentialWarmup + requests; i += 1) {
-      const { status, ms } = await get(agent, `${baseUrl}${path}`, key);
+      const result = await get(agent, `${baseUrl}${path}`, key);
+      const { status, ms } = result;
       if (status !== 200) throw new Error(`GET ${path} answered ${status}`);
+      if (counted && !result.counted) throw new Error(`GET ${path} took the rate limiter's fail-open path`);
       if (i >= settings.sequentialWarmup) times.push(ms);
     }
   } finally {
@@ -139,12 +148,16 @@ export const runEndToEnd = async () => {
     await load(gateway.ready.baseUrl, key, { amount: 400 });
     await load(bare.ready.baseUrl, key, { amount: 400 });
 
-    const latency: Record<string, { gateway: { p50: number; p99: number }; bare: { p50: number; p99: number } }> = {};
+    const latency: Record<
+      string,
+      { gateway: { p50: number; p99: number }; bare: { p50: number; p99: number }; ratio: number }
+    > = {};
     for (const one of ENDPOINTS) {
-      latency[one.name] = {
-        gateway: await sequential(gateway.ready.baseUrl, key, one.path, settings.sequentialRequests),
+      const measured = {
+        gateway: await sequential(gateway.ready.baseUrl, key, one.path, settings.sequentialRequests, true),
         bare: await sequential(bare.ready.baseUrl, key, one.path, settings.sequentialBareRequests),
       };
+      latency[one.name] = { ...measured, ratio: round(measured.gateway.p50 / measured.bare.p50, 2) };
     }
 
     // Alternating rounds, so a change in machine load falls on both sides alike.

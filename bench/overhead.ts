@@ -18,7 +18,7 @@ import { buildContext, buildEvent } from '../lib/local/events';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import type { ApiEvent, ApiResponse } from '../shared/api/http/response';
 import type { ApiContext } from '../shared/api/middlewares';
-import { branchData, config, documentClient, keys, usage } from '../shared/lambda/runtime';
+import { branchData, config, documentClient, keys, rateLimits, usage } from '../shared/lambda/runtime';
 import { createBareRequest } from './lib/bare';
 import { benchKey, demoBranch, ENDPOINTS, providerId, type EndpointName } from './lib/fixtures';
 import { createResponder, useResponder } from './lib/responder';
@@ -97,8 +97,12 @@ const paired = async (
   return { pairs: diffs.length, a: stats(aTimes), b: stats(bTimes), diff: stats(diffs) };
 };
 
-/** Invokes `fn` with a fresh event and context (built outside the timed part) and checks for a 200. */
-const invoker = (fn: Fn, endpoint: (typeof ENDPOINTS)[number]) => {
+/**
+ * Invokes `fn` with a fresh event and context (built outside the timed part) and checks for a 200.
+ * With `counted`, the response must carry the limiter's remaining count: without it the counter
+ * call failed and the request took the fail-open path, which the bare baseline does not pay for.
+ */
+const invoker = (fn: Fn, endpoint: (typeof ENDPOINTS)[number], counted = false) => {
   let next = request(endpoint);
   return async () => {
     const [event, context] = next;
@@ -106,12 +110,26 @@ const invoker = (fn: Fn, endpoint: (typeof ENDPOINTS)[number]) => {
     next = request(endpoint);
     if (response.statusCode !== 200)
       throw new Error(`${endpoint.name} answered ${response.statusCode}: ${response.body}`);
+    if (counted && !response.headers?.RateLimit) {
+      throw new Error(`${endpoint.name} took the rate limiter's fail-open path: the bench measures an error path`);
+    }
   };
+};
+
+/** The bench is void if any call of any request went down an error path (fail open, usage not stored). */
+const assertAnswered = () => {
+  if (responder.unanswered.length > 0) {
+    throw new Error(`The bench responder could not answer ${[...new Set(responder.unanswered)].join(', ')}`);
+  }
 };
 
 const results = [];
 for (const endpoint of ENDPOINTS) {
-  const { pairs, a, b, diff } = await paired(invoker(full[endpoint.name], endpoint), invoker(bare(endpoint), endpoint));
+  const { pairs, a, b, diff } = await paired(
+    invoker(full[endpoint.name], endpoint, true),
+    invoker(bare(endpoint), endpoint),
+  );
+  assertAnswered();
   results.push({ endpoint: endpoint.name, pairs, full: a, bare: b, overhead: diff });
 }
 
@@ -154,11 +172,13 @@ stub(branchData, 'listMembers', captured.ListMembers);
 stub(branchData, 'listActiveProviders', captured.ListPaymentProviders);
 stub(branchData, 'getActiveProvider', captured.GetPaymentProvider);
 stub(usage, 'put', undefined);
+stub(rateLimits, 'increment', 1);
 for (const endpoint of ENDPOINTS) {
   const data = captured[endpoint.name];
   const stubbedBare: Fn = async () => {
     await Promise.resolve(captured.key);
-    const body = JSON.stringify(await Promise.resolve(data));
+    const [read] = await Promise.all([Promise.resolve(data), Promise.resolve(1)]);
+    const body = JSON.stringify(read);
     await Promise.resolve();
     return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body };
   };
@@ -170,6 +190,7 @@ for (const endpoint of ENDPOINTS) {
   stubbed.push({ endpoint: endpoint.name, pairs: one.pairs, overhead: one.diff });
 }
 
+assertAnswered();
 process.stdout.write(
   `${JSON.stringify({
     iterations: ITERATIONS,

@@ -20,7 +20,7 @@ import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { readDynamoDbSettings } from '../shared/lambda/config';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { RollupsRepository } from '../shared/data/repositories/rollups';
-import { UsageRepository, type UsageRecord } from '../shared/data/repositories/usage';
+import { UsageRepository, usageItemOf, type UsageRecord } from '../shared/data/repositories/usage';
 import { hourOf, totalsOf } from '../shared/domain/rollups';
 import { createUsageAggregator } from '../shared/lambda/usage-stream';
 import { startUsageChangeFeed } from '../lib/local/change-feed';
@@ -92,7 +92,7 @@ await Promise.all(
         new BatchWriteCommand({
           RequestItems: {
             [tables.usage]: batch.map((r) => ({
-              PutRequest: { Item: { ...r, sk: `${r.timestamp}#${r.request_id}`, expires_at_epoch: 0 } },
+              PutRequest: { Item: usageItemOf(r, 400) },
             })),
           },
         }),

@@ -134,14 +134,15 @@ describe('a successful request', () => {
 });
 
 describe('a refused request with a known key', () => {
-  it('costs 2 calls (lookup and usage write) when the key is revoked or expired', async () => {
+  it('costs 3 calls (lookup, rate-limit count, usage write) when the key is revoked or expired', async () => {
     const { key: expired } = await createKey({ expiresAt: new Date(Date.now() - 1000) });
     const { key: revoked, record } = await createKey();
     await fixtureKeys.revoke(record.key_id);
     counter.reset();
     for (const refused of [expired, revoked]) {
       expect((await invoke(getBranch, { path: '/v1/branch', key: refused })).statusCode).toBe(401);
-      expect(counter.commands).toEqual(['GetItemCommand', 'PutItemCommand']);
+      // Counted like a live key (docs/capacity.md "Per key"), so a refused key's flood is limited too.
+      expect(counter.commands).toEqual(['GetItemCommand', 'UpdateItemCommand', 'PutItemCommand']);
       counter.reset();
     }
   });

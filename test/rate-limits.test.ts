@@ -18,6 +18,7 @@ import {
   scanRaw,
   setUpBranches,
   tableNames,
+  usageOf,
   usageRecordFor,
   type InvokeResult,
   type Service,
@@ -109,7 +110,8 @@ describe('the limit holds across containers sharing one DynamoDB', () => {
     expect(calls.commands).toEqual(['GetItemCommand', 'PutItemCommand']);
     const counters = await scanRaw(tableNames.rateLimits);
     const counter = counters.find((item) => item.pk?.S === `${record.key_id}#${WINDOW / 1000}`);
-    expect(counter).toMatchObject({ count: { N: '2' }, expires_at_epoch: { N: String(WINDOW / 1000 + 120) } });
+    // The window's only count: the one that used it up. The 429s from memory cost no write.
+    expect(counter).toMatchObject({ count: { N: '1' }, expires_at_epoch: { N: String(WINDOW / 1000 + 120) } });
   });
 
   it('leaves a neighbouring key of the same branch alone', async () => {
@@ -163,17 +165,23 @@ describe('what is counted and what a refusal looks like', () => {
     expect(limitOf(res)).toEqual(['"key";q=5;w=60', '"key";r=4;t=50']);
   });
 
-  it('does not count revoked or expired keys, and sends them no rate-limit fields', async () => {
+  it('counts revoked and expired keys like live ones: their 401 under the limit, a 429 past it', async () => {
     const { key: revoked, record } = await createKey({ rateLimit: '1/min' });
     await fixtureKeys.revoke(record.key_id);
     const { key: expired } = await createKey({ rateLimit: '1/min', expiresAt: new Date(WINDOW) });
-    const calls = countCommands(a.runtime.documentClient);
     for (const key of [revoked, expired]) {
-      const res = await branch(a, key);
-      expect(res.statusCode).toBe(401);
-      expect(limitOf(res)).toEqual([undefined, undefined]);
+      const first = await branch(a, key);
+      expect(first.statusCode).toBe(401);
+      // A refused key learns nothing of a policy it can no longer use.
+      expect(limitOf(first)).toEqual([undefined, undefined]);
+      const calls = countCommands(a.runtime.documentClient);
+      const fromMemory = await branch(a, key);
+      expectError(fromMemory, 429, 'rate_limited');
+      expect(limitOf(fromMemory)).toEqual(['"key";q=1;w=60', '"key";r=0;t=50']);
+      expect(calls.commands).toEqual(['GetItemCommand', 'PutItemCommand']);
+      expectError(await branch(b, key), 429, 'rate_limited');
+      for (const res of [first, fromMemory]) expect(await usageRecordFor(res.requestId)).toBeDefined();
     }
-    expect(calls.commands).not.toContain('UpdateItemCommand');
   });
 });
 
@@ -206,5 +214,78 @@ describe('when the counter cannot be updated', () => {
     } finally {
       await proxy.close();
     }
+  });
+});
+
+describe('a flood at 20 times the limit, across containers, with a counter table at capacity', () => {
+  const CONTAINERS = 4;
+  const LIMIT = 5;
+  let proxy: Awaited<ReturnType<typeof startFaultProxy>>;
+  let containers: Service[];
+
+  beforeAll(async () => {
+    proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
+    containers = [];
+    for (let i = 0; i < CONTAINERS; i += 1) {
+      containers.push(await loadService({ ...FAST_FAILURE_ENV, DYNAMODB_ENDPOINT: proxy.endpoint }));
+    }
+  });
+  afterAll(() => proxy.close());
+
+  /**
+   * 20 × LIMIT calls, each container serving one at a time (as a Lambda container does), while
+   * the counter table throttles every UpdateItem past `LIMIT + CONTAINERS - 1` in the window:
+   * the most this design writes (the container that reaches the limit remembers it; each other
+   * one learns it from one refused count). Any write beyond that would be throttled, fail open
+   * and be admitted.
+   */
+  const flood = async (key: string) => {
+    proxy.clear();
+    proxy.resetLog();
+    proxy.inject('UpdateItem', { kind: 'throttle' }, Number.POSITIVE_INFINITY, LIMIT + CONTAINERS - 1);
+    const results: InvokeResult[] = [];
+    for (let round = 0; round < (20 * LIMIT) / CONTAINERS; round += 1) {
+      results.push(...(await Promise.all(containers.map((service) => branch(service, key)))));
+    }
+    const counterWrites = proxy.requests.filter((request) => request.operation === 'UpdateItem');
+    return { results, counterWrites };
+  };
+
+  it('admits exactly the limit in each window, throttles nothing, and records every call', async () => {
+    const { key, record } = await createKey({ rateLimit: `${LIMIT}/min` });
+    const logs = captureLogs(
+      containers.map((service) => service.logger),
+      'WARN',
+    );
+    try {
+      for (const second of [10, 70]) {
+        at(second);
+        const { results, counterWrites } = await flood(key);
+        const statuses = results.map((res) => res.statusCode);
+        expect(statuses.filter((status) => status === 200)).toHaveLength(LIMIT);
+        expect(statuses.filter((status) => status === 429)).toHaveLength(20 * LIMIT - LIMIT);
+        expect(counterWrites.length).toBeLessThanOrEqual(LIMIT + CONTAINERS - 1);
+        expect(counterWrites.every((request) => request.outcome === 'forwarded')).toBe(true);
+      }
+    } finally {
+      logs.restore();
+    }
+    expect(logs.text).not.toContain('Rate limit counter not updated');
+    const recorded = (await usageOf()).filter((usage) => usage.key_id === record.key_id);
+    expect(recorded).toHaveLength(2 * 20 * LIMIT);
+    expect(recorded.filter((usage) => usage.status === 200)).toHaveLength(2 * LIMIT);
+  });
+
+  it('gives a revoked key no more: at most the limit of 401s, then 429s, every call recorded', async () => {
+    const { key, record } = await createKey({ rateLimit: `${LIMIT}/min` });
+    await fixtureKeys.revoke(record.key_id);
+    at(10);
+    const { results, counterWrites } = await flood(key);
+    const statuses = results.map((res) => res.statusCode);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(LIMIT);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(20 * LIMIT - LIMIT);
+    expect(counterWrites.length).toBeLessThanOrEqual(LIMIT + CONTAINERS - 1);
+    const recorded = (await usageOf()).filter((usage) => usage.key_id === record.key_id);
+    expect(recorded).toHaveLength(20 * LIMIT);
   });
 });

@@ -1,11 +1,19 @@
 /**
  * The baseline request of the benchmark: the same SDK calls a request of the service makes, with
  * the same inputs, and nothing else: the key GetItem (by a hash given, so no hashing and no format
- * check), the data read for the path, the usage PutItem with the same attributes, and a JSON body.
+ * check), the rate-limit counter's UpdateItem alongside the data read for the path (as the
+ * service runs them), the usage PutItem with the same attributes in its write shard, and a JSON body.
  * No Middy, no middleware, no validation, no error mapping, no deadline. Shared by the in-process
  * overhead part and the bare HTTP harness, so both compare against the very same calls.
  */
-import { GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { usageShardOf } from '../../shared/data/repositories/usage-shards';
 import type { ApiTableNames } from '../../shared/lambda/config';
 import { ACTIVE_PROVIDERS_INDEX } from '../../shared/data/tables';
 
@@ -43,13 +51,28 @@ export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTab
       new GetCommand({ TableName: tables.keys, Key: { key_hash: keyHash }, ConsistentRead: true }),
     );
     const branchId = key?.branch_id as string;
-    const data = await read(path, branchId);
+    const keyId = key?.key_id as string;
+    const window = Math.floor(Date.now() / 1000);
+    const [data] = await Promise.all([
+      read(path, branchId),
+      client.send(
+        new UpdateCommand({
+          TableName: tables.rateLimits,
+          Key: { pk: `${keyId}#${window}` },
+          UpdateExpression: 'ADD #count :one SET #expires = :expires',
+          ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
+          ExpressionAttributeValues: { ':one': 1, ':expires': window + 2 },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      ),
+    ]);
     const timestamp = new Date().toISOString();
+    const shard = usageShardOf(requestId);
     await client.send(
       new PutCommand({
         TableName: tables.usage,
         Item: {
-          key_id: key?.key_id as string,
+          key_id: keyId,
           branch_id: branchId,
           method: 'GET',
           path: rawPath,
@@ -58,6 +81,8 @@ export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTab
           response_time_ms: 1,
           timestamp,
           request_id: requestId,
+          pk: `${branchId}#${shard}`,
+          key_pk: `${keyId}#${shard}`,
           sk: `${timestamp}#${requestId}`,
           expires_at_epoch: Math.floor(Date.now() / 1000) + 90 * 86_400,
         },

@@ -45,11 +45,14 @@ export interface Responder {
   metadata: { handlerProtocol: string };
   /** Calls answered, by operation. */
   readonly calls: Record<string, number>;
+  /** Operations it could not answer: each one sent a request down an error path. */
+  readonly unanswered: readonly string[];
 }
 
 /**
- * A responder for the tables in `keysTable` and the branch-data table: the bench key is known
- * (any other key hash gets no item), the demo branch's items are served, PutItem succeeds.
+ * A responder for every call a request makes: the bench key is known (any other key hash gets no
+ * item), the demo branch's items are served, the rate-limit counter's UpdateItem answers a count
+ * of 1, PutItem succeeds. Anything else is an error, recorded in `unanswered`.
  */
 export const createResponder = (keysTable: string): Responder => {
   const keysMarker = `"TableName":"${keysTable}"`;
@@ -61,8 +64,11 @@ export const createResponder = (keysTable: string): Responder => {
     providers: queryBody(branchItems.activeProviders),
     providerById: branchItems.activeProviders.map((item) => [`"${item.sk}"`, itemBody(item)] as const),
     put: encode({}),
+    // The counter at the first call of its window: the limiter admits, as it would at low load.
+    counted: encode({ Attributes: { count: { N: '1' } } }),
   };
   const calls: Record<string, number> = {};
+  const unanswered: string[] = [];
   const answer = (operation: string, body: string): Uint8Array => {
     switch (operation) {
       case 'GetItem':
@@ -75,12 +81,17 @@ export const createResponder = (keysTable: string): Responder => {
         return body.includes('"IndexName"') ? bodies.providers : bodies.members;
       case 'PutItem':
         return bodies.put;
+      case 'UpdateItem':
+        return bodies.counted;
       default:
+        // The service would swallow this (fail open, usage error log): recorded so the bench fails.
+        unanswered.push(operation);
         throw new Error(`The bench responder does not answer ${operation}`);
     }
   };
   return {
     calls,
+    unanswered,
     metadata: { handlerProtocol: 'http/1.1' },
     updateHttpClientConfig: () => undefined,
     httpHandlerConfigs: () => ({}),

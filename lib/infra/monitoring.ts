@@ -85,6 +85,30 @@ const serviceMetric = (metricName: string) =>
     period: PERIOD,
   });
 
+/** The metrics the functions emit when something needs an operator: any one of them alarms. */
+const SERVICE_METRIC_ALARMS: Record<string, { metric: string; description: string }> = {
+  UsageRecordWriteFailed: {
+    metric: USAGE_WRITE_FAILED_METRIC,
+    description:
+      'Usage records could not be stored after retries; each one is in the functions\u2019 error log for replay.',
+  },
+  RateLimitCounterFailed: {
+    metric: RATE_LIMIT_COUNTER_FAILED_METRIC,
+    description:
+      'Rate-limit counters could not be updated: those calls were admitted without a limit (fail open, docs/decisions.md "Rate limits").',
+  },
+  RollupRecordsUnreadable: {
+    metric: ROLLUP_UNREADABLE_METRIC,
+    description:
+      'Usage stream records could not be aggregated (not usage records); they are in the aggregator\u2019s warning log (docs/usage-rollups.md).',
+  },
+  RollupRecordsFailed: {
+    metric: ROLLUP_FAILED_METRIC,
+    description:
+      'Usage records failed to apply to the rollups and were handed back for retry; past the retries they go to the dead-letter queue (docs/usage-rollups.md "Failures").',
+  },
+};
+
 export class Monitoring extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
   private readonly alarmTopic?: sns.ITopic;
@@ -152,26 +176,9 @@ export class Monitoring extends Construct {
       }
     }
 
-    this.add('UsageRecordWriteFailed', serviceMetric(USAGE_WRITE_FAILED_METRIC), {
-      threshold: 0,
-      description:
-        'Usage records could not be stored after retries; each one is in the functions\u2019 error log for replay.',
-    });
-    this.add('RateLimitCounterFailed', serviceMetric(RATE_LIMIT_COUNTER_FAILED_METRIC), {
-      threshold: 0,
-      description:
-        'Rate-limit counters could not be updated: those calls were admitted without a limit (fail open, docs/decisions.md "Rate limits").',
-    });
-    this.add('RollupRecordsUnreadable', serviceMetric(ROLLUP_UNREADABLE_METRIC), {
-      threshold: 0,
-      description:
-        'Usage stream records could not be aggregated (not usage records); they are in the aggregator\u2019s warning log (docs/usage-rollups.md).',
-    });
-    this.add('RollupRecordsFailed', serviceMetric(ROLLUP_FAILED_METRIC), {
-      threshold: 0,
-      description:
-        'Usage records failed to apply to the rollups and were handed back for retry; past the retries they go to the dead-letter queue (docs/usage-rollups.md "Failures").',
-    });
+    for (const [id, { metric, description }] of Object.entries(SERVICE_METRIC_ALARMS)) {
+      this.add(id, serviceMetric(metric), { threshold: 0, description });
+    }
   }
 
   private add(

@@ -10,8 +10,38 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listen } from './listen';
-import dynalite from 'dynalite';
+import type dynaliteServer from 'dynalite';
+import { createRequire } from 'node:module';
 import { LOCAL_HOST } from '../local-defaults';
+
+type Dynalite = typeof dynaliteServer;
+type MemoryLevelClass = new (options?: Record<string, unknown>) => object;
+
+/**
+ * dynalite keeps its in-memory data in memory-level, whose default store encoding keeps every key
+ * and value as a Buffer: a small one is a slice of Node's shared 8 KB allocation pool, and one
+ * kept slice keeps its whole slab alive, so the store pinned every slab the process filled (HTTP
+ * bodies, JSON, the SDK): `npm start` grew by about 18 KB per request. Owned copies still cost a
+ * separate allocation per key and value (about 6 KB of RSS per call). With memory-level's `utf8`
+ * store encoding, keys and values are plain strings on the heap: about what the data weighs
+ * (docs/capacity.md "Local stack"). dynalite takes no store option, so the class it constructs is
+ * swapped before dynalite is first loaded; its keys are ASCII, where string and byte order agree.
+ */
+const loadDynalite = async (): Promise<Dynalite> => {
+  const fromDynalite = createRequire(createRequire(import.meta.url).resolve('dynalite'));
+  const memoryLevel = fromDynalite('memory-level') as { MemoryLevel: MemoryLevelClass & { stringStore?: true } };
+  if (!memoryLevel.MemoryLevel.stringStore) {
+    const Original = memoryLevel.MemoryLevel;
+    class StringStore extends Original {
+      static override readonly stringStore = true as const;
+      constructor(options: Record<string, unknown> = {}) {
+        super({ storeEncoding: 'utf8', ...options });
+      }
+    }
+    memoryLevel.MemoryLevel = StringStore;
+  }
+  return ((await import('dynalite')) as { default: Dynalite }).default;
+};
 
 export interface EmbeddedDynamo {
   /** `http://127.0.0.1:<port>` */
@@ -19,7 +49,6 @@ export interface EmbeddedDynamo {
   port: number;
   close(): Promise<void>;
 }
-
 export interface EmbeddedDynamoOptions {
   /** 0 picks a free port. @default 0 */
   port?: number;
@@ -55,6 +84,7 @@ export const refuse = (response: ServerResponse): void => {
 };
 
 export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): Promise<EmbeddedDynamo> => {
+  const dynalite = await loadDynalite();
   const server = dynalite({
     createTableMs: 0,
     deleteTableMs: 0,

@@ -104,7 +104,9 @@ const DEFAULT_POLICY = parseRateLimit(DEFAULT_RATE_LIMIT);
 
 /**
  * The rate-limit fields (draft-ietf-httpapi-ratelimit-headers). Not required on most responses: a
- * call refused before its key is known, or made with a revoked or expired key, is not counted.
+ * call refused before its key is known carries none, and a revoked or expired key is counted
+ * (docs/capacity.md "Per key") but its 401 carries no fields: they would advertise capacity it
+ * does not have.
  */
 const RATE_LIMIT_HEADERS: Record<string, Json> = {
   'RateLimit-Policy': {

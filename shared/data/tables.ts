@@ -93,8 +93,9 @@ export const keysTable: TableDefinition = {
 export const ROLLUPS_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
 
 /**
- * The layout of the usage and rollups tables: a branch's items under `sk`, a key's under the
- * same `sk` through the `by-key` index, expired by DynamoDB TTL.
+ * The layout of the usage and rollups tables: items of a partition (`partition`) in time order
+ * under `sk`, the same items by key through the `by-key` index (`keyPartition`), expired by
+ * DynamoDB TTL.
  */
 const branchAndKeyLayout = {
   partitionKey: { name: 'branch_id', type: 'S' },
@@ -107,18 +108,42 @@ const branchAndKeyLayout = {
     },
   ],
 } as const satisfies Partial<TableDefinition>;
-const byBranchAndKey = {
-  ...branchAndKeyLayout,
-  timeToLiveAttribute: 'expires_at_epoch',
-} as const satisfies Partial<TableDefinition>;
+const timeOrdered = (partition: string, keyPartition: string) =>
+  ({
+    partitionKey: { name: partition, type: 'S' },
+    sortKey: { name: 'sk', type: 'S' },
+    indexes: [
+      {
+        indexName: USAGE_BY_KEY_INDEX,
+        partitionKey: { name: keyPartition, type: 'S' },
+        sortKey: { name: 'sk', type: 'S' },
+      },
+    ],
+    timeToLiveAttribute: 'expires_at_epoch',
+  }) as const satisfies Partial<TableDefinition>;
 
-/** One record per call: by branch, newest first through the sort key `<timestamp>#<request id>`. */
+/**
+ * Write shards of the usage table (docs/capacity.md "Per branch"). One DynamoDB partition key takes
+ * about 1,000 writes/s, and time-ordered sort keys defeat adaptive splitting, so a branch writes
+ * across USAGE_WRITE_SHARDS partition keys, and a key across as many in the by-key index:
+ * 16 × 1,000 = 16,000 writes/s per branch (and per key), above the 10,000 calls/s a branch must
+ * record. Readers query every shard and merge, newest first. Changing the number moves records:
+ * it is part of the table's key shape, not a setting.
+ */
+export const USAGE_WRITE_SHARDS = 16;
+
+/**
+ * One record per call, in the partition `<branch_id>#<shard>` (`pk`) under the sort key
+ * `<timestamp>#<request id>` (`sk`); a key's records under `<key_id>#<shard>` (`key_pk`) in the
+ * by-key index. The shard comes from the request id, so a replayed record lands on its own item.
+ */
 export const usageTable: TableDefinition = {
   id: 'Usage',
   name: 'usage',
   envVar: 'USAGE_TABLE',
-  localName: 'branch-api-usage',
-  ...byBranchAndKey,
+  // -v2: the key shape of docs/capacity.md; a --data-dir of an older start keeps its old table aside.
+  localName: 'branch-api-usage-v2',
+  ...timeOrdered('pk', 'key_pk'),
   // Feeds the rollups aggregator (docs/decisions.md "Usage rollups").
   stream: 'NEW_IMAGE',
 };
@@ -154,7 +179,7 @@ export const rollupsTable: TableDefinition = {
   name: 'rollups',
   envVar: 'ROLLUPS_TABLE',
   localName: 'branch-api-usage-rollups',
-  ...byBranchAndKey,
+  ...timeOrdered('branch_id', 'key_id'),
 };
 
 /**

@@ -221,13 +221,13 @@ describe('tables', () => {
     expect(keys).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('usage: by branch and timestamp, indexed by key, with TTL; point-in-time recovery; retained and deletion-protected', () => {
+  it('usage: by branch write shard and timestamp, indexed by key shard, with TTL; point-in-time recovery; retained and deletion-protected', () => {
     const usage = tableOf(tableDefinitions[1]);
     expect(usage.Properties.KeySchema).toEqual([
-      { AttributeName: 'branch_id', KeyType: 'HASH' },
+      { AttributeName: 'pk', KeyType: 'HASH' },
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ]);
-    expect(usage.Properties.GlobalSecondaryIndexes[0].KeySchema[0].AttributeName).toBe('key_id');
+    expect(usage.Properties.GlobalSecondaryIndexes[0].KeySchema[0].AttributeName).toBe('key_pk');
     expect(usage.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at_epoch', Enabled: true });
     expect(usage.Properties).toMatchObject({
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },

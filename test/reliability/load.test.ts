@@ -21,13 +21,14 @@ beforeAll(async () => {
   result = await runLoad({
     requests: REQUESTS,
     connections: CONNECTIONS,
-    maxSeconds: 40,
+    // A safety net, not a pass mark: the run is judged by counts, however long a busy machine takes.
+    maxSeconds: 280,
     secrets,
     loggedRecords: () => loggedUsageRecords(logs.capture.entries),
     unattributed: () => unattributedRequests(logs.capture.entries),
   });
   report(`load (CI size):\n${formatReport(result)}`);
-}, 60_000);
+}, 300_000);
 
 afterAll(() => logs?.restore());
 

@@ -1,16 +1,21 @@
 /**
  * Revocation and expiry under load, through the in-process local gateway over real HTTP: while
  * 16 concurrent clients keep calling, a key is revoked with the operator's revokeKey (what the
- * settings page calls), or reaches its expiry time. Every request that STARTS after the revoke
- * returned (or after the expiry instant) is 401 revoked_api_key (expired_api_key); requests that
- * ended before are 200; only requests in flight across the change may be either. A control key
- * used by half the clients stays 200 throughout. Every call is recorded against its key.
+ * settings page calls), or its expiry is set to the present instant. Every request that STARTS
+ * after the change was stored is 401 revoked_api_key (expired_api_key); requests that ended before
+ * it began are 200; only requests in flight across the change may be either. A control key used
+ * by half the clients stays 200 throughout. Every call is recorded against its key.
+ *
+ * Counted, not timed: the change comes after the key's CHANGE_AFTER-th success, and the load
+ * stops once CHECKED_AFTER requests have started after it, however slow the machine is.
  */
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { revokeKey } from '../../lib/operator/operations';
 import { startGateway, type Gateway } from '../../lib/local/gateway';
 import { logger } from '../../shared/lambda/observability';
-import { createKey, createTables, seedBranches } from '../support/harness';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { hashApiKey } from '../../shared/domain/api-key';
+import { createKey, createTables, fixtureClient, seedBranches, tableNames } from '../support/harness';
 import { reliabilityBranch } from './support/fixtures';
 import { rawRequest, stagePath, type RawResponse } from './support/http';
 import { UsageLedger } from './support/ledger';
@@ -19,6 +24,8 @@ import { auditProblems, auditUsage, captureAllLogs, expectDocumented, report, se
 
 const WORKERS = 16;
 const MAX_REQUESTS = 4_000;
+const CHANGE_AFTER = 20;
+const CHECKED_AFTER = 20;
 const branch = reliabilityBranch(1);
 const secrets = new SecretTracker();
 const ledger = new UsageLedger();
@@ -56,15 +63,27 @@ const newKey = async (input: Parameters<typeof createKey>[0] = {}) => {
 };
 
 /**
- * Runs WORKERS clients until `stop()` says so (bounded by MAX_REQUESTS): even-numbered clients
- * use `key`, odd-numbered ones the control key. Each answer is registered with the ledger.
+ * Runs WORKERS clients (even-numbered ones use `key`, odd-numbered ones the control key) and
+ * starts `change` once CHANGE_AFTER calls of `key` have succeeded; stops once CHECKED_AFTER calls
+ * of `key` started after the change completed (bounded by MAX_REQUESTS). Each answer is
+ * registered with the ledger. Returns the samples and the instants the change began and ended.
  */
 const hammer = async (
   key: { key: string; keyId: string },
   control: { key: string; keyId: string },
-  stop: () => boolean,
+  change: () => Promise<unknown>,
 ) => {
   const samples: Sample[] = [];
+  const changed = { begunAt: Infinity, endedAt: Infinity };
+  let changing: Promise<unknown> | undefined;
+  const subject = () => samples.filter((s) => !s.control);
+  const stop = () => {
+    if (!changing && subject().filter((s) => s.res.status === 200).length >= CHANGE_AFTER) {
+      changed.begunAt = Date.now();
+      changing = change().then(() => (changed.endedAt = Date.now()));
+    }
+    return subject().filter((s) => s.startedAt >= changed.endedAt).length >= CHECKED_AFTER;
+  };
   const worker = async (index: number) => {
     const used = index % 2 === 0 ? key : control;
     while (!stop() && samples.length < MAX_REQUESTS) {
@@ -78,7 +97,8 @@ const hammer = async (
     }
   };
   await Promise.all(Array.from({ length: WORKERS }, (_, i) => worker(i)));
-  return samples;
+  await changing;
+  return { samples, changed };
 };
 
 const statusesOf = (samples: Sample[]) =>
@@ -90,29 +110,21 @@ const statusesOf = (samples: Sample[]) =>
 it('refuses a key revoked mid-load from the very next request on', async () => {
   const key = await newKey();
   const control = await newKey();
-  let revokeCalledAt = Infinity;
-  let revokedAt = Infinity;
-  let stopAt = Infinity;
-  const revoker = (async () => {
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    revokeCalledAt = Date.now();
-    await revokeKey(operator, { branchId: branch.id, keyId: key.keyId });
-    revokedAt = Date.now();
-    stopAt = revokedAt + 1_200;
-  })();
-  const [samples] = await Promise.all([hammer(key, control, () => Date.now() >= stopAt), revoker]);
+  const { samples, changed } = await hammer(key, control, () =>
+    revokeKey(operator, { branchId: branch.id, keyId: key.keyId }),
+  );
 
   const subject = samples.filter((s) => !s.control);
-  const before = subject.filter((s) => s.endedAt < revokeCalledAt);
-  const after = subject.filter((s) => s.startedAt >= revokedAt);
+  const before = subject.filter((s) => s.endedAt <= changed.begunAt);
+  const after = subject.filter((s) => s.startedAt >= changed.endedAt);
   const across = subject.filter((s) => !before.includes(s) && !after.includes(s));
   report(
     `revocation under load: ${samples.length} requests; revoked key: ${before.length} before ${JSON.stringify(statusesOf(before))}, ` +
       `${across.length} in flight ${JSON.stringify(statusesOf(across))}, ${after.length} after ${JSON.stringify(statusesOf(after))}; ` +
       `control key ${JSON.stringify(statusesOf(samples.filter((s) => s.control)))}`,
   );
-  expect(before.length).toBeGreaterThanOrEqual(3);
-  expect(after.length).toBeGreaterThanOrEqual(10);
+  expect(before.length).toBeGreaterThanOrEqual(CHANGE_AFTER);
+  expect(after.length).toBeGreaterThanOrEqual(CHECKED_AFTER);
   for (const s of before) expectDocumented(s.res, 200);
   for (const s of after) expectDocumented(s.res, 401, 'revoked_api_key');
   for (const s of across) expect([200, 401]).toContain(s.res.status);
@@ -120,23 +132,31 @@ it('refuses a key revoked mid-load from the very next request on', async () => {
   for (const s of samples.filter((one) => one.control)) expectDocumented(s.res, 200);
 });
 
-it('refuses a key that expires mid-load from its expiry instant on', async () => {
-  const expiresAt = Date.now() + 900;
-  const key = await newKey({ expiresAt: new Date(expiresAt) });
+it('refuses a key whose expiry passes mid-load from the next request on', async () => {
+  const key = await newKey({ expiresAt: new Date(Date.now() + 3_600_000) });
   const control = await newKey({ expiresAt: new Date(Date.now() + 3_600_000) });
-  const stopAt = expiresAt + 1_200;
-  const samples = await hammer(key, control, () => Date.now() >= stopAt);
+  // The expiry instant, brought to the present: the key's stored expires_at becomes "now".
+  const { samples, changed } = await hammer(key, control, () =>
+    fixtureClient.send(
+      new UpdateCommand({
+        TableName: tableNames.keys,
+        Key: { key_hash: hashApiKey(key.key) },
+        UpdateExpression: 'SET expires_at = :now',
+        ExpressionAttributeValues: { ':now': new Date().toISOString() },
+      }),
+    ),
+  );
 
   const subject = samples.filter((s) => !s.control);
-  const before = subject.filter((s) => s.endedAt < expiresAt);
-  const after = subject.filter((s) => s.startedAt >= expiresAt);
+  const before = subject.filter((s) => s.endedAt <= changed.begunAt);
+  const after = subject.filter((s) => s.startedAt >= changed.endedAt);
   const across = subject.filter((s) => !before.includes(s) && !after.includes(s));
   report(
     `expiry under load: ${samples.length} requests; expiring key: ${before.length} before ${JSON.stringify(statusesOf(before))}, ` +
       `${across.length} in flight ${JSON.stringify(statusesOf(across))}, ${after.length} after ${JSON.stringify(statusesOf(after))}`,
   );
-  expect(before.length).toBeGreaterThanOrEqual(3);
-  expect(after.length).toBeGreaterThanOrEqual(10);
+  expect(before.length).toBeGreaterThanOrEqual(CHANGE_AFTER);
+  expect(after.length).toBeGreaterThanOrEqual(CHECKED_AFTER);
   for (const s of before) expectDocumented(s.res, 200);
   for (const s of after) expectDocumented(s.res, 401, 'expired_api_key');
   for (const s of across) expect([200, 401]).toContain(s.res.status);

@@ -6,6 +6,7 @@
  *   const proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
  *   proxy.inject('PutItem', { kind: 'error' }, 1);   // the first PutItem answers a 500
  *   proxy.inject('*', { kind: 'throttle' });         // every call is throttled from now on
+ *   proxy.inject('UpdateItem', { kind: 'throttle' }, Infinity, 9); // 9 pass, then a full partition
  *   await proxy.stop(); ... await proxy.start();     // the database goes away and comes back
  *
  * Anything without a matching rule is forwarded unchanged. Nothing is stubbed in the client:
@@ -41,8 +42,11 @@ export interface FaultProxy {
   /** `http://127.0.0.1:<port>`: the value for DYNAMODB_ENDPOINT. Stays the same across stop/start. */
   readonly endpoint: string;
   readonly port: number;
-  /** Applies `fault` to the next `times` calls of `operation` (default: every call until cleared). */
-  inject(operation: Operation, fault: Fault, times?: number): void;
+  /**
+   * Applies `fault` to the next `times` calls of `operation` (default: every call until cleared),
+   * after letting the first `after` of them through (default 0): a partition's capacity.
+   */
+  inject(operation: Operation, fault: Fault, times?: number, after?: number): void;
   /** Removes every rule: all calls are forwarded again. */
   clear(): void;
   /** Every request the proxy received, in order. */
@@ -63,6 +67,8 @@ interface Rule {
   operation: Operation;
   fault: Fault;
   remaining: number;
+  /** Matching calls still forwarded before the fault starts. */
+  passing: number;
 }
 
 const JSON_CONTENT_TYPE = 'application/x-amz-json-1.0';
@@ -91,6 +97,10 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
   const takeFault = (operation: string): Fault | undefined => {
     const rule = rules.find((r) => r.remaining > 0 && (r.operation === '*' || r.operation === operation));
     if (!rule) return undefined;
+    if (rule.passing > 0) {
+      rule.passing -= 1;
+      return undefined;
+    }
     rule.remaining -= 1;
     return rule.fault;
   };
@@ -157,8 +167,8 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
   return {
     endpoint: `http://127.0.0.1:${port}`,
     port,
-    inject: (operation, fault, times = Number.POSITIVE_INFINITY) => {
-      rules.push({ operation, fault, remaining: times });
+    inject: (operation, fault, times = Number.POSITIVE_INFINITY, after = 0) => {
+      rules.push({ operation, fault, remaining: times, passing: after });
     },
     clear: () => {
       rules = [];

@@ -36,11 +36,13 @@ type Count = { count: number } | { error: unknown };
 
 interface Window {
   readonly keyId: string;
-  readonly apiKey: ApiKeyRecord;
   readonly policy: RateLimit;
   /** Epoch milliseconds at which the window ends. */
   readonly endsAt: number;
-  /** The counter update, started in `before`; settled by `after` or `onError`. */
+  /** A revoked or expired key: counted and limited, but its refusal stays its own when under the limit. */
+  readonly refusedKey: boolean;
+  readonly apiKey: ApiKeyRecord;
+  /** The counter update, started in `before` (or `onError` for a refused key); settled once. */
   count?: Promise<Count>;
   settled?: boolean;
 }
@@ -62,30 +64,46 @@ const refusal = (context: ApiContext, window: Window, at: number) => {
   return rateLimited(secondsUntil(window.endsAt, at), fields);
 };
 
+/** key_id → epoch ms at which its used-up window ends; at most `max` keys, expired ones dropped first. */
+const usedUpWindows = (max: number) => {
+  const until = new Map<string, number>();
+  return {
+    get: (keyId: string) => until.get(keyId),
+    forget: (keyId: string) => until.delete(keyId),
+    remember: (keyId: string, endsAt: number, at: number): void => {
+      if (until.size >= max) {
+        for (const [id, end] of until) if (end <= at) until.delete(id);
+        if (until.size >= max) until.clear();
+      }
+      until.set(keyId, endsAt);
+    },
+  };
+};
+
 /**
- * Per-key fixed-window rate limit (docs/decisions.md "Rate limits"). Runs right after
- * `authenticate`, so it sees only keys that are neither revoked nor expired. `before` starts the
- * counter's UpdateItem without waiting for it, so it runs alongside the handler's data read;
- * `after`/`onError` wait for it and turn the answer into a 429 when the key is over its limit.
- * A key this container already saw over its limit is answered 429 in `before` until its window
- * ends, without the data read and without counting. If the counter fails the call proceeds
- * (fail open) with a log line and a metric.
+ * Per-key fixed-window rate limit (docs/capacity.md "Per key"). Runs right after `authenticate`.
+ * `before` starts the counter's UpdateItem without waiting for it, so it runs alongside the
+ * handler's data read; `after`/`onError` wait for it and turn the answer into a 429 when the key
+ * is over its limit.
+ *
+ * Under abuse: once this container has seen a key's window used up (a count that reached the
+ * limit: the counter only grows within a window, so it would refuse every later call), it answers
+ * 429 from memory until the window ends, without counting or reading data. A flood therefore
+ * costs at most `limit + containers` counter writes per window, far below what the counter item
+ * takes, and cannot throttle it into failing open. If the counter fails for a real fault the call
+ * proceeds (fail open) with a log line and a metric.
+ *
+ * A revoked or expired key is counted and limited like a live one (`authenticate` put it on the
+ * context before refusing it): under its limit it gets its 401, without rate-limit fields; past it
+ * a 429, answered from memory once known, so its flood gets no more capacity than a live key's.
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const { counter, defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = { ...defaults, ...opts };
-  /** key_id → epoch ms at which its used-up window ends. */
-  const usedUp = new Map<string, number>();
+  const usedUp = usedUpWindows(maxRemembered);
   const windows = new WeakMap<ApiContext, Window>();
 
-  const remember = (keyId: string, endsAt: number, at: number): void => {
-    if (usedUp.size >= maxRemembered) {
-      for (const [id, until] of usedUp) if (until <= at) usedUp.delete(id);
-      if (usedUp.size >= maxRemembered) usedUp.clear();
-    }
-    usedUp.set(keyId, endsAt);
-  };
-
-  const rateLimitBefore = ({ context }: ApiRequest): void => {
+  /** Opens the call's window and starts counting it; throws the 429 when the window is known used up. */
+  const start = (context: ApiContext, refusedKey: boolean): void => {
     const { apiKey } = context;
     if (!apiKey) return;
     // The window of the moment the request arrived: the one its usage record's timestamp falls in.
@@ -93,12 +111,12 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     const policy = rateLimitOf(apiKey.rate_limit, defaultLimit);
     const windowMs = policy.windowSeconds * 1000;
     const startsAt = Math.floor(at / windowMs) * windowMs;
-    const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs };
+    const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs, refusedKey };
     windows.set(context, window);
-    setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
+    if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
     const until = usedUp.get(window.keyId);
     if (until !== undefined && until > at) throw refusal(context, window, at);
-    usedUp.delete(window.keyId);
+    usedUp.forget(window.keyId);
     window.count = counter.increment(window.keyId, startsAt / 1000, policy.windowSeconds).then(
       (count) => ({ count }),
       (error: unknown) => ({ error }),
@@ -118,14 +136,20 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
       metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
       return undefined;
     }
-    if (result.count <= window.policy.limit) {
-      setHeaders(context, { RateLimit: remainingField(window.policy.limit - result.count, window, at) });
-      return undefined;
+    // Reached: every later call of this window would be over it.
+    if (result.count >= window.policy.limit) usedUp.remember(window.keyId, window.endsAt, at);
+    if (result.count > window.policy.limit) {
+      // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.
+      if (!window.refusedKey) await onLimitReached?.(window.apiKey, at);
+      return refusal(context, window, at);
     }
-    remember(window.keyId, window.endsAt, at);
-    await onLimitReached?.(window.apiKey, at);
-    return refusal(context, window, at);
+    if (!window.refusedKey) {
+      setHeaders(context, { RateLimit: remainingField(window.policy.limit - result.count, window, at) });
+    }
+    return undefined;
   };
+
+  const rateLimitBefore = ({ context }: ApiRequest): void => start(context, false);
 
   const rateLimitAfter = async ({ context }: ApiRequest): Promise<void> => {
     const refused = await settle(context);
@@ -134,7 +158,17 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   };
 
   const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
-    const refused = await settle(request.context);
+    const { context } = request;
+    // A key `authenticate` found and refused (revoked or expired) never reached `before`.
+    if (context.apiKey && !windows.has(context)) {
+      try {
+        start(context, true);
+      } catch (fromMemory) {
+        request.error = fromMemory as Error;
+        return;
+      }
+    }
+    const refused = await settle(context);
     if (refused) request.error = refused;
   };
 

@@ -1,7 +1,8 @@
 import { BatchGetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
-import { USAGE_BY_KEY_INDEX } from '../tables';
+import { USAGE_BY_KEY_INDEX, USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
+import { createGate, inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
 
 export type { UsageRecord };
 
@@ -20,17 +21,23 @@ export interface UsageQuery {
 /** One page of the usage log, newest first. */
 export interface UsageLogPage {
   records: UsageRecord[];
-  /** Opaque position of the next page (the table key it starts after); absent on the last page. */
+  /** Opaque position of the next page (the last record's sort key); absent on the last page. */
   nextPosition?: string;
 }
 
 const DAY_SECONDS = 86_400;
+/** The longest sort key a position may carry: `<timestamp>#<request id>` is far shorter. */
+const MAX_POSITION_LENGTH = 512;
 
-const encodePosition = (key: Record<string, unknown>): string => Buffer.from(JSON.stringify(key)).toString('base64url');
-const decodePosition = (position: string): Record<string, unknown> => {
+// A position is the sort key of the last record shown: the next page is what is older, in the
+// same branch (and key) the caller names. It carries no partition, so it can't widen the scope.
+const encodePosition = (sortKey: string): string =>
+  Buffer.from(JSON.stringify({ before: sortKey })).toString('base64url');
+const decodePosition = (position: string): string => {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(position, 'base64url').toString('utf8'));
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    const before = (parsed as { before?: unknown } | null)?.before;
+    if (typeof before === 'string' && before.length > 0 && before.length <= MAX_POSITION_LENGTH) return before;
   } catch {
     // fall through
   }
@@ -42,27 +49,50 @@ export class InvalidUsagePositionError extends Error {
 }
 
 const toRecord = (item: Record<string, unknown>): UsageRecord => {
-  const { sk: _sk, expires_at_epoch: _ttl, ...record } = item;
+  const { pk: _pk, key_pk: _keyPk, sk: _sk, expires_at_epoch: _ttl, ...record } = item;
   return record as unknown as UsageRecord;
 };
 
 const BATCH_GET_LIMIT = 100;
+/** A record's table key: its branch's write shard (by request id) and its time. */
 const itemKeyOf = (record: UsageRecord) => ({
-  branch_id: record.branch_id,
+  pk: `${record.branch_id}#${usageShardOf(record.request_id)}`,
   sk: `${record.timestamp}#${record.request_id}`,
 });
 
-const toItem = (record: UsageRecord, retentionDays: number) => ({
-  ...record,
-  sk: itemKeyOf(record).sk,
-  expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
-});
+/** The table item of a record: its keys in its write shard, and its TTL (bulk loads outside the repository use it too). */
+export const usageItemOf = (record: UsageRecord, retentionDays: number) => {
+  const shard = usageShardOf(record.request_id);
+  return {
+    ...record,
+    ...itemKeyOf(record),
+    key_pk: `${record.key_id}#${shard}`,
+    expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+  };
+};
+
+/** What one merged read of the usage table asks for. */
+interface ShardedRead {
+  branchId?: string;
+  keyId?: string;
+  since?: Date;
+  /** Only records older than this sort key. */
+  before?: string;
+  limit: number;
+  /** Attributes to read (always with `sk`); all when absent. */
+  attributes?: readonly string[];
+}
+
+/** Shard queries one repository has in flight at most (usage-shards.ts createGate). */
+const SHARD_QUERIES_IN_FLIGHT = 32;
 
 export class UsageRepository extends DynamoRepository {
-  /** Stores one record; DynamoDB TTL removes it after `retentionDays`. */
+  private readonly gate = createGate(SHARD_QUERIES_IN_FLIGHT);
+
+  /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
     await this.run('PutItem', (abortSignal) =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: toItem(record, retentionDays) }), {
+      this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) }), {
         abortSignal,
       }),
     );
@@ -70,46 +100,27 @@ export class UsageRepository extends DynamoRepository {
 
   /** Stores many records with BatchWriteItem (bulk loads, benchmarks). */
   putBatch(records: readonly UsageRecord[], retentionDays: number): Promise<void> {
-    return this.batchPut(records.map((record) => toItem(record, retentionDays)));
+    return this.batchPut(records.map((record) => usageItemOf(record, retentionDays)));
   }
 
-  /** Records of a branch (or of one of its keys), newest first, one page at a time. */
+  /** Records of a branch (or of one of its keys), newest first across the write shards, one page at a time. */
   async query({ branchId, keyId, since, until, limit, position }: UsageQuery): Promise<UsageLogPage> {
-    const byKey = keyId !== undefined;
-    const values: Record<string, unknown> = { ':pk': byKey ? keyId : branchId };
-    let condition = `${byKey ? 'key_id' : 'branch_id'} = :pk`;
-    // Sort keys are `<timestamp>#<request id>`: a time bound is a bound on them.
-    if (since && until) {
-      condition += ' AND sk BETWEEN :since AND :until';
-      values[':since'] = since.toISOString();
-      values[':until'] = new Date(until.getTime() - 1).toISOString() + '\uffff';
-    } else if (since) {
-      condition += ' AND sk >= :since';
-      values[':since'] = since.toISOString();
-    } else if (until) {
-      condition += ' AND sk < :until';
-      values[':until'] = until.toISOString();
-    }
-    if (byKey) values[':branch'] = branchId;
     // Decoded before the call, so a bad position is its own domain error, not a data-store failure.
-    const startKey = position ? decodePosition(position) : undefined;
-    const page = await this.run('Query', (abortSignal) =>
-      this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          ...(byKey ? { IndexName: USAGE_BY_KEY_INDEX, FilterExpression: 'branch_id = :branch' } : {}),
-          KeyConditionExpression: condition,
-          ExpressionAttributeValues: values,
-          ScanIndexForward: false,
-          Limit: limit,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-        { abortSignal },
-      ),
-    );
+    const after = position ? decodePosition(position) : undefined;
+    // Sort keys are `<timestamp>#<request id>`: `until` (exclusive) is a bound on them too.
+    const untilKey = until?.toISOString();
+    const before = after !== undefined && untilKey !== undefined && untilKey < after ? untilKey : (after ?? untilKey);
+    const { items, more } = await this.readMerged({
+      branchId,
+      ...(keyId === undefined ? {} : { keyId }),
+      ...(since ? { since } : {}),
+      ...(before === undefined ? {} : { before }),
+      limit,
+    });
+    const last = items.at(-1);
     return {
-      records: (page.Items ?? []).map(toRecord),
-      ...(page.LastEvaluatedKey ? { nextPosition: encodePosition(page.LastEvaluatedKey) } : {}),
+      records: items.map(toRecord),
+      ...(more && last ? { nextPosition: encodePosition(String(last.sk)) } : {}),
     };
   }
 
@@ -121,23 +132,17 @@ export class UsageRepository extends DynamoRepository {
     { branchId, keyId, since }: Omit<UsageQuery, 'limit' | 'position'>,
     maxRecords: number,
   ): Promise<{ calls: Pick<UsageRecord, 'status' | 'response_time_ms'>[]; complete: boolean }> {
-    const byKey = keyId !== undefined;
-    const items = await this.queryItems<Pick<UsageRecord, 'status' | 'response_time_ms'>>(
-      {
-        ...(byKey ? { IndexName: USAGE_BY_KEY_INDEX, FilterExpression: 'branch_id = :branch' } : {}),
-        KeyConditionExpression: `${byKey ? 'key_id' : 'branch_id'} = :pk${since ? ' AND sk >= :since' : ''}`,
-        ExpressionAttributeValues: {
-          ':pk': byKey ? keyId : branchId,
-          ...(byKey ? { ':branch': branchId } : {}),
-          ...(since ? { ':since': since.toISOString() } : {}),
-        },
-        ProjectionExpression: '#status, response_time_ms',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ScanIndexForward: false,
-      },
-      maxRecords + 1,
-    );
-    return { calls: items.slice(0, maxRecords), complete: items.length <= maxRecords };
+    const { items } = await this.readMerged({
+      branchId,
+      ...(keyId === undefined ? {} : { keyId }),
+      ...(since ? { since } : {}),
+      limit: maxRecords + 1,
+      attributes: ['status', 'response_time_ms'],
+    });
+    return {
+      calls: items.slice(0, maxRecords) as unknown as Pick<UsageRecord, 'status' | 'response_time_ms'>[],
+      complete: items.length <= maxRecords,
+    };
   }
 
   /**
@@ -155,7 +160,7 @@ export class UsageRepository extends DynamoRepository {
         const output = await this.run('BatchGetItem', (abortSignal) =>
           this.client.send(
             new BatchGetCommand({
-              RequestItems: { [this.tableName]: { Keys: keys, ProjectionExpression: 'branch_id, sk, request_id' } },
+              RequestItems: { [this.tableName]: { Keys: keys, ProjectionExpression: 'pk, sk, request_id' } },
             }),
             { abortSignal },
           ),
@@ -169,44 +174,111 @@ export class UsageRepository extends DynamoRepository {
 
   /** When a key was last used, from its newest usage record. */
   async lastUsedAt(keyId: string): Promise<string | undefined> {
-    const { Items } = await this.newestOfKey(keyId, 'timestamp', 1);
-    return Items?.[0]?.timestamp as string | undefined;
+    const { items } = await this.readMerged({ keyId, limit: 1, attributes: ['timestamp'] });
+    return items[0]?.timestamp as string | undefined;
   }
 
   /**
-   * The route templates a key's calls used, newest calls first, reading at most `maxRecords`
-   * records (route only, through the by-key index). `complete` is false when there were more.
+   * The route templates a key's calls used, reading at most about `maxRecords` of its newest
+   * records (route only, through the by-key index). Order does not matter here, so each shard is
+   * read on its own, newest first, up to an equal share: records spread evenly over the shards
+   * (by request id), so the shares together are the key's newest calls, give or take a few, and
+   * nothing is read twice. `complete` is false when a shard had more.
    */
   async routesUsed(keyId: string, maxRecords: number): Promise<{ routes: Set<string>; complete: boolean }> {
     const routes = new Set<string>();
-    let read = 0;
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.newestOfKey(keyId, 'route', Math.min(1000, maxRecords - read), startKey);
-      for (const item of page.Items ?? []) if (typeof item.route === 'string') routes.add(item.route);
-      read += page.Items?.length ?? 0;
-      startKey = page.LastEvaluatedKey;
-    } while (startKey && read < maxRecords);
-    return { routes, complete: startKey === undefined };
+    const share = Math.max(1, Math.ceil(maxRecords / USAGE_WRITE_SHARDS));
+    let complete = true;
+    const shards = Array.from({ length: USAGE_WRITE_SHARDS }, (_, shard) => shard);
+    await inTurn(shards, async (shard) => {
+      let read = 0;
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await this.keyShardPage(keyId, shard, Math.min(1000, share - read), startKey);
+        for (const item of page.Items ?? []) if (typeof item.route === 'string') routes.add(item.route);
+        read += page.Items?.length ?? 0;
+        startKey = page.LastEvaluatedKey;
+      } while (startKey && read < share);
+      if (startKey) complete = false;
+    });
+    return { routes, complete };
   }
 
-  /** One page of a key's records, newest first, through the by-key index: one attribute of each. */
-  private newestOfKey(keyId: string, attribute: string, limit: number, startKey?: Record<string, unknown>) {
+  /** One page of one shard of a key's records, newest first, route only. */
+  private keyShardPage(keyId: string, shard: number, limit: number, startKey?: Record<string, unknown>) {
+    return this.gate(() => this.keyShardQuery(keyId, shard, limit, startKey));
+  }
+
+  private keyShardQuery(keyId: string, shard: number, limit: number, startKey?: Record<string, unknown>) {
     return this.run('Query', (abortSignal) =>
       this.client.send(
         new QueryCommand({
           TableName: this.tableName,
           IndexName: USAGE_BY_KEY_INDEX,
-          KeyConditionExpression: 'key_id = :key',
-          ExpressionAttributeValues: { ':key': keyId },
+          KeyConditionExpression: 'key_pk = :pk',
+          ExpressionAttributeValues: { ':pk': `${keyId}#${shard}` },
           ScanIndexForward: false,
           Limit: limit,
-          ProjectionExpression: '#attribute',
-          ExpressionAttributeNames: { '#attribute': attribute },
-          ExclusiveStartKey: startKey,
+          ProjectionExpression: '#route',
+          ExpressionAttributeNames: { '#route': 'route' },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
         { abortSignal },
       ),
     );
+  }
+
+  /**
+   * The newest records of a branch, or of a key (through the by-key index, only within `branchId`
+   * when given), merged across the write shards (usage-shards.ts).
+   */
+  private readMerged({ branchId, keyId, since, before, limit, attributes }: ShardedRead) {
+    const byKey = keyId !== undefined;
+    // An exclusive upper bound with a lower one: BETWEEN is inclusive, so the bound itself is dropped below.
+    const range =
+      since && before !== undefined
+        ? ' AND sk BETWEEN :since AND :before'
+        : since
+          ? ' AND sk >= :since'
+          : before !== undefined
+            ? ' AND sk < :before'
+            : '';
+    const sinceKey = since?.toISOString();
+    if (sinceKey !== undefined && before !== undefined && before < sinceKey) {
+      return Promise.resolve({ items: [], more: false });
+    }
+    const filtered = byKey && branchId !== undefined;
+    const names = attributes ? Object.fromEntries(attributes.map((name, i) => [`#a${i}`, name])) : undefined;
+    const read: ShardReader = async (shard, startKey) => {
+      const page = await this.gate(() =>
+        this.run('Query', (abortSignal) =>
+          this.client.send(
+            new QueryCommand({
+              TableName: this.tableName,
+              ...(byKey ? { IndexName: USAGE_BY_KEY_INDEX } : {}),
+              KeyConditionExpression: `${byKey ? 'key_pk' : 'pk'} = :pk${range}`,
+              ...(filtered ? { FilterExpression: 'branch_id = :branch' } : {}),
+              ExpressionAttributeValues: {
+                ':pk': `${byKey ? keyId : branchId}#${shard}`,
+                ...(sinceKey === undefined ? {} : { ':since': sinceKey }),
+                ...(before === undefined ? {} : { ':before': before }),
+                ...(filtered ? { ':branch': branchId } : {}),
+              },
+              ...(names
+                ? { ProjectionExpression: ['sk', ...Object.keys(names)].join(', '), ExpressionAttributeNames: names }
+                : {}),
+              ScanIndexForward: false,
+              // An even share and one more: records spread evenly; the merge reads on where they don't.
+              Limit: Math.ceil(limit / USAGE_WRITE_SHARDS) + 1,
+              ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+            }),
+            { abortSignal },
+          ),
+        ),
+      );
+      const items = (page.Items ?? []).filter((item) => item.sk !== before);
+      return { items, ...(page.LastEvaluatedKey ? { lastKey: page.LastEvaluatedKey } : {}) };
+    };
+    return mergeNewestFirst(read, limit);
   }
 }
