@@ -167,19 +167,11 @@ const changeObserver = ({
   return { keysOf, putsOf, changesOf };
 };
 
-export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
-  const { target, tableName, keyAttributes, handler } = options;
-  const onError = options.onError ?? (() => undefined);
-  const targetUrl = new URL(target);
-  const reader = new DynamoDBClient({
-    endpoint: target,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
-
-  const delivery = new ShardedDelivery({
+/** Delivery as Lambda's: per shard, in order, retried from the first failure, set aside after the last attempt. */
+const createDelivery = (options: ChangeFeedOptions, tableName: string, onError: (error: unknown) => void) =>
+  new ShardedDelivery({
     tableArn: `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
-    handler,
+    handler: options.handler,
     setAside:
       options.setAside ??
       (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
@@ -191,8 +183,22 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     ),
   });
 
-  const { keysOf, putsOf, changesOf } = changeObserver({ tableName, keyAttributes, reader, delivery });
+type Observer = ReturnType<typeof changeObserver>;
 
+/**
+ * The writes the feed forwards: each one, if it succeeded, has its changes queued before the
+ * writer gets the answer (a write it saw succeed is already on its way). Puts of the same keys run
+ * one at a time, so the item read before a BatchWriteItem is the one it replaces.
+ */
+const createWriter = (
+  {
+    targetUrl,
+    reader,
+    tableName,
+    onError,
+  }: { targetUrl: URL; reader: DynamoDBClient; tableName: string; onError: (error: unknown) => void },
+  { keysOf, putsOf, changesOf }: Observer,
+) => {
   const exclusive = createKeyLocks();
 
   /**
@@ -215,12 +221,7 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     };
   };
 
-  /**
-   * A write, forwarded; if it succeeded, its changes are queued before the writer gets the answer
-   * (a write it saw succeed is already on its way). Puts of the same keys run one at a time, so
-   * the item read before a BatchWriteItem is the one it replaces.
-   */
-  const write = async (req: IncomingMessage, body: Buffer, operation: string | undefined): Promise<Answer> => {
+  return async (req: IncomingMessage, body: Buffer, operation: string | undefined): Promise<Answer> => {
     if (!operation) return forwardTo(targetUrl, req, body);
     const input = parse(body);
     const keys = putsOf(operation, input).map(keysOf);
@@ -247,6 +248,23 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
       },
     );
   };
+};
+
+export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
+  const { target, tableName, keyAttributes } = options;
+  const onError = options.onError ?? (() => undefined);
+  const targetUrl = new URL(target);
+  const reader = new DynamoDBClient({
+    endpoint: target,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+
+  const delivery = createDelivery(options, tableName, onError);
+
+  const observer = changeObserver({ tableName, keyAttributes, reader, delivery });
+
+  const write = createWriter({ targetUrl, reader, tableName, onError }, observer);
 
   const server: Server = createServer((req, res) => {
     // The same guard as the embedded DynamoDB's: no browser page, no rebound host name.

@@ -6,6 +6,8 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { UsageRecord } from '../../shared/domain/usage-record';
+import { usageItemOf } from '../../shared/data/repositories/usage';
+import { usageTable } from '../../shared/data/tables';
 
 export interface StreamChange {
   eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
@@ -42,19 +44,17 @@ export const sequenceNumber = (n: number): string => String(n).padStart(21, '0')
 
 /**
  * The stream change of one stored usage record (tests and benchmarks build batches with it).
- * `partitionValue` is the usage table's partition key value it was stored under: the branch id,
- * or whatever a write-sharded key makes of it.
+ * `partitionValue` is the usage table's partition key value it was stored under: by default the
+ * record's write shard (shared/data/repositories/usage.ts), as the repository writes it.
  */
-export const usageChange = (
-  record: UsageRecord,
-  sequence: number | string,
-  partitionValue: string = record.branch_id,
-): StreamChange => {
-  const sk = `${record.timestamp}#${record.request_id}`;
+export const usageChange = (record: UsageRecord, sequence: number | string, partitionValue?: string): StreamChange => {
+  // As the usage repository stores it: its write shard's partition key, its sort key, its TTL.
+  const item = usageItemOf(record, 1);
+  const keys = { [usageTable.partitionKey.name]: partitionValue ?? item.pk, sk: item.sk };
   return {
     eventName: 'INSERT',
-    keys: marshall({ branch_id: partitionValue, sk }),
-    newImage: marshall({ ...record, sk, expires_at_epoch: 1 }),
+    keys: marshall(keys),
+    newImage: marshall({ ...item, ...keys }),
     sequenceNumber: typeof sequence === 'number' ? sequenceNumber(sequence) : sequence,
   };
 };

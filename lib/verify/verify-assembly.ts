@@ -153,12 +153,17 @@ const feedStreams = async ({ assembly, hosts, defects }: Run) => {
     }
     const batchSize = Math.max(1, mapping.batchSize);
     // Its failure path first: the first batch while its writes are throttled (whatever it answers,
-    // Lambda retries), then every batch, that one again, as an at-least-once stream delivers it.
+    // Lambda retries), as an at-least-once stream delivers it.
     consumer.proxy.failWrites = true;
     await consumer.invoke({ Records: records.slice(0, batchSize) });
     consumer.proxy.failWrites = false;
-    for (let i = 0; i < records.length; i += batchSize) {
-      const outcome = await consumer.invoke({ Records: records.slice(i, i + batchSize) });
+    // Then every batch, and the first one once more after it was applied: a redelivery, which a
+    // consumer must recognise (a watermark read) and not count twice.
+    const batches = Array.from({ length: Math.ceil(records.length / batchSize) }, (_, i) =>
+      records.slice(i * batchSize, (i + 1) * batchSize),
+    );
+    for (const batch of [...batches, batches[0]!]) {
+      const outcome = await consumer.invoke({ Records: batch });
       const failures = (outcome.result as { batchItemFailures?: unknown[] } | undefined)?.batchItemFailures ?? [];
       if (outcome.error || failures.length > 0) {
         defects.push({
