@@ -115,10 +115,21 @@ describe('the API, the CLI and the operator functions agree', () => {
       jest.setSystemTime(ms);
       return { api: await apiAnswer(key), list: listed?.status, page: paged?.status };
     };
-    // Only the clock (Date) is faked, so no sleeping and no race with a slow machine; timers stay real.
+    // Only the clock (Date) is faked, and it stands still: the instant the test names is the one
+    // every check reads, however slow the machine. Timers stay real.
     jest.useFakeTimers({
-      doNotFake: ['hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate'],
-      advanceTimers: true,
+      doNotFake: [
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setTimeout',
+        'clearTimeout',
+        'setInterval',
+        'clearInterval',
+      ],
     });
     try {
       expect(await statusAt(expiresAt.getTime() - 1)).toEqual({ api: '200', list: 'active', page: 'active' });

@@ -60,6 +60,8 @@ const expected = (res: InvokeResult, path: string, route: string, id = keyId): U
   response_time_ms: expect.any(Number),
   timestamp: expect.any(String),
   request_id: res.requestId,
+  // The gateway's sourceIp of the event (lib/local/events.ts: loopback).
+  source_ip: '127.0.0.1',
 });
 
 describe('a record per call with a known key', () => {

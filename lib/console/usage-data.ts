@@ -12,8 +12,8 @@ import type { OperatorContext } from '../operator/context';
 import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
 import { showControls } from './html';
 
-/** A usage record as the log shows it: `source_ip` when the record has one. */
-export type LoggedCall = UsageRecord & { source_ip?: string };
+/** A usage record as the log shows it (`source_ip` when the record has one: records before it was kept have none). */
+export type LoggedCall = UsageRecord;
 
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
 export type StatusClass = (typeof STATUS_CLASSES)[number];

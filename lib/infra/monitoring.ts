@@ -19,6 +19,7 @@ import {
   RATE_LIMIT_COUNTER_FAILED_METRIC,
   SERVICE_NAME,
   USAGE_WRITE_FAILED_METRIC,
+  RATE_LIMITED_METRIC,
 } from '../../shared/domain/telemetry';
 
 /** A table and its global secondary indexes, which DynamoDB meters and throttles apart from it. */
@@ -45,6 +46,12 @@ export interface MonitoringProps {
    * @default 25
    */
   readonly clientErrorRatePercent?: number;
+  /**
+   * Alarm when this percentage of requests in two consecutive 5-minute periods is a 429: keys
+   * running into their limits (docs/capacity.md "Per key").
+   * @default 10
+   */
+  readonly rateLimitedRatePercent?: number;
   /**
    * Alarm when the API's p99 latency stays above this many milliseconds for two 5-minute periods.
    * @default 1000
@@ -135,6 +142,12 @@ export class Monitoring extends Construct {
       evaluationPeriods: 2,
       description:
         'More than the threshold percentage of API requests answered 4xx (429 rate limits included) in two 5-minute periods.',
+    });
+    this.add('Api429Rate', rate(serviceMetric(RATE_LIMITED_METRIC), '429 rate (%)'), {
+      threshold: props.rateLimitedRatePercent ?? 10,
+      evaluationPeriods: 2,
+      description:
+        'More than the threshold percentage of API requests answered 429 rate_limited in two 5-minute periods.',
     });
     this.add('ApiLatencyP99', stage.metricLatency({ period: PERIOD, statistic: 'p99' }), {
       threshold: props.latencyP99Ms ?? 1000,

@@ -9,3 +9,5 @@ export const METRICS_NAMESPACE = 'BranchApi';
 export const USAGE_WRITE_FAILED_METRIC = 'UsageRecordWriteFailed';
 /** Emitted when a key's rate-limit counter could not be updated and the call was admitted anyway. */
 export const RATE_LIMIT_COUNTER_FAILED_METRIC = 'RateLimitCounterFailed';
+/** Emitted for every call answered 429 (the API's 429 rate alarm divides it by the calls). */
+export const RATE_LIMITED_METRIC = 'RateLimitedCalls';

@@ -14,4 +14,6 @@ export interface UsageRecord {
   response_time_ms: number;
   timestamp: string;
   request_id: string;
+  /** The caller's address as the gateway saw it (`requestContext.http.sourceIp`), as the IP allowlist reads it. */
+  source_ip?: string;
 }

@@ -29,6 +29,7 @@ export const UsageRecordSchema = z.object({
   response_time_ms: z.number().check(z.gte(0)),
   timestamp: z.iso.datetime(),
   request_id: z.string().check(z.minLength(1)),
+  source_ip: z.optional(z.string()),
 }) satisfies z.ZodMiniType<UsageRecord>;
 
 /** The aggregator function's entry, relative to the project root: what the CDK stack bundles and the local change feed invokes. */

@@ -9,12 +9,11 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Asset } from 'aws-cdk-lib/aws-s3-assets';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { BUNDLE_BUDGET_BYTES } from '../../lib/infra/api-function';
 import { BranchApiStack } from '../../lib/infra/branch-api-stack';
-import { sequenceNumber, streamEvent } from '../../lib/local/stream-events';
+import { streamEvent, usageChange } from '../../lib/local/stream-events';
 import { ensureTables } from '../../lib/operator/tables';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
 import { totalsOf } from '../../shared/domain/rollups';
@@ -101,12 +100,7 @@ it('aggregates a stream batch, and the same batch again counts nothing twice', a
     request_id: `bundle-${i}`,
   }));
   const event = streamEvent(
-    calls.map((call, i) => ({
-      eventName: 'INSERT',
-      keys: marshall({ branch_id: call.branch_id, sk: `${call.timestamp}#${call.request_id}` }),
-      newImage: marshall({ ...call, sk: `${call.timestamp}#${call.request_id}` }),
-      sequenceNumber: sequenceNumber(i + 1),
-    })),
+    calls.map((call, i) => usageChange(call, i + 1)),
     'arn:aws:dynamodb:local:000000000000:table/usage',
   );
   expect(await run(event)).toEqual({ batchItemFailures: [] });

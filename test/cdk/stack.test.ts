@@ -439,11 +439,11 @@ describe('alarms', () => {
     Object.values(alarms).filter((alarm) => metricsOf(alarm).some(predicate));
 
   it('cover the API, every function, every table and index, and usage writes, and send nothing without a topic', () => {
-    // API 5xx rate, 4xx rate and p99; errors, throttles and duration near the timeout of every
+    // API 5xx rate, 4xx rate, 429 rate and p99; errors, throttles and duration near the timeout of every
     // function (routes, fallback, aggregator, secret scanning, key expiry); every table and index; usage writes, rate-limit
     // counters, unreadable and failed stream records; the rollups pipeline's iterator age and dead letters.
     const tablesAndIndexes = tableDefinitions.reduce((n, table) => n + 1 + table.indexes.length, 0);
-    expect(Object.keys(alarms)).toHaveLength(3 + 3 * (routes.length + 4) + tablesAndIndexes + 4 + 2);
+    expect(Object.keys(alarms)).toHaveLength(4 + 3 * (routes.length + 4) + tablesAndIndexes + 4 + 2);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',

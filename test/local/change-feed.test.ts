@@ -11,7 +11,7 @@ import { createOperatorContext, type OperatorContext } from '../../lib/operator/
 import { ensureTables } from '../../lib/operator/tables';
 import { summarizeUsage } from '../../lib/operator/usage-rollups';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
-import type { UsageRecord } from '../../shared/data/repositories/usage';
+import { usageItemOf, type UsageRecord } from '../../shared/data/repositories/usage';
 import { usageTable } from '../../shared/data/tables';
 import { hourOf, totalsOf } from '../../shared/domain/rollups';
 import { logger, metrics } from '../../shared/lambda/observability';
@@ -23,11 +23,9 @@ import { createTables, fixtureClient, seedBranches, tableNames } from '../suppor
 
 const target = process.env.DYNAMODB_ENDPOINT!;
 const POISONED_KEY = 'key_poisoned';
-/** A branch whose records go to another shard than the main branch's (shards follow the partition key). */
-const shardOfBranch = (branchId: string) => shardOf(JSON.stringify({ S: branchId }), DEFAULT_SHARDS);
-const healthyBranch = Array.from({ length: 50 }, (_, i) => `br_healthy_${i}`).find(
-  (id) => shardOfBranch(id) !== shardOfBranch(mainBranch.id),
-)!;
+/** The feed shard of a stored call (shards follow the partition key: the branch's write shard). */
+const feedShardOf = (record: UsageRecord) => shardOf(JSON.stringify({ S: usageItemOf(record, 1).pk }), DEFAULT_SHARDS);
+const healthyBranch = 'br_healthy_0';
 const poisonedHour = hourOf(Date.now() - 3 * 3_600_000);
 
 const aCall = (branchId: string, keyId: string, time: number, requestId: string): UsageRecord => ({
@@ -94,10 +92,13 @@ describe('a record that cannot be applied', () => {
   it("holds back only its own shard: another branch's calls are counted while it is retried", async () => {
     feed = await startFeed(1_000_000); // never set aside during this test
     ctx = createOperatorContext({ ...process.env, DYNAMODB_ENDPOINT: feed.endpoint });
-    await ctx.usage.put(aCall(mainBranch.id, POISONED_KEY, Date.parse(poisonedHour) + 1000, 'poisoned-1'), 90);
-    for (let i = 0; i < 20; i += 1) {
-      await ctx.usage.put(aCall(healthyBranch, 'key_h', Date.now(), `healthy-${i}`), 90);
-    }
+    const poisoned = aCall(mainBranch.id, POISONED_KEY, Date.parse(poisonedHour) + 1000, 'poisoned-1');
+    await ctx.usage.put(poisoned, 90);
+    // Calls of another branch whose write shards go to other feed shards than the poisoned record's.
+    const healthy = Array.from({ length: 200 }, (_, i) => aCall(healthyBranch, 'key_h', Date.now(), `healthy-${i}`))
+      .filter((call) => feedShardOf(call) !== feedShardOf(poisoned))
+      .slice(0, 20);
+    for (const call of healthy) await ctx.usage.put(call, 90);
     await waitForCount(healthyBranch, 20);
     // Counted while the poisoned record is still being retried, not after it was set aside.
     expect(feed.stats().setAside).toBe(0);

@@ -284,7 +284,7 @@ const KINDS: [string, (r: Resources) => void, string, string, RegExp][] = [
     (r) => (props(r, TABLE, 'TablesUsage').KeySchema[1].AttributeName = 'created_at'),
     'table-key-schema',
     'TablesUsage',
-    /the code reads and writes branch_id \(S\) \+ sk \(S\)/,
+    /the code reads and writes pk \(S\) \+ sk \(S\)/,
   ],
   [
     'a removed index',

@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { rateLimited } from '../errors';
-import { RATE_LIMIT_COUNTER_FAILED_METRIC } from '../../domain/telemetry';
+import { RATE_LIMIT_COUNTER_FAILED_METRIC, RATE_LIMITED_METRIC } from '../../domain/telemetry';
 import { rateLimitOf, type RateLimit } from '../../domain/rate-limit';
 import type { ApiContext, ApiMiddleware, ApiRequest } from './types';
 import type { ApiKeyRecord } from '../../data/repositories/keys';
@@ -64,6 +64,32 @@ const refusal = (context: ApiContext, window: Window, at: number) => {
   return rateLimited(secondsUntil(window.endsAt, at), fields);
 };
 
+/** Every 429, counted for the API's 429 rate alarm. */
+const countedRefusal = (metrics: Pick<Metrics, 'addMetric'>, context: ApiContext, window: Window, at: number) => {
+  metrics.addMetric(RATE_LIMITED_METRIC, MetricUnit.Count, 1);
+  return refusal(context, window, at);
+};
+
+/** The fixed window, aligned to the clock, that the instant `at` falls in. */
+const windowOf = (apiKey: ApiKeyRecord, policy: RateLimit, at: number, refusedKey: boolean) => {
+  const windowMs = policy.windowSeconds * 1000;
+  const startsAt = Math.floor(at / windowMs) * windowMs;
+  const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs, refusedKey };
+  return { window, startsAt };
+};
+
+/** Fail open: the call proceeds, with no RateLimit field since the remaining count is unknown. */
+const failOpen = (
+  logger: Pick<Logger, 'warn'>,
+  metrics: Pick<Metrics, 'addMetric'>,
+  keyId: string,
+  error: unknown,
+): undefined => {
+  logger.warn('Rate limit counter not updated; call admitted', { error, key_id: keyId });
+  metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
+  return undefined;
+};
+
 /** key_id → epoch ms at which its used-up window ends; at most `max` keys, expired ones dropped first. */
 const usedUpWindows = (max: number) => {
   const until = new Map<string, number>();
@@ -101,6 +127,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const { counter, defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = { ...defaults, ...opts };
   const usedUp = usedUpWindows(maxRemembered);
   const windows = new WeakMap<ApiContext, Window>();
+  const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
 
   /** Opens the call's window and starts counting it; throws the 429 when the window is known used up. */
   const start = (context: ApiContext, refusedKey: boolean): void => {
@@ -108,14 +135,12 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     if (!apiKey) return;
     // The window of the moment the request arrived: the one its usage record's timestamp falls in.
     const at = context.receivedAt?.getTime() ?? now();
-    const policy = rateLimitOf(apiKey.rate_limit, defaultLimit);
-    const windowMs = policy.windowSeconds * 1000;
-    const startsAt = Math.floor(at / windowMs) * windowMs;
-    const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs, refusedKey };
+    const { window, startsAt } = windowOf(apiKey, rateLimitOf(apiKey.rate_limit, defaultLimit), at, refusedKey);
+    const { policy } = window;
     windows.set(context, window);
     if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
     const until = usedUp.get(window.keyId);
-    if (until !== undefined && until > at) throw refusal(context, window, at);
+    if (until !== undefined && until > at) throw refuse(context, window, at);
     usedUp.forget(window.keyId);
     window.count = counter.increment(window.keyId, startsAt / 1000, policy.windowSeconds).then(
       (count) => ({ count }),
@@ -130,18 +155,13 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     window.settled = true;
     const result = await window.count;
     const at = now();
-    if ('error' in result) {
-      // Fail open: no RateLimit field, since the remaining count is unknown.
-      logger.warn('Rate limit counter not updated; call admitted', { error: result.error, key_id: window.keyId });
-      metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
-      return undefined;
-    }
+    if ('error' in result) return failOpen(logger, metrics, window.keyId, result.error);
     // Reached: every later call of this window would be over it.
     if (result.count >= window.policy.limit) usedUp.remember(window.keyId, window.endsAt, at);
     if (result.count > window.policy.limit) {
       // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.
       if (!window.refusedKey) await onLimitReached?.(window.apiKey, at);
-      return refusal(context, window, at);
+      return refuse(context, window, at);
     }
     if (!window.refusedKey) {
       setHeaders(context, { RateLimit: remainingField(window.policy.limit - result.count, window, at) });
@@ -149,7 +169,16 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     return undefined;
   };
 
-  const rateLimitBefore = ({ context }: ApiRequest): void => start(context, false);
+  const rateLimitBefore = async ({ context }: ApiRequest): Promise<void> => {
+    try {
+      start(context, false);
+    } catch (fromMemory) {
+      // Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour.
+      const window = windows.get(context);
+      if (window) await onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
+      throw fromMemory;
+    }
+  };
 
   const rateLimitAfter = async ({ context }: ApiRequest): Promise<void> => {
     const refused = await settle(context);

@@ -44,6 +44,7 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
     const responseTimeMs = Math.round((performance.now() - context.startedAt) * 100) / 100;
     const { apiKey } = context;
     const method = event.requestContext.http.method;
+    const sourceIp = event.requestContext.http.sourceIp;
     // As requested, but never with a key in it (one pasted into the URL by mistake).
     const path = redactApiKeys(event.rawPath);
     if (!apiKey) {
@@ -60,6 +61,7 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
       response_time_ms: responseTimeMs,
       timestamp: context.receivedAt.toISOString(),
       request_id: context.requestId,
+      ...(sourceIp ? { source_ip: sourceIp } : {}),
     };
     try {
       await usage.put(record, retentionDays);
