@@ -69,6 +69,7 @@ const USAGE_FIELDS = [
   'request_id',
   'response_time_ms',
   'route',
+  'source_ip',
   'status',
   'timestamp',
 ];
