@@ -3,6 +3,7 @@
  * the API, the CLI and the operator functions the console calls agreeing on every state and at
  * the exact expiry instant, against the embedded DynamoDB.
  */
+import { freezeClock } from './support/clock';
 import { handler as getBranch } from '../functions/get-branch';
 import { keyState, msUntilExpiry, type KeyState } from '../shared/domain/key-state';
 import { createOperatorContext } from '../lib/operator/context';
@@ -115,22 +116,7 @@ describe('the API, the CLI and the operator functions agree', () => {
       jest.setSystemTime(ms);
       return { api: await apiAnswer(key), list: listed?.status, page: paged?.status };
     };
-    // Only the clock (Date) is faked, and it stands still: the instant the test names is the one
-    // every check reads, however slow the machine. Timers stay real.
-    jest.useFakeTimers({
-      doNotFake: [
-        'hrtime',
-        'nextTick',
-        'performance',
-        'queueMicrotask',
-        'setImmediate',
-        'clearImmediate',
-        'setTimeout',
-        'clearTimeout',
-        'setInterval',
-        'clearInterval',
-      ],
-    });
+    freezeClock();
     try {
       expect(await statusAt(expiresAt.getTime() - 1)).toEqual({ api: '200', list: 'active', page: 'active' });
       expect(await statusAt(expiresAt.getTime())).toEqual({

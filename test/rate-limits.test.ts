@@ -4,6 +4,7 @@
  * counter table. Only the wall clock is faked (Date), so windows are crossed deterministically;
  * timers and I/O stay real.
  */
+import { freezeClock } from './support/clock';
 import { startFaultProxy } from './support/fault-proxy';
 import {
   captureLogs,
@@ -38,20 +39,7 @@ beforeAll(async () => {
 });
 
 beforeEach(() => {
-  jest.useFakeTimers({
-    doNotFake: [
-      'hrtime',
-      'nextTick',
-      'performance',
-      'queueMicrotask',
-      'setImmediate',
-      'clearImmediate',
-      'setInterval',
-      'clearInterval',
-      'setTimeout',
-      'clearTimeout',
-    ],
-  });
+  freezeClock();
   at(10);
 });
 

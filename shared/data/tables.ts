@@ -93,21 +93,10 @@ export const keysTable: TableDefinition = {
 export const ROLLUPS_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
 
 /**
- * The layout of the usage and rollups tables: items of a partition (`partition`) in time order
- * under `sk`, the same items by key through the `by-key` index (`keyPartition`), expired by
- * DynamoDB TTL.
+ * The layout of the usage, rollups and activity tables: items of a partition (`partition`) in
+ * time order under `sk`, the same items by key through the `by-key` index (`keyPartition`). The
+ * usage records and rollups expire by DynamoDB TTL; the activity log is kept.
  */
-const branchAndKeyLayout = {
-  partitionKey: { name: 'branch_id', type: 'S' },
-  sortKey: { name: 'sk', type: 'S' },
-  indexes: [
-    {
-      indexName: USAGE_BY_KEY_INDEX,
-      partitionKey: { name: 'key_id', type: 'S' },
-      sortKey: { name: 'sk', type: 'S' },
-    },
-  ],
-} as const satisfies Partial<TableDefinition>;
 const timeOrdered = (partition: string, keyPartition: string) =>
   ({
     partitionKey: { name: partition, type: 'S' },
@@ -119,8 +108,8 @@ const timeOrdered = (partition: string, keyPartition: string) =>
         sortKey: { name: 'sk', type: 'S' },
       },
     ],
-    timeToLiveAttribute: 'expires_at_epoch',
   }) as const satisfies Partial<TableDefinition>;
+const expiring = { timeToLiveAttribute: 'expires_at_epoch' } as const satisfies Partial<TableDefinition>;
 
 /**
  * Write shards of the usage table (docs/capacity.md "Per branch"). One DynamoDB partition key takes
@@ -144,6 +133,7 @@ export const usageTable: TableDefinition = {
   // -v2: the key shape of docs/capacity.md; a --data-dir of an older start keeps its old table aside.
   localName: 'branch-api-usage-v2',
   ...timeOrdered('pk', 'key_pk'),
+  ...expiring,
   // Feeds the rollups aggregator (docs/decisions.md "Usage rollups").
   stream: 'NEW_IMAGE',
 };
@@ -180,6 +170,7 @@ export const rollupsTable: TableDefinition = {
   envVar: 'ROLLUPS_TABLE',
   localName: 'branch-api-usage-rollups',
   ...timeOrdered('branch_id', 'key_id'),
+  ...expiring,
 };
 
 /**
@@ -210,7 +201,7 @@ export const activityTable: TableDefinition = {
   name: 'activity',
   envVar: 'ACTIVITY_TABLE',
   localName: 'branch-api-key-activity',
-  ...branchAndKeyLayout,
+  ...timeOrdered('branch_id', 'key_id'),
 };
 
 export const tableDefinitions = [
