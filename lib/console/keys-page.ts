@@ -103,7 +103,7 @@ export const DONE_NOTICES: Record<string, string> = {
 /** Statuses the filter offers: every key state (shared/domain/key-state.ts). */
 export const KEY_STATUSES: readonly KeyListing['status'][] = KEY_STATES;
 
-/** Keys per page: the audit reads each shown key's usage (docs/console.md "Figures"). */
+/** Keys per page: the audit reads each shown key's rollups (docs/console.md "Figures"). */
 export const KEYS_PAGE_SIZE = 100;
 
 export interface KeyFilters {
@@ -124,6 +124,8 @@ export interface KeysPageInput {
   total: number;
   /** How many keys the branch has. */
   branchTotal: number;
+  /** The newest call time the rollups include: "Last used" and the findings count calls up to it. */
+  asOf: string | null;
   filters: KeyFilters;
   /** 1-based. */
   page: number;
@@ -237,29 +239,36 @@ const emptyState = (input: KeysPageInput): Html =>
         No key matches these filters. <a href="${branchPath(input.branchId, 'keys')}">Show all keys</a>.
       </p>`;
 
+/** "As of", as on the usage page: the keys page reads the same rollups (docs/console.md "Figures"). */
+const freshness = ({ asOf }: KeysPageInput): Html =>
+  html`<p id="keys-freshness">
+    <small>Last used and audit findings count calls as of ${time(asOf, 'never (no call counted yet)')}.</small>
+  </p>`;
+
 const keysTable = (input: KeysPageInput): Html =>
-  html`<table class="cards">
-    <caption>
-      ${keysCaption(input)}
-    </caption>
-    <thead>
-      <tr>
-        ${KEY_COLUMNS.map((column) => html`<th scope="col">${column.header}</th>`)}
-        <th scope="col">Actions</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${input.keys.map(
-        (key) =>
-          html`<tr>
-            ${KEY_COLUMNS.map((column, i) =>
-              i === 0 ? html`<th scope="row">${column.cell(key)}</th>` : cardCell(column.header, column.cell(key)),
-            )}
-            ${cardCell('Actions', actionsCell(input.branchId, key))}
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  html`${freshness(input)}
+    <table class="cards">
+      <caption>
+        ${keysCaption(input)}
+      </caption>
+      <thead>
+        <tr>
+          ${KEY_COLUMNS.map((column) => html`<th scope="col">${column.header}</th>`)}
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${input.keys.map(
+          (key) =>
+            html`<tr>
+              ${KEY_COLUMNS.map((column, i) =>
+                i === 0 ? html`<th scope="row">${column.cell(key)}</th>` : cardCell(column.header, column.cell(key)),
+              )}
+              ${cardCell('Actions', actionsCell(input.branchId, key))}
+            </tr>`,
+        )}
+      </tbody>
+    </table>`;
 
 export const keysPage = (input: KeysPageInput): string =>
   layout({

@@ -2,7 +2,7 @@
  * Routes of the "API keys" page: the list (search, status filter, pages), Create key, and each
  * key's actions, a confirmation page (GET) and the change (POST).
  */
-import { auditOf, DEFAULT_GRACE, rollKey } from '../operator/lifecycle';
+import { auditOf, DEFAULT_GRACE, rollKey, rollupUsageFacts, type KeyAudit } from '../operator/lifecycle';
 import { createKey, keyStatus, listKeys, OperatorError, type KeyListing } from '../operator/operations';
 import { html, type Html } from './html';
 import { Refusal, notFound, queryValue } from './http';
@@ -20,7 +20,9 @@ import {
 } from './keys-page';
 import { page, type ConsoleRoute, type RouteRequest } from './routes';
 
-type Extra = Partial<Omit<KeysPageInput, 'branchId' | 'keys' | 'total' | 'branchTotal' | 'csrf' | 'formId'>> & {
+type Extra = Partial<
+  Omit<KeysPageInput, 'branchId' | 'keys' | 'total' | 'branchTotal' | 'asOf' | 'csrf' | 'formId'>
+> & {
   done?: { done: string; keyId: string } | undefined;
 };
 
@@ -41,16 +43,17 @@ const readFilters = (query: URLSearchParams): KeyFilters => {
 };
 
 /**
- * Keys audited at once: each costs two queries, and a page of 100 fired together can time out on
- * a busy machine (and would be a burst against a real table).
+ * Keys audited at once: a key with calls costs one Query of its rollups, and a page of 100 fired
+ * together would be a burst against a real table.
  */
 const AUDIT_CONCURRENCY = 10;
 
-const auditInChunks = async (r: RouteRequest, keys: readonly KeyListing[]) => {
-  const audits: Awaited<ReturnType<typeof auditOf>> = [];
-  const now = new Date();
+/** This page's audit, from the rollups (docs/console.md "Figures"): never a raw usage record. */
+const auditInChunks = async (r: RouteRequest, keys: readonly KeyListing[], now: Date) => {
+  const audits: KeyAudit[] = [];
   for (let i = 0; i < keys.length; i += AUDIT_CONCURRENCY) {
-    audits.push(...(await auditOf(r.ctx, keys.slice(i, i + AUDIT_CONCURRENCY), now)));
+    const chunk = keys.slice(i, i + AUDIT_CONCURRENCY);
+    audits.push(...(await auditOf(r.ctx, chunk, now, (key) => rollupUsageFacts(r.ctx, key, now))));
   }
   return audits;
 };
@@ -60,11 +63,13 @@ export const keysView = async (r: RouteRequest, extra: Extra = {}): Promise<stri
   const branchId = r.params.branch!;
   const filters = extra.filters ?? {};
   const page = extra.page ?? 1;
-  const all = await listKeys(r.ctx, branchId);
+  const now = new Date();
+  const all = await listKeys(r.ctx, branchId, now);
   const selected = all.filter((key) => matchesKey(key, filters));
   const keys = selected.slice((page - 1) * KEYS_PAGE_SIZE, page * KEYS_PAGE_SIZE);
-  // The audit of this page's active keys (lib/operator/lifecycle.ts), the same as `keys audit`.
-  const findings = new Map((await auditInChunks(r, keys)).map((audit) => [audit.key_id, audit.findings]));
+  // The audit of this page's active keys: the rules of `keys audit` (lib/operator/lifecycle.ts).
+  const [audits, asOf] = await Promise.all([auditInChunks(r, keys, now), r.ctx.rollups.progress()]);
+  const findings = new Map(audits.map((audit) => [audit.key_id, audit.findings]));
   // Only a key of this branch is named in a notice: a crafted link cannot make the page say anything else.
   const doneKey = extra.done && all.find((key) => key.key_id === extra.done!.keyId);
   const { done, ...rest } = extra;
@@ -75,6 +80,7 @@ export const keysView = async (r: RouteRequest, extra: Extra = {}): Promise<stri
     keys: keys.map((key) => ({ ...key, ...(findings.has(key.key_id) ? { findings: findings.get(key.key_id)! } : {}) })),
     total: selected.length,
     branchTotal: all.length,
+    asOf: asOf ?? null,
     filters,
     page,
     csrf: r.session.csrf,

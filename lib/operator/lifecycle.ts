@@ -16,7 +16,8 @@ import type { Scope } from '../../shared/domain/schemas';
 import type { OperatorContext } from './context';
 import { invalidInput } from './errors';
 import { isUsable, keyState, msUntilExpiry } from '../../shared/domain/key-state';
-import { OperatorError, requireBranch, requireKeyOfBranch, unknownKey } from './operations';
+import { hourOf } from '../../shared/domain/rollups';
+import { OperatorError, requireBranch, requireKeyOfBranch, unknownKey, type KeyListing } from './operations';
 
 export { requireKeyOfBranch };
 
@@ -98,12 +99,24 @@ export interface KeyUsageFacts {
   scopesNeeded: Set<Scope>;
   /** False when the key had more calls than were read: `scopesNeeded` may then be short. */
   complete: boolean;
+  /** The calls `scopesNeeded` comes from, as the finding names them; default from `complete`. */
+  basis?: string;
 }
 
 /** Most usage records read per key to learn which routes it called. */
 export const USAGE_FACTS_MAX_RECORDS = 10_000;
 
 const SCOPE_OF_ROUTE = new Map(routes.map((route) => [routeKey(route), route.scope]));
+
+/** The scopes the given route templates require. */
+const scopesOf = (used: Iterable<string>): Set<Scope> => {
+  const scopes = new Set<Scope>();
+  for (const route of used) {
+    const scope = SCOPE_OF_ROUTE.get(route);
+    if (scope) scopes.add(scope);
+  }
+  return scopes;
+};
 
 /**
  * The usage facts of a key, from its raw usage records (bounded). The one place the audit reads
@@ -114,12 +127,7 @@ export const keyUsageFacts = async (ctx: OperatorContext, keyId: string): Promis
     ctx.usage.lastUsedAt(keyId),
     ctx.usage.routesUsed(keyId, USAGE_FACTS_MAX_RECORDS),
   ]);
-  const scopesNeeded = new Set<Scope>();
-  for (const route of used.routes) {
-    const scope = SCOPE_OF_ROUTE.get(route);
-    if (scope) scopesNeeded.add(scope);
-  }
-  return { ...(lastUsedAt ? { lastUsedAt } : {}), scopesNeeded, complete: used.complete };
+  return { ...(lastUsedAt ? { lastUsedAt } : {}), scopesNeeded: scopesOf(used.routes), complete: used.complete };
 };
 
 /** Stable finding codes: scripts may branch on them. */
@@ -141,6 +149,37 @@ export const AUDIT_THRESHOLDS = {
   /** `expires_soon`: expires within this many days. */
   expiresWithinDays: 14,
 } as const;
+
+/** How far back the rollup facts read a key's calls for the routes it used (the `unused` horizon). */
+export const ROLLUP_FACTS_DAYS = AUDIT_THRESHOLDS.unusedAfterDays;
+
+/**
+ * The usage facts of a listed key from the rollups (docs/console.md "Figures"), for the keys page:
+ * its last use as listed (the branch's last-used items, one Query for every key), and the routes
+ * of its calls of the last ROLLUP_FACTS_DAYS days from its hour items: one Query for a key with
+ * calls, none for a key without, never a raw usage record.
+ */
+export const rollupUsageFacts = async (
+  ctx: OperatorContext,
+  key: Pick<KeyListing, 'key_id' | 'branch_id' | 'last_used_at' | 'scopes'>,
+  now: Date,
+): Promise<KeyUsageFacts> => {
+  const basis = `its calls of the last ${ROLLUP_FACTS_DAYS} days`;
+  if (!key.last_used_at) return { scopesNeeded: new Set(), complete: true, basis };
+  const since = now.getTime() - ROLLUP_FACTS_DAYS * DAY;
+  // No call in the window to judge scopes by: no unused_scopes finding (`unused` says it instead).
+  if (Date.parse(key.last_used_at) < since) {
+    return { lastUsedAt: key.last_used_at, scopesNeeded: new Set(key.scopes), complete: true, basis };
+  }
+  const hours = await ctx.rollups.hours({
+    branchId: key.branch_id,
+    keyId: key.key_id,
+    fromHour: hourOf(since),
+    toHour: hourOf(now),
+  });
+  const routes = new Set(hours.flatMap((hour) => Object.keys(hour.byRoute)));
+  return { lastUsedAt: key.last_used_at, scopesNeeded: scopesOf(routes), complete: true, basis };
+};
 
 export interface AuditFinding {
   code: AuditCode;
@@ -190,7 +229,7 @@ export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date
   // Only from evidence: a key with no calls has no needs to compare with (never_used says so).
   const unneeded = facts.lastUsedAt ? key.scopes.filter((scope) => !facts.scopesNeeded.has(scope)) : [];
   if (unneeded.length > 0) {
-    const basis = facts.complete ? 'its calls' : `its newest ${USAGE_FACTS_MAX_RECORDS} calls`;
+    const basis = facts.basis ?? (facts.complete ? 'its calls' : `its newest ${USAGE_FACTS_MAX_RECORDS} calls`);
     findings.push({
       code: 'unused_scopes',
       message: `none of ${basis} needed ${unneeded.join(', ')}: a key without them would do`,
@@ -208,16 +247,20 @@ export interface AuditRequest {
   now?: Date;
 }
 
-/** The audit of the given keys that are active at `now` (revoked and expired keys open nothing). */
-export const auditOf = async (
+/**
+ * The audit of the given keys that are active at `now` (revoked and expired keys open nothing),
+ * with each key's usage facts from `factsOf` (by default its raw usage records).
+ */
+export const auditOf = async <K extends ApiKeyRecord>(
   ctx: OperatorContext,
-  records: readonly ApiKeyRecord[],
+  records: readonly K[],
   now: Date,
+  factsOf: (key: K) => Promise<KeyUsageFacts> = (key) => keyUsageFacts(ctx, key.key_id),
 ): Promise<KeyAudit[]> => {
   const active = records.filter((key) => isUsable(keyState(key, now)));
   return Promise.all(
     active.map(async (key): Promise<KeyAudit> => {
-      const facts = await keyUsageFacts(ctx, key.key_id);
+      const facts = await factsOf(key);
       return {
         key_id: key.key_id,
         name: key.name,
