@@ -1,7 +1,8 @@
 /**
  * Settings console render times (docs/console.md): the "API keys" page of a branch with 1,000
- * keys and the "API usage" page of a branch with 100,000 recorded calls, on the embedded
- * DynamoDB. Each page is timed as the server's full response (median of 5 after a warm-up)
+ * keys and of a branch with 10,000 keys (every key with calls counted in the rollups, so each
+ * shown key costs what a used key costs), and the "API usage" page of a branch with 100,000
+ * recorded calls, on the embedded DynamoDB. Each page is timed as the server's full response (median of 5 after a warm-up)
  * and, when a Chromium is found, as a browser navigation until the page (and chart) is drawn.
  *
  *   npx tsx bench/console.ts          (prints figures on stderr, one JSON line on stdout)
@@ -15,10 +16,13 @@ import { createOperatorContext } from '../lib/operator/context';
 import { rebuildRollups } from '../lib/operator/usage-rebuild';
 import { CHROMIUM_PATH, launchChromium } from '../scripts/chromium';
 import type { UsageRecord } from '../shared/data/repositories/usage';
+import { padSequence } from '../shared/domain/rollups';
 import { demoBranch } from './lib/fixtures';
 import { round } from './lib/stats';
 
 const KEYS = 1000;
+/** The 10x branch: its first page is measured. */
+const MANY_KEYS = 10_000;
 const CALLS = 100_000;
 const RUNS = 5;
 const log = (line: string) => process.stderr.write(`[console bench] ${line}\n`);
@@ -34,30 +38,57 @@ const ctx = createOperatorContext({
   DYNAMODB_DEADLINE_MS: '10000',
 });
 const keysBranch = demoBranch.id;
+const manyKeysBranch = 'br_many_keys_bench';
 const usageBranch = 'br_usage_bench';
+
+/** `count` keys of a branch, 50 at a time, each with `calls` calls (one an hour) counted in the rollups. */
+const createUsedKeys = async (branchId: string, count: number, calls: number) => {
+  const started = Date.now();
+  let sequence = 0;
+  for (let i = 0; i < count; i += 50) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(50, count - i) }, (_, j) =>
+        ctx.keys.create({ branchId, scopes: ['read'], name: `bench key ${i + j}` }),
+      ),
+    );
+    // As the aggregator counts them (no change feed here): hour items and each key's last use.
+    const stream = batch.flatMap(({ record }) =>
+      Array.from({ length: calls }, (_, c) => ({
+        record: {
+          key_id: record.key_id,
+          branch_id: branchId,
+          method: 'GET',
+          path: '/api/v1/branch',
+          route: 'GET /v1/branch',
+          status: 200,
+          response_time_ms: 4,
+          timestamp: new Date(started - (c + 1) * 3_600_000).toISOString(),
+          request_id: `req-${record.key_id}-${c}`,
+        },
+        source: 'bench|keys',
+        sequence: padSequence(String((sequence += 1)))!,
+      })),
+    );
+    const { failed } = await ctx.rollups.apply(stream, 30);
+    if (failed.length > 0) throw new Error(`${failed.length} calls could not be counted in the rollups`);
+  }
+  log(`created ${count} keys with ${calls} call(s) each in the rollups in ${Date.now() - started} ms`);
+};
 
 try {
   await ensureTables(ctx.client, ctx.tables);
   await ctx.branchData.putBranch(demoBranch);
   await ctx.branchData.putBranch({ ...demoBranch, id: usageBranch, members: [], payment_providers: [] });
 
-  let started = Date.now();
-  const keyIds: string[] = [];
-  for (let i = 0; i < KEYS; i += 50) {
-    const batch = await Promise.all(
-      Array.from({ length: Math.min(50, KEYS - i) }, (_, j) =>
-        ctx.keys.create({ branchId: keysBranch, scopes: ['read'], name: `bench key ${i + j}` }),
-      ),
-    );
-    keyIds.push(...batch.map(({ record }) => record.key_id));
-  }
-  log(`created ${KEYS} keys in ${Date.now() - started} ms`);
+  await ctx.branchData.putBranch({ ...demoBranch, id: manyKeysBranch, members: [], payment_providers: [] });
+  await createUsedKeys(keysBranch, KEYS, 3);
+  await createUsedKeys(manyKeysBranch, MANY_KEYS, 1);
 
   // The usage branch's calls: 20 keys, spread over the last 24 hours, 1 in 20 a 4xx, 1 in 200 a 5xx.
   const usageKeys = await Promise.all(
     Array.from({ length: 20 }, (_, i) => ctx.keys.create({ branchId: usageBranch, scopes: ['read'], name: `k${i}` })),
   );
-  started = Date.now();
+  const started = Date.now();
   const now = Date.now();
   const records: UsageRecord[] = Array.from({ length: CALLS }, (_, i) => ({
     key_id: usageKeys[i % usageKeys.length]!.record.key_id,
@@ -94,6 +125,7 @@ try {
   const pages = {
     keys: `/branches/${keysBranch}/keys`,
     keysLastPage: `/branches/${keysBranch}/keys?page=10`,
+    keys10k: `/branches/${manyKeysBranch}/keys`,
     usage: `/branches/${usageBranch}/usage?period=24h`,
   };
 
@@ -142,7 +174,7 @@ try {
     log('no Chromium (/usr/bin/chromium or CHROMIUM_PATH): browser figures not measured');
   }
   await settings.close();
-  process.stdout.write(`${JSON.stringify({ keys: KEYS, calls: CALLS, server, browser })}\n`);
+  process.stdout.write(`${JSON.stringify({ keys: KEYS, manyKeys: MANY_KEYS, calls: CALLS, server, browser })}\n`);
 } catch (error) {
   log(`failed: ${error instanceof Error ? error.stack : String(error)}`);
   process.exitCode = 1;

@@ -257,13 +257,17 @@ const localStackPart = async () => {
   return local;
 };
 
-/** Settings console pages (bench/console.ts): 1,000 keys, 100,000 calls, each drawn in under 1 s. */
+/** Settings console pages (bench/console.ts): 1,000 and 10,000 keys, 100,000 calls, each drawn in under 1 s. */
 const consolePart = async () => {
   log('settings console render times');
   const figures = (await runJsonChild('bench/console.ts', {
     ...(process.env.CHROMIUM_PATH ? { CHROMIUM_PATH: process.env.CHROMIUM_PATH } : {}),
   })) as { server: Record<string, { medianMs: number }>; browser: Record<string, { medianMs: number }> };
-  const pages = { keys: 'API keys page, branch with 1,000 keys', usage: 'API usage page, 100,000 calls' };
+  const pages = {
+    keys: 'API keys page, branch with 1,000 keys',
+    keys10k: 'API keys page (first), branch with 10,000 keys',
+    usage: 'API usage page, 100,000 calls',
+  };
   for (const [name, label] of Object.entries(pages)) {
     const server = figures.server[name]!.medianMs;
     const browser = figures.browser[name]?.medianMs;
