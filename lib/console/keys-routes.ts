@@ -64,11 +64,11 @@ export const keysView = async (r: RouteRequest, extra: Extra = {}): Promise<stri
   const filters = extra.filters ?? {};
   const page = extra.page ?? 1;
   const now = new Date();
-  const all = await listKeys(r.ctx, branchId, now);
+  const [all, asOf] = await Promise.all([listKeys(r.ctx, branchId, now), r.ctx.rollups.progress()]);
   const selected = all.filter((key) => matchesKey(key, filters));
   const keys = selected.slice((page - 1) * KEYS_PAGE_SIZE, page * KEYS_PAGE_SIZE);
   // The audit of this page's active keys: the rules of `keys audit` (lib/operator/lifecycle.ts).
-  const [audits, asOf] = await Promise.all([auditInChunks(r, keys, now), r.ctx.rollups.progress()]);
+  const audits = await auditInChunks(r, keys, now);
   const findings = new Map(audits.map((audit) => [audit.key_id, audit.findings]));
   // Only a key of this branch is named in a notice: a crafted link cannot make the page say anything else.
   const doneKey = extra.done && all.find((key) => key.key_id === extra.done!.keyId);

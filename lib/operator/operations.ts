@@ -129,40 +129,47 @@ export interface KeyListing extends ApiKeyRecord {
 /** The key's state (shared/domain/key-state.ts): the same answer the API gives. */
 export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyState => keyState(record, now);
 
-/** "Last used" of every key of a branch, from the rollups in one Query (lib/operator/usage-rollups.ts). */
-const withLastUsed = async (
-  ctx: OperatorContext,
-  branchId: string,
-  records: ApiKeyRecord[],
-  now: Date,
-): Promise<KeyListing[]> => {
-  const lastUsed = await ctx.rollups.lastUsed(branchId);
-  return records.map((record) => ({
+/** Listings of keys, with "last used" from the rollups' last-used items (lib/operator/usage-rollups.ts). */
+const withLastUsed = (records: ApiKeyRecord[], lastUsed: Map<string, string>, now: Date): KeyListing[] =>
+  records.map((record) => ({
     ...record,
     status: keyStatus(record, now),
     last_used_at: lastUsed.get(record.key_id) ?? null,
   }));
+
+/**
+ * The branch's keys, newest first, and when each was last used: three independent reads (the
+ * branch, its keys, its last-used rollup items), one request each, made at once.
+ */
+const readListing = async (ctx: OperatorContext, branchId: string) => {
+  const [branch, records, lastUsed] = await Promise.allSettled([
+    requireBranch(ctx, branchId),
+    ctx.keys.listByBranch(branchId),
+    ctx.rollups.lastUsed(branchId),
+  ]);
+  // The branch check's refusal first, whichever read failed first: the same answer every time.
+  for (const read of [branch, records, lastUsed]) if (read.status === 'rejected') throw read.reason;
+  return {
+    records: (records as PromiseFulfilledResult<ApiKeyRecord[]>).value,
+    lastUsed: (lastUsed as PromiseFulfilledResult<Map<string, string>>).value,
+  };
 };
 
 export const listKeys = async (ctx: OperatorContext, branchId: string, now = new Date()): Promise<KeyListing[]> => {
-  await requireBranch(ctx, branchId);
-  return withLastUsed(ctx, branchId, await ctx.keys.listByBranch(branchId), now);
+  const { records, lastUsed } = await readListing(ctx, branchId);
+  return withLastUsed(records, lastUsed, now);
 };
 
-/**
- * One page of a branch's keys, newest first, with how many there are: "last used" (one query
- * per key) is looked up for that page's keys only.
- */
+/** One page of a branch's keys, newest first, with how many there are. */
 export const listKeyPage = async (
   ctx: OperatorContext,
   branchId: string,
   page: { offset: number; limit: number },
   now = new Date(),
 ): Promise<{ keys: KeyListing[]; total: number }> => {
-  await requireBranch(ctx, branchId);
-  const records = await ctx.keys.listByBranch(branchId);
+  const { records, lastUsed } = await readListing(ctx, branchId);
   return {
-    keys: await withLastUsed(ctx, branchId, records.slice(page.offset, page.offset + page.limit), now),
+    keys: withLastUsed(records.slice(page.offset, page.offset + page.limit), lastUsed, now),
     total: records.length,
   };
 };
