@@ -17,6 +17,7 @@ const BRANCH = otherBranch.id;
 /** More than a page, so page 1 and page 2 are both full enough to tell apart. */
 const KEYS = 160;
 const NOW = Date.now();
+const DAY = 86_400_000;
 
 let ctx: OperatorContext;
 let settings: SettingsConsole;
@@ -26,17 +27,19 @@ let keyIds: string[] = [];
 
 /** A call of the branch; each key's calls differ only in key, time and request id. */
 const A_CALL = { branch_id: BRANCH, method: 'GET', path: '/api/v1/branch', route: 'GET /v1/branch', status: 200 };
-const call = (keyId: string, i: number): UsageRecord => ({
+const call = (keyId: string, i: number): Omit<UsageRecord, 'timestamp'> => ({
   ...A_CALL,
   key_id: keyId,
   response_time_ms: 3,
-  timestamp: new Date(NOW - 3_600_000 - i * 60_000).toISOString(),
   request_id: `req-${keyId}-${i}`,
 });
 
 /** Calls of a key, both as raw usage records and counted in its rollups (as the aggregator would). */
-const used = async (keyId: string, calls: number) => {
-  const records = Array.from({ length: calls }, (_, i) => call(keyId, i));
+const used = async (keyId: string, calls: number, daysAgo = 0) => {
+  const records = Array.from({ length: calls }, (_, i) => ({
+    ...call(keyId, i),
+    timestamp: new Date(NOW - daysAgo * DAY - 3_600_000 - i * 60_000).toISOString(),
+  }));
   await ctx.usage.putBatch(records, 1);
   const stream: StreamCall[] = records.map((record, i) => ({
     record,
@@ -130,4 +133,21 @@ it('shows last use and the findings from the rollups, with their "as of"', async
   expect(row).toContain('<code>unused_scopes</code>: none of its calls of the last 90 days needed team:read');
   expect(row).not.toContain('never_used');
   expect(body).toMatch(/Last used and audit findings count calls as of/);
+});
+
+it('a key last used before the 90 days the findings look at: no Query of its hour items, and `unused`, not `unused_scopes`', async () => {
+  const { record } = await ctx.keys.create({
+    branchId: BRANCH,
+    scopes: ['read', 'team:read'],
+    name: 'dormant',
+    now: new Date(NOW - 120 * DAY),
+  });
+  await used(record.key_id, 2, 100);
+  counter.reset();
+  const body = await keysPage('?page=2'); // the oldest key: the last page, with 3 keys that have recent calls
+  expect(tally()['QueryCommand rollups by-key']).toBe(3);
+  const row = body.split('<tr>').find((tr) => tr.includes(record.key_id))!;
+  expect(row).toContain('<code>unused</code>: no call in the last 90 days');
+  expect(row).not.toContain('unused_scopes');
+  expect(row).not.toContain('never_used');
 });
