@@ -11,6 +11,7 @@
  */
 import { hourOf } from '../../shared/domain/rollups';
 import type { UsageRecord } from '../../shared/data/repositories/usage';
+import { createGate } from '../../shared/data/repositories/usage-shards';
 import { UsageRecordSchema } from '../../shared/lambda/usage-stream';
 import type { OperatorContext } from './context';
 import { OperatorError } from './errors';
@@ -23,6 +24,11 @@ const HOUR_MS = 3_600_000;
 /** Items per Scan page: one storeUsageBatch each (one BatchGetItem, four BatchWriteItems). */
 const SCAN_PAGE = 100;
 export const DEFAULT_SEGMENTS = 4;
+/**
+ * Branches rebuilt at once: each rebuild checks its rewrite after the longest lag (60 s deployed),
+ * so one after another would take a minute per branch; together the waits overlap.
+ */
+const REBUILDS_AT_ONCE = 8;
 export const MAX_SEGMENTS = 64;
 /**
  * Records are copied only from hours that start at least this long after the retention cutoff:
@@ -183,8 +189,8 @@ const rebuildAll = async (ctx: OperatorContext, options: MigrateOptions, branche
   // The copies' INSERTs are on their way to the aggregator: a recount before they are applied
   // would be undone by them.
   await wait(maxLagSeconds(env) * 1000);
-  const rebuilds: NonNullable<MigrateResult['rebuilds']> = [];
-  for (const branch of branches) {
+  const gate = createGate(REBUILDS_AT_ONCE);
+  const rebuildOne = async (branch: MigratedBranch): Promise<NonNullable<MigrateResult['rebuilds']>[number]> => {
     try {
       const result = await rebuildRollups(ctx, {
         branchId: branch.branch_id,
@@ -194,13 +200,14 @@ const rebuildAll = async (ctx: OperatorContext, options: MigrateOptions, branche
         wait,
         ...(options.settleSeconds === undefined ? {} : { settleSeconds: options.settleSeconds }),
       });
-      rebuilds.push({ branch_id: branch.branch_id, result });
+      return { branch_id: branch.branch_id, result };
     } catch (error) {
       // A branch that no longer exists, say: the others are still rebuilt.
       if (!(error instanceof OperatorError)) throw error;
-      rebuilds.push({ branch_id: branch.branch_id, error: error.message });
+      return { branch_id: branch.branch_id, error: error.message };
     }
-  }
+  };
+  const rebuilds = await Promise.all(branches.map((branch) => gate(() => rebuildOne(branch))));
   return rebuilds;
 };
 
