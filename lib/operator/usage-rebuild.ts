@@ -256,5 +256,5 @@ const sum = (values: Map<string, number>) => [...values.values()].reduce((a, b) 
  * The longest a stream record takes to reach the aggregator: locally (an endpoint set) 5 s, the
  * local lag target; deployed 60 s, the iterator-age alarm's threshold. `ROLLUP_MAX_LAG_SECONDS` overrides.
  */
-const maxLagSeconds = (env: Env) =>
+export const maxLagSeconds = (env: Env) =>
   positiveIntEnv(env, 'ROLLUP_MAX_LAG_SECONDS', env.DYNAMODB_ENDPOINT?.trim() ? 5 : 60);

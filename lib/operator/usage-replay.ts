@@ -24,17 +24,13 @@ export interface ReplaySkip {
   reason: string;
 }
 
-export interface ReplayResult {
+export interface ReplayResult extends StoreTally {
   file: string;
   /** Lines read (from `from_line`). */
   lines: number;
   from_line: number;
   /** Usage records found in error-level "Usage record not stored" lines. */
   found: number;
-  /** Written back by this run. */
-  stored: number;
-  /** Found but stored already (an earlier run, or the write had not failed after all). */
-  already_stored: number;
   /**
    * Lines reported and skipped: a record that is not valid, or whose key is unknown or of another
    * branch. The first MAX_SKIPS_LISTED are listed; `skipped_count` counts them all.
@@ -85,20 +81,41 @@ export const readLogLine = (line: string): UsageRecord | string | undefined => {
   return `not a valid usage record (${parsed.error.issues.map((issue) => issue.path.join('.') || 'record').join(', ')})`;
 };
 
-/** Writes one batch: records of keys that exist in the branch they name, not stored already. */
-const writeBatch = async (
+/** What storing batches did: shared by replay and `usage migrate` (usage-migrate.ts). */
+export interface StoreTally {
+  /** Written (with `dryRun`: would be). */
+  stored: number;
+  /** Stored already: left alone, so the stream carries each call once. */
+  already_stored: number;
+}
+
+export interface StoreBatchOptions<E> {
+  /** Key id → its branch (null: unknown), kept across batches; bounded here. */
+  keyBranches: Map<string, string | null>;
+  retentionDays: number;
+  tally: StoreTally;
+  /** A record not written, and why. */
+  skip: (entry: E, reason: string) => void;
+  /** Check everything, write nothing. */
+  dryRun?: boolean;
+}
+
+/**
+ * Stores one batch, each record in its write shard: only records of keys that exist in the branch
+ * they name, within the usage retention, and not stored already.
+ */
+export const storeUsageBatch = async <E extends { record: UsageRecord }>(
   ctx: OperatorContext,
-  batch: { line: number; record: UsageRecord }[],
-  keyBranches: Map<string, string | null>,
-  retentionDays: number,
-  result: ReplayResult,
-) => {
+  batch: readonly E[],
+  { keyBranches, retentionDays, tally, skip, dryRun = false }: StoreBatchOptions<E>,
+): Promise<UsageRecord[]> => {
   const accepted: UsageRecord[] = [];
   const keptSince = new Date(Date.now() - retentionDays * 86_400_000).toISOString();
-  for (const { line, record } of batch) {
+  for (const entry of batch) {
+    const { record } = entry;
     if (record.timestamp < keptSince) {
       // Stored again, it would be a new insert of a call the rollups already counted.
-      skip(result, { line, reason: `older than usage records are kept (${retentionDays} days)` });
+      skip(entry, `older than usage records are kept (${retentionDays} days)`);
       continue;
     }
     if (!keyBranches.has(record.key_id)) {
@@ -108,16 +125,19 @@ const writeBatch = async (
     }
     const owner = keyBranches.get(record.key_id);
     if (owner === record.branch_id) accepted.push(record);
-    else skip(result, { line, reason: owner ? 'the key belongs to another branch' : 'unknown key' });
+    else skip(entry, owner ? 'the key belongs to another branch' : 'unknown key');
   }
   const stored = await ctx.usage.storedAlready(accepted);
   const fresh = [...new Map(accepted.filter((r) => !stored.has(r.request_id)).map((r) => [r.request_id, r])).values()];
   // Four BatchWriteItems of 25 in flight at once (each retries its own unprocessed items).
   const writes: Promise<void>[] = [];
-  for (let i = 0; i < fresh.length; i += 25) writes.push(ctx.usage.putBatch(fresh.slice(i, i + 25), retentionDays));
+  for (let i = 0; i < fresh.length && !dryRun; i += 25) {
+    writes.push(ctx.usage.putBatch(fresh.slice(i, i + 25), retentionDays));
+  }
   await Promise.all(writes);
-  result.stored += fresh.length;
-  result.already_stored += accepted.length - fresh.length;
+  tally.stored += fresh.length;
+  tally.already_stored += accepted.length - fresh.length;
+  return accepted;
 };
 
 export const replayUsageLog = async (
@@ -145,7 +165,12 @@ export const replayUsageLog = async (
   const keyBranches = new Map<string, string | null>();
   let batch: { line: number; record: UsageRecord }[] = [];
   const flush = async () => {
-    await writeBatch(ctx, batch, keyBranches, retentionDays, result);
+    await storeUsageBatch(ctx, batch, {
+      keyBranches,
+      retentionDays,
+      tally: result,
+      skip: ({ line }, reason) => skip(result, { line, reason }),
+    });
     batch = [];
     onProgress?.({ lines: result.lines, found: result.found, stored: result.stored });
   };

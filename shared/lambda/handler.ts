@@ -26,7 +26,7 @@ export const createApiHandler = (routeId: RouteId, handler: ChainHandler<Authent
     logger,
     metrics,
     route: routeKey(route),
-    // Counted once the key is known to be neither revoked nor expired, whatever comes next.
+    // Every call of a known key is counted and limited, revoked and expired ones too, whatever comes next.
     guards: [
       authenticate({ keys }),
       rateLimit({

@@ -8,6 +8,7 @@
  * Plain TypeScript, no jest; the environment (DYNAMODB_ENDPOINT, *_TABLE) must be set first.
  */
 import autocannon from 'autocannon';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { readDynamoDbSettings, readTableNames } from '../../../shared/lambda/config';
 import { createDocumentClient } from '../../../shared/data/dynamodb';
 import { parseRateLimit } from '../../../shared/domain/rate-limit';
@@ -30,7 +31,10 @@ export interface RunawayOptions {
   connections?: number;
   /**
    * Counted phases instead of timed ones (CI on a busy machine): the well-behaved key makes
-   * `wellBehaved` calls alone and as many beside the runaway key, which makes `runaway` calls.
+   * `wellBehaved` calls alone, back to back, then as many beside the runaway key, which makes
+   * `runaway` calls: its i-th call once the runaway key has had i/(wellBehaved + 1) of its
+   * answers, so every one lands inside the flood whatever the machine's speed. Every call must be
+   * answered, and the run waits until every answered call's usage record is stored.
    */
   calls?: { wellBehaved: number; runaway: number };
 }
@@ -48,6 +52,8 @@ export interface RunawayReport {
   seconds: number;
   /** Counted phases (RunawayOptions.calls): `seconds` then does not apply. */
   counted: boolean;
+  /** Counted phases: the calls the runaway key was to make (each must be answered). */
+  runawayCalls: number;
   wellBehaved: { alone: Phase; beside: Phase; p50Ratio: number };
   runaway: {
     sent: number;
@@ -70,6 +76,41 @@ const median = (values: number[]): number => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How long a counted run waits for answers and records before it gives up: a safety net, not a measure. */
+const COUNTED_SAFETY_NET_MS = 120_000;
+
+/** Answers of the runaway key so far, and a way to wait until there are `n` (or the flood ended). */
+const answerCounter = () => {
+  let count = 0;
+  let ended = false;
+  let waiters: { n: number; resolve: () => void }[] = [];
+  const release = () => {
+    waiters = waiters.filter((waiter) => (ended || count >= waiter.n ? (waiter.resolve(), false) : true));
+  };
+  return {
+    answered: () => {
+      count += 1;
+      release();
+    },
+    end: () => {
+      ended = true;
+      release();
+    },
+    until: (n: number) => new Promise<void>((resolve) => (waiters.push({ n, resolve }), release())),
+  };
+};
+
+/** Scans the usage table until every id is stored (or the safety net runs out); returns what it holds. */
+const untilStored = async (client: DynamoDBDocumentClient, table: string, ids: readonly string[]) => {
+  const giveUpAt = performance.now() + COUNTED_SAFETY_NET_MS;
+  for (;;) {
+    const records = (await scanAll(client, table)) as SeenRecord[];
+    const stored = new Set(records.map((record) => record.request_id));
+    if (ids.every((id) => stored.has(id)) || performance.now() > giveUpAt) return records;
+    await sleep(100);
+  }
+};
+
 export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayReport> => {
   const seconds = options.seconds ?? 3;
   const limit = options.limit ?? '20/s';
@@ -88,14 +129,18 @@ export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayR
   const url = `${gateway.baseUrl}/v1/branch`;
   const requestIds: string[] = [];
 
-  /** The well-behaved key: one call every 1/pace s, each timed, for `seconds` or `calls.wellBehaved` calls. */
-  const steady = async (): Promise<Phase> => {
+  /**
+   * The well-behaved key, each call timed: timed, one call every 1/pace s for `seconds`; counted,
+   * `calls.wellBehaved` calls, each once `before(i)` allows it.
+   */
+  const steady = async (before?: (call: number) => Promise<void>): Promise<Phase> => {
     const phase: Phase = { requests: 0, p50Ms: 0, status429: 0, status5xx: 0, other: 0 };
     const latencies: number[] = [];
     const end = performance.now() + seconds * 1000;
     const more = (next: number) => (options.calls ? phase.requests < options.calls.wellBehaved : next < end);
     for (let next = performance.now(); more(next); next += 1000 / pace) {
-      await sleep(Math.max(0, next - performance.now()));
+      if (options.calls) await before?.(phase.requests);
+      else await sleep(Math.max(0, next - performance.now()));
       const started = performance.now();
       const res = await fetch(url, { headers: { authorization: `Bearer ${good.key}` } });
       await res.arrayBuffer();
@@ -112,18 +157,21 @@ export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayR
   try {
     const alone = await steady();
     const counts = { sent: 0, admitted: 0, refused: 0, other: 0 };
+    const answers = answerCounter();
     const hammer = new Promise<void>((resolve, reject) => {
       autocannon(
         {
           url,
           connections: options.connections ?? 8,
           ...(options.calls ? { amount: options.calls.runaway } : { duration: seconds }),
-          timeout: 10,
+          // Counted: every call is answered, however slow the machine (the timeout is a safety net).
+          timeout: options.calls ? COUNTED_SAFETY_NET_MS / 1000 : 10,
           headers: { authorization: `Bearer ${runaway.key}` },
           requests: [
             {
               onResponse: (status, _body, _context, headers = {}) => {
                 counts.sent += 1;
+                answers.answered();
                 if (status === 200) counts.admitted += 1;
                 else if (status === 429) counts.refused += 1;
                 else counts.other += 1;
@@ -134,16 +182,13 @@ export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayR
         },
         (error) => (error ? reject(error) : resolve()),
       );
-    });
-    const [beside] = await Promise.all([steady(), hammer]);
-    // Calls autocannon abandoned at the end still finish on the server: let their writes land.
-    let table = (await scanAll(client, tables.usage)) as SeenRecord[];
-    for (let tries = 0; tries < 10; tries += 1) {
-      await sleep(200);
-      const again = (await scanAll(client, tables.usage)) as SeenRecord[];
-      if (again.length === table.length) break;
-      table = again;
-    }
+    }).finally(answers.end);
+    const runawayCalls = options.calls?.runaway ?? 0;
+    const share = (call: number) => Math.ceil(((call + 1) * runawayCalls) / ((options.calls?.wellBehaved ?? 0) + 1));
+    const [beside] = await Promise.all([steady((call) => answers.until(share(call))), hammer]);
+    const table = options.calls
+      ? await untilStored(client, tables.usage, requestIds)
+      : await settledTable(client, tables.usage);
     const stored = new Set(table.map((record) => record.request_id));
     const windowMs = policy.windowSeconds * 1000;
     const perWindow = new Map<number, number>();
@@ -159,6 +204,7 @@ export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayR
       limit,
       seconds,
       counted: options.calls !== undefined,
+      runawayCalls,
       wellBehaved: { alone, beside, p50Ratio: beside.p50Ms / alone.p50Ms },
       runaway: {
         ...counts,
@@ -171,6 +217,18 @@ export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayR
   } finally {
     await gateway.close();
   }
+};
+
+/** Timed runs: calls autocannon abandoned at the end still finish on the server; let their writes land. */
+const settledTable = async (client: DynamoDBDocumentClient, table: string) => {
+  let records = (await scanAll(client, table)) as SeenRecord[];
+  for (let tries = 0; tries < 10; tries += 1) {
+    await sleep(200);
+    const again = (await scanAll(client, table)) as SeenRecord[];
+    if (again.length === records.length) break;
+    records = again;
+  }
+  return records;
 };
 
 /** What broke, if anything: the invariants of the scenario (the p50 ratio is a figure, not one of them). */
@@ -190,6 +248,9 @@ export const runawayProblems = (report: RunawayReport): string[] => {
     problems.push(`runaway key: ${runaway.maxAdmittedPerWindow} calls admitted in one window (limit ${limit})`);
   }
   if (runaway.other) problems.push(`runaway key: ${runaway.other} answers other than 200/429`);
+  if (report.counted && runaway.sent !== report.runawayCalls) {
+    problems.push(`runaway key: ${runaway.sent} of ${report.runawayCalls} calls answered`);
+  }
   if (records.found !== records.expected) problems.push(`usage records: ${records.found} of ${records.expected}`);
   return problems;
 };
