@@ -168,6 +168,13 @@ const coldStartPart = async () => {
       fn.importMsMedian <= TARGETS.importMs && fn.importRatio <= TARGETS.importRatio,
     );
   }
+  const { firstRequest } = cold;
+  row(
+    `  cold start ${firstRequest.function} = import + first request, ms median of ${firstRequest.runs} (import ${firstRequest.importMsMedian}, first request ${firstRequest.firstRequestMsMedian}, second ${firstRequest.secondRequestMsMedian}; dynalite)`,
+    String(firstRequest.coldStartMsMedian),
+    'for information',
+    null,
+  );
   const deployed = cold.deployedNodeOptions;
   row(
     `  as deployed (NODE_OPTIONS=${deployed.nodeOptions}): import ${deployed.function}, ms median of ${deployed.runs} (SDK+Middy ${deployed.baselineMsMedian} ms)`,
