@@ -16,6 +16,7 @@ import { handler as listMembers } from '../functions/list-members';
 import { handler as listPaymentProviders } from '../functions/list-payment-providers';
 import { buildContext, buildEvent } from '../lib/local/events';
 import { createDocumentClient } from '../shared/data/dynamodb';
+import { Deadlines } from '../shared/data/deadlines';
 import type { ApiEvent, ApiResponse } from '../shared/api/http/response';
 import type { ApiContext } from '../shared/api/middlewares';
 import { config, documentClient } from '../shared/lambda/runtime';
@@ -147,9 +148,9 @@ for (const endpoint of ENDPOINTS) {
 /*
  * Where the overhead goes (docs/performance.md "Where the µs go"), for information:
  * 1. GetBranch built up one layer at a time (bench/lib/layers.ts), each step against the one below.
- * 2. Why the deadline is a timer: the SDK's extra cost for a call given an abort signal (an
+ * 2. Why the deadline is not an abort signal: the SDK's extra cost for a call given one (an
  *    AbortController and a timer per call, as DynamoRepository.run once did) over the same call
- *    without one, and the timer race that replaced it.
+ *    without one, and the deadline that replaced it (shared/data/deadlines.ts).
  */
 const layers = [];
 const getBranchEndpoint = ENDPOINTS.find((one) => one.name === 'GetBranch')!;
@@ -175,23 +176,24 @@ const signalCall = async () => {
     clearTimeout(timer);
   }
 };
-/** As DynamoRepository.run: the call raced against a timer, no signal given to the SDK. */
-const timerCall = () =>
+/** As DynamoRepository.run: the call raced against its deadline (one timer for all), no signal given to the SDK. */
+const deadlines = new Deadlines(config.dynamodb.deadlineMs);
+const deadlineCall = () =>
   new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('deadline')), config.dynamodb.deadlineMs);
+    const deadline = deadlines.start(() => reject(new Error('deadline')));
     bareClient.send(getBranchCommand()).then(
       () => {
-        clearTimeout(timer);
+        deadline.settle();
         resolve();
       },
       (error: unknown) => {
-        clearTimeout(timer);
+        deadline.settle();
         reject(error as Error);
       },
     );
   });
 const signal = await paired(signalCall, plainCall, CALL_RUN);
-const timer = await paired(timerCall, plainCall, CALL_RUN);
+const timer = await paired(deadlineCall, plainCall, CALL_RUN);
 
 assertAnswered();
 process.stdout.write(

@@ -135,7 +135,7 @@ const overheadPart = async () => {
     row(`  of which (GetBranch, + step): ${one.layer}, µs p50`, String(one.extra.p50), 'for information', null);
   }
   row(
-    '  of which: the deadline per call, timer raced against the call − plain call, µs p50 (× 4 calls)',
+    '  of which: the deadline per call (shared/data/deadlines.ts) − plain call, µs p50 (× 4 calls)',
     String(timerPerCall.extra.p50),
     'for information',
     null,

@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { ConditionNotMetError, DataStoreError, DataStoreUnavailableError } from './data-store-errors';
+import { Deadlines } from './deadlines';
 
 export interface DynamoDbSettings {
   /** Custom endpoint (dynalite, DynamoDB Local); unset means the regional AWS endpoint. */
@@ -102,33 +103,37 @@ const DEADLINE_MESSAGE = 'The operation was aborted due to timeout';
 
 /** Base of the repositories: every call gets the deadline and the error translation. */
 export abstract class DynamoRepository {
+  private readonly deadlines: Deadlines;
+
   constructor(
     protected readonly client: DynamoDBDocumentClient,
     protected readonly tableName: string,
-    private readonly deadlineMs = 2000,
-  ) {}
+    deadlineMs = 2000,
+  ) {
+    this.deadlines = new Deadlines(deadlineMs);
+  }
 
   /**
    * Runs one SDK call under the deadline, translating its failure into a domain error. The
-   * deadline is a timer raced against the call, not an abort signal given to the SDK: the SDK
-   * adds and removes `abort` listeners and races promises for every call given one, about 8 µs a
-   * call against 1 µs for this (docs/performance.md "Where the µs go"). A call past its deadline
-   * is answered then; the SDK work it leaves ends at the client's own bounds, one
-   * `requestTimeoutMs` per attempt and `maxAttempts` (docs/reliability.md).
+   * deadline is raced against the call (./deadlines.ts, one timer for all of them), not an abort
+   * signal given to the SDK: the SDK adds and removes `abort` listeners and races promises for
+   * every call given one, 12 µs a call against 4 µs for a timer of its own
+   * (docs/performance.md "Where the µs go"). A call past its deadline is answered then; the SDK
+   * work it leaves ends at the client's own bounds, `requestTimeoutMs` per attempt and
+   * `maxAttempts` (docs/reliability.md).
    */
   protected run<T>(operation: string, call: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const deadline = setTimeout(
-        () => reject(translateDynamoError(new DOMException(DEADLINE_MESSAGE, 'TimeoutError'), operation)),
-        this.deadlineMs,
+      const deadline = this.deadlines.start(() =>
+        reject(translateDynamoError(new DOMException(DEADLINE_MESSAGE, 'TimeoutError'), operation)),
       );
       call().then(
         (value) => {
-          clearTimeout(deadline);
+          deadline.settle();
           resolve(value);
         },
         (error: unknown) => {
-          clearTimeout(deadline);
+          deadline.settle();
           reject(translateDynamoError(error, operation));
         },
       );
