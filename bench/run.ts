@@ -135,13 +135,13 @@ const overheadPart = async () => {
     row(`  of which (GetBranch, + step): ${one.layer}, µs p50`, String(one.extra.p50), 'for information', null);
   }
   row(
-    '  of which: the deadline per call (shared/data/deadlines.ts) − plain call, µs p50 (× 4 calls)',
+    '  of which: the deadline per call, abort signal and one timer for all (shared/data/deadlines.ts) − plain call, µs p50 (× 4 calls)',
     String(timerPerCall.extra.p50),
     'for information',
     null,
   );
   row(
-    '  not paid: an abort signal given to the SDK per call − plain call, µs p50 (× 4 calls)',
+    '  before: abort signal and a setTimeout/clearTimeout per call − plain call, µs p50 (× 4 calls)',
     String(signalPerCall.extra.p50),
     'for information',
     null,

@@ -98,7 +98,7 @@ export const translateDynamoError = (error: unknown, operation: string): Error =
     : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, { cause: error });
 };
 
-/** The error of a call past its deadline, as AbortSignal.timeout() names it. */
+/** The abort reason of a call past its deadline, as AbortSignal.timeout() gives. */
 const DEADLINE_MESSAGE = 'The operation was aborted due to timeout';
 
 /** Base of the repositories: every call gets the deadline and the error translation. */
@@ -114,30 +114,23 @@ export abstract class DynamoRepository {
   }
 
   /**
-   * Runs one SDK call under the deadline, translating its failure into a domain error. The
-   * deadline is raced against the call (./deadlines.ts, one timer for all of them), not an abort
-   * signal given to the SDK: the SDK adds and removes `abort` listeners and races promises for
-   * every call given one, 12 µs a call against 4 µs for a timer of its own
-   * (docs/performance.md "Where the µs go"). A call past its deadline is answered then; the SDK
-   * work it leaves ends at the client's own bounds, `requestTimeoutMs` per attempt and
-   * `maxAttempts` (docs/reliability.md).
+   * Runs one SDK call under the deadline, translating its failure into a domain error. At the
+   * deadline the call's abort signal fires: the SDK stops the attempt and any retry, so a call
+   * answered at its deadline leaves no work behind (a stalled usage write is only logged, never
+   * stored later as well; test/reliability/faults.test.ts). The timers are one for all calls
+   * (./deadlines.ts), not a setTimeout and clearTimeout per call (docs/performance.md "Where the
+   * µs go"). The abort reason is AbortSignal.timeout()'s.
    */
-  protected run<T>(operation: string, call: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const deadline = this.deadlines.start(() =>
-        reject(translateDynamoError(new DOMException(DEADLINE_MESSAGE, 'TimeoutError'), operation)),
-      );
-      call().then(
-        (value) => {
-          deadline.settle();
-          resolve(value);
-        },
-        (error: unknown) => {
-          deadline.settle();
-          reject(translateDynamoError(error, operation));
-        },
-      );
-    });
+  protected async run<T>(operation: string, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const deadline = this.deadlines.start(() => controller.abort(new DOMException(DEADLINE_MESSAGE, 'TimeoutError')));
+    try {
+      return await call(controller.signal);
+    } catch (error) {
+      throw translateDynamoError(error, operation);
+    } finally {
+      deadline.settle();
+    }
   }
 
   /** Items of a Query on this table, page after page, until there are no more or `limit` is reached. */
@@ -146,7 +139,7 @@ export abstract class DynamoRepository {
     let startKey: Record<string, unknown> | undefined;
     do {
       const remaining = limit - items.length;
-      const page = await this.run('Query', () =>
+      const page = await this.run('Query', (abortSignal) =>
         this.client.send(
           new QueryCommand({
             ...input,
@@ -154,6 +147,7 @@ export abstract class DynamoRepository {
             ...(Number.isFinite(remaining) ? { Limit: remaining } : {}),
             ExclusiveStartKey: startKey,
           }),
+          { abortSignal },
         ),
       );
       items.push(...((page.Items ?? []) as T[]));
@@ -172,8 +166,8 @@ export abstract class DynamoRepository {
       for (let attempt = 0; pending && Object.keys(pending).length > 0; attempt += 1) {
         if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
         const requestItems: BatchWriteCommand['input']['RequestItems'] = pending;
-        const result: BatchWriteCommandOutput = await this.run('BatchWriteItem', () =>
-          this.client.send(new BatchWriteCommand({ RequestItems: requestItems })),
+        const result: BatchWriteCommandOutput = await this.run('BatchWriteItem', (abortSignal) =>
+          this.client.send(new BatchWriteCommand({ RequestItems: requestItems }), { abortSignal }),
         );
         pending = result.UnprocessedItems;
       }

@@ -28,8 +28,10 @@ const toEntry = (item: Record<string, unknown>): ActivityEntry => {
  */
 export class ActivityRepository extends DynamoRepository {
   async put(entry: ActivityEntry): Promise<void> {
-    await this.run('PutItem', () =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: { ...entry, sk: sortKeyOf(entry) } })),
+    await this.run('PutItem', (abortSignal) =>
+      this.client.send(new PutCommand({ TableName: this.tableName, Item: { ...entry, sk: sortKeyOf(entry) } }), {
+        abortSignal,
+      }),
     );
   }
 

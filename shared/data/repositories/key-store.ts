@@ -58,14 +58,17 @@ export class KeyStore extends DynamoRepository {
 
   /** Strongly consistent, by the table key. */
   protected async getStored(keyHash: string): Promise<StoredKey | undefined> {
-    const { Item } = await this.run('GetItem', () =>
-      this.client.send(new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true })),
+    const { Item } = await this.run('GetItem', (abortSignal) =>
+      this.client.send(
+        new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true }),
+        { abortSignal },
+      ),
     );
     return Item as StoredKey | undefined;
   }
 
   protected async findStoredById(keyId: string): Promise<StoredKey | undefined> {
-    const { Items } = await this.run('Query', () =>
+    const { Items } = await this.run('Query', (abortSignal) =>
       this.client.send(
         new QueryCommand({
           TableName: this.tableName,
@@ -74,6 +77,7 @@ export class KeyStore extends DynamoRepository {
           ExpressionAttributeValues: { ':id': keyId },
           Limit: 1,
         }),
+        { abortSignal },
       ),
     );
     return Items?.[0] as StoredKey | undefined;
@@ -101,13 +105,14 @@ export class KeyStore extends DynamoRepository {
     const record: ApiKeyRecord = { ...fields, start: apiKeyStart(key), version: 1 };
     const entry = entryOf({}, record, 'created', actor, now, details);
     const item: StoredKey = { ...record, key_hash: keyHash, pending_activity: entry };
-    await this.run('PutItem', () =>
+    await this.run('PutItem', (abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: item,
           ConditionExpression: 'attribute_not_exists(key_hash)',
         }),
+        { abortSignal },
       ),
     );
     return { key, keyHash, record, entry };
@@ -146,7 +151,7 @@ export class KeyStore extends DynamoRepository {
     });
     names['#version'] = 'version';
     if (stored.version !== undefined) values[':expected'] = stored.version;
-    const { Attributes } = await this.run('UpdateItem', () =>
+    const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -159,6 +164,7 @@ export class KeyStore extends DynamoRepository {
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
         }),
+        { abortSignal },
       ),
     );
     return { record: toRecord(Attributes as StoredKey), entry };
@@ -187,7 +193,7 @@ export class KeyStore extends DynamoRepository {
 
   /** Removes a copied entry from its key item, unless a later action has replaced it. */
   private async clearPending(entry: ActivityEntry, keyHash: string): Promise<void> {
-    await this.run('UpdateItem', () =>
+    await this.run('UpdateItem', (abortSignal) =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -196,6 +202,7 @@ export class KeyStore extends DynamoRepository {
           ConditionExpression: 'pending_activity.activity_id = :id',
           ExpressionAttributeValues: { ':id': entry.activity_id },
         }),
+        { abortSignal },
       ),
     );
   }
@@ -215,8 +222,8 @@ export class KeyStore extends DynamoRepository {
   }
 
   protected async deleteByHash(keyHash: string): Promise<void> {
-    await this.run('DeleteItem', () =>
-      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { key_hash: keyHash } })),
+    await this.run('DeleteItem', (abortSignal) =>
+      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { key_hash: keyHash } }), { abortSignal }),
     );
   }
 }

@@ -9,7 +9,7 @@ import { DynamoRepository } from '../dynamodb';
 export class RateLimitsRepository extends DynamoRepository {
   /** Counts one call in the window and returns the window's count, this call included. One UpdateItem. */
   async increment(keyId: string, windowStartEpoch: number, windowSeconds: number): Promise<number> {
-    const { Attributes } = await this.run('UpdateItem', () =>
+    const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -20,6 +20,7 @@ export class RateLimitsRepository extends DynamoRepository {
           ExpressionAttributeValues: { ':one': 1, ':expires': windowStartEpoch + 2 * windowSeconds },
           ReturnValues: 'UPDATED_NEW',
         }),
+        { abortSignal },
       ),
     );
     return Number(Attributes?.count);

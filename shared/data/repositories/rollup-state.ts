@@ -39,7 +39,7 @@ export interface SetAsideSummary {
 
 export class RollupStateRepository extends DynamoRepository {
   protected getItem(key: Record<string, string>, projection?: string) {
-    return this.run('GetItem', () =>
+    return this.run('GetItem', (abortSignal) =>
       this.client.send(
         new GetCommand({
           TableName: this.tableName,
@@ -47,6 +47,7 @@ export class RollupStateRepository extends DynamoRepository {
           ConsistentRead: true,
           ...(projection ? { ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': projection } } : {}),
         }),
+        { abortSignal },
       ),
     ).then((output) => output.Item);
   }
@@ -60,7 +61,7 @@ export class RollupStateRepository extends DynamoRepository {
   ) {
     const sets = Object.keys(extra).map((_, i) => `#e${i} = :e${i}`);
     try {
-      await this.run('UpdateItem', () =>
+      await this.run('UpdateItem', (abortSignal) =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
@@ -76,6 +77,7 @@ export class RollupStateRepository extends DynamoRepository {
               ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
             },
           }),
+          { abortSignal },
         ),
       );
     } catch (error) {
@@ -97,7 +99,7 @@ export class RollupStateRepository extends DynamoRepository {
   /** Keeps a stream record the aggregator could not apply, under its branch, until a rebuild repairs its period. */
   async setAside({ record, sequence, reason }: SetAsideRecord, retentionDays: number): Promise<void> {
     const now = new Date().toISOString();
-    await this.run('PutItem', () =>
+    await this.run('PutItem', (abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
@@ -112,6 +114,7 @@ export class RollupStateRepository extends DynamoRepository {
             expires_at_epoch: Math.floor(Date.now() / 1000) + retentionDays * DAY_SECONDS,
           },
         }),
+        { abortSignal },
       ),
     );
   }
@@ -145,8 +148,10 @@ export class RollupStateRepository extends DynamoRepository {
       ProjectionExpression: 'sk',
     });
     for (const item of items) {
-      await this.run('DeleteItem', () =>
-        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } })),
+      await this.run('DeleteItem', (abortSignal) =>
+        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } }), {
+          abortSignal,
+        }),
       );
     }
     return items.length;
@@ -159,9 +164,10 @@ export class RollupStateRepository extends DynamoRepository {
     const items: Record<string, unknown>[] = [];
     let start: Record<string, unknown> | undefined;
     do {
-      const page = await this.run('Query', () =>
+      const page = await this.run('Query', (abortSignal) =>
         this.client.send(
           new QueryCommand({ TableName: this.tableName, ...input, ...(start ? { ExclusiveStartKey: start } : {}) }),
+          { abortSignal },
         ),
       );
       items.push(...(page.Items ?? []));
