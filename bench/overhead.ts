@@ -16,7 +16,6 @@ import { handler as listMembers } from '../functions/list-members';
 import { handler as listPaymentProviders } from '../functions/list-payment-providers';
 import { buildContext, buildEvent } from '../lib/local/events';
 import { createDocumentClient } from '../shared/data/dynamodb';
-import { Deadlines } from '../shared/data/deadlines';
 import type { ApiEvent, ApiResponse } from '../shared/api/http/response';
 import type { ApiContext } from '../shared/api/middlewares';
 import { config, documentClient } from '../shared/lambda/runtime';
@@ -148,10 +147,8 @@ for (const endpoint of ENDPOINTS) {
 /*
  * Where the overhead goes (docs/performance.md "Where the µs go"), for information:
  * 1. GetBranch built up one layer at a time (bench/lib/layers.ts), each step against the one below.
- * 2. The deadline's cost per call, over the same call without one: as DynamoRepository.run
- *    applies it (an abort signal fired by one timer for all calls, shared/data/deadlines.ts), and
- *    as it did before (a setTimeout and clearTimeout per call). Most of both is the SDK's own
- *    handling of the signal.
+ * 2. The deadline's cost per call, as DynamoRepository.run applies it (an AbortController and a
+ *    timer), over the same call without one: most of it is the SDK's own handling of the signal.
  */
 const layers = [];
 const getBranchEndpoint = ENDPOINTS.find((one) => one.name === 'GetBranch')!;
@@ -177,19 +174,7 @@ const signalCall = async () => {
     clearTimeout(timer);
   }
 };
-/** As DynamoRepository.run: an abort signal per call, fired by one timer for all calls (shared/data/deadlines.ts). */
-const deadlines = new Deadlines(config.dynamodb.deadlineMs);
-const deadlineCall = async () => {
-  const controller = new AbortController();
-  const deadline = deadlines.start(() => controller.abort());
-  try {
-    await bareClient.send(getBranchCommand(), { abortSignal: controller.signal });
-  } finally {
-    deadline.settle();
-  }
-};
 const signal = await paired(signalCall, plainCall, CALL_RUN);
-const timer = await paired(deadlineCall, plainCall, CALL_RUN);
 
 assertAnswered();
 process.stdout.write(
@@ -200,7 +185,6 @@ process.stdout.write(
     breakdown: {
       layers,
       signalPerCall: { pairs: signal.pairs, extra: signal.diff },
-      timerPerCall: { pairs: timer.pairs, extra: timer.diff },
     },
     calls: responder.calls,
   })}\n`,

@@ -117,7 +117,6 @@ const overheadPart = async () => {
     breakdown: {
       layers: { layer: string; extra: { p50: number; p99: number } }[];
       signalPerCall: { extra: { p50: number; p99: number } };
-      timerPerCall: { extra: { p50: number; p99: number } };
     };
   };
   for (const one of overhead.results) {
@@ -130,18 +129,12 @@ const overheadPart = async () => {
   }
 
   // Where the µs go (docs/performance.md): GetBranch built up layer by layer, each step paired with the one below.
-  const { layers, signalPerCall, timerPerCall } = overhead.breakdown;
+  const { layers, signalPerCall } = overhead.breakdown;
   for (const one of layers) {
     row(`  of which (GetBranch, + step): ${one.layer}, µs p50`, String(one.extra.p50), 'for information', null);
   }
   row(
-    '  of which: the deadline per call, abort signal and one timer for all (shared/data/deadlines.ts) − plain call, µs p50 (× 4 calls)',
-    String(timerPerCall.extra.p50),
-    'for information',
-    null,
-  );
-  row(
-    '  before: abort signal and a setTimeout/clearTimeout per call − plain call, µs p50 (× 4 calls)',
+    '  of which: the deadline per call (abort signal and timer, as DynamoRepository.run) − plain call, µs p50 (× 4 calls)',
     String(signalPerCall.extra.p50),
     'for information',
     null,

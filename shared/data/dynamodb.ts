@@ -12,7 +12,6 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { ConditionNotMetError, DataStoreError, DataStoreUnavailableError } from './data-store-errors';
-import { Deadlines } from './deadlines';
 
 export interface DynamoDbSettings {
   /** Custom endpoint (dynalite, DynamoDB Local); unset means the regional AWS endpoint. */
@@ -103,33 +102,30 @@ const DEADLINE_MESSAGE = 'The operation was aborted due to timeout';
 
 /** Base of the repositories: every call gets the deadline and the error translation. */
 export abstract class DynamoRepository {
-  private readonly deadlines: Deadlines;
-
   constructor(
     protected readonly client: DynamoDBDocumentClient,
     protected readonly tableName: string,
-    deadlineMs = 2000,
-  ) {
-    this.deadlines = new Deadlines(deadlineMs);
-  }
+    private readonly deadlineMs = 2000,
+  ) {}
 
   /**
-   * Runs one SDK call under the deadline, translating its failure into a domain error. At the
-   * deadline the call's abort signal fires: the SDK stops the attempt and any retry, so a call
-   * answered at its deadline leaves no work behind (a stalled usage write is only logged, never
-   * stored later as well; test/reliability/faults.test.ts). The timers are one for all calls
-   * (./deadlines.ts), not a setTimeout and clearTimeout per call (docs/performance.md "Where the
-   * µs go"). The abort reason is AbortSignal.timeout()'s.
+   * Runs one SDK call under the deadline, translating its failure into a domain error. The
+   * deadline is a timer cleared as soon as the call settles, not AbortSignal.timeout(): that one
+   * stays armed after the call, and when it fires builds a DOMException and dispatches an abort
+   * event for every call ever made (docs/performance.md). The abort reason is the same.
    */
   protected async run<T>(operation: string, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
-    const deadline = this.deadlines.start(() => controller.abort(new DOMException(DEADLINE_MESSAGE, 'TimeoutError')));
+    const deadline = setTimeout(
+      () => controller.abort(new DOMException(DEADLINE_MESSAGE, 'TimeoutError')),
+      this.deadlineMs,
+    );
     try {
       return await call(controller.signal);
     } catch (error) {
       throw translateDynamoError(error, operation);
     } finally {
-      deadline.settle();
+      clearTimeout(deadline);
     }
   }
 
