@@ -10,8 +10,10 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { BUNDLE_BUDGET_BYTES } from '../lib/infra/api-function';
+import { buildEvent } from '../lib/local/events';
 import { fallbackEntry, routes } from '../shared/api/routes';
 import { buildBundle, type Bundle } from './lib/bundle';
+import { startChild } from './lib/child';
 import { median, round } from './lib/stats';
 
 /** What Lambda gives a function of the stack (credentials in the environment, tables, Powertools, NODE_OPTIONS). */
@@ -33,6 +35,8 @@ export const LAMBDA_ENV: Record<string, string> = {
   POWERTOOLS_SERVICE_NAME: 'branch-api',
   POWERTOOLS_METRICS_NAMESPACE: 'BranchApi',
   POWERTOOLS_LOG_LEVEL: 'INFO',
+  // Deployed functions have the key events' bus (lib/infra/key-events.ts).
+  KEY_EVENT_BUS_NAME: 'bench-key-events',
 };
 
 /** Node options the stack sets on every function (lib/infra/api-function.ts): measured as a separate figure. */
@@ -48,6 +52,91 @@ await import(process.env.BENCH_IMPORT_URL);
 const ms = performance.now() - start;
 process.stdout.write(JSON.stringify({ ms, sockets, pending: process.getActiveResourcesInfo() }));
 `;
+
+/**
+ * Cold start = import + first request. Imports the bundle, then answers one request and then a
+ * second: the first carries whatever the import left for later (credentials, endpoint, the
+ * connection, code run for the first time), the second is the same request warm.
+ */
+const FIRST_REQUEST_SCRIPT = `
+const context = () => ({
+  functionName: 'branch-api-bench', functionVersion: '$LATEST', memoryLimitInMB: '512',
+  invokedFunctionArn: 'arn:aws:lambda:eu-west-1:000000000000:function:branch-api-bench',
+  awsRequestId: crypto.randomUUID(), logGroupName: '/aws/lambda/branch-api-bench', logStreamName: 'bench',
+  callbackWaitsForEmptyEventLoop: false, getRemainingTimeInMillis: () => 10000,
+});
+const event = JSON.parse(process.env.BENCH_EVENT);
+const call = () => handler({ ...event, requestContext: { ...event.requestContext, requestId: crypto.randomUUID() } }, context());
+const start = performance.now();
+const { handler } = await import(process.env.BENCH_IMPORT_URL);
+const imported = performance.now();
+const first = await call();
+const answered = performance.now();
+const second = await call();
+const again = performance.now();
+process.stdout.write(JSON.stringify({
+  importMs: imported - start, firstMs: answered - imported, secondMs: again - answered,
+  statuses: [first.statusCode, second.statusCode],
+}));
+`;
+
+interface FirstRequestRun {
+  importMs: number;
+  firstMs: number;
+  secondMs: number;
+  statuses: number[];
+}
+
+interface DynamoReady {
+  endpoint: string;
+  key: string;
+  tables: { keys: string; usage: string; branchData: string; rateLimits: string };
+}
+
+/** Medians of import, first and second request of `bundle` (GetBranch) against dynalite in its own process. */
+const firstRequestTimes = async (bundle: Bundle, runs: number) => {
+  const dynamo = await startChild<DynamoReady>('bench/children/dynamo.ts', {});
+  try {
+    const { endpoint, key, tables } = dynamo.ready;
+    const env = {
+      ...LAMBDA_ENV,
+      DYNAMODB_ENDPOINT: endpoint,
+      KEYS_TABLE: tables.keys,
+      USAGE_TABLE: tables.usage,
+      BRANCH_DATA_TABLE: tables.branchData,
+      RATE_LIMITS_TABLE: tables.rateLimits,
+      BENCH_IMPORT_URL: pathToFileURL(bundle.file).href,
+      BENCH_EVENT: JSON.stringify(
+        buildEvent({ path: '/v1/branch', routeKey: 'GET /v1/branch', headers: { authorization: `Bearer ${key}` } }),
+      ),
+    };
+    const samples: FirstRequestRun[] = [];
+    for (let i = 0; i < runs; i += 1) {
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', FIRST_REQUEST_SCRIPT], {
+        env: { PATH: process.env.PATH ?? '', ...env },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      if (child.status !== 0)
+        throw new Error(`first request of ${bundle.name} failed (${child.status}): ${child.stderr}`);
+      const run = JSON.parse(child.stdout.slice(child.stdout.lastIndexOf('{"importMs"'))) as FirstRequestRun;
+      // A cold start that answers an error measured an error path.
+      if (run.statuses.some((status) => status !== 200)) throw new Error(`${bundle.name} answered ${run.statuses}`);
+      samples.push(run);
+    }
+    const medianOf = (pick: (run: FirstRequestRun) => number) => round(median(samples.map(pick)), 1);
+    return {
+      function: bundle.name,
+      runs,
+      importMsMedian: medianOf((run) => run.importMs),
+      firstRequestMsMedian: medianOf((run) => run.firstMs),
+      secondRequestMsMedian: medianOf((run) => run.secondMs),
+      coldStartMsMedian: medianOf((run) => run.importMs + run.firstMs),
+    };
+  } finally {
+    await dynamo.stop();
+  }
+};
 
 interface ImportRun {
   ms: number;
@@ -108,6 +197,8 @@ export const runColdStart = async (outdir: string, runs = Number(process.env.BEN
   const first = bundles[0]!;
   const deployed = importTimes([baseline, first], Math.min(runs, 11), DEPLOYED_NODE_OPTIONS);
 
+  const firstRequest = await firstRequestTimes(first, Math.min(runs, 11));
+
   const endpoint = await closedPort();
   const functions = bundles.map((bundle) => {
     const importMs = plain.get(bundle.name)!;
@@ -134,6 +225,7 @@ export const runColdStart = async (outdir: string, runs = Number(process.env.BEN
       importMsMedian: round(baselineMs, 1),
     },
     functions,
+    firstRequest,
     deployedNodeOptions: {
       nodeOptions: DEPLOYED_NODE_OPTIONS,
       runs: Math.min(runs, 11),

@@ -18,9 +18,10 @@ import { buildContext, buildEvent } from '../lib/local/events';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import type { ApiEvent, ApiResponse } from '../shared/api/http/response';
 import type { ApiContext } from '../shared/api/middlewares';
-import { branchData, config, documentClient, keys, rateLimits, usage } from '../shared/lambda/runtime';
+import { config, documentClient } from '../shared/lambda/runtime';
 import { createBareRequest } from './lib/bare';
-import { benchKey, demoBranch, ENDPOINTS, providerId, type EndpointName } from './lib/fixtures';
+import { benchKey, ENDPOINTS, type EndpointName } from './lib/fixtures';
+import { createLayers } from './lib/layers';
 import { createResponder, useResponder } from './lib/responder';
 import { percentile, round } from './lib/stats';
 
@@ -28,6 +29,9 @@ const WARMUP = Number(process.env.BENCH_OVERHEAD_WARMUP ?? 800);
 const ITERATIONS = Number(process.env.BENCH_OVERHEAD_ITERATIONS ?? 4000);
 /** Per endpoint, measured pairs stop here even if ITERATIONS were not reached (a busy machine). */
 const MAX_SECONDS = Number(process.env.BENCH_OVERHEAD_SECONDS ?? 8);
+/** Each step of the breakdown, and each single-call comparison: shorter runs, for information. */
+const LAYER_RUN = { warmup: 1000, iterations: 4000, maxSeconds: Math.min(MAX_SECONDS, 3) };
+const CALL_RUN = { warmup: 500, iterations: 3000, maxSeconds: Math.min(MAX_SECONDS, 3) };
 
 type Fn = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
 
@@ -48,7 +52,14 @@ const bareRequest = createBareRequest(bareClient, config.tables);
 const bare =
   (endpoint: (typeof ENDPOINTS)[number]): Fn =>
   async (event) => {
-    const body = await bareRequest(endpoint.path, event.rawPath, benchKey.hash, event.requestContext.requestId);
+    const { rawPath, requestContext } = event;
+    const body = await bareRequest(
+      endpoint.path,
+      rawPath,
+      benchKey.hash,
+      requestContext.requestId,
+      requestContext.http.sourceIp,
+    );
     return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body };
   };
 
@@ -134,61 +145,36 @@ for (const endpoint of ENDPOINTS) {
 }
 
 /*
- * Where the overhead goes (for docs/performance.md), two informational figures:
- * 1. The SDK's extra cost for a call given an abort signal (the per-call deadline of
- *    DynamoRepository.run: an AbortController and a timer) over the same call without one.
- * 2. The stack's own code with the data layer stubbed out: each repository method returns what
- *    it returned through the responder, at once; against a bare function awaiting the same values.
+ * Where the overhead goes (docs/performance.md "Where the µs go"), for information:
+ * 1. GetBranch built up one layer at a time (bench/lib/layers.ts), each step against the one below.
+ * 2. The deadline's cost per call, as DynamoRepository.run applies it (an AbortController and a
+ *    timer), over the same call without one: most of it is the SDK's own handling of the signal.
  */
-const signalCall = (withSignal: boolean) => async () => {
-  const command = new GetCommand({ TableName: config.tables.branchData, Key: { branch_id: 'br_demo', sk: 'BRANCH' } });
-  if (!withSignal) {
-    await bareClient.send(command);
-    return;
-  }
+const layers = [];
+const getBranchEndpoint = ENDPOINTS.find((one) => one.name === 'GetBranch')!;
+let below: Fn = bare(getBranchEndpoint);
+for (const layer of createLayers(full.GetBranch)) {
+  const step = await paired(invoker(layer.fn, getBranchEndpoint), invoker(below, getBranchEndpoint), LAYER_RUN);
+  assertAnswered();
+  layers.push({ layer: layer.name, pairs: step.pairs, extra: step.diff });
+  below = layer.fn;
+}
+
+const getBranchCommand = () =>
+  new GetCommand({ TableName: config.tables.branchData, Key: { branch_id: 'br_demo', sk: 'BRANCH' } });
+const plainCall = async () => {
+  await bareClient.send(getBranchCommand());
+};
+const signalCall = async () => {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), config.dynamodb.deadlineMs);
   try {
-    await bareClient.send(command, { abortSignal: controller.signal });
+    await bareClient.send(getBranchCommand(), { abortSignal: controller.signal });
   } finally {
     clearTimeout(timer);
   }
 };
-const signal = await paired(signalCall(true), signalCall(false), { warmup: 500, iterations: 3000, maxSeconds: 5 });
-
-const stubbed = [];
-const captured = {
-  key: await keys.getByHash(benchKey.hash),
-  GetBranch: await branchData.getBranch(demoBranch.id),
-  ListMembers: await branchData.listMembers(demoBranch.id, { limit: 50 }),
-  ListPaymentProviders: await branchData.listActiveProviders(demoBranch.id, { limit: 50 }),
-  GetPaymentProvider: await branchData.getActiveProvider(demoBranch.id, providerId),
-};
-const stub = (target: object, method: string, value: unknown) =>
-  Object.defineProperty(target, method, { value: () => Promise.resolve(value), configurable: true });
-stub(keys, 'getByHash', captured.key);
-stub(branchData, 'getBranch', captured.GetBranch);
-stub(branchData, 'listMembers', captured.ListMembers);
-stub(branchData, 'listActiveProviders', captured.ListPaymentProviders);
-stub(branchData, 'getActiveProvider', captured.GetPaymentProvider);
-stub(usage, 'put', undefined);
-stub(rateLimits, 'increment', 1);
-for (const endpoint of ENDPOINTS) {
-  const data = captured[endpoint.name];
-  const stubbedBare: Fn = async () => {
-    await Promise.resolve(captured.key);
-    const [read] = await Promise.all([Promise.resolve(data), Promise.resolve(1)]);
-    const body = JSON.stringify(read);
-    await Promise.resolve();
-    return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body };
-  };
-  const one = await paired(invoker(full[endpoint.name], endpoint), invoker(stubbedBare, endpoint), {
-    warmup: 3000,
-    iterations: 20_000,
-    maxSeconds: 3,
-  });
-  stubbed.push({ endpoint: endpoint.name, pairs: one.pairs, overhead: one.diff });
-}
+const signal = await paired(signalCall, plainCall, CALL_RUN);
 
 assertAnswered();
 process.stdout.write(
@@ -196,7 +182,10 @@ process.stdout.write(
     iterations: ITERATIONS,
     warmup: WARMUP,
     results,
-    breakdown: { signalPerCall: { pairs: signal.pairs, extra: signal.diff }, ownCodeStubbed: stubbed },
+    breakdown: {
+      layers,
+      signalPerCall: { pairs: signal.pairs, extra: signal.diff },
+    },
     calls: responder.calls,
   })}\n`,
 );

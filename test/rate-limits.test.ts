@@ -173,6 +173,25 @@ describe('what is counted and what a refusal looks like', () => {
   });
 });
 
+describe('metrics of a request', () => {
+  it('a 429 publishes RateLimitedCalls (Embedded Metric Format); a call that stored no metric publishes nothing', async () => {
+    const { key } = await createKey({ rateLimit: '1/min' });
+    const logs = captureLogs(a.logger, 'DEBUG');
+    try {
+      expect((await branch(a, key)).statusCode).toBe(200);
+      // No EMF document and no "nothing to publish" notice: most calls store no metric.
+      expect(logs.entries.filter((entry) => '_aws' in entry)).toEqual([]);
+      expect(logs.text).not.toContain('No application metrics');
+      expectError(await branch(a, key), 429, 'rate_limited');
+      const published = logs.entries.filter((entry) => '_aws' in entry);
+      expect(published).toHaveLength(1);
+      expect(published[0]).toMatchObject({ RateLimitedCalls: 1 });
+    } finally {
+      logs.restore();
+    }
+  });
+});
+
 describe('when the counter cannot be updated', () => {
   it('admits the call (fail open) with a log line and the RateLimitCounterFailed metric', async () => {
     const proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);

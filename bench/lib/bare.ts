@@ -45,8 +45,17 @@ export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTab
     return (await client.send(new GetCommand({ TableName: tables.branchData, Key: { branch_id: branchId, sk } }))).Item;
   };
 
-  /** `path` is relative to {base_url}, e.g. `/v1/members`; `rawPath` is recorded as the usage path. */
-  return async (path: string, rawPath: string, keyHash: string, requestId: string): Promise<string> => {
+  /**
+   * `path` is relative to {base_url}, e.g. `/v1/members`; `rawPath` is recorded as the usage path,
+   * `sourceIp` as the caller's address (every usage record of the service carries one).
+   */
+  return async (
+    path: string,
+    rawPath: string,
+    keyHash: string,
+    requestId: string,
+    sourceIp = '127.0.0.1',
+  ): Promise<string> => {
     const { Item: key } = await client.send(
       new GetCommand({ TableName: tables.keys, Key: { key_hash: keyHash }, ConsistentRead: true }),
     );
@@ -81,6 +90,7 @@ export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTab
           response_time_ms: 1,
           timestamp,
           request_id: requestId,
+          source_ip: sourceIp,
           pk: `${branchId}#${shard}`,
           key_pk: `${keyId}#${shard}`,
           sk: `${timestamp}#${requestId}`,

@@ -2,14 +2,14 @@
  * The Middy middleware chain every function shares. Attach order matters: Middy runs `before` in
  * order and `after`/`onError` in reverse, so on the way out the error mapper turns any error into
  * a catalogue error first, `@middy/http-error-handler` writes it, headers are added, observers (the
- * usage record) see the final response, and Powertools flushes metrics and resets log keys last.
+ * usage record) see the final response, and the request's metrics are flushed and Powertools resets
+ * log keys last.
  */
 import middy from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { ApiEvent, ApiResponse } from './http/response';
-import { errorMapper, requestContext, responseHeaders } from './middlewares';
+import { errorMapper, flushMetrics, requestContext, responseHeaders } from './middlewares';
 import type { ApiContext, ApiMiddleware } from './middlewares';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
@@ -22,7 +22,7 @@ export type ChainHandler<TContext extends ApiContext = ApiContext> = (
 export interface ChainOptions {
   /** The container's Powertools logger (shared/lambda/observability.ts). */
   logger: Logger;
-  /** The container's Powertools metrics, flushed after every request. */
+  /** The container's Powertools metrics, flushed after every request that stored any. */
   metrics: Metrics;
   /** Route template to record; defaults to the event's `routeKey`. */
   route?: string;
@@ -38,7 +38,7 @@ export const createMiddlewareChain = (
 ) =>
   middy<ApiEvent, ApiResponse, Error, ApiContext>(handler)
     .use(injectLambdaContext(logger, { resetKeys: true }) as ApiMiddleware)
-    .use(logMetrics(metrics) as ApiMiddleware)
+    .use(flushMetrics(metrics))
     .use(requestContext({ logger, ...(route === undefined ? {} : { route }) }))
     .use(observers)
     .use(responseHeaders())

@@ -93,17 +93,25 @@ export interface KeyEventSettings {
 /** The emitter a configuration names: the bus, the file, or none. */
 export const createKeyEventEmitter = (settings: KeyEventSettings, logger: EmitterLogger): KeyEventEmitter => {
   if (settings.busName) {
-    // Bounded like the DynamoDB client: a "rate limit reached" event is awaited before its 429.
-    const client = new EventBridgeClient({
-      ...(settings.region ? { region: settings.region } : {}),
-      maxAttempts: 2,
-      requestHandler: new NodeHttpHandler({
-        connectionTimeout: 500,
-        requestTimeout: 1000,
-        throwOnRequestTimeout: true,
-      }),
-    });
-    return eventBridgeKeyEvents(client, settings.busName, logger);
+    const { busName, region } = settings;
+    // Made at the first event sent, not at import: most containers never send one, and configuring
+    // the client took a share of every cold start (docs/performance.md "Import time").
+    let client: EventBridgeClient | undefined;
+    const create = () =>
+      new EventBridgeClient({
+        ...(region ? { region } : {}),
+        // Bounded like the DynamoDB client: a "rate limit reached" event is awaited before its 429.
+        maxAttempts: 2,
+        requestHandler: new NodeHttpHandler({
+          connectionTimeout: 500,
+          requestTimeout: 1000,
+          throwOnRequestTimeout: true,
+        }),
+      });
+    const lazyClient = {
+      send: (command: PutEventsCommand) => (client ??= create()).send(command),
+    } as Pick<EventBridgeClient, 'send'>;
+    return eventBridgeKeyEvents(lazyClient, busName, logger);
   }
   if (settings.file) return fileKeyEvents(settings.file, logger);
   return noKeyEvents;

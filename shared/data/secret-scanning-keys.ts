@@ -10,8 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { PublicKeysDocumentSchema } from '../domain/secret-scanning';
 import { DataStoreUnavailableError } from './data-store-errors';
 
-/** GitHub's own document: the default of `SECRET_SCANNING_KEYS_URL`. */
-export const GITHUB_SECRET_SCANNING_KEYS_URL = 'https://api.github.com/meta/public_keys/secret_scanning';
+export { GITHUB_SECRET_SCANNING_KEYS_URL } from '../domain/github';
 
 /** Largest keys document read, in bytes (GitHub's is a few KB). */
 const MAX_DOCUMENT_BYTES = 256 * 1024;

@@ -7,7 +7,7 @@
  * database read, and lets secret scanners recognise the format (as GitHub tokens do). The
  * key is stored only as the SHA-256 of the whole value; the plaintext is shown once.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 export const API_KEY_PREFIX = 'wsk_';
@@ -30,7 +30,16 @@ const toBase62 = (value: bigint, width: number): string => {
   return out.padStart(width, '0');
 };
 
-const checksumOf = (randomPart: string): string => toBase62(BigInt(crc32(randomPart)), CHECKSUM_CHARS);
+/** CRC32 in base62, 6 digits. In Number arithmetic: a CRC32 fits, and it runs on every request. */
+const checksumOf = (randomPart: string): string => {
+  let out = '';
+  let rest = crc32(randomPart);
+  for (let i = 0; i < CHECKSUM_CHARS; i += 1) {
+    out = BASE62[rest % 62] + out;
+    rest = Math.floor(rest / 62);
+  }
+  return out;
+};
 
 /** Creates a new key value. The caller shows it once and stores only {@link hashApiKey} of it. */
 export const generateApiKey = (): string => {
@@ -46,7 +55,7 @@ export const isWellFormedApiKey = (value: string): boolean => {
 };
 
 /** The lookup key of a key record: hex SHA-256 of the whole key value. */
-export const hashApiKey = (value: string): string => createHash('sha256').update(value).digest('hex');
+export const hashApiKey = (value: string): string => hash('sha256', value, 'hex');
 
 /** A key, or most of one, inside other text: the prefix and 20 or more base62 characters (≥ 119 bits). */
 const KEY_IN_TEXT = new RegExp(`${API_KEY_PREFIX}[0-9A-Za-z]{20,}`, 'g');

@@ -11,7 +11,7 @@ export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from '../d
 
 import type { DynamoDbSettings } from '../data/dynamodb';
 import type { KeyEventSettings } from '../data/key-events';
-import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../data/secret-scanning-keys';
+import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../domain/github';
 
 export type { DynamoDbSettings };
 

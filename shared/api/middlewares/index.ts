@@ -1,5 +1,6 @@
 export { authenticate } from './authenticate';
 export { errorMapper } from './error-mapper';
+export { flushMetrics } from './flush-metrics';
 export { ipAllowlist } from './ip-allowlist';
 export { rateLimit } from './rate-limit';
 export { recordUsage } from './record-usage';

@@ -16,7 +16,7 @@ export interface RateLimitOptions {
   /** The limit of keys stored without one (DEFAULT_RATE_LIMIT). */
   defaultLimit: RateLimit;
   logger: Pick<Logger, 'warn'>;
-  /** Flushed after the request by the chain's logMetrics. */
+  /** Flushed after the request by the chain (flushMetrics). */
   metrics: Pick<Metrics, 'addMetric'>;
   /** Clock, in epoch milliseconds. */
   now?: () => number;

@@ -13,7 +13,7 @@ export interface UsageSink {
 export interface RecordUsageOptions {
   usage: UsageSink;
   logger: Pick<Logger, 'debug' | 'info' | 'error'>;
-  /** Flushed after the request by the chain's logMetrics. */
+  /** Flushed after the request by the chain (flushMetrics). */
   metrics: Pick<Metrics, 'addMetric'>;
   /** Days before DynamoDB TTL removes a record. @default DEFAULT_USAGE_RETENTION_DAYS */
   retentionDays?: number;
