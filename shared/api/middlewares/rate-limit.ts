@@ -93,6 +93,25 @@ const failOpen = (
   return undefined;
 };
 
+/** Starts counting a call in its window; resolves to the counter's decision, never rejects. */
+const counting = ({
+  counter,
+  leaseAbove,
+  maxLeases,
+}: Required<Pick<RateLimitOptions, 'counter' | 'leaseAbove' | 'maxLeases'>>) => {
+  const leased = leases(maxLeases);
+  return ({ keyId, policy, endsAt }: Window, startsAt: number, at: number): Promise<Outcome> => {
+    const [limit, block] = [policy.limit, blockSize(policy.limit, leaseAbove)];
+    const take = (by?: number) => counter.increment(keyId, startsAt / 1000, policy.windowSeconds, by);
+    // At or below leaseAbove every call is one counter write, exactly as before leasing existed.
+    if (block > 1) return leased.acquire({ keyId, limit, block, endsAt, take }, at);
+    return take().then(
+      (count) => outcomeOfCount(count, limit),
+      (error: unknown) => ({ error }),
+    );
+  };
+};
+
 /**
  * Per-key fixed-window rate limit (docs/capacity.md "Per key"). Runs right after `authenticate`.
  * `before` starts the counter's UpdateItem without waiting for it, so it runs alongside the
@@ -112,13 +131,10 @@ const failOpen = (
  * a 429, answered from memory once known, so its flood gets no more capacity than a live key's.
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
-  const { counter, defaultLimit, logger, metrics, now, maxRemembered, onLimitReached, leaseAbove, maxLeases } = {
-    ...defaults,
-    ...opts,
-  };
+  const { defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = { ...defaults, ...opts };
   // key_id → epoch ms at which its used-up window ends.
   const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
-  const leased = leases(maxLeases);
+  const count = counting({ ...defaults, ...opts });
   const windows = new WeakMap<ApiContext, Window>();
   const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
 
@@ -135,16 +151,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     const until = usedUp.get(window.keyId);
     if (until !== undefined && until > at) throw refuse(context, window, at);
     usedUp.forget(window.keyId);
-    const [keyId, limit, block] = [window.keyId, policy.limit, blockSize(policy.limit, leaseAbove)];
-    const take = (by?: number) => counter.increment(keyId, startsAt / 1000, policy.windowSeconds, by);
-    // At or below leaseAbove every call is one counter write, exactly as before leasing existed.
-    window.count =
-      block === 1
-        ? take().then(
-            (count) => outcomeOfCount(count, limit),
-            (error: unknown) => ({ error }),
-          )
-        : leased.acquire({ keyId, limit, block, endsAt: window.endsAt, take }, at);
+    window.count = count(window, startsAt, at);
   };
 
   /** Waits for the counter; returns the 429 to answer with, if the key is over its limit. */
