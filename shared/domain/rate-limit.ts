@@ -15,6 +15,24 @@ export const MAX_RATE_LIMIT = 1_000_000;
 /** A deployment's default when DEFAULT_RATE_LIMIT is not set. */
 export const DEFAULT_RATE_LIMIT = '50/s';
 
+/**
+ * Above this many calls per window a key's counter is taken in blocks (docs/capacity.md "Per key"):
+ * at most this many blocks per window, so one counter item takes ≤ LEASE_ABOVE + containers writes a
+ * window whatever the arrival rate, well under the ~1,000 writes/s one DynamoDB item takes.
+ */
+export const LEASE_ABOVE = 500;
+
+/** Calls one counter write takes for a key of `limit`: 1 (exact, per call) up to `leaseAbove`, then ceil(limit / leaseAbove). */
+export const blockSize = (limit: number, leaseAbove: number = LEASE_ABOVE): number =>
+  limit <= leaseAbove ? 1 : Math.ceil(limit / leaseAbove);
+
+/**
+ * Calls a block of `block` may admit, the counter having answered `count` with the block added:
+ * the block's units that land at or below the limit, clamp(limit − (count − block), 0, block).
+ */
+export const tokensGranted = (limit: number, count: number, block: number): number =>
+  Math.min(block, Math.max(0, limit - (count - block)));
+
 export interface RateLimit {
   readonly limit: number;
   readonly windowSeconds: WindowSeconds;

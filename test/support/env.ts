@@ -11,7 +11,9 @@ process.env.RATE_LIMITS_TABLE = `test-rate-limits-${suffix}`;
 process.env.ACTIVITY_TABLE = `test-key-activity-${suffix}`;
 process.env.AWS_REGION = 'local';
 // Tests fire far more than 50 calls a second with one key; test/rate-limits.test.ts sets its own limits.
-process.env.DEFAULT_RATE_LIMIT = '1000000/s';
+// 500 = LEASE_ABOVE, the most counted exactly: every call one counter write, as with the deployment's
+// 50/s, so tests that count a call's DynamoDB commands see it (leasing: test/rate-limit-lease.test.ts).
+process.env.DEFAULT_RATE_LIMIT = '500/s';
 // Quiet by default; a test that reads logs turns them on with captureLogs().
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
 process.env.POWERTOOLS_METRICS_NAMESPACE = 'BranchApiTest';

@@ -2,13 +2,14 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { rateLimited } from '../errors';
 import { RATE_LIMIT_COUNTER_FAILED_METRIC, RATE_LIMITED_METRIC } from '../../domain/telemetry';
-import { rateLimitOf, type RateLimit } from '../../domain/rate-limit';
+import { blockSize, LEASE_ABOVE, rateLimitOf, type RateLimit } from '../../domain/rate-limit';
+import { leases, outcomeOfCount, windowMemory, type Outcome } from './rate-limit-lease';
 import type { ApiContext, ApiMiddleware, ApiRequest } from './types';
 import type { ApiKeyRecord } from '../../data/repositories/keys';
 
 export interface RateCounter {
-  /** Counts one call of the key in the window; resolves to the window's count, this call included. */
-  increment(keyId: string, windowStartEpoch: number, windowSeconds: number): Promise<number>;
+  /** Counts `by` (default 1) calls of the key in the window; resolves to the window's count, these included. */
+  increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by?: number): Promise<number>;
 }
 
 export interface RateLimitOptions {
@@ -22,6 +23,10 @@ export interface RateLimitOptions {
   now?: () => number;
   /** Keys remembered as used up in this container; beyond it the expired entries are dropped. @default 10000 */
   maxRemembered?: number;
+  /** Limits above this many calls per window are counted in leased blocks (rate-limit-lease.ts). @default LEASE_ABOVE (500) */
+  leaseAbove?: number;
+  /** Keys holding a lease in this container; beyond it the expired leases are dropped. @default 10000 */
+  maxLeases?: number;
   /**
    * Called when this container first refuses a key in a window (the key events' "rate limit
    * reached", shared/lambda/handler.ts); awaited before the 429 is answered. @default - none
@@ -30,9 +35,7 @@ export interface RateLimitOptions {
 }
 
 // Looked up on each call (not bound at load), so a test can move the clock with jest.setSystemTime.
-const defaults = { now: () => Date.now(), maxRemembered: 10_000 };
-
-type Count = { count: number } | { error: unknown };
+const defaults = { now: () => Date.now(), maxRemembered: 10_000, leaseAbove: LEASE_ABOVE, maxLeases: 10_000 };
 
 interface Window {
   readonly keyId: string;
@@ -42,8 +45,8 @@ interface Window {
   /** A revoked or expired key: counted and limited, but its refusal stays its own when under the limit. */
   readonly refusedKey: boolean;
   readonly apiKey: ApiKeyRecord;
-  /** The counter update, started in `before` (or `onError` for a refused key); settled once. */
-  count?: Promise<Count>;
+  /** The counter's decision, started in `before` (or `onError` for a refused key); settled once. */
+  count?: Promise<Outcome>;
   settled?: boolean;
 }
 
@@ -90,19 +93,22 @@ const failOpen = (
   return undefined;
 };
 
-/** key_id → epoch ms at which its used-up window ends; at most `max` keys, expired ones dropped first. */
-const usedUpWindows = (max: number) => {
-  const until = new Map<string, number>();
-  return {
-    get: (keyId: string) => until.get(keyId),
-    forget: (keyId: string) => until.delete(keyId),
-    remember: (keyId: string, endsAt: number, at: number): void => {
-      if (until.size >= max) {
-        for (const [id, end] of until) if (end <= at) until.delete(id);
-        if (until.size >= max) until.clear();
-      }
-      until.set(keyId, endsAt);
-    },
+/** Starts counting a call in its window; resolves to the counter's decision, never rejects. */
+const counting = ({
+  counter,
+  leaseAbove,
+  maxLeases,
+}: Required<Pick<RateLimitOptions, 'counter' | 'leaseAbove' | 'maxLeases'>>) => {
+  const leased = leases(maxLeases);
+  return ({ keyId, policy, endsAt }: Window, startsAt: number, at: number): Promise<Outcome> => {
+    const [limit, block] = [policy.limit, blockSize(policy.limit, leaseAbove)];
+    const take = (by?: number) => counter.increment(keyId, startsAt / 1000, policy.windowSeconds, by);
+    // At or below leaseAbove every call is one counter write, exactly as before leasing existed.
+    if (block > 1) return leased.acquire({ keyId, limit, block, endsAt, take }, at);
+    return take().then(
+      (count) => outcomeOfCount(count, limit),
+      (error: unknown) => ({ error }),
+    );
   };
 };
 
@@ -117,15 +123,18 @@ const usedUpWindows = (max: number) => {
  * 429 from memory until the window ends, without counting or reading data. A flood therefore
  * costs at most `limit + containers` counter writes per window, far below what the counter item
  * takes, and cannot throttle it into failing open. If the counter fails for a real fault the call
- * proceeds (fail open) with a log line and a metric.
+ * proceeds (fail open) with a log line and a metric. A limit above `leaseAbove` is counted in leased
+ * blocks of ceil(N / leaseAbove) (rate-limit-lease.ts): at most leaseAbove + containers writes a window.
  *
  * A revoked or expired key is counted and limited like a live one (`authenticate` put it on the
  * context before refusing it): under its limit it gets its 401, without rate-limit fields; past it
  * a 429, answered from memory once known, so its flood gets no more capacity than a live key's.
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
-  const { counter, defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = { ...defaults, ...opts };
-  const usedUp = usedUpWindows(maxRemembered);
+  const { defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = { ...defaults, ...opts };
+  // key_id → epoch ms at which its used-up window ends.
+  const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
+  const count = counting({ ...defaults, ...opts });
   const windows = new WeakMap<ApiContext, Window>();
   const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
 
@@ -142,10 +151,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     const until = usedUp.get(window.keyId);
     if (until !== undefined && until > at) throw refuse(context, window, at);
     usedUp.forget(window.keyId);
-    window.count = counter.increment(window.keyId, startsAt / 1000, policy.windowSeconds).then(
-      (count) => ({ count }),
-      (error: unknown) => ({ error }),
-    );
+    window.count = count(window, startsAt, at);
   };
 
   /** Waits for the counter; returns the 429 to answer with, if the key is over its limit. */
@@ -157,14 +163,14 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     const at = now();
     if ('error' in result) return failOpen(logger, metrics, window.keyId, result.error);
     // Reached: every later call of this window would be over it.
-    if (result.count >= window.policy.limit) usedUp.remember(window.keyId, window.endsAt, at);
-    if (result.count > window.policy.limit) {
+    if (result.reached) usedUp.remember(window.keyId, window.endsAt, at);
+    if (result.over) {
       // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.
       if (!window.refusedKey) await onLimitReached?.(window.apiKey, at);
       return refuse(context, window, at);
     }
     if (!window.refusedKey) {
-      setHeaders(context, { RateLimit: remainingField(window.policy.limit - result.count, window, at) });
+      setHeaders(context, { RateLimit: remainingField(result.left, window, at) });
     }
     return undefined;
   };

@@ -7,8 +7,11 @@ import { DynamoRepository } from '../dynamodb';
  * once the window is over.
  */
 export class RateLimitsRepository extends DynamoRepository {
-  /** Counts one call in the window and returns the window's count, this call included. One UpdateItem. */
-  async increment(keyId: string, windowStartEpoch: number, windowSeconds: number): Promise<number> {
+  /**
+   * Counts `by` calls in the window (1, or a leased block: shared/api/middlewares/rate-limit-lease.ts)
+   * and returns the window's count, these included. One UpdateItem.
+   */
+  async increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by = 1): Promise<number> {
     const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
       this.client.send(
         new UpdateCommand({
@@ -17,7 +20,7 @@ export class RateLimitsRepository extends DynamoRepository {
           UpdateExpression: 'ADD #count :one SET #expires = :expires',
           ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
           // TTL deletion runs late (up to days); the window key makes an old item harmless anyway.
-          ExpressionAttributeValues: { ':one': 1, ':expires': windowStartEpoch + 2 * windowSeconds },
+          ExpressionAttributeValues: { ':one': by, ':expires': windowStartEpoch + 2 * windowSeconds },
           ReturnValues: 'UPDATED_NEW',
         }),
         { abortSignal },
