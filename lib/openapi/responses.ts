@@ -123,7 +123,9 @@ const RATE_LIMIT_HEADERS: Record<string, Json> = {
   RateLimit: {
     description:
       "What is left of the key's limit: `r` calls remaining in this window, which resets in `t` seconds. On every " +
-      'response to a counted key, unless the counter could not be read (the call was then admitted).',
+      'response to a counted key, unless the counter could not be read (the call was then admitted). For a ' +
+      'limit above 500 calls per window, counted in blocks (docs/capacity.md "Per key"), `r` is an estimate when ' +
+      'several servers share the key; the limit itself is never exceeded.',
     required: false,
     schema: { type: 'string', pattern: '^"key";r=[0-9]+;t=[1-9][0-9]*$', examples: ['"key";r=49;t=1'] },
   },
