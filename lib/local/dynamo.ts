@@ -13,6 +13,7 @@ import { listen } from './listen';
 import type dynaliteServer from 'dynalite';
 import { createRequire } from 'node:module';
 import { LOCAL_HOST } from '../local-defaults';
+import { installWriteCapture, WRITE_OBSERVER, type DynaliteDb, type WriteObserver } from './write-capture';
 
 type Dynalite = typeof dynaliteServer;
 type MemoryLevelClass = new (options?: Record<string, unknown>) => object;
@@ -27,8 +28,11 @@ type MemoryLevelClass = new (options?: Record<string, unknown>) => object;
  * (docs/capacity.md "Local stack"). dynalite takes no store option, so the class it constructs is
  * swapped before dynalite is first loaded; its keys are ASCII, where string and byte order agree.
  */
-const loadDynalite = async (): Promise<Dynalite> => {
-  const fromDynalite = createRequire(createRequire(import.meta.url).resolve('dynalite'));
+const loadDynalite = (): Dynalite => {
+  // dynalite, its store and its db module from one module cache (Node's, also under jest), so
+  // the classes swapped and the functions hooked here are the ones dynalite uses.
+  const requireHere = createRequire(import.meta.url);
+  const fromDynalite = createRequire(requireHere.resolve('dynalite'));
   const memoryLevel = fromDynalite('memory-level') as { MemoryLevel: MemoryLevelClass & { stringStore?: true } };
   if (!memoryLevel.MemoryLevel.stringStore) {
     const Original = memoryLevel.MemoryLevel;
@@ -40,13 +44,19 @@ const loadDynalite = async (): Promise<Dynalite> => {
     }
     memoryLevel.MemoryLevel = StringStore;
   }
-  return ((await import('dynalite')) as { default: Dynalite }).default;
+  installWriteCapture(fromDynalite('./db') as DynaliteDb);
+  return requireHere('dynalite') as Dynalite;
 };
 
 export interface EmbeddedDynamo {
   /** `http://127.0.0.1:<port>` */
   endpoint: string;
   port: number;
+  /**
+   * Reports every write stored in one table, before its caller gets the answer (the change feed
+   * inside the store, lib/local/write-capture.ts); one observer at a time. Returns the undo.
+   */
+  observeWrites(observer: WriteObserver): () => void;
   close(): Promise<void>;
 }
 export interface EmbeddedDynamoOptions {
@@ -84,13 +94,15 @@ export const refuse = (response: ServerResponse): void => {
 };
 
 export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): Promise<EmbeddedDynamo> => {
-  const dynalite = await loadDynalite();
-  const server = dynalite({
+  const dynalite = loadDynalite();
+  // dynalite keeps this object as its store's options, where the write capture finds the observer.
+  const storeOptions: Record<string | symbol, unknown> = {
     createTableMs: 0,
     deleteTableMs: 0,
     updateTableMs: 0,
     ...(options.dataDir ? { path: options.dataDir } : {}),
-  });
+  };
+  const server = dynalite(storeOptions);
   // dynalite's own handler runs only for requests that pass the guard.
   const handlers = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
@@ -103,6 +115,13 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
   return {
     endpoint: `http://${address}:${port}`,
     port,
+    observeWrites: (observer) => {
+      if (storeOptions[WRITE_OBSERVER]) throw new Error('The embedded DynamoDB already has a write observer');
+      storeOptions[WRITE_OBSERVER] = observer;
+      return () => {
+        if (storeOptions[WRITE_OBSERVER] === observer) delete storeOptions[WRITE_OBSERVER];
+      };
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections?.();
