@@ -10,6 +10,7 @@ import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
 import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
+import type { StoredData } from './string-store';
 import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
 import { DEMO_SEED_FILE } from '../project-paths';
 import { tableDefinitions } from '../../shared/data/tables';
@@ -49,6 +50,8 @@ export interface LocalEnvironment {
   demoBranchId: string;
   /** Where key events go and which keys verify secret scanning reports (lib/local/key-events-setup.ts). */
   keyEvents: LocalKeyEventsSetup;
+  /** What the embedded DynamoDB holds in memory (undefined for an external one or a data directory). */
+  storedData(): Promise<StoredData | undefined>;
   close(): Promise<void>;
 }
 
@@ -116,6 +119,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       revokedDemoKeyIds: demoKey.revokedKeyIds,
       demoBranchId,
       keyEvents,
+      storedData: async () => dynamo?.storedData(),
       close: async () => {
         await gateway.close();
         operator.close();

@@ -13,7 +13,9 @@ import type { StreamChange } from '../../lib/local/stream-events';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { ensureTables } from '../../lib/operator/tables';
 import type { UsageRecord } from '../../shared/data/repositories/usage';
-import { usageTable } from '../../shared/data/tables';
+import { USAGE_BY_KEY_INDEX, usageTable } from '../../shared/data/tables';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { usageShardOf } from '../../shared/data/repositories/usage-shards';
 import { tableNames } from '../support/harness';
 
 let dynamo: EmbeddedDynamo;
@@ -164,4 +166,34 @@ it('takes one observer at a time, and a closed feed observes nothing more', asyn
   await ctx.usage.put(aCall('br_feed_d', 'after-reopen'), 90);
   await feed.drain();
   expect(records.map(requestIdOf)).toEqual(['after-reopen']);
+});
+
+describe('what the store holds', () => {
+  it('keeps each call once per table and index, and serves each call its own record from both', async () => {
+    const before = (await dynamo.storedData())!;
+    // Calls alike in every length (one write shard, ids of one length), so only their content differs.
+    const ids = Array.from({ length: 90 }, (_, i) => `held-${i + 10}`);
+    const sameShard = ids.filter((id) => usageShardOf(id) === usageShardOf(ids[0]!)).slice(0, 3);
+    const records = sameShard.map((id) => ({ ...aCall('br_store', id), key_id: `key_${id}` }));
+    expect(records).toHaveLength(3);
+    for (const record of records) await ctx.usage.put(record, 90);
+    const after = (await dynamo.storedData())!;
+    const grown = (part: string) => after.byPart[part]!.entries - (before.byPart[part]?.entries ?? 0);
+    expect(grown(`item-${tableNames.usage}`)).toBe(3);
+    const indexPart = Object.keys(after.byPart).find((part) => part.startsWith(`index-global~${tableNames.usage}~`));
+    expect(grown(indexPart!)).toBe(3);
+    expect(after.entries - before.entries).toBe(6);
+    // One item's index entry and table entry share a string; each entry still holds its own call.
+    const pairs = (items: Record<string, unknown>[] = []) =>
+      items
+        .filter((item) => item.branch_id === 'br_store')
+        .map((item) => `${String(item.key_id)} ${String(item.request_id)}`)
+        .sort();
+    const expected = records.map((record) => `${record.key_id} ${record.request_id}`).sort();
+    const table = await ctx.client.send(new ScanCommand({ TableName: tableNames.usage }));
+    const index = await ctx.client.send(
+      new ScanCommand({ TableName: tableNames.usage, IndexName: USAGE_BY_KEY_INDEX }),
+    );
+    expect([pairs(table.Items), pairs(index.Items)]).toEqual([expected, expected]);
+  });
 });
