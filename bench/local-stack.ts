@@ -46,7 +46,13 @@ const storedPerCall = (before: Sample, after: Sample, calls: number) => {
 };
 
 export const runLocalStack = async () => {
-  const stack = await startChild<Ready>('bench/children/local-stack.ts', {}, { execArgv: ['--expose-gc'] });
+  // BENCH_LOCAL_NODE_ARGS: Node flags for the stack's process, to compare settings (e.g. V8's heap sizing).
+  const nodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const stack = await startChild<Ready>(
+    'bench/children/local-stack.ts',
+    {},
+    { execArgv: ['--expose-gc', ...nodeArgs] },
+  );
   try {
     const { baseUrl, key } = stack.ready;
     const sample = () => stack.request<Sample>('sample');
