@@ -1,7 +1,8 @@
 /**
  * The local change feed (docs/usage-rollups.md "Locally"): the embedded DynamoDB has no streams,
- * so a proxy in front of it sees every write to the usage table, whoever makes it (the gateway,
- * the CLI, a script), and delivers them as DynamoDB stream events to the aggregator, as the
+ * so the feed sees every write to the usage table, whoever makes it (the gateway, the CLI, a
+ * script) — from inside the embedded DynamoDB (lib/local/write-capture.ts), or through a proxy in
+ * front of an external one — and delivers them as DynamoDB stream events to the aggregator, as the
  * event source mapping does on AWS: in order, in batches (at most `batchSize` records, at most
  * `batchWindowMs` after the first), retried until they succeed.
  */
