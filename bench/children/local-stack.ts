@@ -1,7 +1,7 @@
 /**
  * The local stack as `npm start` runs it (lib/local/environment.ts): the embedded DynamoDB in
- * this process behind the usage change feed, the gateway with the real handlers, the rollups
- * aggregator fed by the change feed. In a process of its own so its memory and CPU can be
+ * this process with the usage change feed inside it, the gateway with the real handlers, the
+ * rollups aggregator fed by the change feed. In a process of its own so its memory and CPU can be
  * sampled: `sample` waits for the change feed to deliver everything written so far (the rollups
  * are current), reads what the store holds, forces a full GC (with --expose-gc), then reports
  * memory, CPU time, the store's contents and the feed's figures.
