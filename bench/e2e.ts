@@ -30,11 +30,11 @@ interface MemorySample {
 
 const settings = {
   sequentialWarmup: Number(process.env.BENCH_SEQ_WARMUP ?? 30),
+  /** Pairs per endpoint: one request to the gateway and one to the bare harness each. */
   sequentialRequests: Number(process.env.BENCH_SEQ_REQUESTS ?? 400),
-  /** As many as the gateway's: the end-to-end ratio compares the two. */
-  sequentialBareRequests: Number(process.env.BENCH_SEQ_BARE_REQUESTS ?? 400),
-  throughputSeconds: Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 5),
-  throughputRounds: Number(process.env.BENCH_THROUGHPUT_ROUNDS ?? 2),
+  throughputSeconds: Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 3),
+  /** Rounds of both sides, bare first in even rounds and gateway first in odd ones (ABBA). */
+  throughputRounds: Number(process.env.BENCH_THROUGHPUT_ROUNDS ?? 4),
   connections: 8,
   memoryRequests: Number(process.env.BENCH_MEMORY_REQUESTS ?? 20_000),
   memoryBatches: Number(process.env.BENCH_MEMORY_BATCHES ?? 10),
@@ -60,22 +60,41 @@ const get = (agent: Agent, url: string, key: string): Promise<{ status: number; 
     req.end();
   });
 
-/** With `counted`, a response without the limiter's remaining count took the fail-open path: the bench stops. */
-const sequential = async (baseUrl: string, key: string, path: string, requests: number, counted = false) => {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const times: number[] = [];
+/** One measured GET: it must answer 200 and, with `counted`, carry the limiter's remaining count. */
+const checked = async (agent: Agent, url: string, key: string, counted: boolean) => {
+  const { status, ms, counted: wasCounted } = await get(agent, url, key);
+  if (status !== 200) throw new Error(`GET ${url} answered ${status}`);
+  // Without the limiter's remaining count the call took the fail-open path: the bench stops.
+  if (counted && !wasCounted) throw new Error(`GET ${url} took the rate limiter's fail-open path`);
+  return ms;
+};
+
+/**
+ * Sequential latency of one path on the gateway and on the bare harness, side by side: each
+ * iteration sends one request to each, in alternating order, each over its own keep-alive
+ * connection, so a change in machine load falls on both sides of a pair alike.
+ */
+const sequentialPaired = async (gatewayUrl: string, bareUrl: string, key: string, path: string, requests: number) => {
+  const agents = {
+    gateway: new Agent({ keepAlive: true, maxSockets: 1 }),
+    bare: new Agent({ keepAlive: true, maxSockets: 1 }),
+  };
+  const times = { gateway: [] as number[], bare: [] as number[] };
   try {
     for (let i = 0; i < settings.sequentialWarmup + requests; i += 1) {
-      const result = await get(agent, `${baseUrl}${path}`, key);
-      const { status, ms } = result;
-      if (status !== 200) throw new Error(`GET ${path} answered ${status}`);
-      if (counted && !result.counted) throw new Error(`GET ${path} took the rate limiter's fail-open path`);
-      if (i >= settings.sequentialWarmup) times.push(ms);
+      const order = i % 2 === 0 ? (['gateway', 'bare'] as const) : (['bare', 'gateway'] as const);
+      for (const side of order) {
+        const base = side === 'gateway' ? gatewayUrl : bareUrl;
+        const ms = await checked(agents[side], `${base}${path}`, key, side === 'gateway');
+        if (i >= settings.sequentialWarmup) times[side].push(ms);
+      }
     }
   } finally {
-    agent.destroy();
+    agents.gateway.destroy();
+    agents.bare.destroy();
   }
-  return { p50: round(percentile(times, 50), 2), p99: round(percentile(times, 99), 2) };
+  const figures = (one: number[]) => ({ p50: round(percentile(one, 50), 2), p99: round(percentile(one, 99), 2) });
+  return { gateway: figures(times.gateway), bare: figures(times.bare) };
 };
 
 /** A key of the right shape whose checksum is wrong: refused before any database read. */
@@ -153,20 +172,24 @@ export const runEndToEnd = async () => {
       { gateway: { p50: number; p99: number }; bare: { p50: number; p99: number }; ratio: number }
     > = {};
     for (const one of ENDPOINTS) {
-      const measured = {
-        gateway: await sequential(gateway.ready.baseUrl, key, one.path, settings.sequentialRequests, true),
-        bare: await sequential(bare.ready.baseUrl, key, one.path, settings.sequentialBareRequests),
-      };
+      const measured = await sequentialPaired(
+        gateway.ready.baseUrl,
+        bare.ready.baseUrl,
+        key,
+        one.path,
+        settings.sequentialRequests,
+      );
       latency[one.name] = { ...measured, ratio: round(measured.gateway.p50 / measured.bare.p50, 2) };
     }
 
-    // Alternating rounds, so a change in machine load falls on both sides alike.
+    // Alternating rounds in ABBA order, so a change in machine load falls on both sides alike.
     const totals = { gateway: { ok: 0, seconds: 0 }, bare: { ok: 0, seconds: 0 } };
     for (let round_ = 0; round_ < settings.throughputRounds; round_ += 1) {
-      for (const [name, server] of [
+      const sides = [
         ['bare', bare],
         ['gateway', gateway],
-      ] as const) {
+      ] as const;
+      for (const [name, server] of round_ % 2 === 0 ? sides : [...sides].reverse()) {
         const result = await load(server.ready.baseUrl, key, { seconds: settings.throughputSeconds });
         totals[name].ok += result.ok;
         totals[name].seconds += result.seconds;

@@ -6,6 +6,7 @@
  * rate is one that keeps rollups current), forces a GC and reports RSS and CPU time.
  */
 import autocannon from 'autocannon';
+import type { StoredData } from '../lib/local/string-store';
 import { startChild } from './lib/child';
 import { round } from './lib/stats';
 
@@ -14,7 +15,7 @@ interface Ready {
   key: string;
 }
 /** process.memoryUsage() after a forced GC, CPU time so far, usage records the feed delivered. */
-type Sample = NodeJS.MemoryUsage & { cpuMicros: number; delivered: number };
+type Sample = NodeJS.MemoryUsage & { cpuMicros: number; delivered: number; stored: StoredData };
 
 const settings = {
   warmup: Number(process.env.BENCH_LOCAL_WARMUP ?? 2_000),
@@ -25,8 +26,33 @@ const settings = {
 
 const mb = (bytes: number) => round(bytes / 1024 / 1024, 1);
 
+/**
+ * What the session holds per call, beside what its memory grew by: the characters of keys and
+ * values the store gained (one byte each: ASCII keys, JSON values), in total and per table or
+ * index, and the heap's growth, all per call.
+ */
+const storedPerCall = (before: Sample, after: Sample, calls: number) => {
+  const perCall = (chars: number) => round(chars / calls, 0);
+  const parts = Object.entries(after.stored.byPart).map(([part, one]) => {
+    const was = before.stored.byPart[part] ?? { entries: 0, chars: 0 };
+    return [part, { entries: one.entries - was.entries, bytesPerCall: perCall(one.chars - was.chars) }] as const;
+  });
+  return {
+    storedBytesPerCall: perCall(after.stored.chars - before.stored.chars),
+    storedEntriesPerCall: round((after.stored.entries - before.stored.entries) / calls, 2),
+    storedByPart: Object.fromEntries(parts.filter(([, one]) => one.entries !== 0 || one.bytesPerCall !== 0)),
+    heapBytesPerCall: perCall(after.heapUsed - before.heapUsed),
+  };
+};
+
 export const runLocalStack = async () => {
-  const stack = await startChild<Ready>('bench/children/local-stack.ts', {}, { execArgv: ['--expose-gc'] });
+  // BENCH_LOCAL_NODE_ARGS: Node flags for the stack's process, to compare settings (e.g. V8's heap sizing).
+  const nodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const stack = await startChild<Ready>(
+    'bench/children/local-stack.ts',
+    {},
+    { execArgv: ['--expose-gc', ...nodeArgs] },
+  );
   try {
     const { baseUrl, key } = stack.ready;
     const sample = () => stack.request<Sample>('sample');
@@ -69,7 +95,13 @@ export const runLocalStack = async () => {
       requestsPerSecond: round(requests / seconds, 0),
       cpuMsPerRequest: round((after.cpuMicros - before.cpuMicros) / 1000 / requests, 2),
       usageRecordsDelivered: after.delivered - before.delivered,
-      samples: samples.map((one) => ({ rssMb: mb(one.rss), heapMb: mb(one.heapUsed) })),
+      ...storedPerCall(before, after, requests),
+      samples: samples.map((one) => ({
+        rssMb: mb(one.rss),
+        heapMb: mb(one.heapUsed),
+        heapTotalMb: mb(one.heapTotal),
+        externalMb: mb(one.external),
+      })),
     };
   } finally {
     await stack.stop();

@@ -257,6 +257,15 @@ const localStackPart = async () => {
     'for information',
     null,
   );
+  const parts = Object.entries(local.storedByPart)
+    .map(([part, one]) => `${part} ${one.bytesPerCall}`)
+    .join(', ');
+  row(
+    `  Local stack data stored per call, bytes of keys and values (${parts}) → heap growth per call`,
+    `${local.storedBytesPerCall} → ${local.heapBytesPerCall}`,
+    'for information',
+    null,
+  );
   return local;
 };
 

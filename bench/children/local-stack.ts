@@ -1,10 +1,10 @@
 /**
  * The local stack as `npm start` runs it (lib/local/environment.ts): the embedded DynamoDB in
- * this process behind the usage change feed, the gateway with the real handlers, the rollups
- * aggregator fed by the change feed. In a process of its own so its memory and CPU can be
- * sampled: `sample` forces a full GC (with --expose-gc), waits for the change feed to deliver
- * everything written so far (the rollups are current), then reports memory, CPU time and the
- * feed's figures.
+ * this process with the usage change feed inside it, the gateway with the real handlers, the
+ * rollups aggregator fed by the change feed. In a process of its own so its memory and CPU can be
+ * sampled: `sample` waits for the change feed to deliver everything written so far (the rollups
+ * are current), reads what the store holds, forces a full GC (with --expose-gc), then reports
+ * memory, CPU time, the store's contents and the feed's figures.
  */
 import { startLocalEnvironment } from '../../lib/local/environment';
 import { serveParent } from '../lib/child';
@@ -20,6 +20,8 @@ serveParent(
   {
     sample: async () => {
       await environment.usageFeed.drain();
+      // Read before the GC: the walk's own garbage is gone by the time memory is sampled.
+      const stored = await environment.storedData();
       gc?.();
       gc?.();
       const cpu = process.cpuUsage();
@@ -28,6 +30,7 @@ serveParent(
         ...process.memoryUsage(),
         cpuMicros: cpu.user + cpu.system,
         delivered: environment.usageFeed.stats().delivered,
+        stored,
       };
     },
   },

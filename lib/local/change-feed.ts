@@ -1,12 +1,13 @@
 /**
  * The local change feed (docs/usage-rollups.md "Locally"): the embedded DynamoDB has no streams,
- * so a proxy in front of it sees every write to the usage table, whoever makes it (the gateway,
- * the CLI, a script), and delivers them as DynamoDB stream events to the aggregator, as the
+ * so the feed sees every write to the usage table, whoever makes it (the gateway, the CLI, a
+ * script) — from inside the embedded DynamoDB (lib/local/write-capture.ts), or through a proxy in
+ * front of an external one — and delivers them as DynamoDB stream events to the aggregator, as the
  * event source mapping does on AWS: in order, in batches (at most `batchSize` records, at most
  * `batchWindowMs` after the first), retried until they succeed.
  */
 import type { AddressInfo } from 'node:net';
-import { fromBrowser, refuse } from './dynamo';
+import { fromBrowser, refuse, type EmbeddedDynamo } from './dynamo';
 import { readBody } from './forward';
 import { listen } from './listen';
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
@@ -36,6 +37,11 @@ export interface ChangeFeedOptions extends Pick<
 > {
   /** The DynamoDB the proxy forwards to. */
   target: string;
+  /**
+   * The embedded DynamoDB to observe from inside instead (lib/local/write-capture.ts): no proxy,
+   * one HTTP hop per call; the feed's endpoint is the store's own.
+   */
+  store?: EmbeddedDynamo;
   /** The table whose writes are fed. */
   tableName: string;
   /** Its key attributes, partition key first (to turn an item into the stream record's `Keys`). */
@@ -250,9 +256,34 @@ const createWriter = (
   };
 };
 
+/** The feed inside the embedded DynamoDB: each write reported where it is stored, as DynamoDB Streams records it. */
+const observeStore = (store: EmbeddedDynamo, delivery: ShardedDelivery, tableName: string, partitionKey: string) => {
+  const stop = store.observeWrites({
+    tableName,
+    observe: ({ keys, before, after }) => {
+      const eventName = after ? putEvent(before, after) : 'REMOVE';
+      if (!eventName) return;
+      delivery.push({ eventName, keys, ...(after ? { newImage: after } : {}) }, JSON.stringify(keys[partitionKey]));
+    },
+  });
+  return {
+    endpoint: store.endpoint,
+    port: store.port,
+    drain: () => delivery.drain(),
+    stats: () => delivery.stats(),
+    close: async () => {
+      stop();
+      delivery.close();
+    },
+  };
+};
+
 export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
   const { target, tableName, keyAttributes } = options;
   const onError = options.onError ?? (() => undefined);
+  if (options.store) {
+    return observeStore(options.store, createDelivery(options, tableName, onError), tableName, keyAttributes[0]!);
+  }
   const targetUrl = new URL(target);
   const reader = new DynamoDBClient({
     endpoint: target,
@@ -303,7 +334,7 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
 
 export interface UsageChangeFeedOptions extends Pick<
   ChangeFeedOptions,
-  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts'
+  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts' | 'store'
 > {
   /** The DynamoDB holding the tables. */
   target: string;

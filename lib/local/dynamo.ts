@@ -13,40 +13,35 @@ import { listen } from './listen';
 import type dynaliteServer from 'dynalite';
 import { createRequire } from 'node:module';
 import { LOCAL_HOST } from '../local-defaults';
+import { installStringStore, lastCreatedStore, storedData, type StoredData } from './string-store';
+import { installWriteCapture, WRITE_OBSERVER, type DynaliteDb, type WriteObserver } from './write-capture';
 
 type Dynalite = typeof dynaliteServer;
-type MemoryLevelClass = new (options?: Record<string, unknown>) => object;
 
-/**
- * dynalite keeps its in-memory data in memory-level, whose default store encoding keeps every key
- * and value as a Buffer: a small one is a slice of Node's shared 8 KB allocation pool, and one
- * kept slice keeps its whole slab alive, so the store pinned every slab the process filled (HTTP
- * bodies, JSON, the SDK): `npm start` grew by about 18 KB per request. Owned copies still cost a
- * separate allocation per key and value (about 6 KB of RSS per call). With memory-level's `utf8`
- * store encoding, keys and values are plain strings on the heap: about what the data weighs
- * (docs/capacity.md "Local stack"). dynalite takes no store option, so the class it constructs is
- * swapped before dynalite is first loaded; its keys are ASCII, where string and byte order agree.
- */
-const loadDynalite = async (): Promise<Dynalite> => {
-  const fromDynalite = createRequire(createRequire(import.meta.url).resolve('dynalite'));
-  const memoryLevel = fromDynalite('memory-level') as { MemoryLevel: MemoryLevelClass & { stringStore?: true } };
-  if (!memoryLevel.MemoryLevel.stringStore) {
-    const Original = memoryLevel.MemoryLevel;
-    class StringStore extends Original {
-      static override readonly stringStore = true as const;
-      constructor(options: Record<string, unknown> = {}) {
-        super({ storeEncoding: 'utf8', ...options });
-      }
-    }
-    memoryLevel.MemoryLevel = StringStore;
-  }
-  return ((await import('dynalite')) as { default: Dynalite }).default;
+type MemoryLevelModule = Parameters<typeof installStringStore>[0];
+// dynalite, its store and its db module from one module cache (Node's, also under jest), so the
+// class swapped and the function hooked are the ones dynalite uses.
+const requireHere = createRequire(import.meta.url);
+const fromDynalite = (id: string): unknown => createRequire(requireHere.resolve('dynalite'))(id);
+
+/** dynalite, its store made a string store (./string-store.ts), its writes observable (./write-capture.ts). */
+const loadDynalite = (): Dynalite => {
+  installStringStore(fromDynalite('memory-level') as MemoryLevelModule);
+  installWriteCapture(fromDynalite('./db') as DynaliteDb);
+  return requireHere('dynalite') as Dynalite;
 };
 
 export interface EmbeddedDynamo {
   /** `http://127.0.0.1:<port>` */
   endpoint: string;
   port: number;
+  /**
+   * Reports every write stored in one table, before its caller gets the answer (the change feed
+   * inside the store, lib/local/write-capture.ts); one observer at a time. Returns the undo.
+   */
+  observeWrites(observer: WriteObserver): () => void;
+  /** What the store holds (in memory only; undefined with a data directory): the benchmark's figure. */
+  storedData(): Promise<StoredData | undefined>;
   close(): Promise<void>;
 }
 export interface EmbeddedDynamoOptions {
@@ -84,25 +79,38 @@ export const refuse = (response: ServerResponse): void => {
 };
 
 export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): Promise<EmbeddedDynamo> => {
-  const dynalite = await loadDynalite();
-  const server = dynalite({
+  const dynalite = loadDynalite();
+  // dynalite keeps this object as its store's options, where the write capture finds the observer.
+  const storeOptions: Record<string | symbol, unknown> = {
     createTableMs: 0,
     deleteTableMs: 0,
     updateTableMs: 0,
     ...(options.dataDir ? { path: options.dataDir } : {}),
-  });
+  };
+  const server = dynalite(storeOptions);
+  const memory = options.dataDir ? undefined : lastCreatedStore(fromDynalite('memory-level') as MemoryLevelModule);
   // dynalite's own handler runs only for requests that pass the guard.
   const handlers = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
+  // The port, once listening: read once, not per request (server.address() is a system call).
+  let port = 0;
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (fromBrowser(request, (server.address() as AddressInfo).port)) return refuse(response);
+    if (fromBrowser(request, port)) return refuse(response);
     for (const handler of handlers) handler(request, response);
   });
-  const port = await listen(server, options.port ?? 0, EMBEDDED_DYNAMO_HOST);
+  port = await listen(server, options.port ?? 0, EMBEDDED_DYNAMO_HOST);
   const { address } = server.address() as AddressInfo;
   return {
     endpoint: `http://${address}:${port}`,
     port,
+    storedData: async () => (memory ? storedData(memory) : undefined),
+    observeWrites: (observer) => {
+      if (storeOptions[WRITE_OBSERVER]) throw new Error('The embedded DynamoDB already has a write observer');
+      storeOptions[WRITE_OBSERVER] = observer;
+      return () => {
+        if (storeOptions[WRITE_OBSERVER] === observer) delete storeOptions[WRITE_OBSERVER];
+      };
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections?.();

@@ -10,6 +10,7 @@ import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
 import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
+import type { StoredData } from './string-store';
 import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
 import { DEMO_SEED_FILE } from '../project-paths';
 import { tableDefinitions } from '../../shared/data/tables';
@@ -49,6 +50,8 @@ export interface LocalEnvironment {
   demoBranchId: string;
   /** Where key events go and which keys verify secret scanning reports (lib/local/key-events-setup.ts). */
   keyEvents: LocalKeyEventsSetup;
+  /** What the embedded DynamoDB holds in memory (undefined for an external one or a data directory). */
+  storedData(): Promise<StoredData | undefined>;
   close(): Promise<void>;
 }
 
@@ -57,20 +60,22 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   let feed: ChangeFeed | undefined;
   const host = options.host ?? LOCAL_HOST;
   try {
-    // The embedded DynamoDB listens on a free port behind the usage change feed, which takes the
-    // advertised one: every write to the usage table, whoever makes it, goes through the feed.
-    // Both on loopback whatever HOST says: the database is for this machine's tools only.
+    // The embedded DynamoDB takes the advertised port and feeds the usage table's writes from
+    // inside (lib/local/write-capture.ts): every write, whoever makes it, one HTTP hop. An external
+    // DynamoDB gets the feed's proxy in front of it instead. Both on loopback whatever HOST says:
+    // the database is for this machine's tools only.
     if (!options.dynamoEndpoint) {
       dynamo = await startEmbeddedDynamo({
-        port: 0,
+        port: options.dynamoPort ?? LOCAL_DYNAMODB_PORT,
         ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       });
     }
     feed = await startUsageChangeFeed({
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
+      ...(dynamo ? { store: dynamo } : {}),
       usageTable: operatorTableNames(process.env).usage,
       host: LOOPBACK,
-      port: options.dynamoEndpoint ? 0 : (options.dynamoPort ?? LOCAL_DYNAMODB_PORT),
+      port: 0,
       onError: (error) => process.stderr.write(`Usage change feed: ${(error as Error).message}\n`),
     });
   } catch (error) {
@@ -114,6 +119,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       revokedDemoKeyIds: demoKey.revokedKeyIds,
       demoBranchId,
       keyEvents,
+      storedData: async () => dynamo?.storedData(),
       close: async () => {
         await gateway.close();
         operator.close();

@@ -31,13 +31,14 @@ export interface DeliveryOptions {
 export interface DeliveryStats {
   delivered: number;
   setAside: number;
-  /** Per delivered record: from the write's answer to its batch's success (the newest MAX_LAGS_KEPT). */
+  /** Per delivered record: from the write's answer to its batch's success (the newest MAX_LAGS_KEPT, in no order). */
   lagsMs: number[];
 }
 
 type Entry = { change: StreamChange; observedAt: number };
 
-const MAX_LAGS_KEPT = 100_000;
+/** Lag samples kept: a ring, so a long session's feed holds at most this many (about 800 KB). */
+export const MAX_LAGS_KEPT = 100_000;
 
 /** The shard a partition key value's records go to (as DynamoDB's stream keeps a key in one shard). */
 export const shardOf = (partitionKey: string, shards: number): number =>
@@ -63,6 +64,8 @@ export class ShardedDelivery {
   private readonly retryDelayMs: number;
   private readonly maxAttempts: number;
   private readonly counts: DeliveryStats = { delivered: 0, setAside: 0, lagsMs: [] };
+  /** Where the next lag sample goes once MAX_LAGS_KEPT are kept (the oldest one). */
+  private nextLag = 0;
   private closed = false;
   private idle: (() => void)[] = [];
 
@@ -145,8 +148,13 @@ export class ShardedDelivery {
   private done(shard: Shard, count: number): void {
     const now = performance.now();
     const { lagsMs } = this.counts;
-    for (const entry of shard.queue.splice(0, count)) lagsMs.push(now - entry.observedAt);
-    if (lagsMs.length > MAX_LAGS_KEPT) lagsMs.splice(0, lagsMs.length - MAX_LAGS_KEPT);
+    for (const entry of shard.queue.splice(0, count)) {
+      if (lagsMs.length < MAX_LAGS_KEPT) lagsMs.push(now - entry.observedAt);
+      else {
+        lagsMs[this.nextLag] = now - entry.observedAt;
+        this.nextLag = (this.nextLag + 1) % MAX_LAGS_KEPT;
+      }
+    }
     this.counts.delivered += count;
   }
 
