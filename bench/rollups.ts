@@ -23,7 +23,7 @@ import { RollupsRepository } from '../shared/data/repositories/rollups';
 import { UsageRepository, usageItemOf, type UsageRecord } from '../shared/data/repositories/usage';
 import { hourOf, totalsOf } from '../shared/domain/rollups';
 import { createUsageAggregator } from '../shared/lambda/usage-stream';
-import { startUsageChangeFeed } from '../lib/local/change-feed';
+import { startUsageChangeFeed } from '../lib/local/usage-change-feed';
 import { startEmbeddedDynamo } from '../lib/local/dynamo';
 import { streamEvent, usageChange } from '../lib/local/stream-events';
 import { benchFlood, benchReplay, largestItem } from './lib/rollups-parts';

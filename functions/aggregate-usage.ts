@@ -16,9 +16,12 @@ import { createUsageAggregator } from '../shared/lambda/usage-stream';
 const settings = readDynamoDbSettings(process.env);
 const { rollups } = readTableNames(process.env, ['rollups']);
 
+/** Exported for the local stack, which hands it its in-process transport (lib/local/change-feed.ts). */
+export const documentClient = createDocumentClient(settings);
+
 export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>(
   createUsageAggregator({
-    rollups: new RollupsRepository(createDocumentClient(settings), rollups, settings.deadlineMs),
+    rollups: new RollupsRepository(documentClient, rollups, settings.deadlineMs),
     retentionDays: readRollupRetentionDays(process.env),
     logger,
     metrics,

@@ -6,7 +6,8 @@
  */
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { startUsageChangeFeed, type ChangeFeed } from '../lib/local/change-feed';
+import type { ChangeFeed } from '../lib/local/change-feed';
+import { startUsageChangeFeed } from '../lib/local/usage-change-feed';
 import { streamEvent, usageChange } from '../lib/local/stream-events';
 import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
 import { migrateUsage, type MigrateOptions } from '../lib/operator/usage-migrate';

@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { LOCAL_HOST } from '../local-defaults';
 import { installStringStore, lastCreatedStore, storedData, type StoredData } from './string-store';
 import { installWriteCapture, WRITE_OBSERVER, type DynaliteDb, type WriteObserver } from './write-capture';
+import { inProcessTransport, type InProcessTransport, type RequestListener } from './in-process-transport';
 
 type Dynalite = typeof dynaliteServer;
 
@@ -40,6 +41,10 @@ export interface EmbeddedDynamo {
    * inside the store, lib/local/write-capture.ts); one observer at a time. Returns the undo.
    */
   observeWrites(observer: WriteObserver): () => void;
+  /** The SDK transport for clients in this process: no socket, dynalite's handler called directly. */
+  transport: InProcessTransport;
+  /** Requests served over HTTP (other processes' tools); this process's clients use `transport`. */
+  httpRequests(): number;
   /** What the store holds (in memory only; undefined with a data directory): the benchmark's figure. */
   storedData(): Promise<StoredData | undefined>;
   close(): Promise<void>;
@@ -53,8 +58,6 @@ export interface EmbeddedDynamoOptions {
 
 /** Always loopback: the store has no authentication of its own. */
 export const EMBEDDED_DYNAMO_HOST = LOCAL_HOST;
-
-type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
 /**
  * True for a request a browser page could have made or steered: one with an `Origin` header (every
@@ -94,7 +97,10 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
   server.removeAllListeners('request');
   // The port, once listening: read once, not per request (server.address() is a system call).
   let port = 0;
+  let httpRequests = 0;
+  let open = true;
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    httpRequests += 1;
     if (fromBrowser(request, port)) return refuse(response);
     for (const handler of handlers) handler(request, response);
   });
@@ -103,6 +109,13 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
   return {
     endpoint: `http://${address}:${port}`,
     port,
+    httpRequests: () => httpRequests,
+    transport: inProcessTransport(
+      (request, response) => {
+        for (const handler of handlers) handler(request, response);
+      },
+      () => open,
+    ),
     storedData: async () => (memory ? storedData(memory) : undefined),
     observeWrites: (observer) => {
       if (storeOptions[WRITE_OBSERVER]) throw new Error('The embedded DynamoDB already has a write observer');
@@ -113,6 +126,7 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
     },
     close: () =>
       new Promise<void>((resolve) => {
+        open = false;
         server.closeAllConnections?.();
         server.close(() => resolve());
       }),

@@ -5,11 +5,13 @@
  */
 import { createOperatorContext, operatorTableNames } from '../operator/context';
 import { seed } from '../operator/operations';
-import { startUsageChangeFeed, type ChangeFeed } from './change-feed';
+import type { ChangeFeed } from './change-feed';
+import { startUsageChangeFeed } from './usage-change-feed';
 import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
 import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
+import { useTransport } from './in-process-transport';
 import type { StoredData } from './string-store';
 import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
 import { DEMO_SEED_FILE } from '../project-paths';
@@ -52,13 +54,16 @@ export interface LocalEnvironment {
   keyEvents: LocalKeyEventsSetup;
   /** What the embedded DynamoDB holds in memory (undefined for an external one or a data directory). */
   storedData(): Promise<StoredData | undefined>;
+  /** Requests the embedded DynamoDB served over HTTP (undefined for an external one). */
+  storeHttpRequests(): number | undefined;
   close(): Promise<void>;
 }
 
-export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
+/** The embedded DynamoDB (unless an external one is named) and the usage table's change feed. */
+const startStoreAndFeed = async (
+  options: LocalEnvironmentOptions,
+): Promise<{ dynamo: EmbeddedDynamo | undefined; feed: ChangeFeed }> => {
   let dynamo: EmbeddedDynamo | undefined;
-  let feed: ChangeFeed | undefined;
-  const host = options.host ?? LOCAL_HOST;
   try {
     // The embedded DynamoDB takes the advertised port and feeds the usage table's writes from
     // inside (lib/local/write-capture.ts): every write, whoever makes it, one HTTP hop. An external
@@ -70,7 +75,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
         ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       });
     }
-    feed = await startUsageChangeFeed({
+    const feed = await startUsageChangeFeed({
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
       ...(dynamo ? { store: dynamo } : {}),
       usageTable: operatorTableNames(process.env).usage,
@@ -78,6 +83,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       port: 0,
       onError: (error) => process.stderr.write(`Usage change feed: ${(error as Error).message}\n`),
     });
+    return { dynamo, feed };
   } catch (error) {
     await dynamo?.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
@@ -88,6 +94,11 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     }
     throw error;
   }
+};
+
+export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
+  const host = options.host ?? LOCAL_HOST;
+  const { dynamo, feed } = await startStoreAndFeed(options);
   const dynamoEndpoint = feed.endpoint;
 
   // The handlers read their configuration from the environment when they are imported.
@@ -96,6 +107,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   // Before the operator context and the handlers read them: the demo key's creation is an event too.
   const keyEvents = setUpLocalKeyEvents(options.dataDir);
   const operator = createOperatorContext(process.env);
+  if (dynamo) useTransport(operator.client, dynamo.transport);
   for (const { name, envVar } of tableDefinitions) process.env[envVar] = operator.tables[name];
 
   try {
@@ -109,6 +121,8 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       host,
       ...(options.staticFiles ? { staticFiles: options.staticFiles } : {}),
     });
+    // The handlers' one client, loaded with them: in this process it needs no socket either.
+    if (dynamo) useTransport((await import('../../shared/lambda/runtime')).documentClient, dynamo.transport);
     return {
       gateway,
       usageFeed: feed,
@@ -120,6 +134,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       demoBranchId,
       keyEvents,
       storedData: async () => dynamo?.storedData(),
+      storeHttpRequests: () => dynamo?.httpRequests(),
       close: async () => {
         await gateway.close();
         operator.close();

@@ -5,7 +5,8 @@
  * store, while every other branch's calls keep being counted; `usage summary` reports the
  * set-aside calls with the command that repairs them, and that command does.
  */
-import { rollupsSetAside, startChangeFeed, type ChangeFeed } from '../../lib/local/change-feed';
+import { startChangeFeed, type ChangeFeed } from '../../lib/local/change-feed';
+import { rollupsSetAside } from '../../lib/local/usage-change-feed';
 import { DEFAULT_SHARDS, shardOf } from '../../lib/local/stream-delivery';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { ensureTables } from '../../lib/operator/tables';

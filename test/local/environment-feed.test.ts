@@ -48,3 +48,24 @@ it('counts every call through the gateway in the rollups, fed from inside the st
   const stored = await environment.storedData();
   expect(stored!.byPart[`item-${process.env.USAGE_TABLE}`]?.entries).toBe(calls);
 });
+
+it('serves the API without a socket to the embedded DynamoDB: the handlers and the tools of this process call it in-process', async () => {
+  const before = environment.storeHttpRequests();
+  for (let i = 0; i < 3; i += 1) {
+    const response = await fetch(`${environment.gateway.baseUrl}/v1/members`, {
+      headers: { authorization: `Bearer ${environment.demoKey}` },
+    });
+    expect(response.status).toBe(200);
+  }
+  await environment.usageFeed.drain();
+  // Three calls made 12 DynamoDB calls and fed 3 records to the aggregator; none crossed HTTP.
+  expect(environment.storeHttpRequests()).toBe(before);
+  // Another process's tools still reach it over HTTP, at the advertised endpoint.
+  const ctx = createOperatorContext(process.env);
+  try {
+    await ctx.keys.listByBranch(environment.demoBranchId);
+  } finally {
+    ctx.close();
+  }
+  expect(environment.storeHttpRequests()).toBeGreaterThan(before!);
+});

@@ -80,7 +80,7 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
 
   serve.child.kill('SIGINT');
   const [code] = await serve.exited;
-  expect(code).toBe(0);
+  expect({ code, stderr: code === 0 ? '' : serve.output().stderr }).toEqual({ code: 0, stderr: '' });
 });
 
 it('reports a busy port in one line, without a stack trace', async () => {
