@@ -18,7 +18,7 @@ const { rollups } = readTableNames(process.env, ['rollups']);
 
 export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>(
   createUsageAggregator({
-    rollups: new RollupsRepository(createDocumentClient(settings), rollups, settings.deadlineMs),
+    rollups: new RollupsRepository(createDocumentClient(settings), rollups),
     retentionDays: readRollupRetentionDays(process.env),
     logger,
     metrics,
