@@ -28,5 +28,6 @@ export const handler = createMiddlewareChain(
     ),
     logger,
   }),
-  { logger, metrics, route: routeKey(secretScanningRoute) },
+  // Its calls' bounds don't sum below its timeout (docs/decisions.md "Deadlines and timeouts").
+  { logger, metrics, route: routeKey(secretScanningRoute), earlyTimeout: true },
 );

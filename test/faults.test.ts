@@ -4,6 +4,8 @@
  * configuration runs in its own module registry (a container) with the DYNAMODB_* timeouts lowered
  * so a fault surfaces within about a second; one case keeps the defaults to show their bound.
  */
+import { buildContext, buildEvent } from '../lib/local/events';
+import type { ApiContext } from '../shared/api/middlewares';
 import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
 import {
   FAST_FAILURE_ENV,
@@ -185,6 +187,18 @@ describe('a stalled database', () => {
       Array.from({ length: maxAttempts }, () => ({ operation: 'PutItem', outcome: 'stall' })),
     );
     expect(await usageRecordFor(res.requestId)).toBeUndefined();
+  });
+
+  it('an endpoint has no early timeout: its bounded calls answer, even when the context says time is nearly up', async () => {
+    // Middy's default would answer a TimeoutError 5 ms before getRemainingTimeInMillis runs out;
+    // the endpoints turn it off (docs/decisions.md "Deadlines and timeouts").
+    const service = await behindProxy();
+    proxy.inject('Query', { kind: 'delay', ms: 60 });
+    const event = buildEvent({ path: '/v1/members', headers: { host: 'localhost', authorization: `Bearer ${key}` } });
+    const context = { ...buildContext(), getRemainingTimeInMillis: () => 20 } as ApiContext;
+    const res = await service.listMembers(event, context);
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body).data).toHaveLength(23);
   });
 
   it('a slow but answering database is not an error', async () => {

@@ -30,13 +30,21 @@ export interface ChainOptions {
   guards?: ApiMiddleware[];
   /** See every final response, error responses included (usage recording). */
   observers?: ApiMiddleware[];
+  /**
+   * Keep Middy's early timeout (answer 5 ms before the Lambda timeout). Off by default: an
+   * endpoint's bounded DynamoDB calls end well before its timeout (docs/decisions.md "Deadlines and timeouts").
+   */
+  earlyTimeout?: boolean;
 }
+
+/** Middy's plugin options: `timeoutEarlyInMillis: 0` skips its per-request timer and promise race. */
+const NO_EARLY_TIMEOUT = { timeoutEarlyInMillis: 0 };
 
 export const createMiddlewareChain = (
   handler: ChainHandler,
-  { logger, metrics, route, guards = [], observers = [] }: ChainOptions,
+  { logger, metrics, route, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
 ) =>
-  middy<ApiEvent, ApiResponse, Error, ApiContext>(handler)
+  middy<ApiEvent, ApiResponse, Error, ApiContext>(handler, earlyTimeout ? {} : NO_EARLY_TIMEOUT)
     .use(injectLambdaContext(logger, { resetKeys: true }) as ApiMiddleware)
     .use(flushMetrics(metrics))
     .use(requestContext({ logger, ...(route === undefined ? {} : { route }) }))
