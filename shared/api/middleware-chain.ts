@@ -2,12 +2,11 @@
  * The Middy middleware chain every function shares. Attach order matters: Middy runs `before` in
  * order and `after`/`onError` in reverse, so on the way out the error mapper turns any error into
  * a catalogue error first, `@middy/http-error-handler` writes it, headers are added, observers (the
- * usage record) see the final response, and the request's metrics are flushed and Powertools resets
- * log keys last.
+ * usage record) see the final response, and the request's metrics are flushed last. The request's
+ * log fields are set first, by requestContext.
  */
 import middy from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { ApiEvent, ApiResponse } from './http/response';
 import { errorMapper, flushMetrics, requestContext, responseHeaders } from './middlewares';
 import type { ApiContext, ApiMiddleware } from './middlewares';
@@ -45,9 +44,8 @@ export const createMiddlewareChain = (
   { logger, metrics, route, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
 ) =>
   middy<ApiEvent, ApiResponse, Error, ApiContext>(handler, earlyTimeout ? {} : NO_EARLY_TIMEOUT)
-    .use(injectLambdaContext(logger, { resetKeys: true }) as ApiMiddleware)
-    .use(flushMetrics(metrics))
     .use(requestContext({ logger, ...(route === undefined ? {} : { route }) }))
+    .use(flushMetrics(metrics))
     .use(observers)
     .use(responseHeaders())
     // Off: the package would print every 401 to stderr; the mapper logs 5xx through Powertools.
