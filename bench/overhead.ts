@@ -147,8 +147,9 @@ for (const endpoint of ENDPOINTS) {
 /*
  * Where the overhead goes (docs/performance.md "Where the µs go"), for information:
  * 1. GetBranch built up one layer at a time (bench/lib/layers.ts), each step against the one below.
- * 2. The deadline's cost per call, as DynamoRepository.run applies it (an AbortController and a
- *    timer), over the same call without one: most of it is the SDK's own handling of the signal.
+ * 2. What an abort signal and a timer per call cost (DynamoRepository.run passed them until the SDK's
+ *    own timeouts became the bound, docs/reliability.md "Deadlines"), over the same call without:
+ *    most of it is the SDK's own handling of the signal.
  */
 const layers = [];
 const getBranchEndpoint = ENDPOINTS.find((one) => one.name === 'GetBranch')!;

@@ -76,8 +76,8 @@ const settings = {
 };
 const client = createDocumentClient(settings);
 await ensureTables(client, tables);
-const usage = new UsageRepository(client, tables.usage, settings.deadlineMs);
-const rollups = new RollupsRepository(client, tables.rollups, settings.deadlineMs);
+const usage = new UsageRepository(client, tables.usage);
+const rollups = new RollupsRepository(client, tables.rollups);
 
 log(`storing ${CALLS} raw records`);
 const records = Array.from({ length: CALLS }, (_, i) => call(i, CALLS));
@@ -153,11 +153,7 @@ process.env.ROLLUPS_TABLE = tables.rollups;
 process.env.AWS_REGION ??= 'local';
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
 process.env.POWERTOOLS_LOG_LEVEL = 'ERROR';
-const viaFeed = new UsageRepository(
-  createDocumentClient({ ...settings, endpoint: feed.endpoint }),
-  tables.usage,
-  settings.deadlineMs,
-);
+const viaFeed = new UsageRepository(createDocumentClient({ ...settings, endpoint: feed.endpoint }), tables.usage);
 const now = Date.now();
 const feedStarted = performance.now();
 const inFlight = new Set<Promise<void>>();

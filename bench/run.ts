@@ -134,7 +134,7 @@ const overheadPart = async () => {
     row(`  of which (GetBranch, + step): ${one.layer}, µs p50`, String(one.extra.p50), 'for information', null);
   }
   row(
-    '  of which: the deadline per call (abort signal and timer, as DynamoRepository.run) − plain call, µs p50 (× 4 calls)',
+    '  of which: an abort signal and timer per call (what DynamoRepository.run no longer passes) − plain call, µs p50 (× 4 calls)',
     String(signalPerCall.extra.p50),
     'for information',
     null,

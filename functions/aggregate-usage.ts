@@ -21,7 +21,7 @@ export const documentClient = createDocumentClient(settings);
 
 export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>(
   createUsageAggregator({
-    rollups: new RollupsRepository(documentClient, rollups, settings.deadlineMs),
+    rollups: new RollupsRepository(documentClient, rollups),
     retentionDays: readRollupRetentionDays(process.env),
     logger,
     metrics,

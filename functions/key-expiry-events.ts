@@ -14,7 +14,7 @@ import { logger } from '../shared/lambda/observability';
 
 const settings = readDynamoDbSettings(process.env);
 const tables = readTableNames(process.env, ['keys']);
-const keys = new KeysRepository(createDocumentClient(settings), tables.keys, settings.deadlineMs);
+const keys = new KeysRepository(createDocumentClient(settings), tables.keys);
 const keyEvents = createKeyEventEmitter(readKeyEventSettings(process.env), logger);
 
 export const handler = middy(async (): Promise<{ sent: number }> => {

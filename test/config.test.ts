@@ -25,8 +25,9 @@ describe('loadConfig', () => {
       dynamodb: {
         region: 'eu-west-1',
         connectTimeoutMs: 500,
-        requestTimeoutMs: 1000,
-        maxAttempts: 3,
+        // 2 × 500 ms + up to 1 s of throttling backoff = the 2 s bound.
+        requestTimeoutMs: 500,
+        maxAttempts: 2,
         deadlineMs: 2000,
       },
       usageRetentionDays: 90,
@@ -105,6 +106,28 @@ describe('loadConfig', () => {
       deadlineMs: 70,
     });
     expect(config.usageRetentionDays).toBe(7);
+  });
+
+  it('derives the request timeout from the deadline when it is not set', () => {
+    const at = (env: Record<string, string>) => loadConfig({ ...complete, ...env }).dynamodb;
+    expect(at({ DYNAMODB_DEADLINE_MS: '5000' })).toMatchObject({ maxAttempts: 2, requestTimeoutMs: 2000 });
+    // Three attempts wait up to 1 s + 2 s between them: (6000 - 3000) / 3.
+    expect(at({ DYNAMODB_DEADLINE_MS: '6000', DYNAMODB_MAX_ATTEMPTS: '3' })).toMatchObject({ requestTimeoutMs: 1000 });
+    expect(at({ DYNAMODB_DEADLINE_MS: '300', DYNAMODB_MAX_ATTEMPTS: '1' })).toMatchObject({ requestTimeoutMs: 300 });
+  });
+
+  it.each([
+    [
+      { DYNAMODB_REQUEST_TIMEOUT_MS: '1000' },
+      '2 × DYNAMODB_REQUEST_TIMEOUT_MS=1000 + up to 1000 ms of retry backoff = 3000 ms',
+    ],
+    [{ DYNAMODB_MAX_ATTEMPTS: '3' }, '3 × DYNAMODB_REQUEST_TIMEOUT_MS=1 + up to 3000 ms of retry backoff = 3003 ms'],
+    [{ DYNAMODB_DEADLINE_MS: '1000' }, '2 × DYNAMODB_REQUEST_TIMEOUT_MS=1 + up to 1000 ms of retry backoff = 1002 ms'],
+  ])('refuses settings whose worst case exceeds the deadline: %j', (env, arithmetic) => {
+    const error = failureOf({ ...complete, ...env });
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toContain('DynamoDB settings exceed DYNAMODB_DEADLINE_MS=');
+    expect(error.message).toContain(`DYNAMODB_MAX_ATTEMPTS=${arithmetic}`);
   });
 
   it.each([

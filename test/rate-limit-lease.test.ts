@@ -40,7 +40,7 @@ beforeAll(async () => {
   proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
   const env = { ...process.env, ...FAST_FAILURE_ENV, DYNAMODB_ENDPOINT: proxy.endpoint };
   const settings = readDynamoDbSettings(env);
-  counter = new RateLimitsRepository(createDocumentClient(settings, env), tableNames.rateLimits, settings.deadlineMs);
+  counter = new RateLimitsRepository(createDocumentClient(settings, env), tableNames.rateLimits);
 });
 afterAll(() => proxy.close());
 

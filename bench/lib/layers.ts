@@ -67,8 +67,12 @@ export const createLayers = (full: Fn): Layer[] => {
   const all = { lookup: true, count: true, record: true };
   const repositories = handlerDoing(all);
   return [
-    { name: 'repositories (deadline timer, error translation, item mapping), 4 calls', fn: repositories },
-    { name: 'Middy core (run loop, early-timeout timer)', fn: middy(repositories) as unknown as Fn },
+    { name: 'repositories (error translation, item mapping), 4 calls', fn: repositories },
+    {
+      // As the chain builds it: no early timeout (docs/decisions.md "Deadlines and timeouts").
+      name: 'Middy core (run loop, per-request AbortController)',
+      fn: middy(repositories, { timeoutEarlyInMillis: 0 }) as unknown as Fn,
+    },
     {
       name: 'chain base: Powertools log context, metrics flush, request context, headers, error mapping',
       fn: chain(all),

@@ -59,7 +59,7 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
   const client = createDocumentClient(settings, env);
   // Key events: KEY_EVENT_BUS_NAME against AWS, KEY_EVENTS_FILE locally (npm start prints it).
   const keyEvents = createKeyEventEmitter(readKeyEventSettings(env), stderrLogger);
-  const repositories = createRepositories(client, tables, settings.deadlineMs, keyEvents);
+  const repositories = createRepositories(client, tables, keyEvents);
   return {
     tables,
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
@@ -67,7 +67,7 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
     activity: repositories.activity!,
     keyEvents,
     actor: actorResolver(env, settings.endpoint !== undefined),
-    rollups: new RollupsRepository(client, tables.rollups, settings.deadlineMs),
+    rollups: new RollupsRepository(client, tables.rollups),
     client,
     close: () => client.destroy(),
   };

@@ -35,8 +35,8 @@ export class LegacyUsageTable extends DynamoRepository {
     const field = 'from_table';
     let output;
     try {
-      output = await this.run('DescribeTable', (abortSignal) =>
-        this.client.send(new DescribeTableCommand({ TableName: this.tableName }), { abortSignal }),
+      output = await this.run('DescribeTable', () =>
+        this.client.send(new DescribeTableCommand({ TableName: this.tableName })),
       );
     } catch (error) {
       if (causeName(error) === 'ResourceNotFoundException') {
@@ -58,7 +58,7 @@ export class LegacyUsageTable extends DynamoRepository {
 
   /** One page of one segment of a parallel Scan, items as stored. */
   async scanPage(segment: number, totalSegments: number, limit: number, startKey?: Record<string, unknown>) {
-    const output = await this.run('Scan', (abortSignal) =>
+    const output = await this.run('Scan', () =>
       this.client.send(
         new ScanCommand({
           TableName: this.tableName,
@@ -67,7 +67,6 @@ export class LegacyUsageTable extends DynamoRepository {
           Limit: limit,
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
-        { abortSignal },
       ),
     );
     const page: ScanPage = { items: output.Items ?? [] };

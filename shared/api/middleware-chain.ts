@@ -2,12 +2,11 @@
  * The Middy middleware chain every function shares. Attach order matters: Middy runs `before` in
  * order and `after`/`onError` in reverse, so on the way out the error mapper turns any error into
  * a catalogue error first, `@middy/http-error-handler` writes it, headers are added, observers (the
- * usage record) see the final response, and the request's metrics are flushed and Powertools resets
- * log keys last.
+ * usage record) see the final response, and the request's metrics are flushed last. The request's
+ * log fields are set first, by requestContext.
  */
 import middy from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { ApiEvent, ApiResponse } from './http/response';
 import { errorMapper, flushMetrics, requestContext, responseHeaders } from './middlewares';
 import type { ApiContext, ApiMiddleware } from './middlewares';
@@ -30,16 +29,23 @@ export interface ChainOptions {
   guards?: ApiMiddleware[];
   /** See every final response, error responses included (usage recording). */
   observers?: ApiMiddleware[];
+  /**
+   * Keep Middy's early timeout (answer 5 ms before the Lambda timeout). Off by default: an
+   * endpoint's bounded DynamoDB calls end well before its timeout (docs/decisions.md "Deadlines and timeouts").
+   */
+  earlyTimeout?: boolean;
 }
+
+/** Middy's plugin options: `timeoutEarlyInMillis: 0` skips its per-request timer and promise race. */
+const NO_EARLY_TIMEOUT = { timeoutEarlyInMillis: 0 };
 
 export const createMiddlewareChain = (
   handler: ChainHandler,
-  { logger, metrics, route, guards = [], observers = [] }: ChainOptions,
+  { logger, metrics, route, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
 ) =>
-  middy<ApiEvent, ApiResponse, Error, ApiContext>(handler)
-    .use(injectLambdaContext(logger, { resetKeys: true }) as ApiMiddleware)
-    .use(flushMetrics(metrics))
+  middy<ApiEvent, ApiResponse, Error, ApiContext>(handler, earlyTimeout ? {} : NO_EARLY_TIMEOUT)
     .use(requestContext({ logger, ...(route === undefined ? {} : { route }) }))
+    .use(flushMetrics(metrics))
     .use(observers)
     .use(responseHeaders())
     // Off: the package would print every 401 to stderr; the mapper logs 5xx through Powertools.

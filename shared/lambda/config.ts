@@ -9,7 +9,7 @@ import { DEFAULT_USAGE_RETENTION_DAYS } from '../domain/usage-record';
 
 export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from '../data/tables';
 
-import type { DynamoDbSettings } from '../data/dynamodb';
+import { callBoundMs, maxBackoffMs, type DynamoDbSettings } from '../data/dynamodb';
 import type { KeyEventSettings } from '../data/key-events';
 import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../domain/github';
 
@@ -78,6 +78,27 @@ const readEndpoint = (env: Env): string | undefined => {
   return raw;
 };
 
+/**
+ * The call bound (DYNAMODB_DEADLINE_MS) and the SDK settings that keep it: unless set, the request
+ * timeout is what the bound leaves each attempt after the longest backoff; set, the settings must
+ * fit the bound, or start-up fails with the arithmetic (docs/reliability.md "Deadlines").
+ */
+const readCallBound = (env: Env): Pick<DynamoDbSettings, 'requestTimeoutMs' | 'maxAttempts' | 'deadlineMs'> => {
+  const deadlineMs = positiveIntEnv(env, 'DYNAMODB_DEADLINE_MS', 2000);
+  const maxAttempts = positiveIntEnv(env, 'DYNAMODB_MAX_ATTEMPTS', 2);
+  const derived = Math.floor((deadlineMs - maxBackoffMs(maxAttempts)) / maxAttempts);
+  const requestTimeoutMs = positiveIntEnv(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', Math.max(derived, 1));
+  const bound = callBoundMs({ maxAttempts, requestTimeoutMs });
+  if (bound > deadlineMs) {
+    throw new ConfigError(
+      `DynamoDB settings exceed DYNAMODB_DEADLINE_MS=${deadlineMs}: DYNAMODB_MAX_ATTEMPTS=${maxAttempts} × ` +
+        `DYNAMODB_REQUEST_TIMEOUT_MS=${requestTimeoutMs} + up to ${maxBackoffMs(maxAttempts)} ms of retry backoff ` +
+        `= ${bound} ms; lower the attempts or the request timeout, or raise the deadline`,
+    );
+  }
+  return { requestTimeoutMs, maxAttempts, deadlineMs };
+};
+
 export const readDynamoDbSettings = (env: Env): DynamoDbSettings => {
   const endpoint = readEndpoint(env);
   return {
@@ -85,9 +106,7 @@ export const readDynamoDbSettings = (env: Env): DynamoDbSettings => {
     region:
       env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || (endpoint ? 'local' : requireEnv(env, 'AWS_REGION')),
     connectTimeoutMs: positiveIntEnv(env, 'DYNAMODB_CONNECT_TIMEOUT_MS', 500),
-    requestTimeoutMs: positiveIntEnv(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 1000),
-    maxAttempts: positiveIntEnv(env, 'DYNAMODB_MAX_ATTEMPTS', 3),
-    deadlineMs: positiveIntEnv(env, 'DYNAMODB_DEADLINE_MS', 2000),
+    ...readCallBound(env),
   };
 };
 

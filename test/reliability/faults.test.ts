@@ -47,13 +47,14 @@ const FUNCTION_TIMEOUT_MS = 10_000;
  */
 const FAST_ENV = {
   DYNAMODB_CONNECT_TIMEOUT_MS: '200',
-  DYNAMODB_REQUEST_TIMEOUT_MS: '600',
+  DYNAMODB_REQUEST_TIMEOUT_MS: '400',
   DYNAMODB_MAX_ATTEMPTS: '2',
-  DYNAMODB_DEADLINE_MS: '800',
+  // The bound of one call: 2 × 400 ms + up to 1 s of throttling backoff.
+  DYNAMODB_DEADLINE_MS: '1800',
 };
-/** Fast settings: data read + usage write both stalled ≈ 2 × 800 ms at worst. */
+/** Fast settings: data read + usage write both stalled ≈ 2 × (2 × 400 ms) at worst; throttled, ≈ 2 × 1 s. */
 const FAST_BOUND_MS = 3_000;
-/** Default settings (2 s deadline per call): data + usage stalled ≈ 4 s; bound well inside 10 s. */
+/** Default settings (2 s bound per call): data + usage stalled ≈ 2 × 1 s, throttled ≤ 2 × 2 s; well inside 10 s. */
 const DEFAULT_BOUND_MS = 7_000;
 const DEFAULT_ENV = {
   DYNAMODB_CONNECT_TIMEOUT_MS: undefined,
@@ -212,7 +213,7 @@ describe('with fast-failure settings', () => {
   });
 });
 
-describe('with the default settings (2 s deadline, 3 attempts, 1 s request timeout)', () => {
+describe('with the default settings (2 s bound, 2 attempts, 500 ms request timeout)', () => {
   it.each([
     ['stall on the data read and the usage write (the worst case)', ['Query', 'PutItem'], { kind: 'stall' }, 'logged'],
     ['stall on the key lookup', ['GetItem'], { kind: 'stall' }, 'unattributed'],
@@ -231,7 +232,7 @@ describe('with the default settings (2 s deadline, 3 attempts, 1 s request timeo
     await expectRecovered(defaults);
   });
 
-  it('absorbs one throttle per call with the SDK retry (throttling backoff up to 500 ms): 200, record stored', async () => {
+  it('absorbs one throttle per call with the SDK retry (throttling backoff up to 1 s): 200, record stored', async () => {
     proxy.clear();
     proxy.inject('GetItem', { kind: 'throttle' }, 1);
     proxy.inject('Query', { kind: 'throttle' }, 1);

@@ -21,7 +21,7 @@ import { report } from './support/suite';
 Object.assign(process.env, {
   DYNAMODB_CONNECT_TIMEOUT_MS: '5000',
   DYNAMODB_REQUEST_TIMEOUT_MS: '30000',
-  DYNAMODB_DEADLINE_MS: '60000',
+  DYNAMODB_DEADLINE_MS: '61000',
 });
 
 let result: RunawayReport;

@@ -273,7 +273,8 @@ export const FAST_FAILURE_ENV = {
   DYNAMODB_CONNECT_TIMEOUT_MS: '200',
   DYNAMODB_REQUEST_TIMEOUT_MS: '400',
   DYNAMODB_MAX_ATTEMPTS: '2',
-  DYNAMODB_DEADLINE_MS: '1000',
+  // 2 × 400 ms + up to 1 s of throttling backoff (shared/data/dynamodb.ts callBoundMs).
+  DYNAMODB_DEADLINE_MS: '1800',
 } as const;
 
 interface LevelledLogger {

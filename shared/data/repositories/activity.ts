@@ -28,10 +28,8 @@ const toEntry = (item: Record<string, unknown>): ActivityEntry => {
  */
 export class ActivityRepository extends DynamoRepository {
   async put(entry: ActivityEntry): Promise<void> {
-    await this.run('PutItem', (abortSignal) =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: { ...entry, sk: sortKeyOf(entry) } }), {
-        abortSignal,
-      }),
+    await this.run('PutItem', () =>
+      this.client.send(new PutCommand({ TableName: this.tableName, Item: { ...entry, sk: sortKeyOf(entry) } })),
     );
   }
 

@@ -107,10 +107,8 @@ export class BranchDataRepository extends DynamoRepository {
   }
 
   private async getItem(branchId: string, sk: string): Promise<Item | undefined> {
-    const { Item } = await this.run('GetItem', (abortSignal) =>
-      this.client.send(new GetCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk } }), {
-        abortSignal,
-      }),
+    const { Item } = await this.run('GetItem', () =>
+      this.client.send(new GetCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk } })),
     );
     return Item;
   }
@@ -121,8 +119,8 @@ export class BranchDataRepository extends DynamoRepository {
     limit: number,
     map: (item: Item) => T,
   ): Promise<Page<T>> {
-    const { Items = [] } = await this.run('Query', (abortSignal) =>
-      this.client.send(new QueryCommand({ ...query, TableName: this.tableName, Limit: limit + 1 }), { abortSignal }),
+    const { Items = [] } = await this.run('Query', () =>
+      this.client.send(new QueryCommand({ ...query, TableName: this.tableName, Limit: limit + 1 })),
     );
     const items = Items.slice(0, limit).map(map);
     const hasMore = Items.length > limit;

@@ -21,22 +21,19 @@ export interface Repositories {
 }
 
 /**
- * @param deadlineMs longest one repository call may take, retries included
  * @param keyEvents where the keys repository sends each key action's event
  */
 export const createRepositories = (
   client: DynamoDBDocumentClient,
   tables: ApiTableNames & Partial<Pick<TableNames, 'activity'>>,
-  deadlineMs?: number,
   keyEvents?: KeyEventEmitter,
 ): Repositories => {
-  const activity =
-    tables.activity === undefined ? undefined : new ActivityRepository(client, tables.activity, deadlineMs);
+  const activity = tables.activity === undefined ? undefined : new ActivityRepository(client, tables.activity);
   return {
-    keys: new KeysRepository(client, tables.keys, deadlineMs, activity, keyEvents),
-    usage: new UsageRepository(client, tables.usage, deadlineMs),
-    branchData: new BranchDataRepository(client, tables.branchData, deadlineMs),
-    rateLimits: new RateLimitsRepository(client, tables.rateLimits, deadlineMs),
+    keys: new KeysRepository(client, tables.keys, activity, keyEvents),
+    usage: new UsageRepository(client, tables.usage),
+    branchData: new BranchDataRepository(client, tables.branchData),
+    rateLimits: new RateLimitsRepository(client, tables.rateLimits),
     ...(activity ? { activity } : {}),
   };
 };

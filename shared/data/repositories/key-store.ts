@@ -48,27 +48,23 @@ export class KeyStore extends DynamoRepository {
   constructor(
     client: DynamoDBDocumentClient,
     tableName: string,
-    deadlineMs?: number,
     protected readonly activity?: ActivityRepository,
     /** Where each action's key event goes (docs/decisions.md "Key events"); sending never fails the action. */
     protected readonly keyEvents?: KeyEventEmitter,
   ) {
-    super(client, tableName, deadlineMs);
+    super(client, tableName);
   }
 
   /** Strongly consistent, by the table key. */
   protected async getStored(keyHash: string): Promise<StoredKey | undefined> {
-    const { Item } = await this.run('GetItem', (abortSignal) =>
-      this.client.send(
-        new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true }),
-        { abortSignal },
-      ),
+    const { Item } = await this.run('GetItem', () =>
+      this.client.send(new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true })),
     );
     return Item as StoredKey | undefined;
   }
 
   protected async findStoredById(keyId: string): Promise<StoredKey | undefined> {
-    const { Items } = await this.run('Query', (abortSignal) =>
+    const { Items } = await this.run('Query', () =>
       this.client.send(
         new QueryCommand({
           TableName: this.tableName,
@@ -77,7 +73,6 @@ export class KeyStore extends DynamoRepository {
           ExpressionAttributeValues: { ':id': keyId },
           Limit: 1,
         }),
-        { abortSignal },
       ),
     );
     return Items?.[0] as StoredKey | undefined;
@@ -105,14 +100,13 @@ export class KeyStore extends DynamoRepository {
     const record: ApiKeyRecord = { ...fields, start: apiKeyStart(key), version: 1 };
     const entry = entryOf({}, record, 'created', actor, now, details);
     const item: StoredKey = { ...record, key_hash: keyHash, pending_activity: entry };
-    await this.run('PutItem', (abortSignal) =>
+    await this.run('PutItem', () =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: item,
           ConditionExpression: 'attribute_not_exists(key_hash)',
         }),
-        { abortSignal },
       ),
     );
     return { key, keyHash, record, entry };
@@ -151,7 +145,7 @@ export class KeyStore extends DynamoRepository {
     });
     names['#version'] = 'version';
     if (stored.version !== undefined) values[':expected'] = stored.version;
-    const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
+    const { Attributes } = await this.run('UpdateItem', () =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -164,7 +158,6 @@ export class KeyStore extends DynamoRepository {
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
         }),
-        { abortSignal },
       ),
     );
     return { record: toRecord(Attributes as StoredKey), entry };
@@ -193,7 +186,7 @@ export class KeyStore extends DynamoRepository {
 
   /** Removes a copied entry from its key item, unless a later action has replaced it. */
   private async clearPending(entry: ActivityEntry, keyHash: string): Promise<void> {
-    await this.run('UpdateItem', (abortSignal) =>
+    await this.run('UpdateItem', () =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -202,7 +195,6 @@ export class KeyStore extends DynamoRepository {
           ConditionExpression: 'pending_activity.activity_id = :id',
           ExpressionAttributeValues: { ':id': entry.activity_id },
         }),
-        { abortSignal },
       ),
     );
   }
@@ -222,8 +214,8 @@ export class KeyStore extends DynamoRepository {
   }
 
   protected async deleteByHash(keyHash: string): Promise<void> {
-    await this.run('DeleteItem', (abortSignal) =>
-      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { key_hash: keyHash } }), { abortSignal }),
+    await this.run('DeleteItem', () =>
+      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { key_hash: keyHash } })),
     );
   }
 }

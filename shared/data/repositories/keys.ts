@@ -275,7 +275,7 @@ export class KeysRepository extends KeyStore {
     const records: ApiKeyRecord[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
-      const page = await this.run('Scan', (abortSignal) =>
+      const page = await this.run('Scan', () =>
         this.client.send(
           new ScanCommand({
             TableName: this.tableName,
@@ -285,7 +285,6 @@ export class KeysRepository extends KeyStore {
             ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
             ExclusiveStartKey: startKey,
           }),
-          { abortSignal },
         ),
       );
       records.push(...((page.Items ?? []) as StoredKey[]).map(toRecord));
@@ -303,7 +302,7 @@ export class KeysRepository extends KeyStore {
     const stored = await this.findStoredById(keyId);
     if (!stored || stored.expires_at !== expiresAt || stored.expiring_event_for === expiresAt) return false;
     try {
-      await this.run('UpdateItem', (abortSignal) =>
+      await this.run('UpdateItem', () =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
@@ -313,7 +312,6 @@ export class KeysRepository extends KeyStore {
               'expires_at = :expires AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> :expires)',
             ExpressionAttributeValues: { ':expires': expiresAt },
           }),
-          { abortSignal },
         ),
       );
       return true;

@@ -12,7 +12,7 @@ export class RateLimitsRepository extends DynamoRepository {
    * and returns the window's count, these included. One UpdateItem.
    */
   async increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by = 1): Promise<number> {
-    const { Attributes } = await this.run('UpdateItem', (abortSignal) =>
+    const { Attributes } = await this.run('UpdateItem', () =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -23,7 +23,6 @@ export class RateLimitsRepository extends DynamoRepository {
           ExpressionAttributeValues: { ':one': by, ':expires': windowStartEpoch + 2 * windowSeconds },
           ReturnValues: 'UPDATED_NEW',
         }),
-        { abortSignal },
       ),
     );
     return Number(Attributes?.count);

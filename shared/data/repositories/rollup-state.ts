@@ -39,7 +39,7 @@ export interface SetAsideSummary {
 
 export class RollupStateRepository extends DynamoRepository {
   protected getItem(key: Record<string, string>, projection?: string) {
-    return this.run('GetItem', (abortSignal) =>
+    return this.run('GetItem', () =>
       this.client.send(
         new GetCommand({
           TableName: this.tableName,
@@ -47,7 +47,6 @@ export class RollupStateRepository extends DynamoRepository {
           ConsistentRead: true,
           ...(projection ? { ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': projection } } : {}),
         }),
-        { abortSignal },
       ),
     ).then((output) => output.Item);
   }
@@ -61,7 +60,7 @@ export class RollupStateRepository extends DynamoRepository {
   ) {
     const sets = Object.keys(extra).map((_, i) => `#e${i} = :e${i}`);
     try {
-      await this.run('UpdateItem', (abortSignal) =>
+      await this.run('UpdateItem', () =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
@@ -77,7 +76,6 @@ export class RollupStateRepository extends DynamoRepository {
               ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
             },
           }),
-          { abortSignal },
         ),
       );
     } catch (error) {
@@ -99,7 +97,7 @@ export class RollupStateRepository extends DynamoRepository {
   /** Keeps a stream record the aggregator could not apply, under its branch, until a rebuild repairs its period. */
   async setAside({ record, sequence, reason }: SetAsideRecord, retentionDays: number): Promise<void> {
     const now = new Date().toISOString();
-    await this.run('PutItem', (abortSignal) =>
+    await this.run('PutItem', () =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
@@ -114,7 +112,6 @@ export class RollupStateRepository extends DynamoRepository {
             expires_at_epoch: Math.floor(Date.now() / 1000) + retentionDays * DAY_SECONDS,
           },
         }),
-        { abortSignal },
       ),
     );
   }
@@ -148,10 +145,8 @@ export class RollupStateRepository extends DynamoRepository {
       ProjectionExpression: 'sk',
     });
     for (const item of items) {
-      await this.run('DeleteItem', (abortSignal) =>
-        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } }), {
-          abortSignal,
-        }),
+      await this.run('DeleteItem', () =>
+        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } })),
       );
     }
     return items.length;
@@ -164,10 +159,9 @@ export class RollupStateRepository extends DynamoRepository {
     const items: Record<string, unknown>[] = [];
     let start: Record<string, unknown> | undefined;
     do {
-      const page = await this.run('Query', (abortSignal) =>
+      const page = await this.run('Query', () =>
         this.client.send(
           new QueryCommand({ TableName: this.tableName, ...input, ...(start ? { ExclusiveStartKey: start } : {}) }),
-          { abortSignal },
         ),
       );
       items.push(...(page.Items ?? []));

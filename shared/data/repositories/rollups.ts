@@ -172,7 +172,7 @@ export class RollupsRepository extends RollupStateRepository {
       condition = 'attribute_not_exists(#w) OR #w < :first';
       values[':first'] = calls[0]!.sequence;
     } else values[':expected'] = expected;
-    await this.run('UpdateItem', (abortSignal) =>
+    await this.run('UpdateItem', () =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -182,7 +182,6 @@ export class RollupsRepository extends RollupStateRepository {
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
         }),
-        { abortSignal },
       ),
     );
   }
@@ -259,7 +258,7 @@ export class RollupsRepository extends RollupStateRepository {
   ): Promise<boolean> {
     const sk = hourItemSk(item.hour, item.keyId);
     try {
-      await this.run('PutItem', (abortSignal) =>
+      await this.run('PutItem', () =>
         this.client.send(
           new PutCommand({
             TableName: this.tableName,
@@ -276,7 +275,6 @@ export class RollupsRepository extends RollupStateRepository {
             ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
             ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
           }),
-          { abortSignal },
         ),
       );
       return true;

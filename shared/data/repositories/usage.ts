@@ -91,10 +91,8 @@ export class UsageRepository extends DynamoRepository {
 
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
-    await this.run('PutItem', (abortSignal) =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) }), {
-        abortSignal,
-      }),
+    await this.run('PutItem', () =>
+      this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
     );
   }
 
@@ -157,12 +155,11 @@ export class UsageRepository extends DynamoRepository {
       for (let attempt = 0; pending.length > 0; attempt += 1) {
         if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
         const keys = pending;
-        const output = await this.run('BatchGetItem', (abortSignal) =>
+        const output = await this.run('BatchGetItem', () =>
           this.client.send(
             new BatchGetCommand({
               RequestItems: { [this.tableName]: { Keys: keys, ProjectionExpression: 'pk, sk, request_id' } },
             }),
-            { abortSignal },
           ),
         );
         for (const item of output.Responses?.[this.tableName] ?? []) found.add(String(item.request_id));
@@ -210,7 +207,7 @@ export class UsageRepository extends DynamoRepository {
   }
 
   private keyShardQuery(keyId: string, shard: number, limit: number, startKey?: Record<string, unknown>) {
-    return this.run('Query', (abortSignal) =>
+    return this.run('Query', () =>
       this.client.send(
         new QueryCommand({
           TableName: this.tableName,
@@ -223,7 +220,6 @@ export class UsageRepository extends DynamoRepository {
           ExpressionAttributeNames: { '#route': 'route' },
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
         }),
-        { abortSignal },
       ),
     );
   }
@@ -251,7 +247,7 @@ export class UsageRepository extends DynamoRepository {
     const names = attributes ? Object.fromEntries(attributes.map((name, i) => [`#a${i}`, name])) : undefined;
     const read: ShardReader = async (shard, startKey) => {
       const page = await this.gate(() =>
-        this.run('Query', (abortSignal) =>
+        this.run('Query', () =>
           this.client.send(
             new QueryCommand({
               TableName: this.tableName,
@@ -272,7 +268,6 @@ export class UsageRepository extends DynamoRepository {
               Limit: Math.ceil(limit / USAGE_WRITE_SHARDS) + 1,
               ...(startKey ? { ExclusiveStartKey: startKey } : {}),
             }),
-            { abortSignal },
           ),
         ),
       );
