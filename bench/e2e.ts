@@ -13,6 +13,9 @@ import { percentile, round, slope } from './lib/stats';
 interface DynamoReady {
   endpoint: string;
   key: string;
+  /** The gateway's keys (bench/children/dynamo.ts); `key` is the first. */
+  keys: string[];
+  /** The bare harness's own key: its counter writes leave the gateway's keys' windows alone. */
   keyHash: string;
   keyId: string;
   tables: { keys: string; usage: string; branchData: string; rateLimits: string };
@@ -74,7 +77,13 @@ const checked = async (agent: Agent, url: string, key: string, counted: boolean)
  * iteration sends one request to each, in alternating order, each over its own keep-alive
  * connection, so a change in machine load falls on both sides of a pair alike.
  */
-const sequentialPaired = async (gatewayUrl: string, bareUrl: string, key: string, path: string, requests: number) => {
+const sequentialPaired = async (
+  gatewayUrl: string,
+  bareUrl: string,
+  keys: readonly string[],
+  path: string,
+  requests: number,
+) => {
   const agents = {
     gateway: new Agent({ keepAlive: true, maxSockets: 1 }),
     bare: new Agent({ keepAlive: true, maxSockets: 1 }),
@@ -85,7 +94,8 @@ const sequentialPaired = async (gatewayUrl: string, bareUrl: string, key: string
       const order = i % 2 === 0 ? (['gateway', 'bare'] as const) : (['bare', 'gateway'] as const);
       for (const side of order) {
         const base = side === 'gateway' ? gatewayUrl : bareUrl;
-        const ms = await checked(agents[side], `${base}${path}`, key, side === 'gateway');
+        // The keys in turn, as in `load`: each stays well under its limit.
+        const ms = await checked(agents[side], `${base}${path}`, keys[i % keys.length]!, side === 'gateway');
         if (i >= settings.sequentialWarmup) times[side].push(ms);
       }
     }
@@ -105,21 +115,29 @@ const malformed = (key: string) => `${key.slice(0, -1)}${key.endsWith('A') ? 'B'
  * `withErrors`, each success is followed by a request the stack ends before the database (bad
  * checksum 401, no key 401, unknown route 404, wrong method 405), so the error path is covered too.
  */
-const load = async (baseUrl: string, key: string, run: { seconds?: number; amount?: number; withErrors?: boolean }) => {
+const load = async (
+  baseUrl: string,
+  keys: readonly string[],
+  run: { seconds?: number; amount?: number; withErrors?: boolean },
+) => {
   const stage = new URL(baseUrl).pathname;
+  const [key] = keys as [string];
   const auth = { authorization: `Bearer ${key}` };
-  const success = ENDPOINTS.map((endpoint) => ({
-    method: 'GET' as const,
-    path: `${stage}${endpoint.path}`,
-    headers: auth,
-  }));
+  // Every key on every endpoint in turn: each key gets 1/keys of the load, well under its limit.
+  const success = keys.flatMap((one) =>
+    ENDPOINTS.map((endpoint) => ({
+      method: 'GET' as const,
+      path: `${stage}${endpoint.path}`,
+      headers: { authorization: `Bearer ${one}` },
+    })),
+  );
   const errors = [
     { method: 'GET' as const, path: `${stage}/v1/branch`, headers: { authorization: `Bearer ${malformed(key)}` } },
     { method: 'GET' as const, path: `${stage}/v1/members`, headers: {} },
     { method: 'GET' as const, path: `${stage}/v1/unknown`, headers: auth },
     { method: 'POST' as const, path: `${stage}/v1/payment-providers`, headers: auth },
   ];
-  const requests = run.withErrors ? success.flatMap((one, i) => [one, errors[i]!]) : success;
+  const requests = run.withErrors ? success.flatMap((one, i) => [one, errors[i % errors.length]!]) : success;
   const result = await autocannon({
     url: baseUrl,
     connections: settings.connections,
@@ -146,7 +164,7 @@ export const runEndToEnd = async () => {
   try {
     const dynamo = await startChild<DynamoReady>('bench/children/dynamo.ts', {});
     children.push(dynamo);
-    const { endpoint, key, keyHash, tables } = dynamo.ready;
+    const { endpoint, keys, keyHash, tables } = dynamo.ready;
     const env = {
       DYNAMODB_ENDPOINT: endpoint,
       AWS_REGION: 'local',
@@ -164,8 +182,8 @@ export const runEndToEnd = async () => {
     const rssAtStart = await memory();
 
     // Warm-up: connections, JIT, SDK endpoint and credential caches on both sides.
-    await load(gateway.ready.baseUrl, key, { amount: 400 });
-    await load(bare.ready.baseUrl, key, { amount: 400 });
+    await load(gateway.ready.baseUrl, keys, { amount: 400 });
+    await load(bare.ready.baseUrl, keys, { amount: 400 });
 
     const latency: Record<
       string,
@@ -175,7 +193,7 @@ export const runEndToEnd = async () => {
       const measured = await sequentialPaired(
         gateway.ready.baseUrl,
         bare.ready.baseUrl,
-        key,
+        keys,
         one.path,
         settings.sequentialRequests,
       );
@@ -190,7 +208,7 @@ export const runEndToEnd = async () => {
         ['gateway', gateway],
       ] as const;
       for (const [name, server] of round_ % 2 === 0 ? sides : [...sides].reverse()) {
-        const result = await load(server.ready.baseUrl, key, { seconds: settings.throughputSeconds });
+        const result = await load(server.ready.baseUrl, keys, { seconds: settings.throughputSeconds });
         totals[name].ok += result.ok;
         totals[name].seconds += result.seconds;
       }
@@ -203,7 +221,7 @@ export const runEndToEnd = async () => {
     const batchSize = Math.ceil(settings.memoryRequests / settings.memoryBatches);
     const samples = [{ requests: 0, ...(await memory()) }];
     for (let batch = 1; batch <= settings.memoryBatches; batch += 1) {
-      await load(gateway.ready.baseUrl, key, { amount: batchSize, withErrors: true });
+      await load(gateway.ready.baseUrl, keys, { amount: batchSize, withErrors: true });
       samples.push({ requests: batch * batchSize, ...(await memory()) });
     }
     // The first batch settles the process at its working size (heap spaces, JIT code, sockets):

@@ -1,7 +1,7 @@
 /**
  * The local stack's own ceiling (docs/capacity.md "Local stack"): `npm start`'s composition in a
  * child (bench/children/local-stack.ts), driven by autocannon from this process at concurrency 16
- * on GET /v1/branch with the demo key. After a warm-up, 20,000 requests in batches; after each,
+ * on GET /v1/branch with BENCH_KEYS keys in turn (bench/lib/fixtures.ts). After a warm-up, 20,000 requests in batches; after each,
  * the child waits until the change feed has delivered every usage record to the rollups (so the
  * rate is one that keeps rollups current), forces a GC and reports RSS and CPU time.
  */
@@ -12,7 +12,8 @@ import { round } from './lib/stats';
 
 interface Ready {
   baseUrl: string;
-  key: string;
+  /** Keys counted call by call (bench/children/local-stack.ts); the load takes them in turn. */
+  keys: string[];
 }
 /** process.memoryUsage() after a forced GC, CPU time so far, usage records the feed delivered. */
 type Sample = NodeJS.MemoryUsage & { cpuMicros: number; delivered: number; stored: StoredData };
@@ -54,15 +55,17 @@ export const runLocalStack = async () => {
     { execArgv: ['--expose-gc', ...nodeArgs] },
   );
   try {
-    const { baseUrl, key } = stack.ready;
+    const { baseUrl, keys } = stack.ready;
+    const path = new URL(`${baseUrl}/v1/branch`).pathname;
+    const load = keys.map((key) => ({ method: 'GET' as const, path, headers: { authorization: `Bearer ${key}` } }));
     const sample = () => stack.request<Sample>('sample');
     const drive = async (amount: number) => {
       const result = await autocannon({
-        url: `${baseUrl}/v1/branch`,
+        url: baseUrl,
         connections: settings.connections,
         amount,
         timeout: 10,
-        headers: { authorization: `Bearer ${key}` },
+        requests: load,
       });
       // Every request must succeed: a 429 or 5xx would be a cheaper path than the one measured.
       if (result['2xx'] !== amount) {

@@ -1,22 +1,33 @@
 /**
  * The local stack as `npm start` runs it (lib/local/environment.ts): the embedded DynamoDB in
  * this process with the usage change feed inside it, the gateway with the real handlers, the
- * rollups aggregator fed by the change feed. In a process of its own so its memory and CPU can be
+ * rollups aggregator fed by the change feed, and BENCH_KEYS keys (bench/lib/fixtures.ts). In a process of its own so its memory and CPU can be
  * sampled: `sample` waits for the change feed to deliver everything written so far (the rollups
  * are current), reads what the store holds, forces a full GC (with --expose-gc), then reports
  * memory, CPU time, the store's contents and the feed's figures.
  */
 import { startLocalEnvironment } from '../../lib/local/environment';
+import { createOperatorContext } from '../../lib/operator/context';
+import { createKey } from '../../lib/operator/operations';
 import { serveParent } from '../lib/child';
+import { BENCH_KEY_RATE_LIMIT, BENCH_KEYS } from '../lib/fixtures';
 
-// The demo key gets the deployment default; a load run must not be refused by it.
-process.env.DEFAULT_RATE_LIMIT = '1000000/s';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const environment = await startLocalEnvironment({ port: 0, dynamoPort: 0 });
+// The load takes BENCH_KEYS keys in turn, each counted call by call (bench/lib/fixtures.ts);
+// BENCH_LOCAL_KEYS=32 BENCH_LOCAL_RATE_LIMIT=50/s measures the deployment's default limit instead.
+const operator = createOperatorContext(process.env);
+const keys: string[] = [];
+const count = Number(process.env.BENCH_LOCAL_KEYS ?? BENCH_KEYS);
+const rateLimit = process.env.BENCH_LOCAL_RATE_LIMIT ?? BENCH_KEY_RATE_LIMIT;
+for (let i = 0; i < count; i += 1) {
+  keys.push((await createKey(operator, { branchId: environment.demoBranchId, scopes: 'read', rateLimit })).key);
+}
+operator.close();
 serveParent(
-  { baseUrl: environment.gateway.baseUrl, key: environment.demoKey },
+  { baseUrl: environment.gateway.baseUrl, keys },
   {
     sample: async () => {
       await environment.usageFeed.drain();

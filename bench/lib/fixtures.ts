@@ -36,6 +36,17 @@ export const ENDPOINTS: readonly Endpoint[] = routes.map((route) => {
   };
 });
 
+/**
+ * Keys a load spreads its requests over, each with BENCH_KEY_RATE_LIMIT: the largest limit still
+ * counted call by call (shared/domain/rate-limit.ts LEASE_ABOVE; above it a key counts in blocks
+ * and skips most counter writes), so every request makes the deployment's four calls, and 4 keys
+ * admit 2,000 requests/s, well above the fastest load here. The deployment's default (50/s) would
+ * need 12 or more keys for these rates, each another rollup item per batch for the aggregator:
+ * docs/capacity.md "Local stack" gives that figure too.
+ */
+export const BENCH_KEYS = 4;
+export const BENCH_KEY_RATE_LIMIT = '500/s';
+
 /** A key value and its stored record, for the canned responder (the e2e parts create a real one). */
 export const benchKey = (() => {
   const value = generateApiKey();
