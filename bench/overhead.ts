@@ -22,7 +22,8 @@ import { config, documentClient } from '../shared/lambda/runtime';
 import { createBareRequest } from './lib/bare';
 import { benchKey, ENDPOINTS, type EndpointName } from './lib/fixtures';
 import { createLayers } from './lib/layers';
-import { createResponder, useResponder } from './lib/responder';
+import { createResponder } from './lib/responder';
+import { useTransport } from '../lib/local/in-process-transport';
 import { percentile, round } from './lib/stats';
 
 const WARMUP = Number(process.env.BENCH_OVERHEAD_WARMUP ?? 800);
@@ -43,9 +44,9 @@ const full: Record<EndpointName, Fn> = {
 };
 
 const responder = createResponder(config.tables.keys);
-useResponder(documentClient, responder);
+useTransport(documentClient, responder);
 const bareClient = createDocumentClient(config.dynamodb);
-useResponder(bareClient, responder);
+useTransport(bareClient, responder);
 
 /** The baseline: the same SDK calls with the same inputs, through the bare client (bench/lib/bare.ts). */
 const bareRequest = createBareRequest(bareClient, config.tables);

@@ -5,7 +5,6 @@
  * database's latency gone, what remains is CPU: this isolates the request path's own cost, and
  * a bare function given the same responder isolates the SDK's share of it.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { benchKey, branchItems } from './fixtures';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -113,9 +112,4 @@ export const createResponder = (keysTable: string): Responder => {
       });
     },
   };
-};
-
-/** Replaces the client's transport (its request handler) with the responder; no socket is ever opened. */
-export const useResponder = (client: DynamoDBDocumentClient, responder: Responder): void => {
-  (client.config as { requestHandler: unknown }).requestHandler = responder;
 };

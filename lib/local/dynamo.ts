@@ -92,9 +92,12 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
   };
   const server = dynalite(storeOptions);
   const memory = options.dataDir ? undefined : lastCreatedStore(fromDynalite('memory-level') as MemoryLevelModule);
-  // dynalite's own handler runs only for requests that pass the guard.
+  // dynalite's own handler: over HTTP only for requests that pass the guard; in-process as it is.
   const handlers = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
+  const serve: RequestListener = (request, response) => {
+    for (const handler of handlers) handler(request, response);
+  };
   // The port, once listening: read once, not per request (server.address() is a system call).
   let port = 0;
   let httpRequests = 0;
@@ -102,7 +105,7 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     httpRequests += 1;
     if (fromBrowser(request, port)) return refuse(response);
-    for (const handler of handlers) handler(request, response);
+    serve(request, response);
   });
   port = await listen(server, options.port ?? 0, EMBEDDED_DYNAMO_HOST);
   const { address } = server.address() as AddressInfo;
@@ -110,12 +113,7 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
     endpoint: `http://${address}:${port}`,
     port,
     httpRequests: () => httpRequests,
-    transport: inProcessTransport(
-      (request, response) => {
-        for (const handler of handlers) handler(request, response);
-      },
-      () => open,
-    ),
+    transport: inProcessTransport(serve, () => open),
     storedData: async () => (memory ? storedData(memory) : undefined),
     observeWrites: (observer) => {
       if (storeOptions[WRITE_OBSERVER]) throw new Error('The embedded DynamoDB already has a write observer');

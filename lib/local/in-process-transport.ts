@@ -107,7 +107,15 @@ export const inProcessTransport = (listener: RequestListener, isOpen: () => bool
 
 export type InProcessTransport = ReturnType<typeof inProcessTransport>;
 
-/** Makes `client` (and every client built from the same DynamoDBClient) use `transport`. */
-export const useTransport = (client: DynamoDBDocumentClient, transport: InProcessTransport): void => {
+/** What the SDK calls on its request handler, whatever request and response types the handler names. */
+export interface SdkRequestHandler {
+  handle: (request: never, options?: never) => Promise<{ response: unknown }>;
+}
+
+/**
+ * Makes `client` (and every client built from the same DynamoDBClient) send through `transport`:
+ * this one, or any SDK request handler (the bench's canned responder, bench/lib/responder.ts).
+ */
+export const useTransport = (client: DynamoDBDocumentClient, transport: SdkRequestHandler): void => {
   (client.config as { requestHandler: unknown }).requestHandler = transport;
 };

@@ -134,8 +134,7 @@ export abstract class DynamoRepository {
    * Runs one SDK call, translating its failure into a domain error. No abort signal: the client's
    * request timeout and attempts bound the call (callBoundMs), and the handler destroys a timed-out
    * attempt, so nothing goes on in the background. A signal per call cost 6–13 µs
-   * (docs/performance.md). `call` still receives `undefined` as its signal, for callers written
-   * when there was one.
+   * (docs/performance.md).
    */
   protected async run<T>(operation: string, call: () => Promise<T>): Promise<T> {
     try {

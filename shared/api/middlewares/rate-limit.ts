@@ -131,10 +131,11 @@ const counting = ({
  * a 429, answered from memory once known, so its flood gets no more capacity than a live key's.
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
-  const { defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = { ...defaults, ...opts };
+  const options = { ...defaults, ...opts };
+  const { defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = options;
   // key_id → epoch ms at which its used-up window ends.
   const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
-  const count = counting({ ...defaults, ...opts });
+  const count = counting(options);
   const windows = new WeakMap<ApiContext, Window>();
   const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
 
