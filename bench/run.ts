@@ -13,11 +13,12 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { LAMBDA_ENV, runColdStart } from './coldstart';
 import { runEndToEnd } from './e2e';
 import { runLocalStack } from './local-stack';
+import { buildOverheadBundle } from './lib/bundle';
 import { profileArgs } from './lib/child';
 import { PROJECT_ROOT } from './lib/fixtures';
 import { round } from './lib/stats';
@@ -28,9 +29,11 @@ const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - star
 const load = () => loadavg().map((value) => round(value, 2));
 
 /** Runs a TypeScript child to completion and parses the JSON line it prints. */
+/** Runs a child (TypeScript through tsx, or a built .mjs as it is) and resolves to its last stdout line, parsed. */
 const runJsonChild = (script: string, env: Record<string, string>, timeoutMs = 240_000): Promise<unknown> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...profileArgs(), join(PROJECT_ROOT, script)], {
+    const loader = script.endsWith('.mjs') ? [] : ['--import', 'tsx'];
+    const child = spawn(process.execPath, [...loader, ...profileArgs(), join(PROJECT_ROOT, script)], {
       cwd: PROJECT_ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -105,8 +108,9 @@ const callsPart = async () => {
 };
 
 const overheadPart = async () => {
-  log('own overhead per request (in-process, instant DynamoDB responder)');
-  const overhead = (await runJsonChild('bench/overhead.ts', LAMBDA_ENV)) as {
+  log('own overhead per request (in-process, instant DynamoDB responder), bundled as the stack bundles functions');
+  const bundle = await buildOverheadBundle(join(OUT_DIR, 'overhead'));
+  const overhead = (await runJsonChild(relative(PROJECT_ROOT, bundle), LAMBDA_ENV)) as {
     iterations: number;
     results: {
       endpoint: string;

@@ -25,6 +25,8 @@ export interface ChainOptions {
   metrics: Metrics;
   /** Route template to record; defaults to the event's `routeKey`. */
   route?: string;
+  /** Powertools' debug log sampling is configured (shared/lambda/observability.ts). @default true */
+  debugSampling?: boolean;
   /** Run before the handler, in order (authentication, scope). */
   guards?: ApiMiddleware[];
   /** See every final response, error responses included (usage recording). */
@@ -41,10 +43,16 @@ const NO_EARLY_TIMEOUT = { timeoutEarlyInMillis: 0 };
 
 export const createMiddlewareChain = (
   handler: ChainHandler,
-  { logger, metrics, route, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
+  { logger, metrics, route, debugSampling, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
 ) =>
   middy<ApiEvent, ApiResponse, Error, ApiContext>(handler, earlyTimeout ? {} : NO_EARLY_TIMEOUT)
-    .use(requestContext({ logger, ...(route === undefined ? {} : { route }) }))
+    .use(
+      requestContext({
+        logger,
+        ...(route === undefined ? {} : { route }),
+        ...(debugSampling === undefined ? {} : { debugSampling }),
+      }),
+    )
     .use(flushMetrics(metrics))
     .use(observers)
     .use(responseHeaders())

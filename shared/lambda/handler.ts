@@ -5,7 +5,7 @@
 import { authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from '../api/middlewares';
 import type { AuthenticatedContext } from '../api/middlewares';
 import { createMiddlewareChain, type ChainHandler } from '../api/middleware-chain';
-import { logger, metrics } from './observability';
+import { debugSampling, logger, metrics } from './observability';
 import { getRoute, routeKey, type RouteId } from '../api/routes';
 import { config, keyEvents, keys, rateLimits, usage } from './runtime';
 import { keyEvent, OncePerPeriod, SERVICE_ACTOR } from '../domain/key-events';
@@ -25,6 +25,7 @@ export const createApiHandler = (routeId: RouteId, handler: ChainHandler<Authent
   return createMiddlewareChain(handler as ChainHandler, {
     logger,
     metrics,
+    debugSampling,
     route: routeKey(route),
     // Every call of a known key is counted and limited, revoked and expired ones too, whatever comes next.
     guards: [

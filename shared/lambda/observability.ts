@@ -12,6 +12,12 @@ export * from '../domain/telemetry';
 export const logger = new Logger({ serviceName: SERVICE_NAME });
 
 /**
+ * Powertools' debug log sampling is on (its one source here: no sample rate is passed in code).
+ * Without it the per-request draw (requestContext) is skipped.
+ */
+export const debugSampling = Number(process.env.POWERTOOLS_LOGGER_SAMPLE_RATE ?? 0) > 0;
+
+/**
  * Powertools warns at every flush that has no metric, which is most requests: that one notice
  * goes to debug, every other warning of the metrics library stays a warning.
  */

@@ -176,14 +176,20 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     return undefined;
   };
 
-  const rateLimitBefore = async ({ context }: ApiRequest): Promise<void> => {
+  /** A 429 answered from memory. Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour. */
+  const refuseFromMemory = async (context: ApiContext, refusal: unknown): Promise<never> => {
+    const window = windows.get(context);
+    if (window) await onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
+    throw refusal;
+  };
+
+  // Not async: an admitted call returns nothing, and Middy goes on without awaiting a promise.
+  const rateLimitBefore = ({ context }: ApiRequest): Promise<never> | undefined => {
     try {
       start(context, false);
+      return undefined;
     } catch (fromMemory) {
-      // Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour.
-      const window = windows.get(context);
-      if (window) await onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
-      throw fromMemory;
+      return refuseFromMemory(context, fromMemory);
     }
   };
 

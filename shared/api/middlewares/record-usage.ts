@@ -1,4 +1,4 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
+import { LogLevelThreshold, type Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { redactApiKeys } from '../../domain/api-key';
 import { USAGE_WRITE_FAILED_METRIC } from '../../domain/telemetry';
@@ -12,7 +12,7 @@ export interface UsageSink {
 
 export interface RecordUsageOptions {
   usage: UsageSink;
-  logger: Pick<Logger, 'debug' | 'info' | 'error'>;
+  logger: Pick<Logger, 'debug' | 'info' | 'error' | 'level'>;
   /** Flushed after the request by the chain (flushMetrics). */
   metrics: Pick<Metrics, 'addMetric'>;
   /** Days before DynamoDB TTL removes a record. @default DEFAULT_USAGE_RETENTION_DAYS */
@@ -65,7 +65,8 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
     };
     try {
       await usage.put(record, retentionDays);
-      logger.debug('Usage recorded', { usage_record: record });
+      // Checked first: Powertools reads the X-Ray trace id from the environment even for a line it drops.
+      if (logger.level <= LogLevelThreshold.DEBUG) logger.debug('Usage recorded', { usage_record: record });
     } catch (error) {
       logger.error('Usage record not stored', { usage_record: record, error });
       metrics.addMetric(USAGE_WRITE_FAILED_METRIC, MetricUnit.Count, 1);

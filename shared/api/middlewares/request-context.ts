@@ -6,6 +6,12 @@ export interface RequestContextOptions {
   logger: Pick<Logger, 'addContext' | 'appendKeys' | 'refreshSampleRateCalculation'>;
   /** Route template to record; defaults to the event's `routeKey`. */
   route?: string;
+  /**
+   * Whether Powertools' debug log sampling (POWERTOOLS_LOGGER_SAMPLE_RATE) is on, so each request
+   * draws again. Off, the call would only set the log level it already has.
+   * @default true
+   */
+  debugSampling?: boolean;
 }
 
 /**
@@ -17,7 +23,7 @@ export interface RequestContextOptions {
  * carried over: injectLambdaContext's POWERTOOLS_LOGGER_LOG_EVENT, which would log the whole
  * event, Authorization header included.
  */
-export const requestContext = ({ logger, route }: RequestContextOptions): ApiMiddleware => {
+export const requestContext = ({ logger, route, debugSampling = true }: RequestContextOptions): ApiMiddleware => {
   const requestContextBefore = ({ event, context }: ApiRequest): void => {
     context.startedAt = performance.now();
     context.receivedAt = new Date();
@@ -25,7 +31,7 @@ export const requestContext = ({ logger, route }: RequestContextOptions): ApiMid
     context.route = route ?? event.routeKey;
     delete context.responseHeaders;
     // Powertools' debug log sampling (POWERTOOLS_LOGGER_SAMPLE_RATE) draws again per request.
-    logger.refreshSampleRateCalculation();
+    if (debugSampling) logger.refreshSampleRateCalculation();
     logger.addContext(context);
     logger.appendKeys({ request_id: context.requestId, route: context.route });
   };

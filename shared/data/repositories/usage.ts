@@ -55,8 +55,8 @@ const toRecord = (item: Record<string, unknown>): UsageRecord => {
 
 const BATCH_GET_LIMIT = 100;
 /** A record's table key: its branch's write shard (by request id) and its time. */
-const itemKeyOf = (record: UsageRecord) => ({
-  pk: `${record.branch_id}#${usageShardOf(record.request_id)}`,
+const itemKeyOf = (record: UsageRecord, shard = usageShardOf(record.request_id)) => ({
+  pk: `${record.branch_id}#${shard}`,
   sk: `${record.timestamp}#${record.request_id}`,
 });
 
@@ -65,7 +65,7 @@ export const usageItemOf = (record: UsageRecord, retentionDays: number) => {
   const shard = usageShardOf(record.request_id);
   return {
     ...record,
-    ...itemKeyOf(record),
+    ...itemKeyOf(record, shard),
     key_pk: `${record.key_id}#${shard}`,
     expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
   };
@@ -151,7 +151,7 @@ export class UsageRepository extends DynamoRepository {
     const found = new Set<string>();
     for (let i = 0; i < records.length; i += BATCH_GET_LIMIT) {
       const byKey = new Map(records.slice(i, i + BATCH_GET_LIMIT).map((r) => [itemKeyOf(r).sk + r.branch_id, r]));
-      let pending: Record<string, unknown>[] = [...byKey.values()].map(itemKeyOf);
+      let pending: Record<string, unknown>[] = [...byKey.values()].map((record) => itemKeyOf(record));
       for (let attempt = 0; pending.length > 0; attempt += 1) {
         if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
         const keys = pending;
