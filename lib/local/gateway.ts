@@ -84,8 +84,15 @@ export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
 
 class BodyTooLargeError extends Error {}
 
-/** The request body, up to MAX_REQUEST_BODY_BYTES. */
+const NO_BODY = Buffer.alloc(0);
+
+/**
+ * The request body, up to MAX_REQUEST_BODY_BYTES. A request without Content-Length or
+ * Transfer-Encoding has none (RFC 9112 §6.3), which is every GET: no stream iterator for it.
+ */
 const readBody = async (request: IncomingMessage): Promise<Buffer> => {
+  const { headers } = request;
+  if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) return NO_BODY;
   const chunks: Buffer[] = [];
   let length = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
