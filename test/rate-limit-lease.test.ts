@@ -291,3 +291,29 @@ describe('through the real functions, at the default threshold', () => {
     ]);
   });
 });
+
+describe('the limits a container keeps parsed', () => {
+  it('gives every key its own limit past the bound of distinct limits kept (maxPolicies)', async () => {
+    const { call } = container({ maxPolicies: 3 });
+    // Five distinct limits through a memory of three, then the first ones again after it started over.
+    const limits = ['7/s', '8/min', '9/h', '10/s', '11/min', '7/s', '8/min'];
+    const policies = [];
+    for (const limit of limits) policies.push((await call(aKey(limit))).headers['RateLimit-Policy']);
+    expect(policies).toEqual([
+      '"key";q=7;w=1',
+      '"key";q=8;w=60',
+      '"key";q=9;w=3600',
+      '"key";q=10;w=1',
+      '"key";q=11;w=60',
+      '"key";q=7;w=1',
+      '"key";q=8;w=60',
+    ]);
+  });
+
+  it('falls back to the default limit for a stored limit it cannot read, every time', async () => {
+    const { call } = container({ maxPolicies: 2 });
+    for (let i = 0; i < 3; i += 1) {
+      expect((await call(aKey('lots/s'))).headers['RateLimit-Policy']).toBe('"key";q=50;w=1');
+    }
+  });
+});

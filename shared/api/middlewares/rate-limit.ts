@@ -28,6 +28,11 @@ export interface RateLimitOptions {
   /** Keys holding a lease in this container; beyond it the expired leases are dropped. @default 10000 */
   maxLeases?: number;
   /**
+   * Distinct stored limits kept parsed; past it the memory starts again. A limit is an operator's
+   * setting, so few differ. @default 1000
+   */
+  maxPolicies?: number;
+  /**
    * Called when this container first refuses a key in a window (the key events' "rate limit
    * reached", shared/lambda/handler.ts); awaited before the 429 is answered. @default - none
    */
@@ -35,7 +40,13 @@ export interface RateLimitOptions {
 }
 
 // Looked up on each call (not bound at load), so a test can move the clock with jest.setSystemTime.
-const defaults = { now: () => Date.now(), maxRemembered: 10_000, leaseAbove: LEASE_ABOVE, maxLeases: 10_000 };
+const defaults = {
+  now: () => Date.now(),
+  maxRemembered: 10_000,
+  leaseAbove: LEASE_ABOVE,
+  maxLeases: 10_000,
+  maxPolicies: 1000,
+};
 
 interface Window {
   readonly keyId: string;
@@ -57,6 +68,21 @@ const setHeaders = (context: ApiContext, headers: Record<string, string>): void 
 };
 
 const policyField = ({ limit, windowSeconds }: RateLimit): string => `"key";q=${limit};w=${windowSeconds}`;
+
+/** A key's limit, parsed once per distinct stored text (as `rateLimitOf` reads it), `max` texts at most. */
+const policies = (defaultLimit: RateLimit, max: number) => {
+  const parsed = new Map<string, RateLimit>();
+  return (stored: string | undefined): RateLimit => {
+    if (stored === undefined) return defaultLimit;
+    let policy = parsed.get(stored);
+    if (policy === undefined) {
+      if (parsed.size >= max) parsed.clear();
+      policy = rateLimitOf(stored, defaultLimit);
+      parsed.set(stored, policy);
+    }
+    return policy;
+  };
+};
 const remainingField = (left: number, window: Window, at: number): string =>
   `"key";r=${left};t=${secondsUntil(window.endsAt, at)}`;
 
@@ -132,10 +158,11 @@ const counting = ({
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const options = { ...defaults, ...opts };
-  const { defaultLimit, logger, metrics, now, maxRemembered, onLimitReached } = options;
+  const { defaultLimit, logger, metrics, now, maxRemembered, maxPolicies, onLimitReached } = options;
   // key_id → epoch ms at which its used-up window ends.
   const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
   const count = counting(options);
+  const policyOf = policies(defaultLimit, maxPolicies);
   const windows = new WeakMap<ApiContext, Window>();
   const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
 
@@ -145,7 +172,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     if (!apiKey) return;
     // The window of the moment the request arrived: the one its usage record's timestamp falls in.
     const at = context.receivedAt?.getTime() ?? now();
-    const { window, startsAt } = windowOf(apiKey, rateLimitOf(apiKey.rate_limit, defaultLimit), at, refusedKey);
+    const { window, startsAt } = windowOf(apiKey, policyOf(apiKey.rate_limit), at, refusedKey);
     const { policy } = window;
     windows.set(context, window);
     if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(policy) });

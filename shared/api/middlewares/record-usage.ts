@@ -61,8 +61,8 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
       response_time_ms: responseTimeMs,
       timestamp: context.receivedAt.toISOString(),
       request_id: context.requestId,
-      ...(sourceIp ? { source_ip: sourceIp } : {}),
     };
+    if (sourceIp) record.source_ip = sourceIp;
     try {
       await usage.put(record, retentionDays);
       // Checked first: Powertools reads the X-Ray trace id from the environment even for a line it drops.

@@ -63,9 +63,11 @@ const itemKeyOf = (record: UsageRecord, shard = usageShardOf(record.request_id))
 /** The table item of a record: its keys in its write shard, and its TTL (bulk loads outside the repository use it too). */
 export const usageItemOf = (record: UsageRecord, retentionDays: number) => {
   const shard = usageShardOf(record.request_id);
+  const { pk, sk } = itemKeyOf(record, shard);
   return {
     ...record,
-    ...itemKeyOf(record, shard),
+    pk,
+    sk,
     key_pk: `${record.key_id}#${shard}`,
     expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
   };
