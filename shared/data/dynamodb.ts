@@ -135,7 +135,8 @@ export abstract class DynamoRepository {
    * request timeout and attempts bound the call (callBoundMs), and the handler destroys a timed-out
    * attempt, so nothing goes on in the background. A signal per call cost 6–13 µs
    * (docs/performance.md). Not an async function: the call's own promise is the result, one
-   * promise and microtask fewer per call.
+   * promise and microtask fewer per call; the reads every request makes (the key, the branch's
+   * data, the counter, the usage record) chain on it the same way rather than await it.
    */
   protected run<T>(operation: string, call: () => Promise<T>): Promise<T> {
     const translate = (error: unknown): Promise<never> => Promise.reject(translateDynamoError(error, operation));

@@ -42,9 +42,8 @@ const toPaymentProvider = (item: Item): PaymentProvider => ({
 });
 
 export class BranchDataRepository extends DynamoRepository {
-  async getBranch(branchId: string): Promise<Branch | undefined> {
-    const item = await this.getItem(branchId, BRANCH_SK);
-    return item ? toBranch(item) : undefined;
+  getBranch(branchId: string): Promise<Branch | undefined> {
+    return this.getItem(branchId, BRANCH_SK).then((item) => (item ? toBranch(item) : undefined));
   }
 
   listMembers(branchId: string, page: PageRequest): Promise<Page<Member>> {
@@ -82,9 +81,10 @@ export class BranchDataRepository extends DynamoRepository {
   }
 
   /** The provider if it exists in this branch and is active; otherwise undefined, whatever the reason. */
-  async getActiveProvider(branchId: string, providerId: string): Promise<PaymentProvider | undefined> {
-    const item = await this.getItem(branchId, PROVIDER_PREFIX + providerId);
-    return item?.active === true ? toPaymentProvider(item) : undefined;
+  getActiveProvider(branchId: string, providerId: string): Promise<PaymentProvider | undefined> {
+    return this.getItem(branchId, PROVIDER_PREFIX + providerId).then((item) =>
+      item?.active === true ? toPaymentProvider(item) : undefined,
+    );
   }
 
   /** Writes a branch with its members and providers (idempotent: the same input gives the same items). */
@@ -106,11 +106,10 @@ export class BranchDataRepository extends DynamoRepository {
     await this.batchPut(items);
   }
 
-  private async getItem(branchId: string, sk: string): Promise<Item | undefined> {
-    const { Item } = await this.run('GetItem', () =>
+  private getItem(branchId: string, sk: string): Promise<Item | undefined> {
+    return this.run('GetItem', () =>
       this.client.send(new GetCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk } })),
-    );
-    return Item;
+    ).then(({ Item }) => Item);
   }
 
   /** Asks for one item more than the page holds, so `hasMore` is exact (no empty last page). */

@@ -56,11 +56,10 @@ export class KeyStore extends DynamoRepository {
   }
 
   /** Strongly consistent, by the table key. */
-  protected async getStored(keyHash: string): Promise<StoredKey | undefined> {
-    const { Item } = await this.run('GetItem', () =>
+  protected getStored(keyHash: string): Promise<StoredKey | undefined> {
+    return this.run('GetItem', () =>
       this.client.send(new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true })),
-    );
-    return Item as StoredKey | undefined;
+    ).then(({ Item }) => Item as StoredKey | undefined);
   }
 
   protected async findStoredById(keyId: string): Promise<StoredKey | undefined> {

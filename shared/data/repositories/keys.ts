@@ -55,9 +55,8 @@ const isNoChange = (stored: StoredKey, { set, remove }: KeyMutation): boolean =>
 
 export class KeysRepository extends KeyStore {
   /** The hot-path lookup: strongly consistent, so a revocation counts from the next request. */
-  async getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    const stored = await this.getStored(keyHash);
-    return stored ? toRecord(stored) : undefined;
+  getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    return this.getStored(keyHash).then((stored) => (stored ? toRecord(stored) : undefined));
   }
 
   /** Creates a key; the returned plaintext `key` is the only copy there will ever be. */

@@ -11,8 +11,8 @@ export class RateLimitsRepository extends DynamoRepository {
    * Counts `by` calls in the window (1, or a leased block: shared/api/middlewares/rate-limit-lease.ts)
    * and returns the window's count, these included. One UpdateItem.
    */
-  async increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by = 1): Promise<number> {
-    const { Attributes } = await this.run('UpdateItem', () =>
+  increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by = 1): Promise<number> {
+    return this.run('UpdateItem', () =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -24,7 +24,6 @@ export class RateLimitsRepository extends DynamoRepository {
           ReturnValues: 'UPDATED_NEW',
         }),
       ),
-    );
-    return Number(Attributes?.count);
+    ).then(({ Attributes }) => Number(Attributes?.count));
   }
 }

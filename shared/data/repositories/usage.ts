@@ -92,10 +92,10 @@ export class UsageRepository extends DynamoRepository {
   private readonly gate = createGate(SHARD_QUERIES_IN_FLIGHT);
 
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
-  async put(record: UsageRecord, retentionDays: number): Promise<void> {
-    await this.run('PutItem', () =>
+  put(record: UsageRecord, retentionDays: number): Promise<void> {
+    return this.run('PutItem', () =>
       this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
-    );
+    ).then(() => undefined);
   }
 
   /** Stores many records with BatchWriteItem (bulk loads, benchmarks). */
