@@ -59,8 +59,8 @@ const storedPerCall = (before: Sample, after: Sample, calls: number) => {
 
 export const runLocalStack = async () => {
   // The Node flags `npm start` runs the stack with (lib/local/launch.ts), then BENCH_LOCAL_NODE_ARGS
-  // to compare settings: later flags win, so `--max-semi-space-size=0 --min-semi-space-size=0
-  // --heap-growing-percent=0` is V8's default sizing.
+  // to compare settings: later flags win, so `--min-semi-space-size=0 --max-semi-space-size=0` is
+  // V8's default young generation.
   const nodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filter(Boolean);
   // The child gets PATH and HOME only (bench/lib/child.ts): pass on the settings meant for it.
   const childEnv = Object.fromEntries(

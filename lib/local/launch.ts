@@ -2,25 +2,21 @@
  * The Node that runs the local stack (`npm start`, `branch-api serve`), sized so that its resident
  * memory follows the data it stores (docs/capacity.md "Local stack").
  *
- * By default V8 sizes the heap by the machine's memory: the young generation grows in steps of
- * several MB up to 2 × 64 MB here, and the old generation may grow to several times its live data
- * before a full GC, the pages it then frees kept for reuse. After a forced GC the young generation
- * alone held 110 to 127 MB, and over 20,000 requests RSS grew by 28 to 142 MB while the live heap
- * grew by 20 to 30. So the stack runs with the young generation fixed at 2 × 16 MB and an old
- * generation allowed 30 % above its live data between full GCs. These sizes can only be set when
- * Node starts, so the command starts Node again with the flags, unless this process already has
- * them or the user chose a young generation or heap size of their own (`NODE_OPTIONS`, Node's own
- * arguments).
+ * By default V8 sizes the young generation by the machine's memory and grows it as the process
+ * allocates: up to 2 × 64 MB here, committed in steps of several MB during the load, 110 to 127
+ * MB of RSS after a forced GC. Fixed at 2 × 16 MB it takes no steps and costs no measurable CPU.
+ * `--expose-gc` gives the stack the memory-reducing GC it runs once idle (./idle-release.ts).
+ * These can only be set when Node starts, so the command starts Node again with the flags, unless
+ * this process already has them or the user chose a young generation or heap size of their own
+ * (`NODE_OPTIONS`, Node's own arguments).
  */
 import { spawn } from 'node:child_process';
 
 /** The flags the local stack runs with; the benchmark uses these too (bench/local-stack.ts). */
 export const LOCAL_STACK_NODE_FLAGS: readonly string[] = [
-  // The memory-reducing GC the stack runs once idle (./idle-release.ts).
   '--expose-gc',
   '--min-semi-space-size=16',
   '--max-semi-space-size=16',
-  '--heap-growing-percent=30',
 ];
 
 /** True when this Node needs starting again: it lacks the flags and was given no sizing of its own. */
