@@ -247,7 +247,7 @@ const localStackPart = async () => {
   );
   row(
     `  Local stack RSS as each load ends (after a forced GC, before the idle stack gives memory back: ${local.idleReleases} times), MB before → after`,
-    `${local.rssAtLoadEndBeforeMb} → ${local.rssAtLoadEndAfterMb} (+${local.rssAtLoadEndGrowthMb})`,
+    `${local.rssAtLoadEndBeforeMb} → ${local.rssAtLoadEndAfterMb} (${local.rssAtLoadEndGrowthMb < 0 ? '' : '+'}${local.rssAtLoadEndGrowthMb})`,
     'for information',
     null,
   );
