@@ -7,6 +7,7 @@
  */
 import autocannon from 'autocannon';
 import type { StoredData } from '../lib/local/string-store';
+import { LOCAL_STACK_NODE_FLAGS } from '../lib/local/launch';
 import { startChild } from './lib/child';
 import { round } from './lib/stats';
 
@@ -15,8 +16,18 @@ interface Ready {
   /** Keys counted call by call (bench/children/local-stack.ts); the load takes them in turn. */
   keys: string[];
 }
-/** process.memoryUsage() after a forced GC, CPU time so far, usage records the feed delivered. */
-type Sample = NodeJS.MemoryUsage & { cpuMicros: number; delivered: number; stored: StoredData };
+/** process.memoryUsage() once the stack is idle, CPU time so far, usage records the feed delivered. */
+type Sample = NodeJS.MemoryUsage & {
+  cpuMicros: number;
+  delivered: number;
+  stored: StoredData;
+  /** Committed bytes of V8's young and old generations. */
+  generations: { young: number; old: number };
+  /** RSS after a forced GC as the load ended, before the stack went idle and gave memory back. */
+  rssAtLoadEnd: number;
+  /** Memory-reducing GCs the idle stack has run. */
+  idleReleases: number;
+};
 
 const settings = {
   warmup: Number(process.env.BENCH_LOCAL_WARMUP ?? 2_000),
@@ -47,13 +58,20 @@ const storedPerCall = (before: Sample, after: Sample, calls: number) => {
 };
 
 export const runLocalStack = async () => {
-  // BENCH_LOCAL_NODE_ARGS: Node flags for the stack's process, to compare settings (e.g. V8's heap sizing).
+  // The Node flags `npm start` runs the stack with (lib/local/launch.ts), then BENCH_LOCAL_NODE_ARGS
+  // to compare settings: later flags win, so `--min-semi-space-size=0 --max-semi-space-size=0` is
+  // V8's default young generation.
   const nodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const stack = await startChild<Ready>(
-    'bench/children/local-stack.ts',
-    {},
-    { execArgv: ['--expose-gc', ...nodeArgs] },
+  // The child gets PATH and HOME only (bench/lib/child.ts): pass on the settings meant for it.
+  const childEnv = Object.fromEntries(
+    Object.entries(process.env).filter(
+      (entry): entry is [string, string] =>
+        /^(BENCH_LOCAL_|MALLOC_|GLIBC_TUNABLES$)/.test(entry[0]) && entry[1] !== undefined,
+    ),
   );
+  const stack = await startChild<Ready>('bench/children/local-stack.ts', childEnv, {
+    execArgv: ['--expose-gc', ...LOCAL_STACK_NODE_FLAGS, ...nodeArgs],
+  });
   try {
     const { baseUrl, keys } = stack.ready;
     const path = new URL(`${baseUrl}/v1/branch`).pathname;
@@ -91,8 +109,18 @@ export const runLocalStack = async () => {
       rssAfterMb: mb(after.rss),
       rssGrowthMb: mb(after.rss - before.rss),
       bytesPerRequest: round((after.rss - before.rss) / requests, 0),
+      rssAtLoadEndBeforeMb: mb(before.rssAtLoadEnd),
+      rssAtLoadEndAfterMb: mb(after.rssAtLoadEnd),
+      rssAtLoadEndGrowthMb: mb(after.rssAtLoadEnd - before.rssAtLoadEnd),
+      idleReleases: after.idleReleases - before.idleReleases,
+      nodeFlags: [...LOCAL_STACK_NODE_FLAGS, ...nodeArgs].join(' '),
       heapBeforeMb: mb(before.heapUsed),
       heapAfterMb: mb(after.heapUsed),
+      heapTotalBeforeMb: mb(before.heapTotal),
+      heapTotalAfterMb: mb(after.heapTotal),
+      youngMb: mb(after.generations.young),
+      oldBeforeMb: mb(before.generations.old),
+      oldAfterMb: mb(after.generations.old),
       arrayBuffersBeforeMb: mb(before.arrayBuffers),
       arrayBuffersAfterMb: mb(after.arrayBuffers),
       requestsPerSecond: round(requests / seconds, 0),
@@ -101,9 +129,12 @@ export const runLocalStack = async () => {
       ...storedPerCall(before, after, requests),
       samples: samples.map((one) => ({
         rssMb: mb(one.rss),
+        rssAtLoadEndMb: mb(one.rssAtLoadEnd),
         heapMb: mb(one.heapUsed),
         heapTotalMb: mb(one.heapTotal),
         externalMb: mb(one.external),
+        youngMb: mb(one.generations.young),
+        oldMb: mb(one.generations.old),
       })),
     };
   } finally {

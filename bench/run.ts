@@ -244,10 +244,16 @@ const localStackPart = async () => {
   log('local stack (npm start): memory, requests/s with rollups current, CPU per request');
   const local = await runLocalStack();
   row(
-    `Local stack RSS over ${local.requests} requests after ${local.warmup} of warm-up, MB before → after (heap ${local.heapBeforeMb} → ${local.heapAfterMb}, arrayBuffers ${local.arrayBuffersBeforeMb} → ${local.arrayBuffersAfterMb})`,
+    `Local stack RSS over ${local.requests} requests after ${local.warmup} of warm-up, once idle, MB before → after (Node ${local.nodeFlags}; heap used ${local.heapBeforeMb} → ${local.heapAfterMb}, committed ${local.heapTotalBeforeMb} → ${local.heapTotalAfterMb}: old generation ${local.oldBeforeMb} → ${local.oldAfterMb}, young ${local.youngMb}; arrayBuffers ${local.arrayBuffersBeforeMb} → ${local.arrayBuffersAfterMb})`,
     `${local.rssBeforeMb} → ${local.rssAfterMb} (+${local.rssGrowthMb}; ${local.bytesPerRequest} bytes/request)`,
     `growth ≤ ${TARGETS.localRssGrowthMb}`,
     local.rssGrowthMb <= TARGETS.localRssGrowthMb,
+  );
+  row(
+    `  Local stack RSS as each load ends (after a forced GC, before the idle stack gives memory back: ${local.idleReleases} times), MB before → after`,
+    `${local.rssAtLoadEndBeforeMb} → ${local.rssAtLoadEndAfterMb} (${local.rssAtLoadEndGrowthMb < 0 ? '' : '+'}${local.rssAtLoadEndGrowthMb})`,
+    'for information',
+    null,
   );
   row(
     `Local stack requests/s at c=${local.connections}, rollups current (${local.usageRecordsDelivered} records delivered to the aggregator)`,

@@ -3,10 +3,14 @@
  * this process with the usage change feed inside it, the gateway with the real handlers, the
  * rollups aggregator fed by the change feed, and BENCH_KEYS keys (bench/lib/fixtures.ts). In a process of its own so its memory and CPU can be
  * sampled: `sample` waits for the change feed to deliver everything written so far (the rollups
- * are current), reads what the store holds, forces a full GC (with --expose-gc), then reports
- * memory, CPU time, the store's contents and the feed's figures.
+ * are current), reads what the store holds, forces a full GC (with --expose-gc), notes RSS, waits
+ * until the stack has gone idle and given memory back (lib/local/idle-release.ts), then reports
+ * memory (with V8's young and old generations), CPU time, the store's contents and the feed's
+ * figures. The benchmark starts it with the Node flags `npm start` uses (lib/local/launch.ts).
  */
+import { getHeapSpaceStatistics } from 'node:v8';
 import { startLocalEnvironment } from '../../lib/local/environment';
+import { IDLE_RELEASE_MS } from '../../lib/local/idle-release';
 import { createOperatorContext } from '../../lib/operator/context';
 import { createKey } from '../../lib/operator/operations';
 import { serveParent } from '../lib/child';
@@ -15,6 +19,13 @@ import { BENCH_KEY_RATE_LIMIT, BENCH_KEYS } from '../lib/fixtures';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
 
 const gc = (globalThis as { gc?: () => void }).gc;
+
+/** Committed bytes of V8's young (new_space) and old (old_space) generations. */
+const generations = () => {
+  const spaces = getHeapSpaceStatistics();
+  const committed = (name: string) => spaces.find((one) => one.space_name === name)?.physical_space_size ?? 0;
+  return { young: committed('new_space'), old: committed('old_space') };
+};
 const environment = await startLocalEnvironment({ port: 0, dynamoPort: 0 });
 // The load takes BENCH_KEYS keys in turn, each counted call by call (bench/lib/fixtures.ts);
 // BENCH_LOCAL_KEYS=32 BENCH_LOCAL_RATE_LIMIT=50/s measures the deployment's default limit instead.
@@ -35,10 +46,25 @@ serveParent(
       const stored = await environment.storedData();
       gc?.();
       gc?.();
+      // RSS as the load ends, then as the stack stands once idle: its memory-reducing GC has run
+      // (lib/local/idle-release.ts), after IDLE_RELEASE_MS without a request (a bounded wait).
+      const rssAtLoadEnd = process.memoryUsage.rss();
+      const released = environment.idleRelease.releases();
+      for (
+        let wait = 0;
+        wait < IDLE_RELEASE_MS / 100 + 100 && environment.idleRelease.releases() === released;
+        wait += 1
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      gc?.();
       const cpu = process.cpuUsage();
       return {
         gc: gc !== undefined,
         ...process.memoryUsage(),
+        rssAtLoadEnd,
+        idleReleases: environment.idleRelease.releases(),
+        generations: generations(),
         cpuMicros: cpu.user + cpu.system,
         delivered: environment.usageFeed.stats().delivered,
         stored,

@@ -12,6 +12,7 @@ import { createDemoKey } from './demo-key';
 import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
 import { useTransport } from './in-process-transport';
+import { idleRelease, type IdleRelease } from './idle-release';
 import type { StoredData } from './string-store';
 import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
 import { DEMO_SEED_FILE } from '../project-paths';
@@ -56,6 +57,8 @@ export interface LocalEnvironment {
   storedData(): Promise<StoredData | undefined>;
   /** Requests the embedded DynamoDB served over HTTP (undefined for an external one). */
   storeHttpRequests(): number | undefined;
+  /** Gives V8's unused pages back once the API goes idle (lib/local/idle-release.ts). */
+  idleRelease: IdleRelease;
   close(): Promise<void>;
 }
 
@@ -121,6 +124,8 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       host,
       ...(options.staticFiles ? { staticFiles: options.staticFiles } : {}),
     });
+    const idle = idleRelease();
+    gateway.server.on('request', idle.touch);
     // The handlers' one client, loaded with them: in this process it needs no socket either.
     if (dynamo) useTransport((await import('../../shared/lambda/runtime')).documentClient, dynamo.transport);
     return {
@@ -135,7 +140,9 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       keyEvents,
       storedData: async () => dynamo?.storedData(),
       storeHttpRequests: () => dynamo?.httpRequests(),
+      idleRelease: idle,
       close: async () => {
+        idle.close();
         await gateway.close();
         operator.close();
         await feed.close();

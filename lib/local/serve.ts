@@ -4,6 +4,7 @@ import { startConsole } from '../console/server';
 import { lines, terminal } from '../operator/terminal';
 import { serveDocs } from './docs';
 import { startLocalEnvironment, type LocalEnvironment } from './environment';
+import { followParent, needsRelaunch, relaunchWithFlags } from './launch';
 import { logFilePath, routeLogs } from './log-routing';
 
 export interface ServeOptions {
@@ -66,6 +67,12 @@ const bannerOf = (
 };
 
 export const serve = async (options: ServeOptions): Promise<void> => {
+  // V8's young generation is sized when Node starts (./launch.ts): start it again with the flags.
+  if (needsRelaunch()) {
+    process.exitCode = await relaunchWithFlags();
+    return;
+  }
+  followParent();
   const logs = await routeLogs(
     options.logFile ?? (await logFilePath(process.env, options.dataDir)),
     options.verbose === true,

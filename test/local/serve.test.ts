@@ -2,7 +2,7 @@
  * `npm start` (= `branch-api serve`) as a user runs it: a child process on free ports, its
  * printed demo key used for a real request, Ctrl-C (SIGINT) ending it with exit code 0.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
@@ -10,6 +10,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LOCAL_STACK_NODE_FLAGS } from '../../lib/local/launch';
 import { CLI, PROJECT_ROOT, runCli } from '../support/cli';
 import { expectToMatchContract } from '../support/contract';
 
@@ -82,6 +83,48 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
   const [code] = await serve.exited;
   expect({ code, stderr: code === 0 ? '' : serve.output().stderr }).toEqual({ code: 0, stderr: '' });
 });
+
+/** The processes whose parent is `pid`, with their command lines (Linux `ps`). */
+const childrenOf = (pid: number) =>
+  execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => /^\s*(\d+) (.*)$/.exec(line)!)
+    .map(([, child, args]) => ({ pid: Number(child), args: args! }));
+/** Asks up to `attempts` times, 100 ms apart, until `done` says yes; false if it never does. */
+const eventually = async (done: () => Promise<boolean>, attempts = 100) => {
+  for (let attempt = 0; attempt < attempts; attempt += 1) {
+    if (await done()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+};
+
+(process.platform === 'linux' ? it : it.skip)(
+  'runs the stack in a Node with its young generation fixed, which stops if the launcher is killed outright',
+  async () => {
+    const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0' });
+    running = serve.child;
+    const stdout = await serve.ready;
+    const baseUrl = /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!;
+    const [stack, ...more] = childrenOf(serve.child.pid!);
+    expect(more).toEqual([]);
+    for (const flag of LOCAL_STACK_NODE_FLAGS) expect(stack!.args.split(' ')).toContain(flag);
+    expect((await fetch(`${baseUrl}/v1/branch`)).status).toBe(401);
+
+    serve.child.kill('SIGKILL');
+    const gone = async () => {
+      try {
+        process.kill(stack!.pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    expect(await eventually(gone)).toBe(true);
+    await expect(fetch(`${baseUrl}/v1/branch`)).rejects.toThrow();
+  },
+);
 
 it('reports a busy port in one line, without a stack trace', async () => {
   const blocker = createServer();

@@ -196,4 +196,17 @@ describe('what the store holds', () => {
     );
     expect([pairs(table.Items), pairs(index.Items)]).toEqual([expected, expected]);
   });
+
+  it('holds each call once for its item and index entry when other writes come in between', async () => {
+    const before = (await dynamo.storedData())!;
+    const records = Array.from({ length: 40 }, (_, i) => ({ ...aCall('br_shared'), key_id: `key_shared_${i % 4}` }));
+    // All at once, each beside a write to another table (an item with no index entry), as under load.
+    const others = records.map((_, i) =>
+      ctx.client.send(new PutItemCommand({ TableName: tableNames.keys, Item: { key_hash: { S: `shared-${i}` } } })),
+    );
+    await Promise.all([...records.map((record) => ctx.usage.put(record, 90)), ...others]);
+    const after = (await dynamo.storedData())!;
+    expect(after.entries - before.entries).toBe(40 * 3);
+    expect(after.valuesShared - before.valuesShared).toBe(40);
+  });
 });
