@@ -173,9 +173,8 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     // The window of the moment the request arrived: the one its usage record's timestamp falls in.
     const at = context.receivedAt?.getTime() ?? now();
     const { window, startsAt } = windowOf(apiKey, policyOf(apiKey.rate_limit), at, refusedKey);
-    const { policy } = window;
     windows.set(context, window);
-    if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(policy) });
+    if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(window.policy) });
     const until = usedUp.get(window.keyId);
     if (until !== undefined && until > at) throw refuse(context, window, at);
     usedUp.forget(window.keyId);
@@ -197,17 +196,8 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
       if (!window.refusedKey) await onLimitReached?.(window.apiKey, at);
       return refuse(context, window, at);
     }
-    if (!window.refusedKey) {
-      setHeaders(context, { RateLimit: remainingField(result.left, window, at) });
-    }
+    if (!window.refusedKey) setHeaders(context, { RateLimit: remainingField(result.left, window, at) });
     return undefined;
-  };
-
-  /** A 429 answered from memory. Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour. */
-  const refuseFromMemory = async (context: ApiContext, refusal: unknown): Promise<never> => {
-    const window = windows.get(context);
-    if (window) await onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
-    throw refusal;
   };
 
   // Not async: an admitted call returns nothing, and Middy goes on without awaiting a promise.
@@ -216,7 +206,10 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
       start(context, false);
       return undefined;
     } catch (fromMemory) {
-      return refuseFromMemory(context, fromMemory);
+      // Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour.
+      const window = windows.get(context);
+      const reported = window && onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
+      return Promise.resolve(reported).then(() => Promise.reject(fromMemory as Error));
     }
   };
 
