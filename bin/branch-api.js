@@ -3,4 +3,7 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('./cli.ts');
+// `serve` runs in a Node with the local stack's flags: decided before the CLI loads the rest, so
+// the launcher stays small (lib/local/launch.ts).
+const { relaunchIfServing } = await import('../lib/local/launch.ts');
+if (!(await relaunchIfServing())) await import('./cli.ts');

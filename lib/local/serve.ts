@@ -4,7 +4,7 @@ import { startConsole } from '../console/server';
 import { lines, terminal } from '../operator/terminal';
 import { serveDocs } from './docs';
 import { startLocalEnvironment, type LocalEnvironment } from './environment';
-import { followParent, needsRelaunch, relaunchWithFlags } from './launch';
+import { followParent } from './launch';
 import { logFilePath, routeLogs } from './log-routing';
 
 export interface ServeOptions {
@@ -67,11 +67,7 @@ const bannerOf = (
 };
 
 export const serve = async (options: ServeOptions): Promise<void> => {
-  // V8's young generation is sized when Node starts (./launch.ts): start it again with the flags.
-  if (needsRelaunch()) {
-    process.exitCode = await relaunchWithFlags();
-    return;
-  }
+  // Started by the launcher with the stack's Node flags (./launch.ts, bin/branch-api.js): stop with it.
   followParent();
   const logs = await routeLogs(
     options.logFile ?? (await logFilePath(process.env, options.dataDir)),

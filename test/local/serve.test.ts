@@ -2,9 +2,9 @@
  * `npm start` (= `branch-api serve`) as a user runs it: a child process on free ports, its
  * printed demo key used for a real request, Ctrl-C (SIGINT) ending it with exit code 0.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { sign } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -84,13 +84,22 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
   expect({ code, stderr: code === 0 ? '' : serve.output().stderr }).toEqual({ code: 0, stderr: '' });
 });
 
-/** The processes whose parent is `pid`, with their command lines (Linux `ps`). */
+/** The processes whose parent is `pid`, with their command lines, read from Linux's /proc (no `ps` needed). */
 const childrenOf = (pid: number) =>
-  execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' })
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => /^\s*(\d+) (.*)$/.exec(line)!)
-    .map(([, child, args]) => ({ pid: Number(child), args: args! }));
+  readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((entry) => {
+      try {
+        // stat: "<pid> (<comm>) <state> <ppid> ...": the command name may hold spaces and parentheses.
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        if (ppid !== pid) return [];
+        const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+        return [{ pid: Number(entry), args }];
+      } catch {
+        return []; // the process ended while it was read
+      }
+    });
 /** Asks up to `attempts` times, 100 ms apart, until `done` says yes; false if it never does. */
 const eventually = async (done: () => Promise<boolean>, attempts = 100) => {
   for (let attempt = 0; attempt < attempts; attempt += 1) {

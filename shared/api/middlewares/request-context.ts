@@ -29,8 +29,7 @@ export const requestContext = ({ logger, route, debugSampling = true }: RequestC
     context.receivedAt = new Date();
     context.requestId = event.requestContext?.requestId || context.awsRequestId;
     context.route = route ?? event.routeKey;
-    // Cleared, not deleted: `delete` would turn the context into a slow dictionary-mode object.
-    context.responseHeaders = undefined;
+    delete context.responseHeaders;
     // Powertools' debug log sampling (POWERTOOLS_LOGGER_SAMPLE_RATE) draws again per request.
     if (debugSampling) logger.refreshSampleRateCalculation();
     logger.addContext(context);
