@@ -28,7 +28,6 @@ const started = Date.now();
 const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
 const load = () => loadavg().map((value) => round(value, 2));
 
-/** Runs a TypeScript child to completion and parses the JSON line it prints. */
 /** Runs a child (TypeScript through tsx, or a built .mjs as it is) and resolves to its last stdout line, parsed. */
 const runJsonChild = (script: string, env: Record<string, string>, timeoutMs = 240_000): Promise<unknown> =>
   new Promise((resolve, reject) => {

@@ -24,7 +24,7 @@ import { createDocumentClient } from '../shared/data/dynamodb';
 import { readDynamoDbSettings } from '../shared/lambda/config';
 import { RateLimitsRepository } from '../shared/data/repositories/rate-limits';
 import type { ApiKeyRecord } from '../shared/data/repositories/keys';
-import { rateLimit, type RateLimitOptions } from '../shared/api/middlewares/rate-limit';
+import { policyMemory, rateLimit, type RateLimitOptions } from '../shared/api/middlewares/rate-limit';
 import type { ApiContext, ApiRequest } from '../shared/api/middlewares';
 import { blockSize, LEASE_ABOVE, tokensGranted } from '../shared/domain/rate-limit';
 
@@ -308,6 +308,18 @@ describe('the limits a container keeps parsed', () => {
       '"key";q=7;w=1',
       '"key";q=8;w=60',
     ]);
+  });
+
+  it('holds at most maxPolicies parsed limits, whatever the number of distinct ones', () => {
+    const memory = policyMemory({ limit: 50, windowSeconds: 1 }, 3);
+    const sizes = [];
+    for (let limit = 1; limit <= 10; limit += 1) {
+      expect(memory.of(`${limit}/min`)).toEqual({ limit, windowSeconds: 60 });
+      sizes.push(memory.size());
+    }
+    expect(Math.max(...sizes)).toBe(3);
+    // The default needs no entry.
+    expect(memory.of(undefined)).toEqual({ limit: 50, windowSeconds: 1 });
   });
 
   it('falls back to the default limit for a stored limit it cannot read, every time', async () => {

@@ -50,12 +50,18 @@ serveParent(
       // (lib/local/idle-release.ts), after IDLE_RELEASE_MS without a request (a bounded wait).
       const rssAtLoadEnd = process.memoryUsage.rss();
       const released = environment.idleRelease.releases();
+      // The GCs above refill V8's page pool: an idle period starts now, even if one ended during
+      // the drain, so the reading below follows a release.
+      environment.idleRelease.touch();
       for (
         let wait = 0;
         wait < IDLE_RELEASE_MS / 100 + 100 && environment.idleRelease.releases() === released;
         wait += 1
       ) {
         await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      if (environment.idleRelease.releases() === released) {
+        throw new Error('local stack: no idle release within the wait; the "once idle" reading would not be idle');
       }
       gc?.();
       const cpu = process.cpuUsage();

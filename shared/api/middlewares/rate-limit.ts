@@ -70,17 +70,21 @@ const setHeaders = (context: ApiContext, headers: Record<string, string>): void 
 const policyField = ({ limit, windowSeconds }: RateLimit): string => `"key";q=${limit};w=${windowSeconds}`;
 
 /** A key's limit, parsed once per distinct stored text (as `rateLimitOf` reads it), `max` texts at most. */
-const policies = (defaultLimit: RateLimit, max: number) => {
+export const policyMemory = (defaultLimit: RateLimit, max: number) => {
   const parsed = new Map<string, RateLimit>();
-  return (stored: string | undefined): RateLimit => {
-    if (stored === undefined) return defaultLimit;
-    let policy = parsed.get(stored);
-    if (policy === undefined) {
-      if (parsed.size >= max) parsed.clear();
-      policy = rateLimitOf(stored, defaultLimit);
-      parsed.set(stored, policy);
-    }
-    return policy;
+  return {
+    of: (stored: string | undefined): RateLimit => {
+      if (stored === undefined) return defaultLimit;
+      let policy = parsed.get(stored);
+      if (policy === undefined) {
+        if (parsed.size >= max) parsed.clear();
+        policy = rateLimitOf(stored, defaultLimit);
+        parsed.set(stored, policy);
+      }
+      return policy;
+    },
+    /** Texts held parsed now. */
+    size: () => parsed.size,
   };
 };
 const remainingField = (left: number, window: Window, at: number): string =>
@@ -162,7 +166,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   // key_id → epoch ms at which its used-up window ends.
   const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
   const count = counting(options);
-  const policyOf = policies(defaultLimit, maxPolicies);
+  const policies = policyMemory(defaultLimit, maxPolicies);
   const windows = new WeakMap<ApiContext, Window>();
   const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
 
@@ -172,7 +176,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     if (!apiKey) return;
     // The window of the moment the request arrived: the one its usage record's timestamp falls in.
     const at = context.receivedAt?.getTime() ?? now();
-    const { window, startsAt } = windowOf(apiKey, policyOf(apiKey.rate_limit), at, refusedKey);
+    const { window, startsAt } = windowOf(apiKey, policies.of(apiKey.rate_limit), at, refusedKey);
     windows.set(context, window);
     if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(window.policy) });
     const until = usedUp.get(window.keyId);

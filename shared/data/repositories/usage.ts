@@ -54,16 +54,18 @@ const toRecord = (item: Record<string, unknown>): UsageRecord => {
 };
 
 const BATCH_GET_LIMIT = 100;
-/** A record's table key: its branch's write shard (by request id) and its time. */
-const itemKeyOf = (record: UsageRecord, shard = usageShardOf(record.request_id)) => ({
+/** A record's table key in its shard: the branch's write shard and its time. */
+const tableKeyIn = (record: UsageRecord, shard: number) => ({
   pk: `${record.branch_id}#${shard}`,
   sk: `${record.timestamp}#${record.request_id}`,
 });
+/** A record's table key: its branch's write shard (by request id) and its time. */
+const itemKeyOf = (record: UsageRecord) => tableKeyIn(record, usageShardOf(record.request_id));
 
 /** The table item of a record: its keys in its write shard, and its TTL (bulk loads outside the repository use it too). */
 export const usageItemOf = (record: UsageRecord, retentionDays: number) => {
   const shard = usageShardOf(record.request_id);
-  const { pk, sk } = itemKeyOf(record, shard);
+  const { pk, sk } = tableKeyIn(record, shard);
   return {
     ...record,
     pk,
