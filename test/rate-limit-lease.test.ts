@@ -6,7 +6,7 @@
  * bound, so a write too many would fail open and be admitted). Only Date is faked (frozen clock).
  */
 import fc from 'fast-check';
-import { freezeClock } from './support/clock';
+import { atSecondOfWindow as at, freezeClock, WINDOW_START as WINDOW } from './support/clock';
 import { startFaultProxy } from './support/fault-proxy';
 import {
   countCommands,
@@ -27,10 +27,6 @@ import type { ApiKeyRecord } from '../shared/data/repositories/keys';
 import { policyMemory, rateLimit, type RateLimitOptions } from '../shared/api/middlewares/rate-limit';
 import type { ApiContext, ApiRequest } from '../shared/api/middlewares';
 import { blockSize, LEASE_ABOVE, tokensGranted } from '../shared/domain/rate-limit';
-
-// A window start (a whole hour, so it starts a 1 s, 1 min and 1 h window alike).
-const WINDOW = Date.UTC(2031, 0, 1, 12, 0, 0);
-const at = (secondsIntoWindow: number) => jest.setSystemTime(WINDOW + secondsIntoWindow * 1000);
 
 let proxy: Awaited<ReturnType<typeof startFaultProxy>>;
 let counter: RateLimitsRepository;

@@ -4,7 +4,7 @@
  * counter table. Only the wall clock is faked (Date), so windows are crossed deterministically;
  * timers and I/O stay real.
  */
-import { freezeClock } from './support/clock';
+import { atSecondOfWindow as at, freezeClock, WINDOW_START as WINDOW } from './support/clock';
 import { startFaultProxy } from './support/fault-proxy';
 import {
   captureLogs,
@@ -24,10 +24,6 @@ import {
   type InvokeResult,
   type Service,
 } from './support/harness';
-
-// A window start (a whole hour, so it starts a 1 s, 1 min and 1 h window alike).
-const WINDOW = Date.UTC(2031, 0, 1, 12, 0, 0);
-const at = (secondsIntoWindow: number) => jest.setSystemTime(WINDOW + secondsIntoWindow * 1000);
 
 let a: Service;
 let b: Service;

@@ -69,6 +69,9 @@ const setHeaders = (context: ApiContext, headers: Record<string, string>): void 
 
 const policyField = ({ limit, windowSeconds }: RateLimit): string => `"key";q=${limit};w=${windowSeconds}`;
 
+const remainingField = (left: number, window: Window, at: number): string =>
+  `"key";r=${left};t=${secondsUntil(window.endsAt, at)}`;
+
 /** A key's limit, parsed once per distinct stored text (as `rateLimitOf` reads it), `max` texts at most. */
 export const policyMemory = (defaultLimit: RateLimit, max: number) => {
   const parsed = new Map<string, RateLimit>();
@@ -87,8 +90,6 @@ export const policyMemory = (defaultLimit: RateLimit, max: number) => {
     size: () => parsed.size,
   };
 };
-const remainingField = (left: number, window: Window, at: number): string =>
-  `"key";r=${left};t=${secondsUntil(window.endsAt, at)}`;
 
 /** The 429 of a used-up window, with the same fields as the response headers. */
 const refusal = (context: ApiContext, window: Window, at: number) => {
@@ -123,6 +124,12 @@ const failOpen = (
   return undefined;
 };
 
+/** Waits for the report of a refusal, if any, then rejects with the refusal. */
+const reportedThenRefused = async (report: Promise<void> | void, refusal: unknown): Promise<never> => {
+  await report;
+  throw refusal;
+};
+
 /** Starts counting a call in its window; resolves to the counter's decision, never rejects. */
 const counting = ({
   counter,
@@ -131,7 +138,8 @@ const counting = ({
 }: Required<Pick<RateLimitOptions, 'counter' | 'leaseAbove' | 'maxLeases'>>) => {
   const leased = leases(maxLeases);
   return ({ keyId, policy, endsAt }: Window, startsAt: number, at: number): Promise<Outcome> => {
-    const [limit, block] = [policy.limit, blockSize(policy.limit, leaseAbove)];
+    const limit = policy.limit;
+    const block = blockSize(limit, leaseAbove);
     const take = (by?: number) => counter.increment(keyId, startsAt / 1000, policy.windowSeconds, by);
     // At or below leaseAbove every call is one counter write, exactly as before leasing existed.
     if (block > 1) return leased.acquire({ keyId, limit, block, endsAt, take }, at);
@@ -212,8 +220,8 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     } catch (fromMemory) {
       // Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour.
       const window = windows.get(context);
-      const reported = window && onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
-      return Promise.resolve(reported).then(() => Promise.reject(fromMemory as Error));
+      const report = window && onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
+      return reportedThenRefused(report, fromMemory);
     }
   };
 
