@@ -6,7 +6,7 @@
 import { methodNotAllowed, notFound } from '../shared/api/errors';
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
 import { matchRoute, pathWithinStage } from '../shared/api/routes';
-import { logger, metrics } from '../shared/lambda/observability';
+import { logFields, logger, metrics } from '../shared/lambda/observability';
 
 export const handler = createMiddlewareChain(
   async (event) => {
@@ -17,5 +17,5 @@ export const handler = createMiddlewareChain(
     if (match.kind === 'method_not_allowed') throw methodNotAllowed(match.allow);
     throw notFound('No endpoint at this path. See the API reference for the available paths.');
   },
-  { logger, metrics },
+  { logger, logFields, metrics },
 );

@@ -8,17 +8,19 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { buildContext, buildEvent } from '../lib/local/events';
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
 import type { ApiContext } from '../shared/api/middlewares';
+import { RequestLogFormatter } from '../shared/lambda/request-log-formatter';
 
 const debugLinesOf = async (debugSampling: boolean | undefined) => {
   // A rate of 1: every draw samples the request, so the outcome is certain.
-  const logger = new Logger({ serviceName: 'sampling-test', sampleRateValue: 1 });
+  const logFields = new RequestLogFormatter();
+  const logger = new Logger({ serviceName: 'sampling-test', sampleRateValue: 1, logFormatter: logFields });
   const metrics = new Metrics({ namespace: 'SamplingTest', serviceName: 'sampling-test' });
   const handler = createMiddlewareChain(
     async () => {
       logger.debug('inside the handler');
       return { statusCode: 200, headers: {}, body: '{}' };
     },
-    { logger, metrics, ...(debugSampling === undefined ? {} : { debugSampling }) },
+    { logger, logFields, metrics, ...(debugSampling === undefined ? {} : { debugSampling }) },
   );
   const lines: string[] = [];
   const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {

@@ -3,8 +3,10 @@
  * its request id, cold start) and ours (`request_id`, `route`), and a later request's lines carry
  * the later request's, never the earlier one's (shared/api/middlewares/request-context.ts).
  */
+import { Logger } from '@aws-lambda-powertools/logger';
 import { buildContext, buildEvent } from '../lib/local/events';
 import type { ApiContext } from '../shared/api/middlewares';
+import { RequestLogFormatter } from '../shared/lambda/request-log-formatter';
 import {
   FAST_FAILURE_ENV,
   captureLogs,
@@ -53,4 +55,57 @@ it("gives every line of a request the Lambda context's fields and the request's 
       });
     }
   }
+});
+
+/** The JSON line each logger writes for the same call, in the same Lambda context. */
+const lineOf = (logger: Logger, write: (logger: Logger) => void): Record<string, unknown> => {
+  const lines: string[] = [];
+  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    lines.push(String(chunk));
+    return true;
+  });
+  try {
+    write(logger);
+  } finally {
+    spy.mockRestore();
+  }
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0]!) as Record<string, unknown>;
+};
+
+describe('the log format (shared/lambda/request-log-formatter.ts)', () => {
+  const context = buildContext('get-branch');
+  const loggers = () => {
+    const fields = new RequestLogFormatter();
+    const ours = new Logger({ serviceName: 'format-test', logLevel: 'INFO', logFormatter: fields });
+    const powertools = new Logger({ serviceName: 'format-test', logLevel: 'INFO' });
+    for (const one of [ours, powertools]) one.addContext(context);
+    return { fields, ours, powertools };
+  };
+  const error = new Error('boom');
+  const write = (logger: Logger) => logger.info('Request failed', { status: 503, error });
+  const withoutTime = ({ timestamp, ...rest }: Record<string, unknown>) => {
+    expect(timestamp).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
+    return rest;
+  };
+
+  it("is Powertools' own, key for key and in the same order, plus the request's two fields", () => {
+    const { fields, ours, powertools } = loggers();
+    fields.setRequest(context.awsRequestId, { request_id: 'req-1', route: 'GET /v1/branch' });
+    const expected = withoutTime(lineOf(powertools, write));
+    const actual = withoutTime(lineOf(ours, write));
+    const { request_id, route, ...rest } = actual;
+    expect({ request_id, route }).toEqual({ request_id: 'req-1', route: 'GET /v1/branch' });
+    expect(rest).toEqual(expected);
+    expect(Object.keys(rest)).toEqual(Object.keys(expected));
+  });
+
+  it("puts no request's fields on a line of another invocation (the aggregator's, in one process locally)", () => {
+    const { fields, ours } = loggers();
+    fields.setRequest('another-invocation', { request_id: 'req-2', route: 'GET /v1/members' });
+    const line = lineOf(ours, write);
+    expect(line).not.toHaveProperty('request_id');
+    expect(line).not.toHaveProperty('route');
+    expect(line).toMatchObject({ function_request_id: context.awsRequestId, function_name: 'get-branch' });
+  });
 });

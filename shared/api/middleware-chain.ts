@@ -9,7 +9,7 @@ import middy from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
 import type { ApiEvent, ApiResponse } from './http/response';
 import { errorMapper, flushMetrics, requestContext, responseHeaders } from './middlewares';
-import type { ApiContext, ApiMiddleware } from './middlewares';
+import type { ApiContext, ApiMiddleware, RequestLogFields } from './middlewares';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 
@@ -21,6 +21,8 @@ export type ChainHandler<TContext extends ApiContext = ApiContext> = (
 export interface ChainOptions {
   /** The container's Powertools logger (shared/lambda/observability.ts). */
   logger: Logger;
+  /** That logger's formatter, which puts `request_id` and `route` on a request's lines. */
+  logFields: RequestLogFields;
   /** The container's Powertools metrics, flushed after every request that stored any. */
   metrics: Metrics;
   /** Route template to record; defaults to the event's `routeKey`. */
@@ -43,12 +45,13 @@ const NO_EARLY_TIMEOUT = { timeoutEarlyInMillis: 0 };
 
 export const createMiddlewareChain = (
   handler: ChainHandler,
-  { logger, metrics, route, debugSampling, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
+  { logger, logFields, metrics, route, debugSampling, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
 ) =>
   middy<ApiEvent, ApiResponse, Error, ApiContext>(handler, earlyTimeout ? {} : NO_EARLY_TIMEOUT)
     .use(
       requestContext({
         logger,
+        logFields,
         ...(route === undefined ? {} : { route }),
         ...(debugSampling === undefined ? {} : { debugSampling }),
       }),

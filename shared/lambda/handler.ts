@@ -5,7 +5,7 @@
 import { authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from '../api/middlewares';
 import type { AuthenticatedContext } from '../api/middlewares';
 import { createMiddlewareChain, type ChainHandler } from '../api/middleware-chain';
-import { debugSampling, logger, metrics } from './observability';
+import { debugSampling, logFields, logger, metrics } from './observability';
 import { getRoute, routeKey, type RouteId } from '../api/routes';
 import { config, keyEvents, keys, rateLimits, usage } from './runtime';
 import { keyEvent, OncePerPeriod, SERVICE_ACTOR } from '../domain/key-events';
@@ -24,6 +24,7 @@ export const createApiHandler = (routeId: RouteId, handler: ChainHandler<Authent
   const route = getRoute(routeId);
   return createMiddlewareChain(handler as ChainHandler, {
     logger,
+    logFields,
     metrics,
     debugSampling,
     route: routeKey(route),

@@ -6,10 +6,14 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/telemetry';
+import { RequestLogFormatter } from './request-log-formatter';
 
 export * from '../domain/telemetry';
 
-export const logger = new Logger({ serviceName: SERVICE_NAME });
+/** The logger's formatter: Powertools' format, with the API request's fields on its lines. */
+export const logFields = new RequestLogFormatter();
+
+export const logger = new Logger({ serviceName: SERVICE_NAME, logFormatter: logFields });
 
 /**
  * Powertools' debug log sampling is on (its one source here: no sample rate is passed in code).

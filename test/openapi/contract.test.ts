@@ -7,7 +7,7 @@ import { handler as getBranch } from '../../functions/get-branch';
 import { handler as getProvider } from '../../functions/get-payment-provider';
 import { handler as listMembers } from '../../functions/list-members';
 import { handler as listProviders } from '../../functions/list-payment-providers';
-import { logger, metrics } from '../../shared/lambda/observability';
+import { logFields, logger, metrics } from '../../shared/lambda/observability';
 import { createMiddlewareChain } from '../../shared/api/middleware-chain';
 import {
   contractViolations,
@@ -94,7 +94,7 @@ describe('real responses match the contract', () => {
             async () => {
               throw new Error('boom');
             },
-            { logger, metrics },
+            { logger, logFields, metrics },
           ),
           { path: '/v1/branch', key },
         ),

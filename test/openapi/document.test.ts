@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildOpenApiDocument } from '../../lib/openapi/document';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorScope } from '../../shared/api/errors';
-import { logger, metrics } from '../../shared/lambda/observability';
+import { logFields, logger, metrics } from '../../shared/lambda/observability';
 import { createMiddlewareChain } from '../../shared/api/middleware-chain';
 import { routes, secretScanningRoute } from '../../shared/api/routes';
 import { OPENAPI_FILE } from '../support/contract';
@@ -267,7 +267,7 @@ describe('the error responses the middleware chain writes are the documented one
         async () => {
           throw error;
         },
-        { logger, metrics },
+        { logger, logFields, metrics },
       );
       const scope: readonly ErrorScope[] = ERROR_CATALOGUE[code].scope;
       // The harness checks every response it sees against the document; which paths apply depends on scope.
