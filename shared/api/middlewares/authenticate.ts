@@ -55,15 +55,18 @@ const REFUSALS: Partial<Record<KeyState, () => ApiError>> = {
 export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
   const { keys, now } = { ...defaults, ...opts };
 
-  const authenticateBefore = async ({ event, context }: ApiRequest): Promise<void> => {
+  // Not async: the lookup's own promise is chained, one promise and resumption fewer per request.
+  // A missing or malformed key throws at once, which Middy handles as a rejection would be.
+  const authenticateBefore = ({ event, context }: ApiRequest): Promise<void> => {
     const token = readBearerToken(event.headers);
     if (token === undefined) throw missingApiKey();
     if (!isWellFormedApiKey(token)) throw invalidApiKey();
-    const apiKey = await keys.getByHash(hashApiKey(token));
-    if (!apiKey) throw invalidApiKey();
-    context.apiKey = apiKey;
-    const refusal = REFUSALS[keyState(apiKey, now())];
-    if (refusal) throw refusal();
+    return keys.getByHash(hashApiKey(token)).then((apiKey) => {
+      if (!apiKey) throw invalidApiKey();
+      context.apiKey = apiKey;
+      const refusal = REFUSALS[keyState(apiKey, now())];
+      if (refusal) throw refusal();
+    });
   };
 
   return { before: authenticateBefore, name: 'authenticate' };
