@@ -7,6 +7,9 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { buildContext, buildEvent } from '../lib/local/events';
 import type { ApiContext } from '../shared/api/middlewares';
 import { RequestLogFormatter } from '../shared/lambda/request-log-formatter';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { invokeFunction } from '../lib/local/invoke';
+import { createMiddlewareChain } from '../shared/api/middleware-chain';
 import {
   FAST_FAILURE_ENV,
   captureLogs,
@@ -108,4 +111,45 @@ describe('the log format (shared/lambda/request-log-formatter.ts)', () => {
     expect(line).not.toHaveProperty('route');
     expect(line).toMatchObject({ function_request_id: context.awsRequestId, function_name: 'get-branch' });
   });
+});
+
+it('keeps each of two concurrent invocations in one environment to its own fields (lib/local/invoke.ts)', async () => {
+  const logFields = new RequestLogFormatter();
+  const logger = new Logger({ serviceName: 'concurrency-test', logLevel: 'INFO', logFormatter: logFields });
+  const metrics = new Metrics({ namespace: 'ConcurrencyTest', serviceName: 'concurrency-test' });
+  let releaseFirst!: () => void;
+  const firstWaits = new Promise<void>((resolve) => (releaseFirst = resolve));
+  const handler = createMiddlewareChain(
+    async (event) => {
+      // The first request logs only after the second has started and logged.
+      if (event.rawPath === '/api/v1/branch') await firstWaits;
+      logger.info('inside the handler');
+      if (event.rawPath === '/api/v1/members') releaseFirst();
+      return { statusCode: 200, headers: {}, body: '{}' };
+    },
+    { logger, logFields, metrics },
+  );
+  const lines: string[] = [];
+  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    lines.push(String(chunk));
+    return true;
+  });
+  const events = [buildEvent({ path: '/v1/branch' }), buildEvent({ path: '/v1/members' })];
+  const contexts = events.map(() => buildContext() as ApiContext);
+  try {
+    await Promise.all(events.map((event, at) => invokeFunction(handler, event, contexts[at]!)));
+  } finally {
+    spy.mockRestore();
+  }
+  const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(entries.map((entry) => entry.function_request_id)).toEqual([
+    contexts[1]!.awsRequestId,
+    contexts[0]!.awsRequestId,
+  ]);
+  for (const [at, event] of events.entries()) {
+    expect(entries.find((entry) => entry.function_request_id === contexts[at]!.awsRequestId)).toMatchObject({
+      request_id: event.requestContext.requestId,
+      route: event.routeKey,
+    });
+  }
 });

@@ -8,21 +8,29 @@
  * reads for the invocation store) cost about 5 µs of each request's own overhead, paired, and
  * most requests log nothing (docs/performance.md "Where the µs go").
  */
+import { InvocationScoped } from '@aws-lambda-powertools/commons/utils/invocation-scoped';
 import { LogFormatter, LogItem } from '@aws-lambda-powertools/logger';
 import type { LogAttributes, UnformattedAttributes } from '@aws-lambda-powertools/logger/types';
 import type { RequestLogFields } from '../api/middlewares';
 
 export class RequestLogFormatter extends LogFormatter implements RequestLogFields {
-  #request: { awsRequestId: string; fields: LogAttributes } | undefined;
+  /**
+   * Per invocation where one environment serves several at once (Lambda Managed Instances, and the
+   * local gateway and tests through lib/local/invoke.ts), as Powertools keeps the Lambda context.
+   */
+  readonly #request = new InvocationScoped<{ awsRequestId: string; fields: LogAttributes } | undefined>(
+    'branch-api.logger.request',
+    { initial: undefined },
+  );
 
   /** The request being handled: its fields go on the lines logged with its Lambda context. */
   setRequest(awsRequestId: string, fields: { request_id: string; route: string }): void {
-    this.#request = { awsRequestId, fields };
+    this.#request.set({ awsRequestId, fields });
   }
 
   formatAttributes(attributes: UnformattedAttributes, additionalLogAttributes: LogAttributes): LogItem {
     const context = attributes.lambdaContext;
-    const request = this.#request;
+    const request = this.#request.get();
     // Only on lines of that request: a line with another invocation's context (the usage
     // aggregator's, in the same process under `npm start`) or none gets no request fields.
     const own = request !== undefined && context?.awsRequestId === request.awsRequestId;
