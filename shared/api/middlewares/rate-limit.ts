@@ -201,8 +201,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const decide = (context: ApiContext, window: Window, result: Outcome): Error | undefined | Promise<Error> => {
     const at = now();
     if ('error' in result) return failOpen(logger, metrics, window.keyId, result.error);
-    // Reached: every later call of this window would be over it.
-    if (result.reached) usedUp.remember(window.keyId, window.endsAt, at);
+    if (result.reached) usedUp.remember(window.keyId, window.endsAt, at); // every later call of the window is over
     if (result.over) {
       // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.
       const report = window.refusedKey ? undefined : onLimitReached?.(window.apiKey, at);
@@ -233,8 +232,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     }
   };
 
-  // Not async: Middy awaits the counter's own promise, chained (two promises and resumptions fewer
-  // per request). A refusal rejects it, and Middy then runs onError: the 429 replaces the response.
+  // Not async: Middy awaits the counter's promise, chained; a refusal rejects it and onError answers the 429.
   const rateLimitAfter = ({ context }: ApiRequest): Promise<void> | undefined => settle(context)?.then(throwRefusal);
 
   const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
