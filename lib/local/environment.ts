@@ -11,7 +11,7 @@ import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
 import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
-import { useTransport } from './in-process-transport';
+import { useEmbeddedStore } from './in-process-transport';
 import { idleRelease, type IdleRelease } from './idle-release';
 import type { StoredData } from './string-store';
 import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
@@ -110,7 +110,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
   // Before the operator context and the handlers read them: the demo key's creation is an event too.
   const keyEvents = setUpLocalKeyEvents(options.dataDir);
   const operator = createOperatorContext(process.env);
-  if (dynamo) useTransport(operator.client, dynamo.transport);
+  if (dynamo) useEmbeddedStore(operator.client, dynamo.transport);
   for (const { name, envVar } of tableDefinitions) process.env[envVar] = operator.tables[name];
 
   try {
@@ -127,7 +127,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     const idle = idleRelease();
     gateway.server.on('request', idle.touch);
     // The handlers' one client, loaded with them: in this process it needs no socket either.
-    if (dynamo) useTransport((await import('../../shared/lambda/runtime')).documentClient, dynamo.transport);
+    if (dynamo) useEmbeddedStore((await import('../../shared/lambda/runtime')).documentClient, dynamo.transport);
     return {
       gateway,
       usageFeed: feed,

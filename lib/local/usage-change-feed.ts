@@ -17,7 +17,7 @@ import { usageRetentionDays } from '../operator/usage-rollups';
 import { startChangeFeed, type ChangeFeed, type ChangeFeedOptions } from './change-feed';
 import { buildContext } from './events';
 import { PROJECT_ROOT } from './gateway';
-import { useTransport, type InProcessTransport } from './in-process-transport';
+import { useEmbeddedStore, type InProcessTransport } from './in-process-transport';
 import { invokeFunction } from './invoke';
 import type { StreamChange } from './stream-events';
 
@@ -42,7 +42,7 @@ interface AggregatorModule {
 /** The dead-letter store: set-aside records go to the rollups table, under their branch, where `usage` and the console find them. */
 export const rollupsSetAside = (target: string, rollupsTable: string, transport?: InProcessTransport) => {
   const client = createDocumentClient(readDynamoDbSettings({ DYNAMODB_ENDPOINT: target }));
-  if (transport) useTransport(client, transport);
+  if (transport) useEmbeddedStore(client, transport);
   const rollups = new RollupsRepository(client, rollupsTable);
   return {
     setAside: async (change: StreamChange, reason: string) => {
@@ -77,7 +77,7 @@ export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Pro
     handler: async (event) => {
       aggregator ??= import(join(PROJECT_ROOT, AGGREGATOR_ENTRY)).then((m: AggregatorModule) => {
         // In the embedded store's process, its rollup writes need no socket (lib/local/in-process-transport.ts).
-        if (options.store) useTransport(m.documentClient, options.store.transport);
+        if (options.store) useEmbeddedStore(m.documentClient, options.store.transport);
         return m.handler;
       });
       return invokeFunction(await aggregator, event, buildContext('branch-api-aggregate-usage'));

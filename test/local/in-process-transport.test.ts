@@ -7,7 +7,7 @@
 import { CreateTableCommand, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../lib/local/dynamo';
-import { useTransport } from '../../lib/local/in-process-transport';
+import { useEmbeddedStore, useTransport, type InProcessTransport } from '../../lib/local/in-process-transport';
 import { createDocumentClient, translateDynamoError } from '../../shared/data/dynamodb';
 import { DataStoreUnavailableError } from '../../shared/data/data-store-errors';
 
@@ -105,4 +105,44 @@ it('refuses calls once the store is closed, as unavailable, instead of crashing 
     .send(new GetCommand({ TableName: TABLE, Key: { pk: 'br_1', sk: 'a#1' } }))
     .catch((thrown: unknown) => thrown);
   expect(translateDynamoError(error, 'GetItem')).toBeInstanceOf(DataStoreUnavailableError);
+});
+
+describe('useEmbeddedStore: no signature computed for a store that never checks one', () => {
+  /** The Authorization header of every request the store's transport is handed. */
+  const seenBy = (store: EmbeddedDynamo) => {
+    const seen: string[] = [];
+    const transport = store.transport;
+    const spying = {
+      ...transport,
+      handle: (...args: Parameters<typeof transport.handle>) => {
+        seen.push(args[0].headers.authorization ?? args[0].headers.Authorization ?? '');
+        return transport.handle(...args);
+      },
+    } as InProcessTransport;
+    return { seen, spying };
+  };
+
+  it('reads and writes through the SDK with an unsigned header of SigV4 shape, which the store accepts', async () => {
+    const client = clientFor(dynamo);
+    const { seen, spying } = seenBy(dynamo);
+    useEmbeddedStore(client, spying);
+    const item = { pk: 'br_unsigned', sk: 'a#1', name: 'no signature' };
+    await client.send(new PutCommand({ TableName: TABLE, Item: item }));
+    expect((await client.send(new GetCommand({ TableName: TABLE, Key: { pk: item.pk, sk: item.sk } }))).Item).toEqual(
+      item,
+    );
+    expect(seen).toHaveLength(2);
+    for (const header of seen) {
+      expect(header).toMatch(/^AWS4-HMAC-SHA256 Credential=local\/\d{8}\/local\/dynamodb\/aws4_request, /);
+      expect(header).toContain('Signature=unsigned');
+    }
+  });
+
+  it('leaves a client given only the transport signing as deployed (what the overhead bench measures)', async () => {
+    const client = clientFor(dynamo);
+    const { seen, spying } = seenBy(dynamo);
+    useTransport(client, spying);
+    await client.send(new GetCommand({ TableName: TABLE, Key: { pk: 'br_1', sk: 'a#2' } }));
+    expect(seen).toEqual([expect.stringMatching(/Signature=[0-9a-f]{64}$/)]);
+  });
 });
