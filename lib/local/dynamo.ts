@@ -107,13 +107,14 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
     if (fromBrowser(request, port)) return refuse(response);
     serve(request, response);
   });
+  const transport = inProcessTransport(serve, () => open);
   port = await listen(server, options.port ?? 0, EMBEDDED_DYNAMO_HOST);
   const { address } = server.address() as AddressInfo;
   return {
     endpoint: `http://${address}:${port}`,
     port,
     httpRequests: () => httpRequests,
-    transport: inProcessTransport(serve, () => open),
+    transport,
     storedData: async () => (memory ? storedData(memory) : undefined),
     observeWrites: (observer) => {
       if (storeOptions[WRITE_OBSERVER]) throw new Error('The embedded DynamoDB already has a write observer');
@@ -122,11 +123,14 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
         if (storeOptions[WRITE_OBSERVER] === observer) delete storeOptions[WRITE_OBSERVER];
       };
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        open = false;
+    close: async () => {
+      open = false;
+      // Calls already in the store's hands finish first: closing under one throws uncaught in dynalite.
+      await transport.settled();
+      await new Promise<void>((resolve) => {
         server.closeAllConnections?.();
         server.close(() => resolve());
-      }),
+      });
+    },
   };
 };

@@ -80,30 +80,48 @@ const closedError = (): Error =>
 
 /**
  * An SDK request handler that answers from `listener` in this process while `isOpen()`; honours
- * the call's abort signal.
+ * the call's abort signal. `settled()` resolves once no call is in the store's hands: closing the
+ * store under one made dynalite throw where nothing catches it ("Database is closed"), and the
+ * process exited 1 on Ctrl-C (lib/local/dynamo.ts waits for it before closing).
  */
-export const inProcessTransport = (listener: RequestListener, isOpen: () => boolean) => ({
-  metadata: { handlerProtocol: 'http/1.1' },
-  handle: (request: SdkRequest, options: { abortSignal?: AbortSignal } = {}) =>
-    new Promise<{ response: SdkResponse }>((resolve, reject) => {
-      const { abortSignal } = options;
-      // A closed store's callbacks throw where nothing can catch them: refuse before calling it.
-      if (!isOpen()) return reject(closedError());
-      if (abortSignal?.aborted) return reject(abortError(abortSignal));
-      const onAbort = () => reject(abortError(abortSignal!));
-      abortSignal?.addEventListener('abort', onAbort, { once: true });
-      listener(
-        incoming(request),
-        outgoing((response) => {
-          abortSignal?.removeEventListener('abort', onAbort);
-          resolve({ response });
-        }),
-      );
-    }),
-  updateHttpClientConfig: () => undefined,
-  httpHandlerConfigs: () => ({}),
-  destroy: () => undefined,
-});
+export const inProcessTransport = (listener: RequestListener, isOpen: () => boolean) => {
+  let inFlight = 0;
+  let waiting: (() => void)[] = [];
+  const finished = () => {
+    inFlight -= 1;
+    if (inFlight > 0) return;
+    for (const resolve of waiting) resolve();
+    waiting = [];
+  };
+  return {
+    metadata: { handlerProtocol: 'http/1.1' },
+    handle: (request: SdkRequest, options: { abortSignal?: AbortSignal } = {}) =>
+      new Promise<{ response: SdkResponse }>((resolve, reject) => {
+        const { abortSignal } = options;
+        // A closed store's callbacks throw where nothing can catch them: refuse before calling it.
+        if (!isOpen()) return reject(closedError());
+        if (abortSignal?.aborted) return reject(abortError(abortSignal));
+        const onAbort = () => reject(abortError(abortSignal!));
+        abortSignal?.addEventListener('abort', onAbort, { once: true });
+        inFlight += 1;
+        listener(
+          incoming(request),
+          outgoing((response) => {
+            // Counted until the store answers, even for a call its caller stopped waiting for.
+            finished();
+            abortSignal?.removeEventListener('abort', onAbort);
+            resolve({ response });
+          }),
+        );
+      }),
+    /** Resolves when no call is in the store's hands. */
+    settled: (): Promise<void> =>
+      inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiting.push(resolve)),
+    updateHttpClientConfig: () => undefined,
+    httpHandlerConfigs: () => ({}),
+    destroy: () => undefined,
+  };
+};
 
 export type InProcessTransport = ReturnType<typeof inProcessTransport>;
 

@@ -107,6 +107,42 @@ it('refuses calls once the store is closed, as unavailable, instead of crashing 
   expect(translateDynamoError(error, 'GetItem')).toBeInstanceOf(DataStoreUnavailableError);
 });
 
+it('closes only once the calls already in its hands are answered (Ctrl-C under load)', async () => {
+  const store = await startEmbeddedDynamo();
+  const client = clientFor(store);
+  await client.send(
+    new CreateTableCommand({
+      TableName: TABLE,
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+    }),
+  );
+  await waitUntilTableExists({ client, maxWaitTime: 10, minDelay: 0.05 }, { TableName: TABLE });
+  // The store is closed the moment the 20th write is handed to it, with that one (and others) in
+  // its hands: before, dynalite then threw "Database is closed" where nothing could catch it.
+  let handed = 0;
+  let closing: Promise<void> | undefined;
+  const { transport } = store;
+  useTransport(client, {
+    handle: (...args: Parameters<typeof transport.handle>) => {
+      const answer = transport.handle(...args);
+      handed += 1;
+      if (handed === 20) closing = store.close();
+      return answer;
+    },
+  });
+  const writes = Array.from({ length: 100 }, (_, at) =>
+    client.send(new PutCommand({ TableName: TABLE, Item: { pk: `closing#${at}`, value: 'x'.repeat(1000) } })),
+  );
+  const outcomes = await Promise.allSettled(writes);
+  await closing;
+  const refused = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as unknown] : []));
+  for (const error of refused) expect(translateDynamoError(error, 'PutItem')).toBeInstanceOf(DataStoreUnavailableError);
+  // Every write handed over before the close was answered.
+  expect(outcomes.length - refused.length).toBeGreaterThanOrEqual(20);
+});
+
 describe('useEmbeddedStore: no signature computed for a store that never checks one', () => {
   /** The Authorization header of every request the store's transport is handed. */
   const seenBy = (store: EmbeddedDynamo) => {
