@@ -6,16 +6,13 @@
 import { methodNotAllowed, notFound } from '../shared/api/errors';
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
 import { matchRoute, pathWithinStage } from '../shared/api/routes';
-import { logFields, logger, metrics } from '../shared/lambda/observability';
+import { telemetry } from '../shared/lambda/observability';
 
-export const handler = createMiddlewareChain(
-  async (event) => {
-    const match = matchRoute(
-      event.requestContext.http.method,
-      pathWithinStage(event.rawPath, event.requestContext.stage),
-    );
-    if (match.kind === 'method_not_allowed') throw methodNotAllowed(match.allow);
-    throw notFound('No endpoint at this path. See the API reference for the available paths.');
-  },
-  { logger, logFields, metrics },
-);
+export const handler = createMiddlewareChain(async (event) => {
+  const match = matchRoute(
+    event.requestContext.http.method,
+    pathWithinStage(event.rawPath, event.requestContext.stage),
+  );
+  if (match.kind === 'method_not_allowed') throw methodNotAllowed(match.allow);
+  throw notFound('No endpoint at this path. See the API reference for the available paths.');
+}, telemetry);

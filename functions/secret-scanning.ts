@@ -11,7 +11,7 @@ import { createSecretScanningHandler } from '../shared/api/secret-scanning';
 import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
 import { PublicKeySource } from '../shared/data/secret-scanning-keys';
 import { readSecretScanningSettings, TABLE_ENV } from '../shared/lambda/config';
-import { logFields, logger, metrics } from '../shared/lambda/observability';
+import { logger, telemetry } from '../shared/lambda/observability';
 import { config, documentClient, keyEvents } from '../shared/lambda/runtime';
 
 const settings = readSecretScanningSettings(process.env);
@@ -29,5 +29,5 @@ export const handler = createMiddlewareChain(
     logger,
   }),
   // Its calls' bounds don't sum below its timeout (docs/decisions.md "Deadlines and timeouts").
-  { logger, logFields, metrics, route: routeKey(secretScanningRoute), earlyTimeout: true },
+  { ...telemetry, route: routeKey(secretScanningRoute), earlyTimeout: true },
 );

@@ -9,7 +9,7 @@ import { DataStoreError } from '../shared/data/data-store-errors';
 import { invalidApiKey } from '../shared/api/errors';
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
 import type { ApiMiddleware } from '../shared/api/middlewares';
-import { logFields, logger, metrics } from '../shared/lambda/observability';
+import { logger, telemetry } from '../shared/lambda/observability';
 import { captureLogs, expectError, invoke } from './support/harness';
 
 /** A chain whose only guard throws `error`, as a third-party Middy middleware would. */
@@ -20,9 +20,7 @@ const throwing = (error: unknown) => {
     },
   };
   return createMiddlewareChain(async () => ({ statusCode: 200, headers: {}, body: '{}' }), {
-    logger,
-    logFields,
-    metrics,
+    ...telemetry,
     guards: [middleware],
   });
 };

@@ -62,18 +62,14 @@ it("gives every line of a request the Lambda context's fields and the request's 
 
 /** The JSON line each logger writes for the same call, in the same Lambda context. */
 const lineOf = (logger: Logger, write: (logger: Logger) => void): Record<string, unknown> => {
-  const lines: string[] = [];
-  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    lines.push(String(chunk));
-    return true;
-  });
+  const logs = captureLogs(logger, 'INFO');
   try {
     write(logger);
   } finally {
-    spy.mockRestore();
+    logs.restore();
   }
-  expect(lines).toHaveLength(1);
-  return JSON.parse(lines[0]!) as Record<string, unknown>;
+  expect(logs.entries).toHaveLength(1);
+  return logs.entries[0]!;
 };
 
 describe('the log format (shared/lambda/request-log-formatter.ts)', () => {
@@ -129,19 +125,15 @@ it('keeps each of two concurrent invocations in one environment to its own field
     },
     { logger, logFields, metrics },
   );
-  const lines: string[] = [];
-  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    lines.push(String(chunk));
-    return true;
-  });
   const events = [buildEvent({ path: '/v1/branch' }), buildEvent({ path: '/v1/members' })];
   const contexts = events.map(() => buildContext() as ApiContext);
+  const logs = captureLogs(logger, 'INFO');
   try {
     await Promise.all(events.map((event, at) => invokeFunction(handler, event, contexts[at]!)));
   } finally {
-    spy.mockRestore();
+    logs.restore();
   }
-  const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  const { entries } = logs;
   expect(entries.map((entry) => entry.function_request_id)).toEqual([
     contexts[1]!.awsRequestId,
     contexts[0]!.awsRequestId,

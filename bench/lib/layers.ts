@@ -11,7 +11,7 @@ import { createMiddlewareChain, type ChainHandler } from '../../shared/api/middl
 import { authenticate, rateLimit, type ApiContext, type ApiMiddleware } from '../../shared/api/middlewares';
 import type { ApiEvent, ApiResponse } from '../../shared/api/http/response';
 import { getRoute, routeKey } from '../../shared/api/routes';
-import { logFields, logger, metrics } from '../../shared/lambda/observability';
+import { logger, metrics, telemetry } from '../../shared/lambda/observability';
 import { branchData, config, keys, rateLimits, usage } from '../../shared/lambda/runtime';
 import { benchKey } from './fixtures';
 
@@ -58,13 +58,7 @@ const handlerDoing =
   };
 
 const chain = (doing: Parameters<typeof handlerDoing>[0], guards: ApiMiddleware[] = []) =>
-  createMiddlewareChain(handlerDoing(doing) as ChainHandler, {
-    logger,
-    logFields,
-    metrics,
-    route: ROUTE,
-    guards,
-  }) as Fn;
+  createMiddlewareChain(handlerDoing(doing) as ChainHandler, { ...telemetry, route: ROUTE, guards }) as Fn;
 
 const limiter = () => rateLimit({ counter: rateLimits, defaultLimit: config.defaultRateLimit, logger, metrics });
 

@@ -103,16 +103,25 @@ export const inProcessTransport = (listener: RequestListener, isOpen: () => bool
         if (abortSignal?.aborted) return reject(abortError(abortSignal));
         const onAbort = () => reject(abortError(abortSignal!));
         abortSignal?.addEventListener('abort', onAbort, { once: true });
+        const answered = (): void => {
+          finished();
+          abortSignal?.removeEventListener('abort', onAbort);
+        };
         inFlight += 1;
-        listener(
-          incoming(request),
-          outgoing((response) => {
-            // Counted until the store answers, even for a call its caller stopped waiting for.
-            finished();
-            abortSignal?.removeEventListener('abort', onAbort);
-            resolve({ response });
-          }),
-        );
+        try {
+          listener(
+            incoming(request),
+            outgoing((response) => {
+              // Counted until the store answers, even for a call its caller stopped waiting for.
+              answered();
+              resolve({ response });
+            }),
+          );
+        } catch (error) {
+          // Thrown before any answer: no longer in the store's hands, and a close must not wait for it.
+          answered();
+          reject(error as Error);
+        }
       }),
     /** Resolves when no call is in the store's hands. */
     settled: (): Promise<void> =>

@@ -5,7 +5,7 @@
 import { authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from '../api/middlewares';
 import type { AuthenticatedContext } from '../api/middlewares';
 import { createMiddlewareChain, type ChainHandler } from '../api/middleware-chain';
-import { debugSampling, logFields, logger, metrics } from './observability';
+import { logger, metrics, telemetry } from './observability';
 import { getRoute, routeKey, type RouteId } from '../api/routes';
 import { config, keyEvents, keys, rateLimits, usage } from './runtime';
 import { keyEvent, OncePerPeriod, SERVICE_ACTOR } from '../domain/key-events';
@@ -23,10 +23,7 @@ const reportLimitReached = async (apiKey: ApiKeyRecord, at: number): Promise<voi
 export const createApiHandler = (routeId: RouteId, handler: ChainHandler<AuthenticatedContext>) => {
   const route = getRoute(routeId);
   return createMiddlewareChain(handler as ChainHandler, {
-    logger,
-    logFields,
-    metrics,
-    debugSampling,
+    ...telemetry,
     route: routeKey(route),
     // Every call of a known key is counted and limited, revoked and expired ones too, whatever comes next.
     guards: [

@@ -34,3 +34,9 @@ const metricsLogger = {
 };
 
 export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME, logger: metricsLogger });
+
+/**
+ * What every middleware chain of this container observes with (shared/api/middleware-chain.ts):
+ * the logger together with its own formatter, so the two a chain is given always belong together.
+ */
+export const telemetry = { logger, logFields, metrics, debugSampling } as const;

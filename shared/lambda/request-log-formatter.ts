@@ -7,6 +7,10 @@
  * the start of every request: that call (a reserved-key filter, a deep merge, two environment
  * reads for the invocation store) cost about 5 µs of each request's own overhead, paired, and
  * most requests log nothing (docs/performance.md "Where the µs go").
+ *
+ * The standard keys are written out here because Powertools does not export its default formatter
+ * (PowertoolsLogFormatter; the package exports only the abstract LogFormatter); test/log-context.test.ts
+ * holds this one to that one's output, key for key.
  */
 import { InvocationScoped } from '@aws-lambda-powertools/commons/utils/invocation-scoped';
 import { LogFormatter, LogItem } from '@aws-lambda-powertools/logger';

@@ -7,13 +7,30 @@
 import { CreateTableCommand, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../lib/local/dynamo';
-import { useEmbeddedStore, useTransport, type InProcessTransport } from '../../lib/local/in-process-transport';
+import {
+  inProcessTransport,
+  useEmbeddedStore,
+  useTransport,
+  type InProcessTransport,
+} from '../../lib/local/in-process-transport';
 import { createDocumentClient, translateDynamoError } from '../../shared/data/dynamodb';
 import { DataStoreUnavailableError } from '../../shared/data/data-store-errors';
 
 const TABLE = 'in-process';
 /** A port nothing listens on: any call that tried a socket would fail. */
 const CLOSED_PORT_ENDPOINT = 'http://127.0.0.1:9';
+
+type SdkRequest = Parameters<InProcessTransport['handle']>[0];
+
+/** The store's transport, telling `onHanded` of each request once it is in the store's hands. */
+const handing = (store: EmbeddedDynamo, onHanded: (request: SdkRequest) => void): InProcessTransport => ({
+  ...store.transport,
+  handle: (...args) => {
+    const answer = store.transport.handle(...args);
+    onHanded(args[0]);
+    return answer;
+  },
+});
 
 const clientFor = (store: EmbeddedDynamo) => {
   const client = createDocumentClient({
@@ -123,15 +140,13 @@ it('closes only once the calls already in its hands are answered (Ctrl-C under l
   // its hands: before, dynalite then threw "Database is closed" where nothing could catch it.
   let handed = 0;
   let closing: Promise<void> | undefined;
-  const { transport } = store;
-  useTransport(client, {
-    handle: (...args: Parameters<typeof transport.handle>) => {
-      const answer = transport.handle(...args);
+  useTransport(
+    client,
+    handing(store, () => {
       handed += 1;
       if (handed === 20) closing = store.close();
-      return answer;
-    },
-  });
+    }),
+  );
   const writes = Array.from({ length: 100 }, (_, at) =>
     client.send(new PutCommand({ TableName: TABLE, Item: { pk: `closing#${at}`, value: 'x'.repeat(1000) } })),
   );
@@ -143,18 +158,23 @@ it('closes only once the calls already in its hands are answered (Ctrl-C under l
   expect(outcomes.length - refused.length).toBeGreaterThanOrEqual(20);
 });
 
+it('counts a call its store throws on at once as no longer in its hands', async () => {
+  const transport = inProcessTransport(
+    () => {
+      throw new Error('store fault');
+    },
+    () => true,
+  );
+  const request = { method: 'POST', path: '/', headers: {} };
+  await expect(transport.handle(request)).rejects.toThrow('store fault');
+  await expect(transport.settled()).resolves.toBeUndefined();
+});
+
 describe('useEmbeddedStore: no signature computed for a store that never checks one', () => {
   /** The Authorization header of every request the store's transport is handed. */
   const seenBy = (store: EmbeddedDynamo) => {
     const seen: string[] = [];
-    const transport = store.transport;
-    const spying = {
-      ...transport,
-      handle: (...args: Parameters<typeof transport.handle>) => {
-        seen.push(args[0].headers.authorization ?? args[0].headers.Authorization ?? '');
-        return transport.handle(...args);
-      },
-    } as InProcessTransport;
+    const spying = handing(store, (request) => seen.push(request.headers.authorization ?? ''));
     return { seen, spying };
   };
 

@@ -7,7 +7,7 @@ import { handler as getBranch } from '../../functions/get-branch';
 import { handler as getProvider } from '../../functions/get-payment-provider';
 import { handler as listMembers } from '../../functions/list-members';
 import { handler as listProviders } from '../../functions/list-payment-providers';
-import { logFields, logger, metrics } from '../../shared/lambda/observability';
+import { telemetry } from '../../shared/lambda/observability';
 import { createMiddlewareChain } from '../../shared/api/middleware-chain';
 import {
   contractViolations,
@@ -90,12 +90,9 @@ describe('real responses match the contract', () => {
       '500 unexpected error',
       () =>
         call(
-          createMiddlewareChain(
-            async () => {
-              throw new Error('boom');
-            },
-            { logger, logFields, metrics },
-          ),
+          createMiddlewareChain(async () => {
+            throw new Error('boom');
+          }, telemetry),
           { path: '/v1/branch', key },
         ),
       500,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildOpenApiDocument } from '../../lib/openapi/document';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorScope } from '../../shared/api/errors';
-import { logFields, logger, metrics } from '../../shared/lambda/observability';
+import { telemetry } from '../../shared/lambda/observability';
 import { createMiddlewareChain } from '../../shared/api/middleware-chain';
 import { routes, secretScanningRoute } from '../../shared/api/routes';
 import { OPENAPI_FILE } from '../support/contract';
@@ -263,12 +263,9 @@ describe('the error responses the middleware chain writes are the documented one
   it.each(errors.map((error) => [error.statusCode, error.code, error] as const))(
     '%s %s',
     async (status, code, error) => {
-      const handler = createMiddlewareChain(
-        async () => {
-          throw error;
-        },
-        { logger, logFields, metrics },
-      );
+      const handler = createMiddlewareChain(async () => {
+        throw error;
+      }, telemetry);
       const scope: readonly ErrorScope[] = ERROR_CATALOGUE[code].scope;
       // The harness checks every response it sees against the document; which paths apply depends on scope.
       const paths =
