@@ -6,7 +6,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { buildContext, buildEvent } from '../lib/local/events';
 import type { ApiContext } from '../shared/api/middlewares';
-import { RequestLogFormatter } from '../shared/lambda/request-log-formatter';
+import { REQUESTS_HELD, RequestLogFormatter } from '../shared/lambda/request-log-formatter';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { invokeFunction } from '../lib/local/invoke';
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
@@ -106,6 +106,28 @@ describe('the log format (shared/lambda/request-log-formatter.ts)', () => {
     expect(line).not.toHaveProperty('request_id');
     expect(line).not.toHaveProperty('route');
     expect(line).toMatchObject({ function_request_id: context.awsRequestId, function_name: 'get-branch' });
+  });
+
+  it(`holds the fields of the latest ${REQUESTS_HELD} requests begun, no more`, () => {
+    const { fields, ours } = loggers();
+    const writeAs = (awsRequestId: string) => {
+      ours.addContext({ ...context, awsRequestId });
+      return lineOf(ours, write);
+    };
+    for (let at = 0; at <= REQUESTS_HELD; at += 1) {
+      fields.setRequest(`invocation-${at}`, { request_id: `req-${at}`, route: 'GET /v1/branch' });
+    }
+    // The oldest of REQUESTS_HELD + 1 is dropped; the next oldest, the newest and one between keep theirs.
+    expect(writeAs('invocation-0')).not.toHaveProperty('request_id');
+    for (const at of [1, 100, REQUESTS_HELD]) {
+      expect(writeAs(`invocation-${at}`)).toMatchObject({
+        request_id: `req-${at}`,
+        function_request_id: `invocation-${at}`,
+      });
+    }
+    // A request begun again is the newest: its latest fields are the ones written.
+    fields.setRequest('invocation-1', { request_id: 'req-1-again', route: 'GET /v1/members' });
+    expect(writeAs('invocation-1')).toMatchObject({ request_id: 'req-1-again', route: 'GET /v1/members' });
   });
 });
 

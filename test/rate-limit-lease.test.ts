@@ -310,12 +310,12 @@ describe('the limits a container keeps parsed', () => {
     const memory = policyMemory({ limit: 50, windowSeconds: 1 }, 3);
     const sizes = [];
     for (let limit = 1; limit <= 10; limit += 1) {
-      expect(memory.of(`${limit}/min`)).toEqual({ limit, windowSeconds: 60 });
+      expect(memory.of(`${limit}/min`)).toEqual({ limit, windowSeconds: 60, field: `"key";q=${limit};w=60` });
       sizes.push(memory.size());
     }
     expect(Math.max(...sizes)).toBe(3);
     // The default needs no entry.
-    expect(memory.of(undefined)).toEqual({ limit: 50, windowSeconds: 1 });
+    expect(memory.of(undefined)).toEqual({ limit: 50, windowSeconds: 1, field: '"key";q=50;w=1' });
   });
 
   it('falls back to the default limit for a stored limit it cannot read, every time', async () => {

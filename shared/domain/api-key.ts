@@ -128,7 +128,7 @@ const decodeRound = (units: Unit[]): Unit[] => {
  * "API keys").
  */
 export const redactApiKeys = (text: string): string => {
-  if (!text.includes('%')) return text.replace(KEY_IN_TEXT, REDACTED);
+  if (!text.includes('%')) return text.includes(API_KEY_PREFIX) ? text.replace(KEY_IN_TEXT, REDACTED) : text;
   const spans: [number, number][] = [];
   let units: Unit[] = Array.from({ length: text.length }, (_, at) => ({ char: text[at]!, start: at, end: at + 1 }));
   for (let round = 0; ; round += 1) {

@@ -12,32 +12,52 @@
  * (PowertoolsLogFormatter; the package exports only the abstract LogFormatter); test/log-context.test.ts
  * holds this one to that one's output, key for key.
  */
-import { InvocationScoped } from '@aws-lambda-powertools/commons/utils/invocation-scoped';
 import { LogFormatter, LogItem } from '@aws-lambda-powertools/logger';
 import type { LogAttributes, UnformattedAttributes } from '@aws-lambda-powertools/logger/types';
 import type { RequestLogFields } from '../api/middlewares';
 
+/**
+ * Requests whose fields are held: the latest ones started, one per invocation in flight. Far above
+ * the concurrency of one environment (Lambda Managed Instances; the local gateway's 64); a line
+ * logged by a request 256 newer ones have started since goes without its fields.
+ */
+export const REQUESTS_HELD = 256;
+
 export class RequestLogFormatter extends LogFormatter implements RequestLogFields {
   /**
-   * Per invocation where one environment serves several at once (Lambda Managed Instances, and the
-   * local gateway and tests through lib/local/invoke.ts), as Powertools keeps the Lambda context.
+   * The latest requests' Lambda request ids and fields, in a ring: a line finds its request's by
+   * the Lambda context Powertools gives it, which Powertools keeps per invocation where one
+   * environment serves several at once (Lambda Managed Instances, and the local gateway and tests
+   * through lib/local/invoke.ts). A ring, not a Map or an InvocationScoped value: each of those cost
+   * 1–4 µs a request (hashing a new id; reading the environment), and most requests log nothing
+   * (docs/performance.md "Where the µs go").
    */
-  readonly #request = new InvocationScoped<{ awsRequestId: string; fields: LogAttributes } | undefined>(
-    'branch-api.logger.request',
-    { initial: undefined },
-  );
+  readonly #ids: (string | undefined)[] = new Array<string | undefined>(REQUESTS_HELD).fill(undefined);
+  readonly #fields: (LogAttributes | undefined)[] = new Array<LogAttributes | undefined>(REQUESTS_HELD).fill(undefined);
+  #next = 0;
 
   /** The request being handled: its fields go on the lines logged with its Lambda context. */
   setRequest(awsRequestId: string, fields: { request_id: string; route: string }): void {
-    this.#request.set({ awsRequestId, fields });
+    const at = this.#next;
+    this.#ids[at] = awsRequestId;
+    this.#fields[at] = fields;
+    this.#next = (at + 1) % REQUESTS_HELD;
+  }
+
+  /** The fields of the request with this Lambda request id, newest first; none once 256 newer ones started. */
+  #fieldsOf(awsRequestId: string): LogAttributes | undefined {
+    for (let back = 1; back <= REQUESTS_HELD; back += 1) {
+      const at = (this.#next - back + REQUESTS_HELD) % REQUESTS_HELD;
+      if (this.#ids[at] === awsRequestId) return this.#fields[at];
+    }
+    return undefined;
   }
 
   formatAttributes(attributes: UnformattedAttributes, additionalLogAttributes: LogAttributes): LogItem {
     const context = attributes.lambdaContext;
-    const request = this.#request.get();
-    // Only on lines of that request: a line with another invocation's context (the usage
+    // Only on lines of a request: a line with another invocation's context (the usage
     // aggregator's, in the same process under `npm start`) or none gets no request fields.
-    const own = request !== undefined && context?.awsRequestId === request.awsRequestId;
+    const own = context === undefined ? undefined : this.#fieldsOf(context.awsRequestId);
     return new LogItem({
       attributes: {
         level: attributes.logLevel,
@@ -53,6 +73,6 @@ export class RequestLogFormatter extends LogFormatter implements RequestLogField
         xray_trace_id: attributes.xRayTraceId,
         tenant_id: context?.tenantId,
       },
-    }).addAttributes(own ? { ...request.fields, ...additionalLogAttributes } : additionalLogAttributes);
+    }).addAttributes(own ? { ...own, ...additionalLogAttributes } : additionalLogAttributes);
   }
 }

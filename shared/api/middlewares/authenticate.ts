@@ -10,12 +10,9 @@ export interface KeyLookup {
 
 export interface AuthenticateOptions {
   keys: KeyLookup;
-  /** Clock, in epoch milliseconds. */
+  /** Clock, in epoch milliseconds. @default the request's arrival (requestContext), else Date.now() */
   now?: () => number;
 }
-
-// Looked up on each call (not bound at load), so a test can move the clock with jest.setSystemTime.
-const defaults = { now: () => Date.now() };
 
 const isOws = (char: string | undefined): boolean => char === ' ' || char === '\t';
 
@@ -28,6 +25,10 @@ const isOws = (char: string | undefined): boolean => char === ' ' || char === '\
 export const readBearerToken = (headers: Record<string, string | undefined> | undefined): string | undefined => {
   const value = headers?.authorization;
   if (value === undefined) return undefined;
+  // As nearly every caller sends it: `Bearer <token>`, nothing around it.
+  if (value.startsWith('Bearer ') && !isOws(value[7]) && !isOws(value[value.length - 1])) {
+    return value.slice(7);
+  }
   let start = 0;
   let end = value.length;
   while (start < end && isOws(value[start])) start += 1;
@@ -53,7 +54,7 @@ const REFUSALS: Partial<Record<KeyState, () => ApiError>> = {
  * revoked, expired or disabled key is still recorded against it.
  */
 export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
-  const { keys, now } = { ...defaults, ...opts };
+  const { keys, now } = opts;
 
   // Not async: the lookup's own promise is chained, one promise and resumption fewer per request.
   // A missing or malformed key throws at once, which Middy handles as a rejection would be.
@@ -64,7 +65,8 @@ export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
     return keys.getByHash(hashApiKey(token)).then((apiKey) => {
       if (!apiKey) throw invalidApiKey();
       context.apiKey = apiKey;
-      const refusal = REFUSALS[keyState(apiKey, now())];
+      // The key's state when the call arrived; its usage record and rate-limit window go by that time too.
+      const refusal = REFUSALS[keyState(apiKey, now ? now() : (context.receivedAt?.getTime() ?? Date.now()))];
       if (refusal) throw refusal();
     });
   };

@@ -1,5 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { addRequestMetric } from './flush-metrics';
 import { rateLimited } from '../errors';
 import { RATE_LIMIT_COUNTER_FAILED_METRIC, RATE_LIMITED_METRIC } from '../../domain/telemetry';
 import { blockSize, LEASE_ABOVE, rateLimitOf, type RateLimit } from '../../domain/rate-limit';
@@ -48,9 +49,14 @@ const defaults = {
   maxPolicies: 1000,
 };
 
+/** A stored limit, parsed, with its RateLimit-Policy field written once. */
+export interface Policy extends RateLimit {
+  readonly field: string;
+}
+
 interface Window {
   readonly keyId: string;
-  readonly policy: RateLimit;
+  readonly policy: Policy;
   /** Epoch milliseconds at which the window ends. */
   readonly endsAt: number;
   /** A revoked or expired key: counted and limited, but its refusal stays its own when under the limit. */
@@ -63,25 +69,27 @@ interface Window {
 
 const secondsUntil = (endsAt: number, now: number): number => Math.max(1, Math.ceil((endsAt - now) / 1000));
 
-const setHeaders = (context: ApiContext, headers: Record<string, string>): void => {
-  context.responseHeaders = { ...context.responseHeaders, ...headers };
+/** Written into the request's own header set (requestContext starts each request without one). */
+const setHeader = (context: ApiContext, name: string, value: string): void => {
+  (context.responseHeaders ??= {})[name] = value;
 };
 
-const policyField = ({ limit, windowSeconds }: RateLimit): string => `"key";q=${limit};w=${windowSeconds}`;
+const policyOf = (rate: RateLimit): Policy => ({ ...rate, field: `"key";q=${rate.limit};w=${rate.windowSeconds}` });
 
 const remainingField = (left: number, window: Window, at: number): string =>
   `"key";r=${left};t=${secondsUntil(window.endsAt, at)}`;
 
 /** A key's limit, parsed once per distinct stored text (as `rateLimitOf` reads it), `max` texts at most. */
 export const policyMemory = (defaultLimit: RateLimit, max: number) => {
-  const parsed = new Map<string, RateLimit>();
+  const parsed = new Map<string, Policy>();
+  const defaultPolicy = policyOf(defaultLimit);
   return {
-    of: (stored: string | undefined): RateLimit => {
-      if (stored === undefined) return defaultLimit;
+    of: (stored: string | undefined): Policy => {
+      if (stored === undefined) return defaultPolicy;
       let policy = parsed.get(stored);
       if (policy === undefined) {
         if (parsed.size >= max) parsed.clear();
-        policy = rateLimitOf(stored, defaultLimit);
+        policy = policyOf(rateLimitOf(stored, defaultLimit));
         parsed.set(stored, policy);
       }
       return policy;
@@ -93,19 +101,20 @@ export const policyMemory = (defaultLimit: RateLimit, max: number) => {
 
 /** The 429 of a used-up window, with the same fields as the response headers. */
 const refusal = (context: ApiContext, window: Window, at: number) => {
-  const fields = { 'RateLimit-Policy': policyField(window.policy), RateLimit: remainingField(0, window, at) };
-  setHeaders(context, fields);
+  const fields = { 'RateLimit-Policy': window.policy.field, RateLimit: remainingField(0, window, at) };
+  setHeader(context, 'RateLimit-Policy', fields['RateLimit-Policy']);
+  setHeader(context, 'RateLimit', fields.RateLimit);
   return rateLimited(secondsUntil(window.endsAt, at), fields);
 };
 
 /** Every 429, counted for the API's 429 rate alarm. */
 const countedRefusal = (metrics: Pick<Metrics, 'addMetric'>, context: ApiContext, window: Window, at: number) => {
-  metrics.addMetric(RATE_LIMITED_METRIC, MetricUnit.Count, 1);
+  addRequestMetric(metrics, context, RATE_LIMITED_METRIC);
   return refusal(context, window, at);
 };
 
 /** The fixed window, aligned to the clock, that the instant `at` falls in. */
-const windowOf = (apiKey: ApiKeyRecord, policy: RateLimit, at: number, refusedKey: boolean) => {
+const windowOf = (apiKey: ApiKeyRecord, policy: Policy, at: number, refusedKey: boolean) => {
   const windowMs = policy.windowSeconds * 1000;
   const startsAt = Math.floor(at / windowMs) * windowMs;
   const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs, refusedKey };
@@ -116,11 +125,12 @@ const windowOf = (apiKey: ApiKeyRecord, policy: RateLimit, at: number, refusedKe
 const failOpen = (
   logger: Pick<Logger, 'warn'>,
   metrics: Pick<Metrics, 'addMetric'>,
+  context: ApiContext,
   keyId: string,
   error: unknown,
 ): undefined => {
   logger.warn('Rate limit counter not updated; call admitted', { error, key_id: keyId });
-  metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
+  addRequestMetric(metrics, context, RATE_LIMIT_COUNTER_FAILED_METRIC);
   return undefined;
 };
 
@@ -132,6 +142,20 @@ const throwRefusal = (refused: Error | undefined): void => {
 const reportedThenRefused = async (report: Promise<void> | void, refusal: unknown): Promise<never> => {
   await report;
   throw refusal;
+};
+
+/**
+ * Each request's window, on its own context under a key of this module: what a WeakMap keyed by
+ * the context did, without its cost on every request (docs/performance.md "Where the µs go").
+ */
+const WINDOW = Symbol('rateLimit.window');
+type WithWindow = ApiContext & { [WINDOW]?: Window };
+const windowsOnContext = {
+  get: (context: ApiContext): Window | undefined => (context as WithWindow)[WINDOW],
+  has: (context: ApiContext): boolean => (context as WithWindow)[WINDOW] !== undefined,
+  set: (context: ApiContext, window: Window): void => {
+    (context as WithWindow)[WINDOW] = window;
+  },
 };
 
 /** Starts counting a call in its window; resolves to the counter's decision, never rejects. */
@@ -179,7 +203,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
   const count = counting(options);
   const policies = policyMemory(defaultLimit, maxPolicies);
-  const windows = new WeakMap<ApiContext, Window>();
+  const windows = windowsOnContext;
   const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
 
   /** Opens the call's window and starts counting it; throws the 429 when the window is known used up. */
@@ -190,7 +214,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     const at = context.receivedAt?.getTime() ?? now();
     const { window, startsAt } = windowOf(apiKey, policies.of(apiKey.rate_limit), at, refusedKey);
     windows.set(context, window);
-    if (!refusedKey) setHeaders(context, { 'RateLimit-Policy': policyField(window.policy) });
+    if (!refusedKey) setHeader(context, 'RateLimit-Policy', window.policy.field);
     const until = usedUp.get(window.keyId);
     if (until !== undefined && until > at) throw refuse(context, window, at);
     usedUp.forget(window.keyId);
@@ -200,14 +224,14 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   /** The counter's answer: the 429 to answer with, if the key is over its limit. */
   const decide = (context: ApiContext, window: Window, result: Outcome): Error | undefined | Promise<Error> => {
     const at = now();
-    if ('error' in result) return failOpen(logger, metrics, window.keyId, result.error);
+    if ('error' in result) return failOpen(logger, metrics, context, window.keyId, result.error);
     if (result.reached) usedUp.remember(window.keyId, window.endsAt, at); // every later call of the window is over
     if (result.over) {
       // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.
       const report = window.refusedKey ? undefined : onLimitReached?.(window.apiKey, at);
       return report ? report.then(() => refuse(context, window, at)) : refuse(context, window, at);
     }
-    if (!window.refusedKey) setHeaders(context, { RateLimit: remainingField(result.left, window, at) });
+    if (!window.refusedKey) setHeader(context, 'RateLimit', remainingField(result.left, window, at));
     return undefined;
   };
 

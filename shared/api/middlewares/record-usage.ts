@@ -1,8 +1,10 @@
 import { LogLevelThreshold, type Logger } from '@aws-lambda-powertools/logger';
-import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { addRequestMetric } from './flush-metrics';
 import { redactApiKeys } from '../../domain/api-key';
 import { USAGE_WRITE_FAILED_METRIC } from '../../domain/telemetry';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../../domain/usage-record';
+import { isoTimestamp } from '../../domain/timestamps';
 import type { UsageRecord } from '../../data/repositories/usage';
 import type { ApiMiddleware, ApiRequest } from './types';
 
@@ -12,7 +14,8 @@ export interface UsageSink {
 
 export interface RecordUsageOptions {
   usage: UsageSink;
-  logger: Pick<Logger, 'debug' | 'info' | 'error' | 'level'>;
+  /** With `mayLogDebug` (shared/lambda/observability.ts ApiLogger), the level is read only when debug is possible. */
+  logger: Pick<Logger, 'debug' | 'info' | 'error' | 'level'> & { readonly mayLogDebug?: boolean };
   /** Flushed after the request by the chain (flushMetrics). */
   metrics: Pick<Metrics, 'addMetric'>;
   /** Days before DynamoDB TTL removes a record. @default DEFAULT_USAGE_RETENTION_DAYS */
@@ -56,18 +59,29 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
       route: context.route,
       status,
       response_time_ms: responseTimeMs,
-      timestamp: context.receivedAt.toISOString(),
+      timestamp: isoTimestamp(context.receivedAt.getTime()),
       request_id: context.requestId,
     };
     if (sourceIp) record.source_ip = sourceIp;
+    // Each outcome guards itself, so the write's promise is the only one: it never rejects.
     return usage.put(record, retentionDays).then(
       () => {
-        // Checked first: Powertools reads the X-Ray trace id from the environment even for a line it drops.
-        if (logger.level <= LogLevelThreshold.DEBUG) logger.debug('Usage recorded', { usage_record: record });
+        try {
+          // Checked first: Powertools reads the X-Ray trace id from the environment even for a line it drops.
+          if (logger.mayLogDebug !== false && logger.level <= LogLevelThreshold.DEBUG) {
+            logger.debug('Usage recorded', { usage_record: record });
+          }
+        } catch (error) {
+          middlewareFailed(error);
+        }
       },
       (error: unknown) => {
-        logger.error('Usage record not stored', { usage_record: record, error });
-        metrics.addMetric(USAGE_WRITE_FAILED_METRIC, MetricUnit.Count, 1);
+        try {
+          logger.error('Usage record not stored', { usage_record: record, error });
+          addRequestMetric(metrics, context, USAGE_WRITE_FAILED_METRIC);
+        } catch (failure) {
+          middlewareFailed(failure);
+        }
       },
     );
   };
@@ -75,7 +89,7 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
   // Not async: Middy awaits the write's own promise (one promise and resumption fewer per request).
   const recordUsageAfter = (request: ApiRequest): Promise<void> | undefined => {
     try {
-      return record(request)?.catch(middlewareFailed);
+      return record(request);
     } catch (error) {
       middlewareFailed(error);
       return undefined;

@@ -8,9 +8,9 @@ export const API_KEY_EXPIRES_HEADER = 'Api-Key-Expires';
  * success or error (docs/decisions.md "Key lifecycle"): an integrator's monitoring can warn before
  * the key lapses, or before a rolled key's grace period ends.
  */
-const keyExpiry = ({ apiKey }: ApiContext): Record<string, string> => {
+const keyExpiry = ({ apiKey }: ApiContext): string | undefined => {
   const time = apiKey?.expires_at === undefined ? Number.NaN : Date.parse(apiKey.expires_at);
-  return Number.isNaN(time) ? {} : { [API_KEY_EXPIRES_HEADER]: new Date(time).toISOString() };
+  return Number.isNaN(time) ? undefined : new Date(time).toISOString();
 };
 
 /**
@@ -20,13 +20,15 @@ const keyExpiry = ({ apiKey }: ApiContext): Record<string, string> => {
 export const responseHeaders = (): ApiMiddleware => {
   const addHeaders = ({ response, context }: ApiRequest): void => {
     if (!response) return;
-    response.headers = {
+    const headers: Record<string, string> = {
       ...COMMON_HEADERS,
       ...response.headers,
       ...context.responseHeaders,
-      ...keyExpiry(context),
       'X-Request-Id': context.requestId,
     };
+    const expires = keyExpiry(context);
+    if (expires !== undefined) headers[API_KEY_EXPIRES_HEADER] = expires;
+    response.headers = headers;
   };
   return { after: addHeaders, onError: addHeaders, name: 'responseHeaders' };
 };

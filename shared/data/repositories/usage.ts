@@ -2,6 +2,7 @@ import { BatchGetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb
 import { DynamoRepository } from '../dynamodb';
 import { USAGE_BY_KEY_INDEX, USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
+import { epochSecondsOf } from '../../domain/timestamps';
 import { createGate, inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
 
 export type { UsageRecord };
@@ -71,7 +72,7 @@ export const usageItemOf = (record: UsageRecord, retentionDays: number) => {
     pk,
     sk,
     key_pk: `${record.key_id}#${shard}`,
-    expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+    expires_at_epoch: epochSecondsOf(record.timestamp) + retentionDays * DAY_SECONDS,
   };
 };
 
