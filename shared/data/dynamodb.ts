@@ -136,12 +136,17 @@ export abstract class DynamoRepository {
    * attempt, so nothing goes on in the background. A signal per call cost 6–13 µs
    * (docs/performance.md). Not an async function: the call's own promise is the result, one
    * promise and microtask fewer per call; the reads every request makes (the key, the branch's
-   * data, the counter, the usage record) chain on it the same way rather than await it.
+   * data, the counter, the usage record) chain on it the same way rather than await it. `read`,
+   * when given, turns the output into the result in the same step as the translation: one promise
+   * and resumption fewer per call than a `.then` after it (docs/performance.md "Where the µs go").
+   * An error `read` throws is not translated, as one thrown by a later `.then` would not be.
    */
-  protected run<T>(operation: string, call: () => Promise<T>): Promise<T> {
+  protected run<T>(operation: string, call: () => Promise<T>): Promise<T>;
+  protected run<T, R>(operation: string, call: () => Promise<T>, read: (output: T) => R): Promise<R>;
+  protected run<T, R>(operation: string, call: () => Promise<T>, read?: (output: T) => R): Promise<T | R> {
     const translate = (error: unknown): Promise<never> => Promise.reject(translateDynamoError(error, operation));
     try {
-      return call().catch(translate);
+      return call().then(read, translate);
     } catch (error) {
       return translate(error);
     }

@@ -158,6 +158,22 @@ const windowsOnContext = {
   },
 };
 
+type Decide = (context: ApiContext, window: Window, result: Outcome) => Error | undefined | Promise<Error>;
+
+/**
+ * Waits for the request's counter, once, and hands the decision to `then` in the same step;
+ * nothing when no count is pending. Not async: see rateLimitAfter.
+ */
+const settle = <T>(context: ApiContext, decide: Decide, then: (refused: Error | undefined) => T) => {
+  const window = windowsOnContext.get(context);
+  if (!window?.count || window.settled) return undefined;
+  window.settled = true;
+  return window.count.then((result): T | Promise<T> => {
+    const refused = decide(context, window, result);
+    return refused instanceof Promise ? refused.then(then) : then(refused);
+  });
+};
+
 /** Starts counting a call in its window; resolves to the counter's decision, never rejects. */
 const counting = ({
   counter,
@@ -203,7 +219,6 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
   const count = counting(options);
   const policies = policyMemory(defaultLimit, maxPolicies);
-  const windows = windowsOnContext;
   const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
 
   /** Opens the call's window and starts counting it; throws the 429 when the window is known used up. */
@@ -213,7 +228,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     // The window of the moment the request arrived: the one its usage record's timestamp falls in.
     const at = context.receivedAt?.getTime() ?? now();
     const { window, startsAt } = windowOf(apiKey, policies.of(apiKey.rate_limit), at, refusedKey);
-    windows.set(context, window);
+    windowsOnContext.set(context, window);
     if (!refusedKey) setHeader(context, 'RateLimit-Policy', window.policy.field);
     const until = usedUp.get(window.keyId);
     if (until !== undefined && until > at) throw refuse(context, window, at);
@@ -222,7 +237,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   };
 
   /** The counter's answer: the 429 to answer with, if the key is over its limit. */
-  const decide = (context: ApiContext, window: Window, result: Outcome): Error | undefined | Promise<Error> => {
+  const decide: Decide = (context, window, result) => {
     const at = now();
     if ('error' in result) return failOpen(logger, metrics, context, window.keyId, result.error);
     if (result.reached) usedUp.remember(window.keyId, window.endsAt, at); // every later call of the window is over
@@ -235,14 +250,6 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     return undefined;
   };
 
-  /** Waits for the counter, once per call; nothing when no count is pending. Not async: see rateLimitAfter. */
-  const settle = (context: ApiContext): Promise<Error | undefined> | undefined => {
-    const window = windows.get(context);
-    if (!window?.count || window.settled) return undefined;
-    window.settled = true;
-    return window.count.then((result) => decide(context, window, result));
-  };
-
   // Not async: an admitted call returns nothing, and Middy goes on without awaiting a promise.
   const rateLimitBefore = ({ context }: ApiRequest): Promise<never> | undefined => {
     try {
@@ -250,19 +257,19 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
       return undefined;
     } catch (fromMemory) {
       // Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour.
-      const window = windows.get(context);
+      const window = windowsOnContext.get(context);
       const report = window && onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
       return reportedThenRefused(report, fromMemory);
     }
   };
 
   // Not async: Middy awaits the counter's promise, chained; a refusal rejects it and onError answers the 429.
-  const rateLimitAfter = ({ context }: ApiRequest): Promise<void> | undefined => settle(context)?.then(throwRefusal);
+  const rateLimitAfter = ({ context }: ApiRequest): Promise<void> | undefined => settle(context, decide, throwRefusal);
 
   const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
     const { context } = request;
     // A key `authenticate` found and refused (revoked or expired) never reached `before`.
-    if (context.apiKey && !windows.has(context)) {
+    if (context.apiKey && !windowsOnContext.has(context)) {
       try {
         start(context, true);
       } catch (fromMemory) {
@@ -270,7 +277,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
         return;
       }
     }
-    const refused = await settle(context);
+    const refused = await settle(context, decide, (decided) => decided);
     if (refused) request.error = refused;
   };
 

@@ -55,11 +55,21 @@ export class KeyStore extends DynamoRepository {
     super(client, tableName);
   }
 
-  /** Strongly consistent, by the table key. */
-  protected getStored(keyHash: string): Promise<StoredKey | undefined> {
-    return this.run('GetItem', () =>
-      this.client.send(new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true })),
-    ).then(({ Item }) => Item as StoredKey | undefined);
+  /** Strongly consistent, by the table key; `as` reads what was found (nothing, when nothing was). */
+  protected getStored(keyHash: string): Promise<StoredKey | undefined>;
+  protected getStored<R>(keyHash: string, as: (stored: StoredKey | undefined) => R): Promise<R>;
+  protected getStored<R>(
+    keyHash: string,
+    as?: (stored: StoredKey | undefined) => R,
+  ): Promise<StoredKey | undefined | R> {
+    return this.run(
+      'GetItem',
+      () =>
+        this.client.send(
+          new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true }),
+        ),
+      ({ Item }) => (as ? as(Item as StoredKey | undefined) : (Item as StoredKey | undefined)),
+    );
   }
 
   protected async findStoredById(keyId: string): Promise<StoredKey | undefined> {

@@ -56,7 +56,7 @@ const isNoChange = (stored: StoredKey, { set, remove }: KeyMutation): boolean =>
 export class KeysRepository extends KeyStore {
   /** The hot-path lookup: strongly consistent, so a revocation counts from the next request. */
   getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    return this.getStored(keyHash).then((stored) => (stored ? toRecord(stored) : undefined));
+    return this.getStored(keyHash, (stored) => (stored ? toRecord(stored) : undefined));
   }
 
   /** Creates a key; the returned plaintext `key` is the only copy there will ever be. */

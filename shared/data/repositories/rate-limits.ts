@@ -12,18 +12,21 @@ export class RateLimitsRepository extends DynamoRepository {
    * and returns the window's count, these included. One UpdateItem.
    */
   increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by = 1): Promise<number> {
-    return this.run('UpdateItem', () =>
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: `${keyId}#${windowStartEpoch}` },
-          UpdateExpression: 'ADD #count :one SET #expires = :expires',
-          ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
-          // TTL deletion runs late (up to days); the window key makes an old item harmless anyway.
-          ExpressionAttributeValues: { ':one': by, ':expires': windowStartEpoch + 2 * windowSeconds },
-          ReturnValues: 'UPDATED_NEW',
-        }),
-      ),
-    ).then(({ Attributes }) => Number(Attributes?.count));
+    return this.run(
+      'UpdateItem',
+      () =>
+        this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: { pk: `${keyId}#${windowStartEpoch}` },
+            UpdateExpression: 'ADD #count :one SET #expires = :expires',
+            ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
+            // TTL deletion runs late (up to days); the window key makes an old item harmless anyway.
+            ExpressionAttributeValues: { ':one': by, ':expires': windowStartEpoch + 2 * windowSeconds },
+            ReturnValues: 'UPDATED_NEW',
+          }),
+        ),
+      ({ Attributes }) => Number(Attributes?.count),
+    );
   }
 }

@@ -27,6 +27,8 @@ export interface UsageLogPage {
 }
 
 const DAY_SECONDS = 86_400;
+/** A write's result: nothing. */
+const nothing = (): void => undefined;
 /** The longest sort key a position may carry: `<timestamp>#<request id>` is far shorter. */
 const MAX_POSITION_LENGTH = 512;
 
@@ -96,9 +98,11 @@ export class UsageRepository extends DynamoRepository {
 
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
   put(record: UsageRecord, retentionDays: number): Promise<void> {
-    return this.run('PutItem', () =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
-    ).then(() => undefined);
+    return this.run(
+      'PutItem',
+      () => this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
+      nothing,
+    );
   }
 
   /** Stores many records with BatchWriteItem (bulk loads, benchmarks). */
