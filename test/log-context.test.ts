@@ -4,6 +4,7 @@
  * the later request's, never the earlier one's (shared/api/middlewares/request-context.ts).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
+import { ApiLogger } from '../shared/lambda/api-logger';
 import { buildContext, buildEvent } from '../lib/local/events';
 import type { ApiContext } from '../shared/api/middlewares';
 import { REQUESTS_HELD, RequestLogFormatter } from '../shared/lambda/request-log-formatter';
@@ -133,7 +134,7 @@ describe('the log format (shared/lambda/request-log-formatter.ts)', () => {
 
 it('keeps each of two concurrent invocations in one environment to its own fields (lib/local/invoke.ts)', async () => {
   const logFields = new RequestLogFormatter();
-  const logger = new Logger({ serviceName: 'concurrency-test', logLevel: 'INFO', logFormatter: logFields });
+  const logger = new ApiLogger({ serviceName: 'concurrency-test', logLevel: 'INFO', logFormatter: logFields });
   const metrics = new Metrics({ namespace: 'ConcurrencyTest', serviceName: 'concurrency-test' });
   let releaseFirst!: () => void;
   const firstWaits = new Promise<void>((resolve) => (releaseFirst = resolve));

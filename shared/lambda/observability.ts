@@ -2,43 +2,17 @@
  * Structured logs and metrics (Powertools), one instance each per container. Nothing here ever
  * logs a request's headers: the Authorization header and key values stay out of the logs.
  */
-import { Logger, LogLevelThreshold } from '@aws-lambda-powertools/logger';
-import type { ConstructorOptions, LogLevel } from '@aws-lambda-powertools/logger/types';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/telemetry';
+import { ApiLogger } from './api-logger';
 import { RequestLogFormatter } from './request-log-formatter';
 
 export * from '../domain/telemetry';
+export { ApiLogger };
 
 /** The logger's formatter: Powertools' format, with the API request's fields on its lines. */
 export const logFields = new RequestLogFormatter();
-
-/**
- * Powertools' logger, which also says when no invocation can be logging at debug, so a request
- * that would log a debug line need not read its level: reading it reads the environment (for the
- * invocation store), about 3 µs of a request's own overhead (docs/performance.md "Where the µs go").
- */
-export class ApiLogger extends Logger {
-  /** A level at or below DEBUG has been in effect, at start or set since (debug sampling, a test). Never unset: with invocations at once, one may still be at it. */
-  #debugSeen: boolean;
-
-  constructor(options?: ConstructorOptions) {
-    super(options);
-    this.#debugSeen = this.level <= LogLevelThreshold.DEBUG;
-  }
-
-  override setLogLevel(logLevel: LogLevel): void {
-    super.setLogLevel(logLevel);
-    // Also called while Powertools' constructor runs (debug sampling at start), before this class's field exists.
-    if (#debugSeen in this && !this.#debugSeen) this.#debugSeen = this.level <= LogLevelThreshold.DEBUG;
-  }
-
-  /** False while no invocation of this container can log at debug; true, the level says. */
-  get mayLogDebug(): boolean {
-    return this.#debugSeen;
-  }
-}
 
 export const logger = new ApiLogger({ serviceName: SERVICE_NAME, logFormatter: logFields });
 
