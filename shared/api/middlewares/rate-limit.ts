@@ -59,6 +59,8 @@ interface Window {
   readonly policy: Policy;
   /** Epoch milliseconds at which the window ends. */
   readonly endsAt: number;
+  /** Epoch milliseconds at which the call arrived: every field and memory of the call is as of then. */
+  readonly at: number;
   /** A revoked or expired key: counted and limited, but its refusal stays its own when under the limit. */
   readonly refusedKey: boolean;
   readonly apiKey: ApiKeyRecord;
@@ -117,7 +119,7 @@ const countedRefusal = (metrics: Pick<Metrics, 'addMetric'>, context: ApiContext
 const windowOf = (apiKey: ApiKeyRecord, policy: Policy, at: number, refusedKey: boolean) => {
   const windowMs = policy.windowSeconds * 1000;
   const startsAt = Math.floor(at / windowMs) * windowMs;
-  const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs, refusedKey };
+  const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs, at, refusedKey };
   return { window, startsAt };
 };
 
@@ -238,7 +240,8 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
 
   /** The counter's answer: the 429 to answer with, if the key is over its limit. */
   const decide: Decide = (context, window, result) => {
-    const at = now();
+    // As of the call's arrival, not the counter's answer: the same instant as its window and usage record.
+    const { at } = window;
     if ('error' in result) return failOpen(logger, metrics, context, window.keyId, result.error);
     if (result.reached) usedUp.remember(window.keyId, window.endsAt, at); // every later call of the window is over
     if (result.over) {
