@@ -85,3 +85,19 @@ it('sets the context at once inside invocations that Powertools keeps apart (lib
     ['request 0', contexts[0]!.awsRequestId],
   ]);
 });
+
+it('gives a child logger the Lambda context of the request it was made in', () => {
+  const { ours } = make();
+  const context = buildContext('logger-test');
+  ours.addContext(context);
+  const child = ours.createChild({ serviceName: 'logger-test-child' });
+  const captured = captureLogs(child, 'INFO');
+  try {
+    child.info('from the child');
+  } finally {
+    captured.restore();
+  }
+  expect(captured.entries).toEqual([
+    expect.objectContaining({ message: 'from the child', function_request_id: context.awsRequestId }),
+  ]);
+});

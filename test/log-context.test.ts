@@ -7,7 +7,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { ApiLogger } from '../shared/lambda/api-logger';
 import { buildContext, buildEvent } from '../lib/local/events';
 import type { ApiContext } from '../shared/api/middlewares';
-import { REQUESTS_HELD, RequestLogFormatter } from '../shared/lambda/request-log-formatter';
+import { RequestLogFormatter } from '../shared/lambda/request-log-formatter';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { invokeFunction } from '../lib/local/invoke';
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
@@ -109,45 +109,39 @@ describe('the log format (shared/lambda/request-log-formatter.ts)', () => {
     expect(line).toMatchObject({ function_request_id: context.awsRequestId, function_name: 'get-branch' });
   });
 
-  it(`holds the fields of the latest ${REQUESTS_HELD} requests begun, no more`, () => {
+  it('puts the latest request on lines of its own context, one request at a time (standard Lambda)', () => {
     const { fields, ours } = loggers();
-    const writeAs = (awsRequestId: string) => {
-      ours.addContext({ ...context, awsRequestId });
-      return lineOf(ours, write);
-    };
-    for (let at = 0; at <= REQUESTS_HELD; at += 1) {
-      fields.setRequest(`invocation-${at}`, { request_id: `req-${at}`, route: 'GET /v1/branch' });
-    }
-    // The oldest of REQUESTS_HELD + 1 is dropped; the next oldest, the newest and one between keep theirs.
-    expect(writeAs('invocation-0')).not.toHaveProperty('request_id');
-    for (const at of [1, 100, REQUESTS_HELD]) {
-      expect(writeAs(`invocation-${at}`)).toMatchObject({
-        request_id: `req-${at}`,
-        function_request_id: `invocation-${at}`,
-      });
-    }
-    // A request begun again is the newest: its latest fields are the ones written.
-    fields.setRequest('invocation-1', { request_id: 'req-1-again', route: 'GET /v1/members' });
-    expect(writeAs('invocation-1')).toMatchObject({ request_id: 'req-1-again', route: 'GET /v1/members' });
+    fields.setRequest(context.awsRequestId, { request_id: 'req-1', route: 'GET /v1/branch' });
+    fields.setRequest(context.awsRequestId, { request_id: 'req-2', route: 'GET /v1/members' });
+    expect(lineOf(ours, write)).toMatchObject({ request_id: 'req-2', route: 'GET /v1/members' });
   });
 });
 
-it('keeps each of two concurrent invocations in one environment to its own fields (lib/local/invoke.ts)', async () => {
+/**
+ * A chain whose handler logs one line; a request to /v1/branch logs it only once released, so a
+ * test decides what begins and ends in between.
+ */
+const heldChain = () => {
   const logFields = new RequestLogFormatter();
   const logger = new ApiLogger({ serviceName: 'concurrency-test', logLevel: 'INFO', logFormatter: logFields });
   const metrics = new Metrics({ namespace: 'ConcurrencyTest', serviceName: 'concurrency-test' });
-  let releaseFirst!: () => void;
-  const firstWaits = new Promise<void>((resolve) => (releaseFirst = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
   const handler = createMiddlewareChain(
     async (event) => {
-      // The first request logs only after the second has started and logged.
-      if (event.rawPath === '/api/v1/branch') await firstWaits;
+      if (event.rawPath === '/api/v1/branch') await released;
       logger.info('inside the handler');
-      if (event.rawPath === '/api/v1/members') releaseFirst();
+      if (event.rawPath === '/api/v1/members') release();
       return { statusCode: 200, headers: {}, body: '{}' };
     },
     { logger, logFields, metrics },
   );
+  return { logger, handler, release };
+};
+
+it('keeps each of two concurrent invocations in one environment to its own fields (lib/local/invoke.ts)', async () => {
+  // The first request logs only after the second has started and logged.
+  const { logger, handler } = heldChain();
   const events = [buildEvent({ path: '/v1/branch' }), buildEvent({ path: '/v1/members' })];
   const contexts = events.map(() => buildContext() as ApiContext);
   const logs = captureLogs(logger, 'INFO');
@@ -167,4 +161,32 @@ it('keeps each of two concurrent invocations in one environment to its own field
       route: event.routeKey,
     });
   }
+});
+
+it('keeps a slow request to its own fields however many requests begin and end during it (lib/local/invoke.ts)', async () => {
+  // The slow one logs only after 600 others have come and gone.
+  const { logger, handler, release } = heldChain();
+  const slow = buildEvent({ path: '/v1/branch' });
+  const slowContext = buildContext() as ApiContext;
+  const logs = captureLogs(logger, 'INFO');
+  try {
+    const slowDone = invokeFunction(handler, slow, slowContext);
+    for (let batch = 0; batch < 6; batch += 1) {
+      await Promise.all(
+        Array.from({ length: 100 }, () =>
+          invokeFunction(handler, buildEvent({ path: '/v1/payment-providers' }), buildContext() as ApiContext),
+        ),
+      );
+    }
+    release();
+    await slowDone;
+  } finally {
+    logs.restore();
+  }
+  expect(logs.entries).toHaveLength(601);
+  expect(logs.entries.at(-1)).toMatchObject({
+    function_request_id: slowContext.awsRequestId,
+    request_id: slow.requestContext.requestId,
+    route: slow.routeKey,
+  });
 });

@@ -15,22 +15,11 @@ import type {
   LogLevel,
 } from '@aws-lambda-powertools/logger/types';
 import type { Context } from 'aws-lambda';
-
-/** The Lambda runtime's store of the invocation being handled (@aws/lambda-invoke-store), when there is one. */
-const invokeStore = (): { hasContext(): boolean } | undefined =>
-  (globalThis as { awslambda?: { InvokeStore?: { hasContext(): boolean } } }).awslambda?.InvokeStore;
+import { invocationStore, invocationsKeptApart } from './invocation-scope';
 
 export class ApiLogger extends Logger {
   /** A level at or below DEBUG has been in effect, at start or set since (debug sampling, a test). Never unset: with invocations at once, one may still be at it. */
   #debugSeen: boolean;
-
-  /**
-   * Whether Powertools keeps the Lambda context per invocation (AWS_LAMBDA_MAX_CONCURRENCY is set:
-   * Lambda Managed Instances, the local gateway). Read at the first request handled inside an
-   * invocation store, then fixed: the runtime sets it before any code runs, lib/local/invoke.ts
-   * before its first invocation.
-   */
-  #perInvocation: boolean | undefined;
 
   /** The request's Lambda context not yet handed to Powertools, with its cold-start flag as of then. */
   #pending: { context: Context; coldStart: boolean } | undefined;
@@ -52,11 +41,11 @@ export class ApiLogger extends Logger {
   }
 
   /**
-   * Where Powertools keeps a context per invocation (only inside an invocation store, with the
-   * variable set) the context is set at once, as Powertools does; elsewhere it waits for a line.
+   * Where invocations keep their values apart (shared/lambda/invocation-scope.ts), or have in this
+   * environment, the context is set at once, as Powertools does; elsewhere it waits for a line.
    */
   override addContext(context: Context): void {
-    if (invokeStore()?.hasContext() && (this.#perInvocation ??= !!process.env.AWS_LAMBDA_MAX_CONCURRENCY)) {
+    if (invocationStore() !== undefined || invocationsKeptApart()) {
       this.#pending = undefined;
       super.addContext(context);
       return;
@@ -66,13 +55,23 @@ export class ApiLogger extends Logger {
   }
 
   protected override processLogItem(logLevel: number, input: LogItemMessage, extraInput: LogItemExtraInput): void {
-    // Also called while Powertools' constructor runs (its sampling notice), before this class's fields exist.
-    const pending = #pending in this ? this.#pending : undefined;
-    if (pending !== undefined) {
-      this.#pending = undefined;
-      this.coldStart = pending.coldStart;
-      super.addContext(pending.context);
-    }
+    // Also called while Powertools' constructor runs (its sampling notice), before this class's members exist.
+    if (#pending in this) this.#handOver();
     super.processLogItem(logLevel, input, extraInput);
+  }
+
+  /** A child starts from the parent's Lambda context, so it gets the one held. */
+  override createChild(options?: ConstructorOptions): Logger {
+    this.#handOver();
+    return super.createChild(options);
+  }
+
+  /** Gives Powertools the context held, if any, with its cold-start flag. */
+  #handOver(): void {
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    this.#pending = undefined;
+    this.coldStart = pending.coldStart;
+    super.addContext(pending.context);
   }
 }

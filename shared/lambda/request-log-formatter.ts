@@ -15,49 +15,38 @@
 import { LogFormatter, LogItem } from '@aws-lambda-powertools/logger';
 import type { LogAttributes, UnformattedAttributes } from '@aws-lambda-powertools/logger/types';
 import type { RequestLogFields } from '../api/middlewares';
+import { invocationStore } from './invocation-scope';
 
-/**
- * Requests whose fields are held: the latest ones started, one per invocation in flight. Far above
- * the concurrency of one environment (Lambda Managed Instances; the local gateway's 64); a line
- * logged by a request 256 newer ones have started since goes without its fields.
- */
-export const REQUESTS_HELD = 256;
+/** The invocation store's key of the request's fields, where invocations keep their values apart. */
+const REQUEST_KEY = 'branch-api.logger.request';
+
+interface Request {
+  awsRequestId: string;
+  fields: LogAttributes;
+}
 
 export class RequestLogFormatter extends LogFormatter implements RequestLogFields {
   /**
-   * The latest requests' Lambda request ids and fields, in a ring: a line finds its request's by
-   * the Lambda context Powertools gives it, which Powertools keeps per invocation where one
-   * environment serves several at once (Lambda Managed Instances, and the local gateway and tests
-   * through lib/local/invoke.ts). A ring, not a Map or an InvocationScoped value: each of those cost
-   * 1–4 µs a request (hashing a new id; reading the environment), and most requests log nothing
-   * (docs/performance.md "Where the µs go").
+   * The request being handled, where the environment serves one invocation at a time (standard
+   * Lambda). Where it serves several at once (Managed Instances, the local gateway) each keeps its
+   * own in the invocation store, as Powertools keeps the Lambda context (shared/lambda/invocation-scope.ts).
    */
-  readonly #ids: (string | undefined)[] = new Array<string | undefined>(REQUESTS_HELD).fill(undefined);
-  readonly #fields: (LogAttributes | undefined)[] = new Array<LogAttributes | undefined>(REQUESTS_HELD).fill(undefined);
-  #next = 0;
+  #request: Request | undefined;
 
   /** The request being handled: its fields go on the lines logged with its Lambda context. */
   setRequest(awsRequestId: string, fields: { request_id: string; route: string }): void {
-    const at = this.#next;
-    this.#ids[at] = awsRequestId;
-    this.#fields[at] = fields;
-    this.#next = (at + 1) % REQUESTS_HELD;
-  }
-
-  /** The fields of the request with this Lambda request id, newest first; none once 256 newer ones started. */
-  #fieldsOf(awsRequestId: string): LogAttributes | undefined {
-    for (let back = 1; back <= REQUESTS_HELD; back += 1) {
-      const at = (this.#next - back + REQUESTS_HELD) % REQUESTS_HELD;
-      if (this.#ids[at] === awsRequestId) return this.#fields[at];
-    }
-    return undefined;
+    const request = { awsRequestId, fields };
+    const store = invocationStore();
+    if (store === undefined) this.#request = request;
+    else store.set(REQUEST_KEY, request);
   }
 
   formatAttributes(attributes: UnformattedAttributes, additionalLogAttributes: LogAttributes): LogItem {
     const context = attributes.lambdaContext;
     // Only on lines of a request: a line with another invocation's context (the usage
     // aggregator's, in the same process under `npm start`) or none gets no request fields.
-    const own = context === undefined ? undefined : this.#fieldsOf(context.awsRequestId);
+    const request = (invocationStore()?.get(REQUEST_KEY) as Request | undefined) ?? this.#request;
+    const own = request !== undefined && context?.awsRequestId === request.awsRequestId ? request.fields : undefined;
     return new LogItem({
       attributes: {
         level: attributes.logLevel,
