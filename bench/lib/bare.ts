@@ -15,6 +15,7 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { usageShardOf } from '../../shared/data/repositories/usage-shards';
+import { responseTimeMs } from '../../shared/domain/usage-record';
 import type { ApiTableNames } from '../../shared/lambda/config';
 import { ACTIVE_PROVIDERS_INDEX } from '../../shared/data/tables';
 
@@ -91,7 +92,7 @@ export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTab
           path: rawPath,
           route: path,
           status: 200,
-          response_time_ms: Math.round((performance.now() - startedAt) * 100) / 100,
+          response_time_ms: responseTimeMs(startedAt),
           timestamp,
           request_id: requestId,
           source_ip: sourceIp,

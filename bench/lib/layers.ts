@@ -13,6 +13,7 @@ import type { ApiEvent, ApiResponse } from '../../shared/api/http/response';
 import { getRoute, routeKey } from '../../shared/api/routes';
 import { logger, metrics, telemetry } from '../../shared/lambda/observability';
 import { branchData, config, keys, rateLimits, usage } from '../../shared/lambda/runtime';
+import { responseTimeMs } from '../../shared/domain/usage-record';
 import { benchKey } from './fixtures';
 
 type Fn = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
@@ -48,7 +49,7 @@ const handlerDoing =
         path: event.rawPath,
         route: ROUTE,
         status: 200,
-        response_time_ms: Math.round((performance.now() - startedAt) * 100) / 100,
+        response_time_ms: responseTimeMs(startedAt),
         timestamp: new Date().toISOString(),
         request_id: event.requestContext.requestId,
         source_ip: event.requestContext.http.sourceIp,

@@ -1,6 +1,9 @@
 /** Days DynamoDB TTL keeps a usage record unless `USAGE_RETENTION_DAYS` says otherwise (docs/decisions.md "Usage records"). */
 export const DEFAULT_USAGE_RETENTION_DAYS = 90;
 
+/** A record's response time: milliseconds since `startedAt` (a `performance.now()`), two decimals. */
+export const responseTimeMs = (startedAt: number): number => Math.round((performance.now() - startedAt) * 100) / 100;
+
 /** One call made with a known key (docs/decisions.md "Usage records"). */
 export interface UsageRecord {
   key_id: string;

@@ -104,8 +104,7 @@ export const policyMemory = (defaultLimit: RateLimit, max: number) => {
 /** The 429 of a used-up window, with the same fields as the response headers. */
 const refusal = (context: ApiContext, window: Window, at: number) => {
   const fields = { 'RateLimit-Policy': window.policy.field, RateLimit: remainingField(0, window, at) };
-  setHeader(context, 'RateLimit-Policy', fields['RateLimit-Policy']);
-  setHeader(context, 'RateLimit', fields.RateLimit);
+  Object.assign((context.responseHeaders ??= {}), fields);
   return rateLimited(secondsUntil(window.endsAt, at), fields);
 };
 
@@ -154,7 +153,6 @@ const WINDOW = Symbol('rateLimit.window');
 type WithWindow = ApiContext & { [WINDOW]?: Window };
 const windowsOnContext = {
   get: (context: ApiContext): Window | undefined => (context as WithWindow)[WINDOW],
-  has: (context: ApiContext): boolean => (context as WithWindow)[WINDOW] !== undefined,
   set: (context: ApiContext, window: Window): void => {
     (context as WithWindow)[WINDOW] = window;
   },
@@ -272,7 +270,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
     const { context } = request;
     // A key `authenticate` found and refused (revoked or expired) never reached `before`.
-    if (context.apiKey && !windowsOnContext.has(context)) {
+    if (context.apiKey && windowsOnContext.get(context) === undefined) {
       try {
         start(context, true);
       } catch (fromMemory) {

@@ -3,7 +3,7 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { addRequestMetric } from './flush-metrics';
 import { redactApiKeys } from '../../domain/api-key';
 import { USAGE_WRITE_FAILED_METRIC } from '../../domain/telemetry';
-import { DEFAULT_USAGE_RETENTION_DAYS } from '../../domain/usage-record';
+import { DEFAULT_USAGE_RETENTION_DAYS, responseTimeMs } from '../../domain/usage-record';
 import { isoTimestamp } from '../../domain/timestamps';
 import type { UsageRecord } from '../../data/repositories/usage';
 import type { ApiMiddleware, ApiRequest } from './types';
@@ -14,7 +14,7 @@ export interface UsageSink {
 
 export interface RecordUsageOptions {
   usage: UsageSink;
-  /** With `mayLogDebug` (shared/lambda/observability.ts ApiLogger), the level is read only when debug is possible. */
+  /** With `mayLogDebug` (ApiLogger, shared/lambda/api-logger.ts), the level is read only when debug is possible. */
   logger: Pick<Logger, 'debug' | 'info' | 'error' | 'level'> & { readonly mayLogDebug?: boolean };
   /** Flushed after the request by the chain (flushMetrics). */
   metrics: Pick<Metrics, 'addMetric'>;
@@ -41,7 +41,6 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
   /** The usage write, under way; nothing when the call had no known key. */
   const record = ({ event, context, response }: ApiRequest): Promise<void> | undefined => {
     const status = response?.statusCode ?? 500;
-    const responseTimeMs = Math.round((performance.now() - context.startedAt) * 100) / 100;
     const { apiKey } = context;
     const method = event.requestContext.http.method;
     const sourceIp = event.requestContext.http.sourceIp;
@@ -58,7 +57,7 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
       path,
       route: context.route,
       status,
-      response_time_ms: responseTimeMs,
+      response_time_ms: responseTimeMs(context.startedAt),
       timestamp: isoTimestamp(context.receivedAt.getTime()),
       request_id: context.requestId,
     };

@@ -68,7 +68,10 @@ export class KeyStore extends DynamoRepository {
         this.client.send(
           new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true }),
         ),
-      ({ Item }) => (as ? as(Item as StoredKey | undefined) : (Item as StoredKey | undefined)),
+      ({ Item }) => {
+        const stored = Item as StoredKey | undefined;
+        return as ? as(stored) : stored;
+      },
     );
   }
 
