@@ -7,6 +7,10 @@
  *
  * Each iteration runs both, in alternating order, and keeps the difference of the pair, so
  * drift in machine load affects both sides of a pair alike.
+ *
+ * The endpoints are measured warm: first GetBranch as a fresh container runs it (for information),
+ * then every endpoint round robin until V8 has moved the shared code to its top tier, then each
+ * endpoint (docs/performance.md "Fifth round: the JIT's state").
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
@@ -33,6 +37,16 @@ const MAX_SECONDS = Number(process.env.BENCH_OVERHEAD_SECONDS ?? 8);
 /** Each step of the breakdown, and each single-call comparison: shorter runs, for information. */
 const LAYER_RUN = { warmup: 1000, iterations: 4000, maxSeconds: Math.min(MAX_SECONDS, 3) };
 const CALL_RUN = { warmup: 500, iterations: 3000, maxSeconds: Math.min(MAX_SECONDS, 3) };
+/**
+ * Requests of each side, round robin over every endpoint, between the fresh-container figure and
+ * the measured ones. V8 (Node 24) compiles a function with its top tier, TurboFan, only after
+ * about 10,500 calls here; until then the middlewares every endpoint shares run as Maglev code and
+ * a request costs 10-20 µs more. Without this phase an endpoint's figure depended on how many
+ * requests the endpoints measured before it had run (docs/performance.md "Fifth round").
+ */
+const TIER_UP_REQUESTS = Number(process.env.BENCH_OVERHEAD_TIER_UP ?? 14_000);
+/** A fresh container: GetBranch's requests 801 to 3,800, before anything is at the top tier. */
+const FRESH_RUN = { warmup: 800, iterations: 3000, maxSeconds: MAX_SECONDS };
 
 type Fn = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
 
@@ -135,6 +149,22 @@ const assertAnswered = () => {
   }
 };
 
+const getBranchEndpoint = ENDPOINTS.find((one) => one.name === 'GetBranch')!;
+const fresh = await paired(
+  invoker(full.GetBranch, getBranchEndpoint, true),
+  invoker(bare(getBranchEndpoint), getBranchEndpoint),
+  FRESH_RUN,
+);
+assertAnswered();
+
+const tierUp = ENDPOINTS.map((endpoint) => [
+  invoker(full[endpoint.name], endpoint, true),
+  invoker(bare(endpoint), endpoint),
+]);
+for (let i = 0; i < TIER_UP_REQUESTS; i += 1) {
+  for (const side of tierUp[i % tierUp.length]!) await side();
+}
+
 const results = [];
 for (const endpoint of ENDPOINTS) {
   const { pairs, a, b, diff } = await paired(
@@ -153,7 +183,6 @@ for (const endpoint of ENDPOINTS) {
  *    most of it is the SDK's own handling of the signal.
  */
 const layers = [];
-const getBranchEndpoint = ENDPOINTS.find((one) => one.name === 'GetBranch')!;
 let below: Fn = bare(getBranchEndpoint);
 for (const layer of createLayers(full.GetBranch)) {
   const step = await paired(invoker(layer.fn, getBranchEndpoint), invoker(below, getBranchEndpoint), LAYER_RUN);
@@ -183,6 +212,8 @@ process.stdout.write(
   `${JSON.stringify({
     iterations: ITERATIONS,
     warmup: WARMUP,
+    tierUpRequests: TIER_UP_REQUESTS,
+    fresh: { endpoint: getBranchEndpoint.name, pairs: fresh.pairs, full: fresh.a, bare: fresh.b, overhead: fresh.diff },
     results,
     breakdown: {
       layers,
