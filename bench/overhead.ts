@@ -37,16 +37,17 @@ const MAX_SECONDS = Number(process.env.BENCH_OVERHEAD_SECONDS ?? 8);
 /** Each step of the breakdown, and each single-call comparison: shorter runs, for information. */
 const LAYER_RUN = { warmup: 1000, iterations: 4000, maxSeconds: Math.min(MAX_SECONDS, 3) };
 const CALL_RUN = { warmup: 500, iterations: 3000, maxSeconds: Math.min(MAX_SECONDS, 3) };
-/**
- * Requests of each side, round robin over every endpoint, between the fresh-container figure and
- * the measured ones. V8 (Node 24) compiles a function with its top tier, TurboFan, only after
- * about 10,500 calls here; until then the middlewares every endpoint shares run as Maglev code and
- * a request costs 10-20 µs more. Without this phase an endpoint's figure depended on how many
- * requests the endpoints measured before it had run (docs/performance.md "Fifth round").
- */
-const TIER_UP_REQUESTS = Number(process.env.BENCH_OVERHEAD_TIER_UP ?? 14_000);
-/** A fresh container: GetBranch's requests 801 to 3,800, before anything is at the top tier. */
+/** A fresh container: GetBranch's requests 801 to 3,800, before our middlewares are at V8's top tier. */
 const FRESH_RUN = { warmup: 800, iterations: 3000, maxSeconds: MAX_SECONDS };
+/**
+ * Pairs, round robin over every endpoint, between the fresh-container figure and the warm ones,
+ * their p50 kept per block. V8 (Node 24) compiles a function with its top tier, TurboFan, only
+ * after about 10,500 calls here; until then the middlewares every endpoint shares run as Maglev
+ * code and a request costs 10-20 µs more. Without this phase an endpoint's figure depended on how
+ * many requests the endpoints measured before it had run (docs/performance.md "Fifth round").
+ */
+const TIER_UP_PAIRS = Number(process.env.BENCH_OVERHEAD_TIER_UP ?? 14_000);
+const TIER_UP_BLOCK = 2_000;
 
 type Fn = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
 
@@ -91,6 +92,12 @@ const request = (endpoint: (typeof ENDPOINTS)[number]): [ApiEvent, ApiContext] =
 const micros = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1000;
 const stats = (values: number[]) => ({ p50: round(percentile(values, 50), 2), p99: round(percentile(values, 99), 2) });
 
+const time = async (f: () => Promise<void>) => {
+  const start = process.hrtime.bigint();
+  await f();
+  return micros(start);
+};
+
 /**
  * Runs `a` and `b` once each per iteration, in alternating order, and keeps both times and their
  * difference. Stops after `iterations` measured pairs or `maxSeconds`, whichever comes first.
@@ -100,11 +107,6 @@ const paired = async (
   b: () => Promise<void>,
   { warmup = WARMUP, iterations = ITERATIONS, maxSeconds = MAX_SECONDS } = {},
 ) => {
-  const time = async (f: () => Promise<void>) => {
-    const start = process.hrtime.bigint();
-    await f();
-    return micros(start);
-  };
   const aTimes: number[] = [];
   const bTimes: number[] = [];
   const diffs: number[] = [];
@@ -157,13 +159,27 @@ const fresh = await paired(
 );
 assertAnswered();
 
-const tierUp = ENDPOINTS.map((endpoint) => [
-  invoker(full[endpoint.name], endpoint, true),
-  invoker(bare(endpoint), endpoint),
-]);
-for (let i = 0; i < TIER_UP_REQUESTS; i += 1) {
-  for (const side of tierUp[i % tierUp.length]!) await side();
+/** The overhead's p50 per block of TIER_UP_BLOCK pairs: each endpoint in turn, each pair in alternating order. */
+const tierUpBlocks: number[] = [];
+{
+  const sides = ENDPOINTS.map((endpoint): [full: () => Promise<void>, bare: () => Promise<void>] => [
+    invoker(full[endpoint.name], endpoint, true),
+    invoker(bare(endpoint), endpoint),
+  ]);
+  let block: number[] = [];
+  for (let i = 0; i < TIER_UP_PAIRS; i += 1) {
+    const [fullSide, bareSide] = sides[i % sides.length]!;
+    const fullFirst = Math.floor(i / sides.length) % 2 === 0;
+    const t1 = await time(fullFirst ? fullSide : bareSide);
+    const t2 = await time(fullFirst ? bareSide : fullSide);
+    block.push(fullFirst ? t1 - t2 : t2 - t1);
+    if (block.length === TIER_UP_BLOCK) {
+      tierUpBlocks.push(round(percentile(block, 50), 1));
+      block = [];
+    }
+  }
 }
+assertAnswered();
 
 const results = [];
 for (const endpoint of ENDPOINTS) {
@@ -182,14 +198,17 @@ for (const endpoint of ENDPOINTS) {
  *    own timeouts became the bound, docs/reliability.md "Deadlines"), over the same call without:
  *    most of it is the SDK's own handling of the signal.
  */
-const layers = [];
-let below: Fn = bare(getBranchEndpoint);
-for (const layer of createLayers(full.GetBranch)) {
-  const step = await paired(invoker(layer.fn, getBranchEndpoint), invoker(below, getBranchEndpoint), LAYER_RUN);
-  assertAnswered();
-  layers.push({ layer: layer.name, pairs: step.pairs, extra: step.diff });
-  below = layer.fn;
-}
+const measureLayers = async () => {
+  const layers = [];
+  let below: Fn = bare(getBranchEndpoint);
+  for (const layer of createLayers(full.GetBranch)) {
+    const step = await paired(invoker(layer.fn, getBranchEndpoint), invoker(below, getBranchEndpoint), LAYER_RUN);
+    assertAnswered();
+    layers.push({ layer: layer.name, pairs: step.pairs, extra: step.diff });
+    below = layer.fn;
+  }
+  return layers;
+};
 
 const getBranchCommand = () =>
   new GetCommand({ TableName: config.tables.branchData, Key: { branch_id: 'br_demo', sk: 'BRANCH' } });
@@ -205,20 +224,30 @@ const signalCall = async () => {
     clearTimeout(timer);
   }
 };
-const signal = await paired(signalCall, plainCall, CALL_RUN);
+const measureBreakdown = async () => {
+  const layers = await measureLayers();
+  const signal = await paired(signalCall, plainCall, CALL_RUN);
+  return { layers, signalPerCall: { pairs: signal.pairs, extra: signal.diff } };
+};
+/** The breakdown is asked of one process only (bench/lib/overhead-runs.ts). */
+const breakdown = process.env.BENCH_OVERHEAD_BREAKDOWN === '0' ? undefined : await measureBreakdown();
 
 assertAnswered();
 process.stdout.write(
   `${JSON.stringify({
     iterations: ITERATIONS,
     warmup: WARMUP,
-    tierUpRequests: TIER_UP_REQUESTS,
-    fresh: { endpoint: getBranchEndpoint.name, pairs: fresh.pairs, full: fresh.a, bare: fresh.b, overhead: fresh.diff },
-    results,
-    breakdown: {
-      layers,
-      signalPerCall: { pairs: signal.pairs, extra: signal.diff },
+    fresh: {
+      endpoint: getBranchEndpoint.name,
+      warmup: FRESH_RUN.warmup,
+      pairs: fresh.pairs,
+      full: fresh.a,
+      bare: fresh.b,
+      overhead: fresh.diff,
     },
+    tierUp: { pairs: TIER_UP_PAIRS, blockPairs: TIER_UP_BLOCK, blockP50: tierUpBlocks },
+    results,
+    breakdown,
     calls: responder.calls,
   })}\n`,
 );
