@@ -98,6 +98,13 @@ const time = async (f: () => Promise<void>) => {
   return micros(start);
 };
 
+/** One pair: `a` and `b` run once each, `a` first when `aFirst`; their times as [a, b]. */
+const timePair = async (a: () => Promise<void>, b: () => Promise<void>, aFirst: boolean): Promise<[number, number]> => {
+  const t1 = await time(aFirst ? a : b);
+  const t2 = await time(aFirst ? b : a);
+  return aFirst ? [t1, t2] : [t2, t1];
+};
+
 /**
  * Runs `a` and `b` once each per iteration, in alternating order, and keeps both times and their
  * difference. Stops after `iterations` measured pairs or `maxSeconds`, whichever comes first.
@@ -113,11 +120,8 @@ const paired = async (
   let deadline = Number.POSITIVE_INFINITY;
   for (let i = 0; i < warmup + iterations && performance.now() < deadline; i += 1) {
     if (i === warmup) deadline = performance.now() + maxSeconds * 1000;
-    const first = i % 2 === 0 ? a : b;
-    const t1 = await time(first);
-    const t2 = await time(first === a ? b : a);
+    const [ta, tb] = await timePair(a, b, i % 2 === 0);
     if (i < warmup) continue;
-    const [ta, tb] = first === a ? [t1, t2] : [t2, t1];
     aTimes.push(ta);
     bTimes.push(tb);
     diffs.push(ta - tb);
@@ -169,10 +173,8 @@ const tierUpBlocks: number[] = [];
   let block: number[] = [];
   for (let i = 0; i < TIER_UP_PAIRS; i += 1) {
     const [fullSide, bareSide] = sides[i % sides.length]!;
-    const fullFirst = Math.floor(i / sides.length) % 2 === 0;
-    const t1 = await time(fullFirst ? fullSide : bareSide);
-    const t2 = await time(fullFirst ? bareSide : fullSide);
-    block.push(fullFirst ? t1 - t2 : t2 - t1);
+    const [tFull, tBare] = await timePair(fullSide, bareSide, Math.floor(i / sides.length) % 2 === 0);
+    block.push(tFull - tBare);
     if (block.length === TIER_UP_BLOCK) {
       tierUpBlocks.push(round(percentile(block, 50), 1));
       block = [];

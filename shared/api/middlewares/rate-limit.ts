@@ -259,7 +259,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     } catch (fromMemory) {
       // Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour.
       const window = windowsOnContext.get(context);
-      const report = window && onLimitReached?.(window.apiKey, context.receivedAt?.getTime() ?? now());
+      const report = window && onLimitReached?.(window.apiKey, window.at);
       return reportedThenRefused(report, fromMemory);
     }
   };
