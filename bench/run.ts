@@ -30,12 +30,20 @@ const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - star
 const load = () => loadavg().map((value) => round(value, 2));
 
 /** Runs a child (TypeScript through tsx, or a built .mjs as it is) and resolves to its last stdout line, parsed. */
+/** The bench's own knobs (`BENCH_*`, docs/performance.md "Running it"), passed on to the parts run as children. */
+const benchKnobs = (): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(process.env).filter(
+      (entry): entry is [string, string] => entry[0].startsWith('BENCH_') && entry[1] !== undefined,
+    ),
+  );
+
 const runJsonChild = (script: string, env: Record<string, string>, timeoutMs = 240_000): Promise<unknown> =>
   new Promise((resolve, reject) => {
     const loader = script.endsWith('.mjs') ? [] : ['--import', 'tsx'];
     const child = spawn(process.execPath, [...loader, ...profileArgs(), join(PROJECT_ROOT, script)], {
       cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...benchKnobs(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
