@@ -4,7 +4,6 @@ import { MAX_USAGE_LIMIT, OperatorError, readUsage } from '../../lib/operator/op
 import { formatTable } from '../../lib/operator/format';
 import { lines, terminal } from '../../lib/operator/terminal';
 import { addUsageRollupCommands, formatSetAside } from './usage-rollups';
-import { addUsageMigrateCommand } from './usage-migrate';
 import { setAsideReport } from '../../lib/operator/usage-rollups';
 import { kit, outputWidth, positiveInt, print, withContext, type JsonOption } from './kit';
 
@@ -69,5 +68,4 @@ export const addUsageCommands = (program: Command): void => {
     );
 
   addUsageRollupCommands(usage, kit);
-  addUsageMigrateCommand(usage, kit);
 };

@@ -81,7 +81,7 @@ export const readLogLine = (line: string): UsageRecord | string | undefined => {
   return `not a valid usage record (${parsed.error.issues.map((issue) => issue.path.join('.') || 'record').join(', ')})`;
 };
 
-/** What storing batches did: shared by replay and `usage migrate` (usage-migrate.ts). */
+/** What storing batches did. */
 export interface StoreTally {
   /** Written (with `dryRun`: would be). */
   stored: number;

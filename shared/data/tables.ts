@@ -130,8 +130,7 @@ export const usageTable: TableDefinition = {
   id: 'Usage',
   name: 'usage',
   envVar: 'USAGE_TABLE',
-  // -v2: the key shape of docs/capacity.md; a --data-dir of an older start keeps its old table aside.
-  localName: 'branch-api-usage-v2',
+  localName: 'branch-api-usage',
   ...timeOrdered('pk', 'key_pk'),
   ...expiring,
   // Feeds the rollups aggregator (docs/decisions.md "Usage rollups").
