@@ -15,7 +15,7 @@ import { ensureTables } from '../lib/operator/tables';
 import { createOperatorContext } from '../lib/operator/context';
 import { rebuildRollups } from '../lib/operator/usage-rebuild';
 import { CHROMIUM_PATH, launchChromium } from '../scripts/chromium';
-import type { UsageRecord } from '../shared/data/repositories/usage';
+import type { UsageRecord } from '../shared/domain/usage-record';
 import { padSequence } from '../shared/domain/rollups';
 import { demoBranch } from './lib/fixtures';
 import { round } from './lib/stats';

@@ -16,7 +16,7 @@ import { startConsole } from '../lib/console/server';
 import { startLocalEnvironment } from '../lib/local/environment';
 import { logFilePath, routeLogs } from '../lib/local/log-routing';
 import { createOperatorContext } from '../lib/operator/context';
-import type { UsageRecord } from '../shared/data/repositories/usage';
+import type { UsageRecord } from '../shared/domain/usage-record';
 import { launchChromium } from './chromium';
 import { auditPage, type PageAudit } from './console-audit';
 import { disableKey, enableKey, updateKey } from '../lib/operator/key-actions';

@@ -12,7 +12,8 @@ import { isAllowedIp, parseAllowlist, parseCidr } from '../shared/domain/cidr';
 import { readDynamoDbSettings } from '../shared/lambda/config';
 import { DataStoreUnavailableError } from '../shared/data/data-store-errors';
 import { createDocumentClient } from '../shared/data/dynamodb';
-import { KeyNotFoundError, KeyNotRollableError, KeysRepository } from '../shared/data/repositories/keys';
+import { KeyNotFoundError, KeyNotRollableError } from '../shared/domain/key-record';
+import { KeysRepository } from '../shared/data/repositories/keys';
 import { otherBranch, mainBranch } from './support/fixtures';
 import {
   CHALLENGE,

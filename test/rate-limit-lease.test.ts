@@ -23,7 +23,7 @@ import {
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { readDynamoDbSettings } from '../shared/lambda/config';
 import { RateLimitsRepository } from '../shared/data/repositories/rate-limits';
-import type { ApiKeyRecord } from '../shared/data/repositories/keys';
+import type { ApiKeyRecord } from '../shared/domain/key-record';
 import { policyMemory, rateLimit, type RateLimitOptions } from '../shared/api/middlewares/rate-limit';
 import type { ApiContext, ApiRequest } from '../shared/api/middlewares';
 import { blockSize, LEASE_ABOVE, tokensGranted } from '../shared/domain/rate-limit';

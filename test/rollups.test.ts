@@ -13,7 +13,7 @@ import { readDynamoDbSettings } from '../shared/lambda/config';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { logger, metrics } from '../shared/lambda/observability';
 import { RollupsRepository } from '../shared/data/repositories/rollups';
-import type { UsageRecord } from '../shared/data/repositories/usage';
+import type { UsageRecord } from '../shared/domain/usage-record';
 import {
   bucketOf,
   hourItemSk,

@@ -2,7 +2,7 @@
  * Bulk usage writes (UsageRepository.putBatch, used by the console benchmark): more records
  * than one BatchWriteItem takes, stored exactly as `put` stores them (sort key, TTL).
  */
-import type { UsageRecord } from '../shared/data/repositories/usage';
+import type { UsageRecord } from '../shared/domain/usage-record';
 import { countCommands, createTables, fixtureClient, fixtureUsage, scanRaw, tableNames } from './support/harness';
 
 beforeAll(() => createTables());

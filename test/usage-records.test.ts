@@ -8,7 +8,7 @@ import { handler as getProvider } from '../functions/get-payment-provider';
 import { handler as listMembers } from '../functions/list-members';
 import { generateApiKey } from '../shared/domain/api-key';
 import { logger } from '../shared/lambda/observability';
-import type { UsageRecord } from '../shared/data/repositories/usage';
+import type { UsageRecord } from '../shared/domain/usage-record';
 import { startFaultProxy } from './support/fault-proxy';
 import { mainBranch } from './support/fixtures';
 import {

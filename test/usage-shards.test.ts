@@ -7,7 +7,8 @@
  */
 import fc from 'fast-check';
 import { USAGE_WRITE_SHARDS } from '../shared/data/tables';
-import { InvalidUsagePositionError, type UsageRecord } from '../shared/data/repositories/usage';
+import { InvalidUsagePositionError } from '../shared/data/repositories/usage';
+import type { UsageRecord } from '../shared/domain/usage-record';
 import { mergeNewestFirst, usageShardOf, type ShardReader } from '../shared/data/repositories/usage-shards';
 import { createTables, fixtureUsage, scanRaw, tableNames } from './support/harness';
 

@@ -11,7 +11,7 @@ import { createOperatorContext, type OperatorContext } from '../../lib/operator/
 import { rebuildRollups } from '../../lib/operator/usage-rebuild';
 import { replayUsageLog, USAGE_NOT_STORED_MESSAGE } from '../../lib/operator/usage-replay';
 import { streamEvent, usageChange } from '../../lib/local/stream-events';
-import type { UsageRecord } from '../../shared/data/repositories/usage';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import type { TableNames } from '../../shared/data/tables';
 import { hourItemSk, hourOf, itemSizeBytes } from '../../shared/domain/rollups';
 import { round } from './stats';

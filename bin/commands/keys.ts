@@ -4,7 +4,7 @@ import { createKey, listKeys, revokeKey } from '../../lib/operator/operations';
 import { auditKeys, DEFAULT_GRACE, rollKey } from '../../lib/operator/lifecycle';
 import { formatTable } from '../../lib/operator/format';
 import { lines, terminal, type TerminalText } from '../../lib/operator/terminal';
-import type { ApiKeyRecord } from '../../shared/data/repositories/keys';
+import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { dash, defined, outputWidth, print, withContext, type JsonOption } from './kit';
 
 /** A new key's settings and its value, shown this once. */

@@ -4,7 +4,7 @@
  * described by the message) and that field takes the focus.
  */
 import { SCOPES } from '../../shared/domain/schemas';
-import type { ApiKeyRecord } from '../../shared/data/repositories/keys';
+import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import type { OperatorError } from '../operator/errors';
 import { html, type Html } from './html';
 import { fieldError, hidden, textField, type FormError } from './layout';

@@ -7,7 +7,7 @@
  * with calls. Latencies are the rollups' histogram bounds (docs/usage-rollups.md).
  */
 import { routeKey, routes } from '../../shared/api/routes';
-import type { UsageRecord } from '../../shared/data/repositories/usage';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import type { OperatorContext } from '../operator/context';
 import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
 import { showControls } from './html';

@@ -9,10 +9,9 @@ import {
   KeyChangedError,
   KeyNotFoundError,
   type ApiKeyRecord,
-  type KeyActionResult,
-  type KeyRef,
   type KeySettingsChange,
-} from '../../shared/data/repositories/keys';
+} from '../../shared/domain/key-record';
+import type { KeyActionResult, KeyRef } from '../../shared/data/repositories/keys';
 import type { ActivityEntry } from '../../shared/data/repositories/activity';
 import type { KeyState } from '../../shared/domain/key-state';
 import type { OperatorContext } from './context';

@@ -10,7 +10,7 @@ import {
   KeyNotFoundError,
   KeyNotRollableError,
   type ApiKeyRecord,
-} from '../../shared/data/repositories/keys';
+} from '../../shared/domain/key-record';
 import { routeKey, routes } from '../../shared/api/routes';
 import type { Scope } from '../../shared/domain/schemas';
 import type { OperatorContext } from './context';

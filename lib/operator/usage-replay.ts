@@ -9,8 +9,8 @@
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import type { UsageRecord } from '../../shared/data/repositories/usage';
-import { UsageRecordSchema } from '../../shared/lambda/usage-stream';
+import type { UsageRecord } from '../../shared/domain/usage-record';
+import { UsageRecordSchema } from '../../shared/domain/usage-record-schema';
 import type { OperatorContext } from './context';
 import { OperatorError } from './operations';
 import { usageRetentionDays, type Env } from './usage-rollups';

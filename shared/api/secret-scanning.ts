@@ -16,7 +16,7 @@ import {
   type ReportAnswer,
   type ReportedToken,
 } from '../domain/secret-scanning';
-import type { ApiKeyRecord } from '../data/repositories/keys';
+import type { ApiKeyRecord } from '../domain/key-record';
 import { invalidRequest, invalidSignature, payloadTooLarge } from './errors';
 import { jsonResponse, type ApiEvent, type ApiResponse } from './http/response';
 

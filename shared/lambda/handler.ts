@@ -9,7 +9,7 @@ import { logger, metrics, telemetry } from './observability';
 import { getRoute, routeKey, type RouteId } from '../api/routes';
 import { config, keyEvents, keys, rateLimits, usage } from './runtime';
 import { keyEvent, OncePerPeriod, SERVICE_ACTOR } from '../domain/key-events';
-import type { ApiKeyRecord } from '../data/repositories/keys';
+import type { ApiKeyRecord } from '../domain/key-record';
 
 /** "Rate limit reached" at most once per key per hour, by the container that first refuses it. */
 const RATE_LIMIT_EVENT_PERIOD_MS = 60 * 60 * 1000;

@@ -4,7 +4,8 @@
  * them; locally `keys audit` sends them for the branch it audits. Each event is claimed on the key
  * first (a conditional write), so two runs never send the same one twice.
  */
-import type { ApiKeyRecord, KeysRepository } from '../data/repositories/keys';
+import type { ApiKeyRecord } from '../domain/key-record';
+import type { KeysRepository } from '../data/repositories/keys';
 import type { KeyEventEmitter } from '../data/key-events';
 import { keyEvent, SERVICE_ACTOR } from '../domain/key-events';
 

@@ -9,28 +9,10 @@ import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import * as z from 'zod/mini';
 import type { ApplyResult, RollupsRepository } from '../data/repositories/rollups';
 import { usageTable } from '../data/tables';
 import { padSequence, streamTag, type StreamCall } from '../domain/rollups';
-import type { UsageRecord } from '../data/repositories/usage';
-
-/**
- * A usage record as stored (and as logged when its write failed). zod/mini: the full zod would
- * more than double the aggregator's bundle (test/cdk/aggregator-bundle.test.ts).
- */
-export const UsageRecordSchema = z.object({
-  key_id: z.string().check(z.minLength(1)),
-  branch_id: z.string().check(z.minLength(1)),
-  method: z.string(),
-  path: z.string(),
-  route: z.string(),
-  status: z.int().check(z.gte(100), z.lte(599)),
-  response_time_ms: z.number().check(z.gte(0)),
-  timestamp: z.iso.datetime(),
-  request_id: z.string().check(z.minLength(1)),
-  source_ip: z.optional(z.string()),
-}) satisfies z.ZodMiniType<UsageRecord>;
+import { UsageRecordSchema } from '../domain/usage-record-schema';
 
 /** The aggregator function's entry, relative to the project root: what the CDK stack bundles and the local change feed invokes. */
 export const AGGREGATOR_ENTRY = 'functions/aggregate-usage.ts';

@@ -8,7 +8,7 @@
 import { startConsole, type SettingsConsole } from '../../lib/console/server';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { padSequence, type StreamCall } from '../../shared/domain/rollups';
-import type { UsageRecord } from '../../shared/data/repositories/usage';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import { otherBranch } from '../support/fixtures';
 import { countCommands, setUpBranches, tableNames } from '../support/harness';
 import { rawRequest, sessionCookie } from './support';

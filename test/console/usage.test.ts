@@ -4,7 +4,7 @@
  * hour, as the rollups count); the status and route filters select the same rows in the log and
  * the CSV; the CSV neutralises what a caller sent (formula prefixes, NUL, bidi controls).
  */
-import type { UsageRecord } from '../../shared/data/repositories/usage';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import { createOperatorContext } from '../../lib/operator/context';
 import { rebuildRollups } from '../../lib/operator/usage-rebuild';
 import { rawRequest, sessionCookie, startEnvironment, type Environment } from './support';

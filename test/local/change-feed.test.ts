@@ -12,7 +12,8 @@ import { createOperatorContext, type OperatorContext } from '../../lib/operator/
 import { ensureTables } from '../../lib/operator/tables';
 import { summarizeUsage } from '../../lib/operator/usage-rollups';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
-import { usageItemOf, type UsageRecord } from '../../shared/data/repositories/usage';
+import { usageItemOf } from '../../shared/data/repositories/usage';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import { usageTable } from '../../shared/data/tables';
 import { hourOf, totalsOf } from '../../shared/domain/rollups';
 import { logger, metrics } from '../../shared/lambda/observability';

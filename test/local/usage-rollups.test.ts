@@ -14,7 +14,8 @@ import { createOperatorContext, type OperatorContext } from '../../lib/operator/
 import { rebuildRollups } from '../../lib/operator/usage-rebuild';
 import { summarizeUsage } from '../../lib/operator/usage-rollups';
 import { ensureTables } from '../../lib/operator/tables';
-import type { UsageRecord, UsageRepository } from '../../shared/data/repositories/usage';
+import type { UsageRepository } from '../../shared/data/repositories/usage';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import { hourOf, totalsOf } from '../../shared/domain/rollups';
 import { logger, metrics } from '../../shared/lambda/observability';
 import { createUsageAggregator } from '../../shared/lambda/usage-stream';

@@ -16,7 +16,7 @@ import type * as Observability from '../../shared/lambda/observability';
 import type * as Runtime from '../../shared/lambda/runtime';
 import { createRepositories } from '../../shared/data/repositories';
 import type { CreateKeyInput } from '../../shared/data/repositories/keys';
-import type { UsageRecord } from '../../shared/data/repositories/usage';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import type { SeedBranch } from '../../shared/domain/schemas';
 import { buildContext, buildEvent, type EventInput } from '../../lib/local/events';
 import { invokeFunction } from '../../lib/local/invoke';

@@ -1,7 +1,7 @@
 import { hashApiKey, isWellFormedApiKey } from '../../domain/api-key';
 import { keyState, type KeyState } from '../../domain/key-state';
 import { type ApiError, disabledApiKey, expiredApiKey, invalidApiKey, missingApiKey, revokedApiKey } from '../errors';
-import type { ApiKeyRecord } from '../../data/repositories/keys';
+import type { ApiKeyRecord } from '../../domain/key-record';
 import type { ApiMiddleware, ApiRequest } from './types';
 
 export interface KeyLookup {

@@ -6,7 +6,7 @@ import { RATE_LIMIT_COUNTER_FAILED_METRIC, RATE_LIMITED_METRIC } from '../../dom
 import { blockSize, LEASE_ABOVE, rateLimitOf, type RateLimit } from '../../domain/rate-limit';
 import { leases, outcomeOfCount, windowMemory, type Outcome } from './rate-limit-lease';
 import type { ApiContext, ApiMiddleware, ApiRequest } from './types';
-import type { ApiKeyRecord } from '../../data/repositories/keys';
+import type { ApiKeyRecord } from '../../domain/key-record';
 
 export interface RateCounter {
   /** Counts `by` (default 1) calls of the key in the window; resolves to the window's count, these included. */

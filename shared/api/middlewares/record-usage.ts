@@ -5,7 +5,7 @@ import { redactApiKeys } from '../../domain/api-key';
 import { USAGE_WRITE_FAILED_METRIC } from '../../domain/telemetry';
 import { DEFAULT_USAGE_RETENTION_DAYS, responseTimeMs } from '../../domain/usage-record';
 import { isoTimestamp } from '../../domain/timestamps';
-import type { UsageRecord } from '../../data/repositories/usage';
+import type { UsageRecord } from '../../domain/usage-record';
 import type { ApiMiddleware, ApiRequest } from './types';
 
 export interface UsageSink {

@@ -1,7 +1,7 @@
 import type middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { ApiEvent, ApiResponse } from '../http/response';
-import type { ApiKeyRecord } from '../../data/repositories/keys';
+import type { ApiKeyRecord } from '../../domain/key-record';
 
 /** The Lambda context, plus what the stack learns about the request as it runs. */
 export interface ApiContext extends Context {

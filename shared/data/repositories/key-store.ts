@@ -12,7 +12,8 @@ import { KEYS_BY_BRANCH_INDEX, KEYS_BY_ID_INDEX } from '../tables';
 import type { ActivityRepository } from './activity';
 import type { KeyEventEmitter } from '../key-events';
 import { keyEventOfAction } from '../../domain/key-events';
-import { RECORDED_FIELDS, toRecord, type ApiKeyRecord, type StoredKey } from './key-records';
+import { RECORDED_FIELDS, type ApiKeyRecord } from '../../domain/key-record';
+import { toRecord, type StoredKey } from './key-records';
 
 /** One action's change to a key item: attributes set and removed. */
 export interface KeyMutation {

@@ -5,18 +5,20 @@ import type { KeyAction } from '../../domain/key-activity';
 import { ConditionNotMetError } from '../data-store-errors';
 import { KeyStore, type KeyMutation } from './key-store';
 import {
-  inheritedSettings,
   KeyActionRefusedError,
   KeyChangedError,
   KeyNotFoundError,
   KeyNotRollableError,
+  type ApiKeyRecord,
+  type KeySettingsChange,
+} from '../../domain/key-record';
+import {
+  inheritedSettings,
   toRecord,
   UNKNOWN_ACTOR,
-  type ApiKeyRecord,
   type CreateKeyInput,
   type KeyActionResult,
   type KeyRef,
-  type KeySettingsChange,
   type RolledKey,
   type RollKeyInput,
   type StoredKey,

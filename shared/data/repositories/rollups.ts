@@ -21,7 +21,7 @@ import {
   type StreamCall,
 } from '../../domain/rollups';
 import { ROLLUPS_BY_KEY_INDEX } from '../tables';
-import type { UsageRecord } from './usage';
+import type { UsageRecord } from '../../domain/usage-record';
 
 const DAY_SECONDS = 86_400;
 /** Tries of one group when its watermark moved between the read and the write (another writer on the same source). */

@@ -5,8 +5,6 @@ import type { UsageRecord } from '../../domain/usage-record';
 import { epochSecondsOf } from '../../domain/timestamps';
 import { createGate, inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
 
-export type { UsageRecord };
-
 export interface UsageQuery {
   branchId: string;
   keyId?: string;
