@@ -246,8 +246,9 @@ export const runLoad = async (options: LoadOptions = {}): Promise<LoadReport> =>
   let stoppedEarly = false;
   try {
     const result = await new Promise<autocannon.Result>((resolve, reject) => {
+      // A generous per-request timeout: a busy machine may be slow, and the run is judged by counts.
       const instance = autocannon(
-        { url: `http://127.0.0.1:${gateway.port}`, connections, amount: requested, timeout: 10, requests },
+        { url: `http://127.0.0.1:${gateway.port}`, connections, amount: requested, timeout: 60, requests },
         (error, finished) => (error ? reject(error) : resolve(finished)),
       );
       const guard = setTimeout(() => {
