@@ -1,13 +1,12 @@
 /**
  * Every line a request logs carries that request's fields: the Lambda context's (function name,
  * its request id, cold start) and ours (`request_id`, `route`), and a later request's lines carry
- * the later request's, never the earlier one's (shared/api/middlewares/request-context.ts).
+ * the later request's, never the earlier one's (shared/api/middleware-chain.ts). Concurrent
+ * invocations run in the invocation store (lib/local/invoke.ts), where Powertools keeps keys apart.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { ApiLogger } from '../shared/lambda/api-logger';
 import { buildContext, buildEvent } from '../lib/local/events';
 import type { ApiContext } from '../shared/api/middlewares';
-import { RequestLogFormatter } from '../shared/lambda/request-log-formatter';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { invokeFunction } from '../lib/local/invoke';
 import { createMiddlewareChain } from '../shared/api/middleware-chain';
@@ -61,69 +60,12 @@ it("gives every line of a request the Lambda context's fields and the request's 
   }
 });
 
-/** The JSON line each logger writes for the same call, in the same Lambda context. */
-const lineOf = (logger: Logger, write: (logger: Logger) => void): Record<string, unknown> => {
-  const logs = captureLogs(logger, 'INFO');
-  try {
-    write(logger);
-  } finally {
-    logs.restore();
-  }
-  expect(logs.entries).toHaveLength(1);
-  return logs.entries[0]!;
-};
-
-describe('the log format (shared/lambda/request-log-formatter.ts)', () => {
-  const context = buildContext('get-branch');
-  const loggers = () => {
-    const fields = new RequestLogFormatter();
-    const ours = new Logger({ serviceName: 'format-test', logLevel: 'INFO', logFormatter: fields });
-    const powertools = new Logger({ serviceName: 'format-test', logLevel: 'INFO' });
-    for (const one of [ours, powertools]) one.addContext(context);
-    return { fields, ours, powertools };
-  };
-  const error = new Error('boom');
-  const write = (logger: Logger) => logger.info('Request failed', { status: 503, error });
-  const withoutTime = ({ timestamp, ...rest }: Record<string, unknown>) => {
-    expect(timestamp).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
-    return rest;
-  };
-
-  it("is Powertools' own, key for key and in the same order, plus the request's two fields", () => {
-    const { fields, ours, powertools } = loggers();
-    fields.setRequest(context.awsRequestId, { request_id: 'req-1', route: 'GET /v1/branch' });
-    const expected = withoutTime(lineOf(powertools, write));
-    const actual = withoutTime(lineOf(ours, write));
-    const { request_id, route, ...rest } = actual;
-    expect({ request_id, route }).toEqual({ request_id: 'req-1', route: 'GET /v1/branch' });
-    expect(rest).toEqual(expected);
-    expect(Object.keys(rest)).toEqual(Object.keys(expected));
-  });
-
-  it("puts no request's fields on a line of another invocation (the aggregator's, in one process locally)", () => {
-    const { fields, ours } = loggers();
-    fields.setRequest('another-invocation', { request_id: 'req-2', route: 'GET /v1/members' });
-    const line = lineOf(ours, write);
-    expect(line).not.toHaveProperty('request_id');
-    expect(line).not.toHaveProperty('route');
-    expect(line).toMatchObject({ function_request_id: context.awsRequestId, function_name: 'get-branch' });
-  });
-
-  it('puts the latest request on lines of its own context, one request at a time (standard Lambda)', () => {
-    const { fields, ours } = loggers();
-    fields.setRequest(context.awsRequestId, { request_id: 'req-1', route: 'GET /v1/branch' });
-    fields.setRequest(context.awsRequestId, { request_id: 'req-2', route: 'GET /v1/members' });
-    expect(lineOf(ours, write)).toMatchObject({ request_id: 'req-2', route: 'GET /v1/members' });
-  });
-});
-
 /**
  * A chain whose handler logs one line; a request to /v1/branch logs it only once released, so a
  * test decides what begins and ends in between.
  */
 const heldChain = () => {
-  const logFields = new RequestLogFormatter();
-  const logger = new ApiLogger({ serviceName: 'concurrency-test', logLevel: 'INFO', logFormatter: logFields });
+  const logger = new Logger({ serviceName: 'concurrency-test', logLevel: 'INFO' });
   const metrics = new Metrics({ namespace: 'ConcurrencyTest', serviceName: 'concurrency-test' });
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
@@ -134,7 +76,7 @@ const heldChain = () => {
       if (event.rawPath === '/api/v1/members') release();
       return { statusCode: 200, headers: {}, body: '{}' };
     },
-    { logger, logFields, metrics },
+    { logger, metrics },
   );
   return { logger, handler, release };
 };
@@ -189,4 +131,26 @@ it('keeps a slow request to its own fields however many requests begin and end d
     request_id: slow.requestContext.requestId,
     route: slow.routeKey,
   });
+});
+
+it("puts no request's fields on a line of another invocation beside it, or on a line after it", async () => {
+  // The other invocation stands for the usage aggregator, which runs in the same process under `npm start`.
+  const { logger, handler, release } = heldChain();
+  const logs = captureLogs(logger, 'INFO');
+  try {
+    const held = invokeFunction(handler, buildEvent({ path: '/v1/branch' }), buildContext() as ApiContext);
+    const other = buildContext();
+    await invokeFunction(async () => logger.info('another invocation'), {}, other);
+    release();
+    await held;
+    logger.info('after the request');
+  } finally {
+    logs.restore();
+  }
+  for (const message of ['another invocation', 'after the request']) {
+    const line = logs.entries.find((entry) => entry.message === message);
+    expect(line).toBeDefined();
+    expect(line).not.toHaveProperty('request_id');
+    expect(line).not.toHaveProperty('route');
+  }
 });

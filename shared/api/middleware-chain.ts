@@ -1,17 +1,26 @@
 /**
- * The Middy middleware chain every function shares. Attach order matters: Middy runs `before` in
- * order and `after`/`onError` in reverse, so on the way out the error mapper turns any error into
- * a catalogue error first, `@middy/http-error-handler` writes it, headers are added, observers (the
- * usage record) see the final response, and the request's metrics are flushed last. The request's
- * log fields are set first, by requestContext.
+ * The Middy middleware chain every function shares, in one place. Middy runs `before` in attach
+ * order and `after`/`onError` in reverse, so the chain is, on the way in:
+ *
+ * 1. injectLambdaContext (Powertools): the Lambda context on every log line; on the way out, last,
+ *    it resets the request's keys.
+ * 2. requestContext: the request's id, arrival time and route, and `request_id`/`route` as log keys.
+ * 3. logMetrics (Powertools): on the way out, publishes what the request stored, after the observers.
+ * 4. observers (the usage record): see the final response, error responses included.
+ * 5. responseHeaders: the headers every response carries.
+ * 6. httpErrorHandler (@middy): writes the error response the mapper prepared.
+ * 7. errorMapper: on the way out, first, turns any error into a catalogue error.
+ * 8. guards (authentication, rate limit, IP allowlist, scope), then the handler.
  */
 import middy from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
-import type { ApiEvent, ApiResponse } from './http/response';
-import { errorMapper, flushMetrics, requestContext, responseHeaders } from './middlewares';
-import type { ApiContext, ApiMiddleware, RequestLogFields } from './middlewares';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
+import type { ApiEvent, ApiResponse } from './http/response';
+import { errorMapper, requestContext, responseHeaders } from './middlewares';
+import type { ApiContext, ApiMiddleware } from './middlewares';
 
 export type ChainHandler<TContext extends ApiContext = ApiContext> = (
   event: ApiEvent,
@@ -21,14 +30,10 @@ export type ChainHandler<TContext extends ApiContext = ApiContext> = (
 export interface ChainOptions {
   /** The container's Powertools logger (shared/lambda/observability.ts). */
   logger: Logger;
-  /** That logger's formatter, which puts `request_id` and `route` on a request's lines. */
-  logFields: RequestLogFields;
-  /** The container's Powertools metrics, flushed after every request that stored any. */
+  /** The container's Powertools metrics, published after every request. */
   metrics: Metrics;
   /** Route template to record; defaults to the event's `routeKey`. */
   route?: string;
-  /** Powertools' debug log sampling is configured (shared/lambda/observability.ts). @default true */
-  debugSampling?: boolean;
   /** Run before the handler, in order (authentication, scope). */
   guards?: ApiMiddleware[];
   /** See every final response, error responses included (usage recording). */
@@ -40,23 +45,15 @@ export interface ChainOptions {
   earlyTimeout?: boolean;
 }
 
-/** Middy's plugin options: `timeoutEarlyInMillis: 0` skips its per-request timer and promise race. */
-const NO_EARLY_TIMEOUT = { timeoutEarlyInMillis: 0 };
-
 export const createMiddlewareChain = (
   handler: ChainHandler,
-  { logger, logFields, metrics, route, debugSampling, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
+  { logger, metrics, route, guards = [], observers = [], earlyTimeout = false }: ChainOptions,
 ) =>
-  middy<ApiEvent, ApiResponse, Error, ApiContext>(handler, earlyTimeout ? {} : NO_EARLY_TIMEOUT)
-    .use(
-      requestContext({
-        logger,
-        logFields,
-        ...(route === undefined ? {} : { route }),
-        ...(debugSampling === undefined ? {} : { debugSampling }),
-      }),
-    )
-    .use(flushMetrics(metrics))
+  middy<ApiEvent, ApiResponse, Error, ApiContext>(handler, earlyTimeout ? {} : { timeoutEarlyInMillis: 0 })
+    // logEvent off whatever POWERTOOLS_LOGGER_LOG_EVENT says: the event holds the Authorization header.
+    .use(injectLambdaContext(logger, { resetKeys: true, logEvent: false }) as ApiMiddleware)
+    .use(requestContext({ logger, ...(route === undefined ? {} : { route }) }))
+    .use(logMetrics(metrics) as ApiMiddleware)
     .use(observers)
     .use(responseHeaders())
     // Off: the package would print every 401 to stderr; the mapper logs 5xx through Powertools.

@@ -19,8 +19,8 @@ const isOws = (char: string | undefined): boolean => char === ' ' || char === '\
 /**
  * The bearer token of a request, or undefined when there is no `Bearer <token>` header (RFC 6750;
  * the scheme is matched case-insensitively, spaces and tabs around the parts are ignored).
- * A linear scan, not a regular expression: a backtracking pattern took 166 ms of CPU on a 10 KB
- * header of spaces, and 15 s on 100 KB, before any key was checked.
+ * A linear scan, not a regular expression: a backtracking pattern spends CPU quadratic in a
+ * header of spaces before any key is checked.
  */
 export const readBearerToken = (headers: Record<string, string | undefined> | undefined): string | undefined => {
   const value = headers?.authorization;
@@ -56,19 +56,16 @@ const REFUSALS: Partial<Record<KeyState, () => ApiError>> = {
 export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
   const { keys, now } = opts;
 
-  // Not async: the lookup's own promise is chained, one promise and resumption fewer per request.
-  // A missing or malformed key throws at once, which Middy handles as a rejection would be.
-  const authenticateBefore = ({ event, context }: ApiRequest): Promise<void> => {
+  const authenticateBefore = async ({ event, context }: ApiRequest): Promise<void> => {
     const token = readBearerToken(event.headers);
     if (token === undefined) throw missingApiKey();
     if (!isWellFormedApiKey(token)) throw invalidApiKey();
-    return keys.getByHash(hashApiKey(token)).then((apiKey) => {
-      if (!apiKey) throw invalidApiKey();
-      context.apiKey = apiKey;
-      // The key's state when the call arrived; its usage record and rate-limit window go by that time too.
-      const refusal = REFUSALS[keyState(apiKey, now ? now() : (context.receivedAt?.getTime() ?? Date.now()))];
-      if (refusal) throw refusal();
-    });
+    const apiKey = await keys.getByHash(hashApiKey(token));
+    if (!apiKey) throw invalidApiKey();
+    context.apiKey = apiKey;
+    // The key's state when the call arrived; its usage record and rate-limit window go by that time too.
+    const refusal = REFUSALS[keyState(apiKey, now ? now() : (context.receivedAt?.getTime() ?? Date.now()))];
+    if (refusal) throw refusal();
   };
 
   return { before: authenticateBefore, name: 'authenticate' };

@@ -1,10 +1,9 @@
 export { authenticate } from './authenticate';
 export { errorMapper } from './error-mapper';
-export { flushMetrics } from './flush-metrics';
 export { ipAllowlist } from './ip-allowlist';
 export { rateLimit } from './rate-limit';
 export { recordUsage } from './record-usage';
-export { requestContext, type RequestLogFields } from './request-context';
+export { requestContext } from './request-context';
 export { requireScope } from './require-scope';
 export { responseHeaders } from './response-headers';
 export type { ApiContext, ApiMiddleware, ApiRequest, AuthenticatedContext } from './types';

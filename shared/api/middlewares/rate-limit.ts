@@ -1,6 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { Metrics } from '@aws-lambda-powertools/metrics';
-import { addRequestMetric } from './flush-metrics';
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { rateLimited } from '../errors';
 import { RATE_LIMIT_COUNTER_FAILED_METRIC, RATE_LIMITED_METRIC } from '../../domain/telemetry';
 import { blockSize, LEASE_ABOVE, rateLimitOf, type RateLimit } from '../../domain/rate-limit';
@@ -18,7 +17,7 @@ export interface RateLimitOptions {
   /** The limit of keys stored without one (DEFAULT_RATE_LIMIT). */
   defaultLimit: RateLimit;
   logger: Pick<Logger, 'warn'>;
-  /** Flushed after the request by the chain (flushMetrics). */
+  /** Published after the request by the chain (logMetrics). */
   metrics: Pick<Metrics, 'addMetric'>;
   /** Clock, in epoch milliseconds. */
   now?: () => number;
@@ -110,7 +109,7 @@ const refusal = (context: ApiContext, window: Window, at: number) => {
 
 /** Every 429, counted for the API's 429 rate alarm. */
 const countedRefusal = (metrics: Pick<Metrics, 'addMetric'>, context: ApiContext, window: Window, at: number) => {
-  addRequestMetric(metrics, context, RATE_LIMITED_METRIC);
+  metrics.addMetric(RATE_LIMITED_METRIC, MetricUnit.Count, 1);
   return refusal(context, window, at);
 };
 
@@ -126,12 +125,11 @@ const windowOf = (apiKey: ApiKeyRecord, policy: Policy, at: number, refusedKey: 
 const failOpen = (
   logger: Pick<Logger, 'warn'>,
   metrics: Pick<Metrics, 'addMetric'>,
-  context: ApiContext,
   keyId: string,
   error: unknown,
 ): undefined => {
   logger.warn('Rate limit counter not updated; call admitted', { error, key_id: keyId });
-  addRequestMetric(metrics, context, RATE_LIMIT_COUNTER_FAILED_METRIC);
+  metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
   return undefined;
 };
 
@@ -240,7 +238,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const decide: Decide = (context, window, result) => {
     // As of the call's arrival, not the counter's answer: the same instant as its window and usage record.
     const { at } = window;
-    if ('error' in result) return failOpen(logger, metrics, context, window.keyId, result.error);
+    if ('error' in result) return failOpen(logger, metrics, window.keyId, result.error);
     if (result.reached) usedUp.remember(window.keyId, window.endsAt, at); // every later call of the window is over
     if (result.over) {
       // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.

@@ -1,10 +1,8 @@
-import { LogLevelThreshold, type Logger } from '@aws-lambda-powertools/logger';
-import type { Metrics } from '@aws-lambda-powertools/metrics';
-import { addRequestMetric } from './flush-metrics';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { redactApiKeys } from '../../domain/api-key';
 import { USAGE_WRITE_FAILED_METRIC } from '../../domain/telemetry';
 import { DEFAULT_USAGE_RETENTION_DAYS, responseTimeMs } from '../../domain/usage-record';
-import { isoTimestamp } from '../../domain/timestamps';
 import type { UsageRecord } from '../../domain/usage-record';
 import type { ApiMiddleware, ApiRequest } from './types';
 
@@ -14,9 +12,8 @@ export interface UsageSink {
 
 export interface RecordUsageOptions {
   usage: UsageSink;
-  /** With `mayLogDebug` (ApiLogger, shared/lambda/api-logger.ts), the level is read only when debug is possible. */
-  logger: Pick<Logger, 'debug' | 'info' | 'error' | 'level'> & { readonly mayLogDebug?: boolean };
-  /** Flushed after the request by the chain (flushMetrics). */
+  logger: Pick<Logger, 'debug' | 'info' | 'error'>;
+  /** Published after the request by the chain (logMetrics). */
   metrics: Pick<Metrics, 'addMetric'>;
   /** Days before DynamoDB TTL removes a record. @default DEFAULT_USAGE_RETENTION_DAYS */
   retentionDays?: number;
@@ -33,13 +30,7 @@ const defaults = { retentionDays: DEFAULT_USAGE_RETENTION_DAYS };
 export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
   const { usage, logger, metrics, retentionDays } = { ...defaults, ...opts };
 
-  const middlewareFailed = (error: unknown): void => {
-    // Whatever happens here, the caller's response stays as it is.
-    logger.error('Usage middleware failed', { error });
-  };
-
-  /** The usage write, under way; nothing when the call had no known key. */
-  const record = ({ event, context, response }: ApiRequest): Promise<void> | undefined => {
+  const record = async ({ event, context, response }: ApiRequest): Promise<void> => {
     const status = response?.statusCode ?? 500;
     const { apiKey } = context;
     const method = event.requestContext.http.method;
@@ -48,7 +39,7 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
     const path = redactApiKeys(event.rawPath);
     if (!apiKey) {
       logger.info('Call without a known key', { method, path, status });
-      return undefined;
+      return;
     }
     const record: UsageRecord = {
       key_id: apiKey.key_id,
@@ -58,40 +49,26 @@ export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
       route: context.route,
       status,
       response_time_ms: responseTimeMs(context.startedAt),
-      timestamp: isoTimestamp(context.receivedAt.getTime()),
+      timestamp: context.receivedAt.toISOString(),
       request_id: context.requestId,
+      ...(sourceIp ? { source_ip: sourceIp } : {}),
     };
-    if (sourceIp) record.source_ip = sourceIp;
-    // Each outcome guards itself, so the write's promise is the only one: it never rejects.
-    return usage.put(record, retentionDays).then(
-      () => {
-        try {
-          // Checked first: Powertools reads the X-Ray trace id from the environment even for a line it drops.
-          if (logger.mayLogDebug !== false && logger.level <= LogLevelThreshold.DEBUG) {
-            logger.debug('Usage recorded', { usage_record: record });
-          }
-        } catch (error) {
-          middlewareFailed(error);
-        }
-      },
-      (error: unknown) => {
-        try {
-          logger.error('Usage record not stored', { usage_record: record, error });
-          addRequestMetric(metrics, context, USAGE_WRITE_FAILED_METRIC);
-        } catch (failure) {
-          middlewareFailed(failure);
-        }
-      },
-    );
+    try {
+      await usage.put(record, retentionDays);
+    } catch (error) {
+      logger.error('Usage record not stored', { usage_record: record, error });
+      metrics.addMetric(USAGE_WRITE_FAILED_METRIC, MetricUnit.Count, 1);
+      return;
+    }
+    logger.debug('Usage recorded', { usage_record: record });
   };
 
-  // Not async: Middy awaits the write's own promise (one promise and resumption fewer per request).
-  const recordUsageAfter = (request: ApiRequest): Promise<void> | undefined => {
+  const recordUsageAfter = async (request: ApiRequest): Promise<void> => {
     try {
-      return record(request);
+      await record(request);
     } catch (error) {
-      middlewareFailed(error);
-      return undefined;
+      // Whatever happens here, the caller's response stays as it is.
+      logger.error('Usage middleware failed', { error });
     }
   };
 

@@ -17,8 +17,6 @@ export interface ApiContext extends Context {
   apiKey?: ApiKeyRecord;
   /** Headers a middleware wants on the final response, success or error (the rate-limit fields). */
   responseHeaders?: Record<string, string>;
-  /** A middleware stored a metric for the request (addRequestMetric): flushMetrics publishes after it. */
-  metricsStored?: boolean;
 }
 
 /** What a handler sees: the stack has authenticated the key and checked its scope. */
