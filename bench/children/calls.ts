@@ -11,6 +11,7 @@ import { generateApiKey } from '../../shared/domain/api-key';
 import type { ApiEvent, ApiResponse } from '../../shared/api/http/response';
 import type { ApiContext } from '../../shared/api/middlewares';
 import { demoBranch, ENDPOINTS } from '../lib/fixtures';
+import { KeysRepository } from '../../shared/data/repositories/keys';
 
 const dynamo = await startEmbeddedDynamo({ port: 0 });
 Object.assign(process.env, {
@@ -34,16 +35,17 @@ const handlers: Record<string, Fn> = {
 };
 
 await ensureTables(runtime.documentClient, runtime.config.tables);
+const keys = new KeysRepository(runtime.documentClient, runtime.config.tables.keys);
 await runtime.branchData.putBranch(demoBranch);
 const create = (input: {
   scopes?: ['read'] | ['team:read'];
   expiresAt?: Date;
   allowedIps?: string[];
   rateLimit?: string;
-}) => runtime.keys.create({ branchId: demoBranch.id, scopes: input.scopes ?? ['read'], ...input });
+}) => keys.create({ branchId: demoBranch.id, scopes: input.scopes ?? ['read'], ...input });
 const valid = await create({});
 const revoked = await create({});
-await runtime.keys.revoke(revoked.record.key_id);
+await keys.revoke(revoked.record.key_id);
 const expired = await create({ expiresAt: new Date(Date.now() - 60_000) });
 const noRead = await create({ scopes: ['team:read'] });
 // The bench's events come from 127.0.0.1 (lib/local/events.ts).

@@ -12,7 +12,7 @@ import { authenticate, rateLimit, type ApiContext, type ApiMiddleware } from '..
 import type { ApiEvent, ApiResponse } from '../../shared/api/http/response';
 import { getRoute, routeKey } from '../../shared/api/routes';
 import { logger, metrics, telemetry } from '../../shared/lambda/observability';
-import { branchData, config, keys, rateLimits, usage } from '../../shared/lambda/runtime';
+import { branchData, config, keyReader as keys, rateLimits, usage } from '../../shared/lambda/runtime';
 import { responseTimeMs } from '../../shared/domain/usage-record';
 import { benchKey } from './fixtures';
 

@@ -4,11 +4,12 @@
  * (docs/reliability.md "Deadlines"), so a request can never hang and no attempt outlives it.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BatchWriteCommand,
   DynamoDBDocumentClient,
-  QueryCommand,
-  type BatchWriteCommandOutput,
+  paginateQuery,
+  type BatchWriteCommandInput,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -123,6 +124,16 @@ export const translateDynamoError = (error: unknown, operation: string): Error =
     : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, { cause: error });
 };
 
+type Item = Record<string, unknown>;
+
+/** Sends of one batch request, first included, before what is still unprocessed fails the call. */
+export const BATCH_ATTEMPTS = 8;
+const BATCH_WRITE_LIMIT = 25;
+
+/** A batch output's unprocessed part (UnprocessedItems, UnprocessedKeys), or undefined when it is empty. */
+export const unprocessed = <R extends object>(left: R | undefined): R | undefined =>
+  left && Object.keys(left).length > 0 ? left : undefined;
+
 /** Base of the repositories: every call gets the error translation; the SDK bounds its time. */
 export abstract class DynamoRepository {
   constructor(
@@ -132,63 +143,72 @@ export abstract class DynamoRepository {
 
   /**
    * Runs one SDK call, translating its failure into a domain error. No abort signal: the client's
-   * request timeout and attempts bound the call (callBoundMs), and the handler destroys a timed-out
-   * attempt, so nothing goes on in the background. A signal per call cost 6–13 µs
-   * (docs/performance.md). Not an async function: the call's own promise is the result, one
-   * promise and microtask fewer per call; the reads every request makes (the key, the branch's
-   * data, the counter, the usage record) chain on it the same way rather than await it. `read`,
-   * when given, turns the output into the result in the same step as the translation: one promise
-   * and resumption fewer per call than a `.then` after it (docs/performance.md "Where the µs go").
-   * An error `read` throws is not translated, as one thrown by a later `.then` would not be.
+   * request timeout and attempts bound the call (callBoundMs).
    */
-  protected run<T>(operation: string, call: () => Promise<T>): Promise<T>;
-  protected run<T, R>(operation: string, call: () => Promise<T>, read: (output: T) => R): Promise<R>;
-  protected run<T, R>(operation: string, call: () => Promise<T>, read?: (output: T) => R): Promise<T | R> {
-    const translate = (error: unknown): Promise<never> => Promise.reject(translateDynamoError(error, operation));
+  protected async run<T>(operation: string, call: () => Promise<T>): Promise<T> {
     try {
-      return call().then(read, translate);
+      return await call();
     } catch (error) {
-      return translate(error);
+      throw translateDynamoError(error, operation);
     }
   }
 
-  /** Items of a Query on this table, page after page, until there are no more or `limit` is reached. */
-  protected async queryItems<T>(input: Omit<QueryCommandInput, 'TableName'>, limit = Infinity): Promise<T[]> {
+  /**
+   * Items of a Query on this table, page after page, until there are no more or `max` are read;
+   * `complete` is false when more were left.
+   */
+  protected async queryItems<T = Item>(
+    input: Omit<QueryCommandInput, 'TableName'>,
+    max = Number.POSITIVE_INFINITY,
+  ): Promise<{ items: T[]; complete: boolean }> {
     const items: T[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const remaining = limit - items.length;
-      const page = await this.run('Query', () =>
-        this.client.send(
-          new QueryCommand({
-            ...input,
-            TableName: this.tableName,
-            ...(Number.isFinite(remaining) ? { Limit: remaining } : {}),
-            ExclusiveStartKey: startKey,
-          }),
-        ),
-      );
-      items.push(...((page.Items ?? []) as T[]));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey && items.length < limit);
-    return items.slice(0, limit);
+    let complete = true;
+    const pages = paginateQuery(
+      { client: this.client, ...(Number.isFinite(max) ? { pageSize: max } : {}) },
+      { ...input, TableName: this.tableName },
+    );
+    await this.run('Query', async () => {
+      for await (const page of pages) {
+        items.push(...((page.Items ?? []) as T[]));
+        if (items.length >= max) {
+          complete = page.LastEvaluatedKey === undefined && items.length <= max;
+          break;
+        }
+      }
+    });
+    return { items: items.slice(0, max), complete };
   }
 
-  /** Puts items 25 to a BatchWriteItem, retrying (with backoff) what DynamoDB leaves unprocessed. */
-  protected async batchPut(items: readonly Record<string, unknown>[]): Promise<void> {
-    const BATCH_WRITE_LIMIT = 25;
+  /**
+   * Sends a batch request, then what DynamoDB left unprocessed, with backoff, until nothing is
+   * left; `send` returns the unprocessed part. Still some after BATCH_ATTEMPTS: unavailable.
+   */
+  protected async untilProcessed<R extends object>(
+    operation: string,
+    request: R,
+    send: (request: R) => Promise<R | undefined>,
+  ): Promise<void> {
+    let pending: R | undefined = request;
+    for (let attempt = 0; pending !== undefined; attempt += 1) {
+      if (attempt === BATCH_ATTEMPTS) {
+        throw new DataStoreUnavailableError(`DynamoDB ${operation}: items still unprocessed`);
+      }
+      if (attempt > 0) await sleep(Math.min(1000, 50 * 2 ** attempt));
+      const current: R = pending;
+      pending = await this.run(operation, () => send(current));
+    }
+  }
+
+  /** Puts items 25 to a BatchWriteItem. */
+  protected async batchPut(items: readonly Item[]): Promise<void> {
     for (let i = 0; i < items.length; i += BATCH_WRITE_LIMIT) {
-      let pending: BatchWriteCommand['input']['RequestItems'] = {
+      const puts: BatchWriteCommandInput['RequestItems'] = {
         [this.tableName]: items.slice(i, i + BATCH_WRITE_LIMIT).map((Item) => ({ PutRequest: { Item } })),
       };
-      for (let attempt = 0; pending && Object.keys(pending).length > 0; attempt += 1) {
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
-        const requestItems: BatchWriteCommand['input']['RequestItems'] = pending;
-        const result: BatchWriteCommandOutput = await this.run('BatchWriteItem', () =>
-          this.client.send(new BatchWriteCommand({ RequestItems: requestItems })),
-        );
-        pending = result.UnprocessedItems;
-      }
+      await this.untilProcessed('BatchWriteItem', puts, async (RequestItems) => {
+        const { UnprocessedItems } = await this.client.send(new BatchWriteCommand({ RequestItems }));
+        return unprocessed(UnprocessedItems);
+      });
     }
   }
 }

@@ -7,7 +7,7 @@ import type { AuthenticatedContext } from '../api/middlewares';
 import { createMiddlewareChain, type ChainHandler } from '../api/middleware-chain';
 import { logger, metrics, telemetry } from './observability';
 import { getRoute, routeKey, type RouteId } from '../api/routes';
-import { config, keyEvents, keys, rateLimits, usage } from './runtime';
+import { config, keyEvents, keyReader, rateLimits, usage } from './runtime';
 import { keyEvent, OncePerPeriod, SERVICE_ACTOR } from '../domain/key-events';
 import type { ApiKeyRecord } from '../domain/key-record';
 
@@ -27,7 +27,7 @@ export const createApiHandler = (routeId: RouteId, handler: ChainHandler<Authent
     route: routeKey(route),
     // Every call of a known key is counted and limited, revoked and expired ones too, whatever comes next.
     guards: [
-      authenticate({ keys }),
+      authenticate({ keys: keyReader }),
       rateLimit({
         counter: rateLimits,
         defaultLimit: config.defaultRateLimit,

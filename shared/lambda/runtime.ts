@@ -12,4 +12,8 @@ export const config = loadConfig();
 export const documentClient = createDocumentClient(config.dynamodb);
 /** Key events of this container (docs/decisions.md "Key events"); sending never fails an action. */
 export const keyEvents = createKeyEventEmitter(config.keyEvents, logger);
-export const { keys, usage, branchData, rateLimits } = createRepositories(documentClient, config.tables, keyEvents);
+export const { keyReader, usage, branchData, rateLimits } = createRepositories(
+  documentClient,
+  config.tables,
+  keyEvents,
+);

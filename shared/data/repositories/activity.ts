@@ -35,7 +35,7 @@ export class ActivityRepository extends DynamoRepository {
 
   /** The newest `limit` entries of a branch, or of one of its keys (entries of other branches excluded). */
   async list({ branchId, keyId, limit }: ActivityQuery): Promise<ActivityEntry[]> {
-    const items = await this.queryItems<Record<string, unknown>>(
+    const { items } = await this.queryItems(
       {
         ...(keyId === undefined
           ? { KeyConditionExpression: 'branch_id = :branch', ExpressionAttributeValues: { ':branch': branchId } }

@@ -42,8 +42,9 @@ const toPaymentProvider = (item: Item): PaymentProvider => ({
 });
 
 export class BranchDataRepository extends DynamoRepository {
-  getBranch(branchId: string): Promise<Branch | undefined> {
-    return this.getItem(branchId, BRANCH_SK, (item) => (item ? toBranch(item) : undefined));
+  async getBranch(branchId: string): Promise<Branch | undefined> {
+    const item = await this.getItem(branchId, BRANCH_SK);
+    return item ? toBranch(item) : undefined;
   }
 
   listMembers(branchId: string, page: PageRequest): Promise<Page<Member>> {
@@ -81,10 +82,9 @@ export class BranchDataRepository extends DynamoRepository {
   }
 
   /** The provider if it exists in this branch and is active; otherwise undefined, whatever the reason. */
-  getActiveProvider(branchId: string, providerId: string): Promise<PaymentProvider | undefined> {
-    return this.getItem(branchId, PROVIDER_PREFIX + providerId, (item) =>
-      item?.active === true ? toPaymentProvider(item) : undefined,
-    );
+  async getActiveProvider(branchId: string, providerId: string): Promise<PaymentProvider | undefined> {
+    const item = await this.getItem(branchId, PROVIDER_PREFIX + providerId);
+    return item?.active === true ? toPaymentProvider(item) : undefined;
   }
 
   /** Writes a branch with its members and providers (idempotent: the same input gives the same items). */
@@ -106,29 +106,24 @@ export class BranchDataRepository extends DynamoRepository {
     await this.batchPut(items);
   }
 
-  /** The item, read by `as` in the call's own step (DynamoRepository.run). */
-  private getItem<R>(branchId: string, sk: string, as: (item: Item | undefined) => R): Promise<R> {
-    return this.run(
-      'GetItem',
-      () => this.client.send(new GetCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk } })),
-      ({ Item }) => as(Item),
+  private async getItem(branchId: string, sk: string): Promise<Item | undefined> {
+    const { Item } = await this.run('GetItem', () =>
+      this.client.send(new GetCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk } })),
     );
+    return Item;
   }
 
   /** Asks for one item more than the page holds, so `hasMore` is exact (no empty last page). */
-  private queryPage<T extends { id: string }>(
+  private async queryPage<T extends { id: string }>(
     query: Omit<ConstructorParameters<typeof QueryCommand>[0], 'TableName' | 'Limit'>,
     limit: number,
     map: (item: Item) => T,
   ): Promise<Page<T>> {
-    return this.run(
-      'Query',
-      () => this.client.send(new QueryCommand({ ...query, TableName: this.tableName, Limit: limit + 1 })),
-      ({ Items = [] }) => {
-        const items = Items.slice(0, limit).map(map);
-        const hasMore = Items.length > limit;
-        return { items, hasMore, ...(hasMore ? { lastId: items[items.length - 1]?.id } : {}) };
-      },
+    const { Items = [] } = await this.run('Query', () =>
+      this.client.send(new QueryCommand({ ...query, TableName: this.tableName, Limit: limit + 1 })),
     );
+    const items = Items.slice(0, limit).map(map);
+    const hasMore = Items.length > limit;
+    return { items, hasMore, ...(hasMore ? { lastId: items[items.length - 1]?.id } : {}) };
   }
 }

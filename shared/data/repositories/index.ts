@@ -6,6 +6,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ApiTableNames, TableNames } from '../tables';
 import { ActivityRepository } from './activity';
 import { BranchDataRepository } from './branch-data';
+import { KeyReader } from './key-reader';
 import { KeysRepository } from './keys';
 import { RateLimitsRepository } from './rate-limits';
 import { UsageRepository } from './usage';
@@ -13,6 +14,8 @@ import type { KeyEventEmitter } from '../key-events';
 
 export interface Repositories {
   keys: KeysRepository;
+  /** The hot-path lookup of the same table. */
+  keyReader: KeyReader;
   usage: UsageRepository;
   branchData: BranchDataRepository;
   rateLimits: RateLimitsRepository;
@@ -31,6 +34,7 @@ export const createRepositories = (
   const activity = tables.activity === undefined ? undefined : new ActivityRepository(client, tables.activity);
   return {
     keys: new KeysRepository(client, tables.keys, activity, keyEvents),
+    keyReader: new KeyReader(client, tables.keys),
     usage: new UsageRepository(client, tables.usage),
     branchData: new BranchDataRepository(client, tables.branchData),
     rateLimits: new RateLimitsRepository(client, tables.rateLimits),
@@ -38,5 +42,5 @@ export const createRepositories = (
   };
 };
 
-export { ActivityRepository, BranchDataRepository, KeysRepository, RateLimitsRepository, UsageRepository };
+export { ActivityRepository, BranchDataRepository, KeyReader, KeysRepository, RateLimitsRepository, UsageRepository };
 export type { Page, PageRequest } from './page';

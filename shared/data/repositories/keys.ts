@@ -1,32 +1,133 @@
+/**
+ * The keys table: every key action as one conditional write on the version read, with its
+ * activity entry and key event (docs/decisions.md "Key activity", "Key events"). The hot-path
+ * lookup is KeyReader (key-reader.ts).
+ */
 import { randomBytes } from 'node:crypto';
-import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { keyState, msUntilExpiry, type KeyState } from '../../domain/key-state';
-import type { KeyAction } from '../../domain/key-activity';
-import { ConditionNotMetError } from '../data-store-errors';
-import { KeyStore, type KeyMutation } from './key-store';
+import {
+  DeleteCommand,
+  paginateScan,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { apiKeyStart, generateApiKey, hashApiKey } from '../../domain/api-key';
+import { diffSettings, type ActivityEntry, type KeyAction } from '../../domain/key-activity';
+import { keyEventOfAction } from '../../domain/key-events';
 import {
   KeyActionRefusedError,
   KeyChangedError,
   KeyNotFoundError,
   KeyNotRollableError,
+  RECORDED_FIELDS,
   type ApiKeyRecord,
   type KeySettingsChange,
 } from '../../domain/key-record';
-import {
-  inheritedSettings,
-  toRecord,
-  UNKNOWN_ACTOR,
-  type CreateKeyInput,
-  type KeyActionResult,
-  type KeyRef,
-  type RolledKey,
-  type RollKeyInput,
-  type StoredKey,
-} from './key-records';
+import { keyState, msUntilExpiry, type KeyState } from '../../domain/key-state';
+import type { Scope } from '../../domain/schemas';
+import { ConditionNotMetError } from '../data-store-errors';
+import { DynamoRepository } from '../dynamodb';
+import type { KeyEventEmitter } from '../key-events';
+import { KEYS_BY_BRANCH_INDEX, KEYS_BY_ID_INDEX } from '../tables';
+import type { ActivityRepository } from './activity';
+import { KeyReader, toRecord, type StoredKey } from './key-reader';
 
-export * from './key-records';
+export { toRecord, type StoredKey } from './key-reader';
 
-export const newKeyId = (): string => `key_${randomBytes(12).toString('base64url')}`;
+/** Who acts and when: every key action records both. */
+export interface Actor {
+  actor: string;
+  now?: Date;
+}
+
+export interface CreateKeyInput extends Partial<Actor> {
+  branchId: string;
+  scopes: Scope[];
+  name?: string;
+  expiresAt?: Date;
+  /** Canonical CIDR entries (shared/domain/cidr.ts parseAllowlist). */
+  allowedIps?: string[];
+  /** Already validated, in its written form (`formatRateLimit`). */
+  rateLimit?: string;
+}
+
+export interface KeyRef extends Actor {
+  keyId: string;
+  /** The key must belong to this branch; a key of another branch is as unknown as a missing one. */
+  branchId: string;
+}
+
+export interface RollKeyInput extends Omit<KeyRef, 'actor'>, Partial<Actor> {
+  /** How long the old key keeps working; it never expires later than it already would. */
+  graceMs: number;
+}
+
+export interface RolledKey {
+  /** The new key's value: the only copy there will ever be. */
+  key: string;
+  record: ApiKeyRecord;
+  /** The old key as it is now: `rolled_to` set, `expires_at` at the end of the grace period. */
+  previous: ApiKeyRecord;
+}
+
+/** What an action did: the key afterwards, and false when there was nothing to change. */
+export interface KeyActionResult {
+  record: ApiKeyRecord;
+  changed: boolean;
+}
+
+/** Actor of actions taken without one (the tests' fixtures, keys made before activity existed). */
+export const UNKNOWN_ACTOR = 'unknown';
+
+/**
+ * What a rolled key does not inherit: its identity, its links, its own times and history. Everything
+ * else (branch, name, scopes, IP allowlist, expiry, rate limit, and any attribute added later) is
+ * copied, so a new key setting can't be lost in a roll.
+ */
+const NOT_INHERITED = new Set<string>([
+  'key_hash',
+  'key_id',
+  'start',
+  'created_at',
+  'revoked_at',
+  'disabled_at',
+  'rolled_from',
+  'rolled_to',
+  'version',
+  'pending_activity',
+  'expiring_event_for',
+]);
+const inheritedSettings = (stored: StoredKey): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(stored).filter(([name]) => !NOT_INHERITED.has(name)));
+
+/** One action's change to a key item: attributes set and removed. */
+interface KeyMutation {
+  set: Record<string, unknown>;
+  remove: readonly string[];
+}
+
+/** The action's entry, as the key item carries it until it is copied to the activity table. */
+const entryOf = (
+  before: Partial<StoredKey>,
+  after: ApiKeyRecord,
+  action: KeyAction,
+  actor: string,
+  now: Date,
+  details?: Record<string, string>,
+): ActivityEntry => ({
+  activity_id: `${after.key_id}#${after.version ?? 0}`,
+  branch_id: after.branch_id,
+  key_id: after.key_id,
+  key_name: after.name,
+  action,
+  actor,
+  at: now.toISOString(),
+  changes: diffSettings(before, after as unknown as Record<string, unknown>, RECORDED_FIELDS),
+  ...(details ? { details } : {}),
+});
+
+const newKeyId = (): string => `key_${randomBytes(12).toString('base64url')}`;
 
 /** Attempts of one action when other actions on the same key keep winning the race. */
 const MAX_ACTION_ATTEMPTS = 3;
@@ -55,10 +156,27 @@ const isNoChange = (stored: StoredKey, { set, remove }: KeyMutation): boolean =>
     ([field, value]) => JSON.stringify(stored[field as keyof StoredKey]) === JSON.stringify(value),
   ) && remove.every((field) => stored[field as keyof StoredKey] === undefined);
 
-export class KeysRepository extends KeyStore {
-  /** The hot-path lookup: strongly consistent, so a revocation counts from the next request. */
+export class KeysRepository extends DynamoRepository {
+  private readonly reader: KeyReader;
+
+  /**
+   * @param activity where action entries are copied; without it (the API functions) they stay on
+   * the key item until the operator tooling next acts on the key or reads the activity.
+   * @param keyEvents where each action's key event goes; sending never fails the action.
+   */
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    private readonly activity?: ActivityRepository,
+    private readonly keyEvents?: KeyEventEmitter,
+  ) {
+    super(client, tableName);
+    this.reader = new KeyReader(client, tableName);
+  }
+
+  /** The key whose value hashes to `keyHash`, read strongly consistent. */
   getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    return this.getStored(keyHash, (stored) => (stored ? toRecord(stored) : undefined));
+    return this.reader.getByHash(keyHash);
   }
 
   /** Creates a key; the returned plaintext `key` is the only copy there will ever be. */
@@ -98,7 +216,7 @@ export class KeysRepository extends KeyStore {
    */
   private async requireStored({ keyId, branchId }: { keyId: string; branchId?: string }): Promise<StoredKey> {
     const found = await this.findStoredById(keyId);
-    const stored = found && (await this.getStored(found.key_hash));
+    const stored = found && (await this.reader.getStored(found.key_hash));
     if (!stored || (branchId !== undefined && stored.branch_id !== branchId)) {
       throw new KeyNotFoundError(`No key with id ${keyId}`);
     }
@@ -127,7 +245,7 @@ export class KeysRepository extends KeyStore {
         return { record, changed: true };
       } catch (error) {
         if (!(error instanceof ConditionNotMetError)) throw error;
-        const current = await this.getStored(stored.key_hash);
+        const current = await this.reader.getStored(stored.key_hash);
         if (!current) throw new KeyNotFoundError(`No key with id ${ref.keyId}`);
         if (attempt >= MAX_ACTION_ATTEMPTS) throw new KeyChangedError(`Key ${ref.keyId} kept changing; try again`);
         stored = current;
@@ -183,7 +301,7 @@ export class KeysRepository extends KeyStore {
   }
 
   /**
-   * Rolls a key: a new key with the old one's settings (key-records.ts NOT_INHERITED), and the old
+   * Rolls a key: a new key with the old one's settings (NOT_INHERITED above), and the old
    * key ending at now + grace, never later than it already would. Only an active key can be rolled.
    *
    * Two writes and no transaction (the embedded DynamoDB has none; docs/decisions.md "Key
@@ -223,7 +341,7 @@ export class KeysRepository extends KeyStore {
       await this.publish(created.entry, newHash, created.record);
       return { key: created.key, record: created.record, previous };
     } catch (error) {
-      const current = await this.getStored(stored.key_hash).catch(() => undefined);
+      const current = await this.reader.getStored(stored.key_hash).catch(() => undefined);
       if (current === undefined) throw error; // outcome unknown: leave the new key for the operator to see
       if (current.rolled_to === newId) {
         await this.publish(created.entry, newHash, created.record);
@@ -251,7 +369,7 @@ export class KeysRepository extends KeyStore {
     actor: string,
     now = new Date(),
   ): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined> {
-    let stored = await this.getStored(keyHash);
+    let stored = await this.reader.getStored(keyHash);
     for (let attempt = 1; stored; attempt += 1) {
       if (stored.revoked_at !== undefined) return { record: toRecord(stored), revoked: false };
       try {
@@ -261,7 +379,7 @@ export class KeysRepository extends KeyStore {
         return { record, revoked: true };
       } catch (error) {
         if (!(error instanceof ConditionNotMetError) || attempt >= MAX_ACTION_ATTEMPTS) throw error;
-        stored = await this.getStored(keyHash);
+        stored = await this.reader.getStored(keyHash);
       }
     }
     return undefined;
@@ -273,24 +391,20 @@ export class KeysRepository extends KeyStore {
    * on a request path (docs/decisions.md "Key events").
    */
   async listExpiring(now: Date, until: Date): Promise<ApiKeyRecord[]> {
+    const pages = paginateScan(
+      { client: this.client },
+      {
+        TableName: this.tableName,
+        FilterExpression:
+          'expires_at BETWEEN :now AND :until AND attribute_not_exists(revoked_at)' +
+          ' AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> expires_at)',
+        ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
+      },
+    );
     const records: ApiKeyRecord[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.run('Scan', () =>
-        this.client.send(
-          new ScanCommand({
-            TableName: this.tableName,
-            FilterExpression:
-              'expires_at BETWEEN :now AND :until AND attribute_not_exists(revoked_at)' +
-              ' AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> expires_at)',
-            ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
-            ExclusiveStartKey: startKey,
-          }),
-        ),
-      );
-      records.push(...((page.Items ?? []) as StoredKey[]).map(toRecord));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    await this.run('Scan', async () => {
+      for await (const page of pages) records.push(...((page.Items ?? []) as StoredKey[]).map(toRecord));
+    });
     return records;
   }
 
@@ -320,5 +434,162 @@ export class KeysRepository extends KeyStore {
       if (error instanceof ConditionNotMetError) return false;
       throw error;
     }
+  }
+
+  private async findStoredById(keyId: string): Promise<StoredKey | undefined> {
+    const { Items } = await this.run('Query', () =>
+      this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: KEYS_BY_ID_INDEX,
+          KeyConditionExpression: 'key_id = :id',
+          ExpressionAttributeValues: { ':id': keyId },
+          Limit: 1,
+        }),
+      ),
+    );
+    return Items?.[0] as StoredKey | undefined;
+  }
+
+  /** Every key item of a branch, newest first. */
+  private async listStored(branchId: string): Promise<StoredKey[]> {
+    const { items } = await this.queryItems<StoredKey>({
+      IndexName: KEYS_BY_BRANCH_INDEX,
+      KeyConditionExpression: 'branch_id = :branch',
+      ExpressionAttributeValues: { ':branch': branchId },
+      ScanIndexForward: false,
+    });
+    return items;
+  }
+
+  /** Writes a new key item under a fresh value, with its `created` entry; never overwrites one. */
+  private async putNew(
+    fields: Omit<ApiKeyRecord, 'start' | 'version'>,
+    actor: string,
+    now: Date,
+    details?: Record<string, string>,
+  ): Promise<{ key: string; keyHash: string; record: ApiKeyRecord; entry: ActivityEntry }> {
+    const key = generateApiKey();
+    const keyHash = hashApiKey(key);
+    const record: ApiKeyRecord = { ...fields, start: apiKeyStart(key), version: 1 };
+    const entry = entryOf({}, record, 'created', actor, now, details);
+    const item: StoredKey = { ...record, key_hash: keyHash, pending_activity: entry };
+    await this.run('PutItem', () =>
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(key_hash)',
+        }),
+      ),
+    );
+    return { key, keyHash, record, entry };
+  }
+
+  /**
+   * One key action as one conditional write: the change and its activity entry (kept on the item
+   * as `pending_activity`) land together or not at all, on the version that was read, so a
+   * concurrent action makes this one fail with ConditionNotMetError instead of overwriting it.
+   * An entry left pending by an earlier action is copied out first, so none is ever overwritten.
+   */
+  private async applyAction(
+    stored: StoredKey,
+    action: KeyAction,
+    actor: string,
+    now: Date,
+    mutation: KeyMutation,
+    details?: Record<string, string>,
+  ): Promise<{ record: ApiKeyRecord; entry: ActivityEntry }> {
+    await this.settle(stored);
+    const version = (stored.version ?? 0) + 1;
+    const after = { ...toRecord(stored), ...mutation.set, version } as ApiKeyRecord & Record<string, unknown>;
+    for (const field of mutation.remove) delete after[field];
+    const entry = entryOf(stored, after, action, actor, now, details);
+    const set = { ...mutation.set, version, pending_activity: entry };
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = {};
+    const setParts = Object.entries(set).map(([field, value], i) => {
+      names[`#s${i}`] = field;
+      values[`:s${i}`] = value;
+      return `#s${i} = :s${i}`;
+    });
+    const removeParts = mutation.remove.map((field, i) => {
+      names[`#r${i}`] = field;
+      return `#r${i}`;
+    });
+    names['#version'] = 'version';
+    if (stored.version !== undefined) values[':expected'] = stored.version;
+    const { Attributes } = await this.run('UpdateItem', () =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { key_hash: stored.key_hash },
+          UpdateExpression: `SET ${setParts.join(', ')}${removeParts.length ? ` REMOVE ${removeParts.join(', ')}` : ''}`,
+          ConditionExpression: `attribute_exists(key_hash) AND ${
+            stored.version === undefined ? 'attribute_not_exists(#version)' : '#version = :expected'
+          }`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
+    );
+    return { record: toRecord(Attributes as StoredKey), entry };
+  }
+
+  /** Copies an entry left on a key item to the activity table; a failure fails the caller. */
+  private async settle(stored: StoredKey): Promise<void> {
+    if (stored.pending_activity && this.activity) await this.activity.put(stored.pending_activity);
+  }
+
+  /**
+   * Sends the action's key event, then copies its entry to the activity table and clears it from the key item. Best
+   * effort: the action has happened and its entry is on the item, so a failure here only delays
+   * the copy to the next action on the key or the next activity read (`flushActivity`).
+   */
+  private async publish(entry: ActivityEntry, keyHash: string, record: ApiKeyRecord): Promise<void> {
+    await this.keyEvents?.emit([keyEventOfAction(entry, record.start)]);
+    if (!this.activity) return;
+    try {
+      await this.activity.put(entry);
+      await this.clearPending(entry, keyHash);
+    } catch {
+      // Left pending on the key item; copied later (see above).
+    }
+  }
+
+  /** Removes a copied entry from its key item, unless a later action has replaced it. */
+  private async clearPending(entry: ActivityEntry, keyHash: string): Promise<void> {
+    await this.run('UpdateItem', () =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { key_hash: keyHash },
+          UpdateExpression: 'REMOVE pending_activity',
+          ConditionExpression: 'pending_activity.activity_id = :id',
+          ExpressionAttributeValues: { ':id': entry.activity_id },
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Copies every entry still pending on a branch's keys, so the activity read next agrees with
+   * the keys; a failed copy fails the read. Returns how many there were.
+   */
+  async flushActivity(branchId: string): Promise<number> {
+    if (!this.activity) return 0;
+    const pending = (await this.listStored(branchId)).filter((stored) => stored.pending_activity);
+    for (const { pending_activity: entry, key_hash: keyHash } of pending) {
+      await this.activity.put(entry!);
+      await this.clearPending(entry!, keyHash).catch(() => undefined); // copied; clearing is tidiness
+    }
+    return pending.length;
+  }
+
+  private async deleteByHash(keyHash: string): Promise<void> {
+    await this.run('DeleteItem', () =>
+      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { key_hash: keyHash } })),
+    );
   }
 }

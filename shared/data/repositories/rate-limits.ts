@@ -11,22 +11,20 @@ export class RateLimitsRepository extends DynamoRepository {
    * Counts `by` calls in the window (1, or a leased block: shared/api/middlewares/rate-limit-lease.ts)
    * and returns the window's count, these included. One UpdateItem.
    */
-  increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by = 1): Promise<number> {
-    return this.run(
-      'UpdateItem',
-      () =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { pk: `${keyId}#${windowStartEpoch}` },
-            UpdateExpression: 'ADD #count :one SET #expires = :expires',
-            ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
-            // TTL deletion runs late (up to days); the window key makes an old item harmless anyway.
-            ExpressionAttributeValues: { ':one': by, ':expires': windowStartEpoch + 2 * windowSeconds },
-            ReturnValues: 'UPDATED_NEW',
-          }),
-        ),
-      ({ Attributes }) => Number(Attributes?.count),
+  async increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by = 1): Promise<number> {
+    const { Attributes } = await this.run('UpdateItem', () =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: `${keyId}#${windowStartEpoch}` },
+          UpdateExpression: 'ADD #count :one SET #expires = :expires',
+          ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
+          // TTL deletion runs late (up to days); the window key makes an old item harmless anyway.
+          ExpressionAttributeValues: { ':one': by, ':expires': windowStartEpoch + 2 * windowSeconds },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      ),
     );
+    return Number(Attributes?.count);
   }
 }

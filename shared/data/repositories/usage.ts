@@ -1,8 +1,7 @@
-import { BatchGetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoRepository } from '../dynamodb';
+import { BatchGetCommand, PutCommand, QueryCommand, type BatchGetCommandInput } from '@aws-sdk/lib-dynamodb';
+import { DynamoRepository, unprocessed } from '../dynamodb';
 import { USAGE_BY_KEY_INDEX, USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
-import { epochSecondsOf } from '../../domain/timestamps';
 import { createGate, inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
 
 export interface UsageQuery {
@@ -25,8 +24,6 @@ export interface UsageLogPage {
 }
 
 const DAY_SECONDS = 86_400;
-/** A write's result: nothing. */
-const nothing = (): void => undefined;
 /** The longest sort key a position may carry: `<timestamp>#<request id>` is far shorter. */
 const MAX_POSITION_LENGTH = 512;
 
@@ -72,7 +69,7 @@ export const usageItemOf = (record: UsageRecord, retentionDays: number) => {
     pk,
     sk,
     key_pk: `${record.key_id}#${shard}`,
-    expires_at_epoch: epochSecondsOf(record.timestamp) + retentionDays * DAY_SECONDS,
+    expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
   };
 };
 
@@ -95,11 +92,9 @@ export class UsageRepository extends DynamoRepository {
   private readonly gate = createGate(SHARD_QUERIES_IN_FLIGHT);
 
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
-  put(record: UsageRecord, retentionDays: number): Promise<void> {
-    return this.run(
-      'PutItem',
-      () => this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
-      nothing,
+  async put(record: UsageRecord, retentionDays: number): Promise<void> {
+    await this.run('PutItem', () =>
+      this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
     );
   }
 
@@ -158,20 +153,15 @@ export class UsageRepository extends DynamoRepository {
     const found = new Set<string>();
     for (let i = 0; i < records.length; i += BATCH_GET_LIMIT) {
       const byKey = new Map(records.slice(i, i + BATCH_GET_LIMIT).map((r) => [itemKeyOf(r).sk + r.branch_id, r]));
-      let pending: Record<string, unknown>[] = [...byKey.values()].map((record) => itemKeyOf(record));
-      for (let attempt = 0; pending.length > 0; attempt += 1) {
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
-        const keys = pending;
-        const output = await this.run('BatchGetItem', () =>
-          this.client.send(
-            new BatchGetCommand({
-              RequestItems: { [this.tableName]: { Keys: keys, ProjectionExpression: 'pk, sk, request_id' } },
-            }),
-          ),
-        );
+      const Keys = [...byKey.values()].map((record) => itemKeyOf(record));
+      const request: BatchGetCommandInput['RequestItems'] = {
+        [this.tableName]: { Keys, ProjectionExpression: 'pk, sk, request_id' },
+      };
+      await this.untilProcessed('BatchGetItem', request, async (RequestItems) => {
+        const output = await this.client.send(new BatchGetCommand({ RequestItems }));
         for (const item of output.Responses?.[this.tableName] ?? []) found.add(String(item.request_id));
-        pending = (output.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Record<string, unknown>[];
-      }
+        return unprocessed(output.UnprocessedKeys);
+      });
     }
     return found;
   }
