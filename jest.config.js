@@ -13,8 +13,10 @@ export default {
       { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
     ],
   },
-  // openapi-backend (contract tests) requires the ESM-only @apidevtools/json-schema-ref-parser.
-  transformIgnorePatterns: ['/node_modules/(?!(@middy|@apidevtools/json-schema-ref-parser|@aws/lambda-invoke-store)/)'],
+  // ESM-only packages: openapi-backend's @apidevtools/json-schema-ref-parser, p-limit and its yocto-queue.
+  transformIgnorePatterns: [
+    '/node_modules/(?!(@middy|@apidevtools/json-schema-ref-parser|@aws/lambda-invoke-store|p-limit|yocto-queue)/)',
+  ],
   moduleNameMapper: {
     '^@middy/(core|util|http-error-handler)$': '<rootDir>/node_modules/@middy/$1/index.js',
     // Its CommonJS build loads node:async_hooks with a dynamic import(), which jest's vm refuses; SWC

@@ -1,10 +1,12 @@
 /**
- * The hour items of the rollups table (docs/usage-rollups.md): applied from the stream past
- * their watermarks, read back for summaries, replaced by a rebuild's recount.
+ * The rollups table (docs/usage-rollups.md): hour items applied from the stream past their
+ * watermarks, read back for summaries and replaced by a rebuild's recount; beside them the
+ * aggregator's progress ("as of") and the calls set aside because they could not be applied.
  */
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import pLimit from 'p-limit';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionNotMetError } from '../data-store-errors';
-import { RollupStateRepository } from './rollup-state';
+import { DynamoRepository } from '../dynamodb';
 import {
   addCall,
   hourItemOf,
@@ -24,6 +26,27 @@ import { ROLLUPS_BY_KEY_INDEX } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
 
 const DAY_SECONDS = 86_400;
+/** The aggregator's progress item: a partition no branch id can be (ids never start with `#`). */
+const PROGRESS_KEY = { branch_id: '#aggregator', sk: 'progress' };
+const SET_ASIDE_PREFIX = 'dead#';
+/** Set-aside records read to describe them: enough to name the period to rebuild. */
+const SET_ASIDE_READ_LIMIT = 1000;
+
+export interface SetAsideRecord {
+  record: Partial<UsageRecord> & { branch_id: string };
+  sequence: string;
+  reason: string;
+}
+
+export interface SetAsideSummary {
+  /** Records set aside (at most SET_ASIDE_READ_LIMIT are read). */
+  count: number;
+  complete: boolean;
+  /** Call times of the oldest and newest. */
+  oldest?: string;
+  newest?: string;
+}
+
 /** Tries of one group when its watermark moved between the read and the write (another writer on the same source). */
 const GROUP_ATTEMPTS = 5;
 
@@ -65,20 +88,16 @@ const groupBy = <T>(items: readonly T[], key: (item: T) => string): Map<string, 
 };
 
 /** Writes in flight at once: a batch spread over many items must not flood the table. */
-export const APPLY_CONCURRENCY = 16;
+const APPLY_CONCURRENCY = 16;
 
 const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await work(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, items.length) }, worker));
+  await pLimit(APPLY_CONCURRENCY).map(items, work);
 };
 
 const expiresOf = (hour: string, retentionDays: number) =>
   Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS;
 
-export class RollupsRepository extends RollupStateRepository {
+export class RollupsRepository extends DynamoRepository {
   /**
    * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item
    * and source, one conditional UpdateItem adds the counters of the calls past the item's
@@ -200,9 +219,9 @@ export class RollupsRepository extends RollupStateRepository {
     );
   }
 
-  private hourItems({ branchId, keyId, fromHour, toHour }: RollupQuery) {
+  private async hourItems({ branchId, keyId, fromHour, toHour }: RollupQuery) {
     const range = { ':from': `${HOUR_ITEM_PREFIX}${fromHour}`, ':to': `${HOUR_ITEM_PREFIX}${toHour}\uffff` };
-    return this.queryAll(
+    const { items } = await this.queryItems(
       keyId === undefined
         ? {
             KeyConditionExpression: 'branch_id = :pk AND sk BETWEEN :from AND :to',
@@ -214,7 +233,8 @@ export class RollupsRepository extends RollupStateRepository {
             FilterExpression: 'branch_id = :branch',
             ExpressionAttributeValues: { ':pk': keyId, ':branch': branchId, ...range },
           },
-    ).then(({ items }) => items);
+    );
+    return items;
   }
 
   /**
@@ -286,13 +306,121 @@ export class RollupsRepository extends RollupStateRepository {
 
   /** When each key of a branch was last used (key id → ISO time), in one Query. */
   async lastUsed(branchId: string): Promise<Map<string, string>> {
-    const { items } = await this.queryAll({
+    const { items } = await this.queryItems({
       KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': branchId, ':prefix': LAST_USED_PREFIX },
       ProjectionExpression: 'key_id, last_used_at',
     });
     return new Map(items.map((item) => [String(item.key_id), String(item.last_used_at)]));
   }
-}
 
-export type { SetAsideRecord, SetAsideSummary } from './rollup-state';
+  private async getItem(key: Record<string, string>, projection?: string) {
+    const { Item } = await this.run('GetItem', () =>
+      this.client.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: key,
+          ConsistentRead: true,
+          ...(projection ? { ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': projection } } : {}),
+        }),
+      ),
+    );
+    return Item;
+  }
+
+  /** Sets a time attribute unless it already holds a later one (a maximum: order and repetition don't matter). */
+  private async setIfNewer(key: Record<string, string>, name: string, at: string, extra: Record<string, unknown> = {}) {
+    const sets = Object.keys(extra).map((_, i) => `#e${i} = :e${i}`);
+    try {
+      await this.run('UpdateItem', () =>
+        this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: `SET ${['#n = :at', ...sets].join(', ')}`,
+            ConditionExpression: 'attribute_not_exists(#n) OR #n < :at',
+            ExpressionAttributeNames: {
+              '#n': name,
+              ...Object.fromEntries(Object.keys(extra).map((attribute, i) => [`#e${i}`, attribute])),
+            },
+            ExpressionAttributeValues: {
+              ':at': at,
+              ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
+            },
+          }),
+        ),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionNotMetError)) throw error;
+    }
+  }
+
+  /** The aggregator's progress: the newest call time of a batch fully applied (a maximum). */
+  recordProgress(asOf: string): Promise<void> {
+    return this.setIfNewer(PROGRESS_KEY, 'as_of', asOf, { updated_at: new Date().toISOString() });
+  }
+
+  /** The newest call time the aggregator has fully applied; undefined before its first batch. */
+  async progress(): Promise<string | undefined> {
+    const item = await this.getItem(PROGRESS_KEY, 'as_of');
+    return typeof item?.as_of === 'string' ? item.as_of : undefined;
+  }
+
+  /** Keeps a stream record the aggregator could not apply, under its branch, until a rebuild repairs its period. */
+  async setAside({ record, sequence, reason }: SetAsideRecord, retentionDays: number): Promise<void> {
+    const now = new Date().toISOString();
+    await this.run('PutItem', () =>
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            branch_id: record.branch_id,
+            sk: `${SET_ASIDE_PREFIX}${sequence}`,
+            record: JSON.stringify(record),
+            call_time: typeof record.timestamp === 'string' ? record.timestamp : now,
+            ...(typeof record.key_id === 'string' ? { call_key: record.key_id } : {}),
+            reason: reason.slice(0, 500),
+            set_aside_at: now,
+            expires_at_epoch: Math.floor(Date.now() / 1000) + retentionDays * DAY_SECONDS,
+          },
+        }),
+      ),
+    );
+  }
+
+  /** How many records of a branch are set aside, and the span of their call times. */
+  async setAsideOf(branchId: string): Promise<SetAsideSummary> {
+    const { items, complete } = await this.queryItems(
+      {
+        KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': branchId, ':prefix': SET_ASIDE_PREFIX },
+        ProjectionExpression: 'sk, call_time',
+      },
+      SET_ASIDE_READ_LIMIT,
+    );
+    const times = items.map((item) => String(item.call_time)).sort();
+    return { count: items.length, complete, ...(times.length ? { oldest: times[0], newest: times.at(-1) } : {}) };
+  }
+
+  /** Forgets the set-aside records of a branch whose calls fall in [since, until): a rebuild counted them. */
+  async clearSetAside(branchId: string, since: string, until: string, keyId?: string): Promise<number> {
+    const { items } = await this.queryItems({
+      KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
+      FilterExpression: `call_time >= :since AND call_time < :until${keyId !== undefined ? ' AND call_key = :key' : ''}`,
+      ExpressionAttributeValues: {
+        ':pk': branchId,
+        ':prefix': SET_ASIDE_PREFIX,
+        ':since': since,
+        ':until': until,
+        ...(keyId !== undefined ? { ':key': keyId } : {}),
+      },
+      ProjectionExpression: 'sk',
+    });
+    for (const item of items) {
+      await this.run('DeleteItem', () =>
+        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } })),
+      );
+    }
+    return items.length;
+  }
+}

@@ -3,6 +3,7 @@
  * record goes to, and the newest-first merge every reader goes through. Pure: the reading of one
  * shard is passed in.
  */
+import pLimit from 'p-limit';
 import { USAGE_WRITE_SHARDS } from '../tables';
 
 type Item = Record<string, unknown>;
@@ -15,26 +16,6 @@ export const usageShardOf = (requestId: string, shards = USAGE_WRITE_SHARDS): nu
     hash = Math.imul(hash, 0x01000193);
   }
   return (hash >>> 0) % shards;
-};
-
-/**
- * At most `max` calls of `work` at once; the rest wait their turn. Shared by one repository, so
- * however many keys a caller reads at once (an audit of a whole page), the shard queries in flight
- * stay bounded instead of opening a connection each.
- */
-export const createGate = (max: number) => {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return async <T>(work: () => Promise<T>): Promise<T> => {
-    while (active >= max) await new Promise<void>((resolve) => waiting.push(resolve));
-    active += 1;
-    try {
-      return await work();
-    } finally {
-      active -= 1;
-      waiting.shift()?.();
-    }
-  };
 };
 
 /** One page of one shard, newest first: its items and, when it has more, the key to read on from. */
@@ -50,19 +31,12 @@ interface ShardState extends ShardPage {
   readonly shard: number;
 }
 
-/** Shards read at once by one merge: a burst of 16 new connections per read timed out on a busy machine. */
+/** Shards read at once by one merge: a burst of a connection per shard timed out on a busy machine. */
 const SHARD_READS_AT_ONCE = 4;
 
 /** `work` over `inputs`, at most SHARD_READS_AT_ONCE at a time, results in input order. */
-export const inTurn = async <I, O>(inputs: readonly I[], work: (input: I) => Promise<O>): Promise<O[]> => {
-  const results: O[] = new Array<O>(inputs.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < inputs.length; i = next++) results[i] = await work(inputs[i]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(SHARD_READS_AT_ONCE, inputs.length) }, worker));
-  return results;
-};
+export const inTurn = <I, O>(inputs: readonly I[], work: (input: I) => Promise<O>): Promise<O[]> =>
+  pLimit(SHARD_READS_AT_ONCE).map(inputs, work);
 
 const sortKeyOf = (item: Item): string => String(item.sk);
 const newestFirst = (a: Item, b: Item): number => {

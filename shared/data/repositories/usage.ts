@@ -1,8 +1,9 @@
+import pLimit from 'p-limit';
 import { BatchGetCommand, PutCommand, QueryCommand, type BatchGetCommandInput } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository, unprocessed } from '../dynamodb';
 import { USAGE_BY_KEY_INDEX, USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
-import { createGate, inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
+import { inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
 
 export interface UsageQuery {
   branchId: string;
@@ -85,11 +86,14 @@ interface ShardedRead {
   attributes?: readonly string[];
 }
 
-/** Shard queries one repository has in flight at most (usage-shards.ts createGate). */
+/**
+ * Shard queries one repository has in flight at most: however many keys a caller reads at once
+ * (an audit of a whole page), the connections stay bounded.
+ */
 const SHARD_QUERIES_IN_FLIGHT = 32;
 
 export class UsageRepository extends DynamoRepository {
-  private readonly gate = createGate(SHARD_QUERIES_IN_FLIGHT);
+  private readonly gate = pLimit(SHARD_QUERIES_IN_FLIGHT);
 
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
