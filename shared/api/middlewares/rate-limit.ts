@@ -133,44 +133,8 @@ const failOpen = (
   return undefined;
 };
 
-const throwRefusal = (refused: Error | undefined): void => {
-  if (refused) throw refused;
-};
-
-/** Waits for the report of a refusal, if any, then rejects with the refusal. */
-const reportedThenRefused = async (report: Promise<void> | void, refusal: unknown): Promise<never> => {
-  await report;
-  throw refusal;
-};
-
-/**
- * Each request's window, on its own context under a key of this module: what a WeakMap keyed by
- * the context did, without its cost on every request (docs/performance.md "Where the µs go").
- */
-const WINDOW = Symbol('rateLimit.window');
-type WithWindow = ApiContext & { [WINDOW]?: Window };
-const windowsOnContext = {
-  get: (context: ApiContext): Window | undefined => (context as WithWindow)[WINDOW],
-  set: (context: ApiContext, window: Window): void => {
-    (context as WithWindow)[WINDOW] = window;
-  },
-};
-
-type Decide = (context: ApiContext, window: Window, result: Outcome) => Error | undefined | Promise<Error>;
-
-/**
- * Waits for the request's counter, once, and hands the decision to `then` in the same step;
- * nothing when no count is pending. Not async: see rateLimitAfter.
- */
-const settle = <T>(context: ApiContext, decide: Decide, then: (refused: Error | undefined) => T) => {
-  const window = windowsOnContext.get(context);
-  if (!window?.count || window.settled) return undefined;
-  window.settled = true;
-  return window.count.then((result): T | Promise<T> => {
-    const refused = decide(context, window, result);
-    return refused instanceof Promise ? refused.then(then) : then(refused);
-  });
-};
+/** Each request's window, set where its count starts. */
+const windowsOnContext = new WeakMap<ApiContext, Window>();
 
 /** Starts counting a call in its window; resolves to the counter's decision, never rejects. */
 const counting = ({
@@ -179,16 +143,17 @@ const counting = ({
   maxLeases,
 }: Required<Pick<RateLimitOptions, 'counter' | 'leaseAbove' | 'maxLeases'>>) => {
   const leased = leases(maxLeases);
-  return ({ keyId, policy, endsAt }: Window, startsAt: number, at: number): Promise<Outcome> => {
+  return async ({ keyId, policy, endsAt }: Window, startsAt: number, at: number): Promise<Outcome> => {
     const limit = policy.limit;
     const block = blockSize(limit, leaseAbove);
     const take = (by?: number) => counter.increment(keyId, startsAt / 1000, policy.windowSeconds, by);
     // At or below leaseAbove every call is one counter write, exactly as before leasing existed.
     if (block > 1) return leased.acquire({ keyId, limit, block, endsAt, take }, at);
-    return take().then(
-      (count) => outcomeOfCount(count, limit),
-      (error: unknown) => ({ error }),
-    );
+    try {
+      return outcomeOfCount(await take(), limit);
+    } catch (error) {
+      return { error };
+    }
   };
 };
 
@@ -235,35 +200,44 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   };
 
   /** The counter's answer: the 429 to answer with, if the key is over its limit. */
-  const decide: Decide = (context, window, result) => {
+  const decide = async (context: ApiContext, window: Window, result: Outcome): Promise<Error | undefined> => {
     // As of the call's arrival, not the counter's answer: the same instant as its window and usage record.
     const { at } = window;
     if ('error' in result) return failOpen(logger, metrics, window.keyId, result.error);
     if (result.reached) usedUp.remember(window.keyId, window.endsAt, at); // every later call of the window is over
     if (result.over) {
       // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.
-      const report = window.refusedKey ? undefined : onLimitReached?.(window.apiKey, at);
-      return report ? report.then(() => refuse(context, window, at)) : refuse(context, window, at);
+      if (!window.refusedKey) await onLimitReached?.(window.apiKey, at);
+      return refuse(context, window, at);
     }
     if (!window.refusedKey) setHeader(context, 'RateLimit', remainingField(result.left, window, at));
     return undefined;
   };
 
-  // Not async: an admitted call returns nothing, and Middy goes on without awaiting a promise.
-  const rateLimitBefore = ({ context }: ApiRequest): Promise<never> | undefined => {
+  /** Waits for the request's count, once, and decides; nothing when no count is pending. */
+  const settle = async (context: ApiContext): Promise<Error | undefined> => {
+    const window = windowsOnContext.get(context);
+    if (!window?.count || window.settled) return undefined;
+    window.settled = true;
+    return decide(context, window, await window.count);
+  };
+
+  const rateLimitBefore = async ({ context }: ApiRequest): Promise<void> => {
     try {
       start(context, false);
-      return undefined;
     } catch (fromMemory) {
       // Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour.
       const window = windowsOnContext.get(context);
-      const report = window && onLimitReached?.(window.apiKey, window.at);
-      return reportedThenRefused(report, fromMemory);
+      if (window) await onLimitReached?.(window.apiKey, window.at);
+      throw fromMemory;
     }
   };
 
-  // Not async: Middy awaits the counter's promise, chained; a refusal rejects it and onError answers the 429.
-  const rateLimitAfter = ({ context }: ApiRequest): Promise<void> | undefined => settle(context, decide, throwRefusal);
+  // A refusal thrown here goes to onError, which answers the 429.
+  const rateLimitAfter = async ({ context }: ApiRequest): Promise<void> => {
+    const refused = await settle(context);
+    if (refused) throw refused;
+  };
 
   const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
     const { context } = request;
@@ -276,7 +250,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
         return;
       }
     }
-    const refused = await settle(context, decide, (decided) => decided);
+    const refused = await settle(context);
     if (refused) request.error = refused;
   };
 
