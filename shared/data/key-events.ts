@@ -1,8 +1,7 @@
 /**
- * Where key events go (docs/decisions.md "Key events"): an EventBridge bus deployed
- * (`KEY_EVENT_BUS_NAME`), a JSON-lines file locally (`KEY_EVENTS_FILE`), one event per line in
- * the shape a rule sees. Emitting never fails the action that caused it: a failed send is
- * retried, then the event is logged at error level ("Key event not sent") for replay.
+ * Where key events go (docs/decisions.md "Key events"): an EventBridge bus deployed, a JSON-lines
+ * file locally. Emitting never fails the action that caused it: a failed send is retried, then
+ * logged at error level ("Key event not sent") for replay.
  */
 import { appendFile } from 'node:fs/promises';
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';

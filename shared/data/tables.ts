@@ -112,12 +112,9 @@ const timeOrdered = (partition: string, keyPartition: string) =>
 const expiring = { timeToLiveAttribute: 'expires_at_epoch' } as const satisfies Partial<TableDefinition>;
 
 /**
- * Write shards of the usage table (docs/capacity.md "Per branch"). One DynamoDB partition key takes
- * about 1,000 writes/s, and time-ordered sort keys defeat adaptive splitting, so a branch writes
- * across USAGE_WRITE_SHARDS partition keys, and a key across as many in the by-key index:
- * 16 × 1,000 = 16,000 writes/s per branch (and per key), above the 10,000 calls/s a branch must
- * record. Readers query every shard and merge, newest first. Changing the number moves records:
- * it is part of the table's key shape, not a setting.
+ * Write shards of the usage table (docs/capacity.md "Per branch"): one partition key takes about
+ * 1,000 writes/s and time-ordered sort keys defeat adaptive splitting, so a branch (and a key) writes
+ * across this many. Part of the table's key shape, not a setting: changing it moves records.
  */
 export const USAGE_WRITE_SHARDS = 16;
 
@@ -190,10 +187,9 @@ export const rateLimitsTable: TableDefinition = {
 export const ACTIVITY_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
 
 /**
- * Key activity (docs/decisions.md "Key activity"): one item per key action, by branch, sort key
- * `<ISO time>#<key id>#<key version>` (newest first when read backwards); the index serves one
- * key's actions. An audit log: no TTL, kept when the stack is deleted, written only by the
- * operator tooling (no function reads or writes it).
+ * Key activity (docs/decisions.md "Key activity"): one item per key action, by branch, newest first
+ * when read backwards; the index serves one key's actions. An audit log: no TTL, kept when the stack
+ * is deleted, written only by the operator tooling.
  */
 export const activityTable: TableDefinition = {
   id: 'KeyActivity',

@@ -1,7 +1,6 @@
 /**
- * "Key Expiring" events (docs/decisions.md "Key events"): once per key and expiry, for keys that
- * expire within 7 days. The daily scheduled function (functions/key-expiry-events.ts) scans for
- * them; locally `keys audit` sends them for the branch it audits. Each event is claimed on the key
+ * "Key Expiring" events (docs/decisions.md "Key events"), once per key and expiry, for keys that
+ * expire within 7 days: sent by the daily function and by `keys audit`. Each is claimed on the key
  * first (a conditional write), so two runs never send the same one twice.
  */
 import type { ApiKeyRecord } from '../domain/key-record';

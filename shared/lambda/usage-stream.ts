@@ -1,8 +1,7 @@
 /**
- * The rollups aggregator's logic: a DynamoDB stream batch of the usage table in, the calls added
- * to their hour items exactly once (docs/decisions.md "Usage rollups"). The deployed function
- * (functions/aggregate-usage.ts) and the local change feed (lib/local/change-feed.ts) run this
- * same code on the same event shape.
+ * The rollups aggregator's logic (docs/decisions.md "Usage rollups"): a stream batch of the usage
+ * table in, its calls added to their hour items exactly once. The deployed function and the local
+ * change feed run this same code on the same event shape.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
@@ -40,11 +39,9 @@ interface IndexedCall extends StreamCall {
 }
 
 /**
- * The calls a stream batch carries: inserted usage records, each with its source (stream and
- * usage partition key value, whatever the partition key holds) and padded sequence number.
- * Removals (TTL expiry) and modifications are not calls: the deployed mapping filters them out,
- * and they are skipped here too. A record without a sequence number or that is not a usage record
- * can never be applied: it is counted as unreadable.
+ * The calls a batch carries: inserted usage records, each with its source and padded sequence.
+ * Removals (TTL) and modifications are not calls; a record that is no usage record or has no
+ * sequence can never be applied, so it is counted as unreadable.
  */
 export const callsOf = (event: DynamoDBStreamEvent) => {
   const calls: IndexedCall[] = [];
@@ -73,11 +70,9 @@ const newestTime = (calls: readonly IndexedCall[]) =>
   );
 
 /**
- * The handler body. Every item and source is applied on its own; when some fail, the batch
- * reports the first failed record (in batch order) as its partial-batch failure: Lambda retries
- * from there (bisecting, a bounded number of times, then the failure destination), and what was
- * applied after it is at or below its watermark when redelivered, so it adds nothing twice.
- * The progress (newest call time of the records before the first failure) is kept for "as of".
+ * The handler body. A partial failure reports the first failed record, so Lambda retries from
+ * there; calls applied after it are at or below their watermark when redelivered and add nothing.
+ * The newest call time before that failure is kept as the rollups' "as of".
  */
 export const createUsageAggregator =
   ({ rollups, retentionDays, logger, metrics }: UsageAggregatorOptions) =>

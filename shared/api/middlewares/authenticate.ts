@@ -17,10 +17,9 @@ export interface AuthenticateOptions {
 const isOws = (char: string | undefined): boolean => char === ' ' || char === '\t';
 
 /**
- * The bearer token of a request, or undefined when there is no `Bearer <token>` header (RFC 6750;
- * the scheme is matched case-insensitively, spaces and tabs around the parts are ignored).
- * A linear scan, not a regular expression: a backtracking pattern spends CPU quadratic in a
- * header of spaces before any key is checked.
+ * The bearer token (RFC 6750: scheme case-insensitive, spaces and tabs around the parts ignored),
+ * or undefined. A linear scan, not a regular expression: a backtracking pattern's CPU grows
+ * quadratically on a header of spaces, before any key is checked.
  */
 export const readBearerToken = (headers: Record<string, string | undefined> | undefined): string | undefined => {
   const value = headers?.authorization;
@@ -48,10 +47,9 @@ const REFUSALS: Partial<Record<KeyState, () => ApiError>> = {
 };
 
 /**
- * Authorization header → key record. Order: header → format and checksum (no database read
- * for a malformed key) → lookup → the key's state (revoked → expired → disabled, from
- * keyState). The found key is put on the context before it is refused, so a call with a
- * revoked, expired or disabled key is still recorded against it.
+ * Authorization header → key record: format and checksum first (no read for a malformed key), then
+ * the lookup, then the key's state. The key is put on the context before it is refused, so a call
+ * with a revoked, expired or disabled key is still counted and recorded against it.
  */
 export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
   const { keys, now } = opts;

@@ -30,10 +30,9 @@ export const toApiError = (error: unknown): ApiError => {
 };
 
 /**
- * Runs first on the way out: turns whatever was thrown into an exposed HTTP error whose message is
- * the API's JSON error body and whose headers are the catalogue's, for `@middy/http-error-handler`
- * to write. Callers see a code and a message, never a stack, an SDK message or a table name; the
- * cause of a 5xx goes to the Powertools log (the package's own logger is off).
+ * First on the way out: any error becomes an exposed HTTP error whose message is the API's JSON
+ * body, for `@middy/http-error-handler` to write. Callers never see a stack, an SDK message or a
+ * table name; the cause of a 5xx goes to the Powertools log.
  */
 export const errorMapper = ({ logger }: ErrorMapperOptions): ApiMiddleware => {
   const errorMapperOnError = (request: ApiRequest): void => {

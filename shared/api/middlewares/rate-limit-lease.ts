@@ -1,9 +1,7 @@
 /**
- * Block leasing for large limits (docs/capacity.md "Per key"). A key whose limit is above
- * LEASE_ABOVE takes its window's counter in blocks: one `ADD count B` gives this container the
- * block's units that land at or below the limit (shared/domain/rate-limit.ts tokensGranted), and it
- * admits from them locally until they are spent, then takes another block. Every admitted call is a
- * unit of the counter at or below N, so no more than N are admitted per window across containers.
+ * Block leasing for large limits (docs/capacity.md "Per key"): one `ADD count B` grants this
+ * container the block's units at or below the limit, admitted locally until spent. Every admitted
+ * call is a unit of the counter at or below N, so at most N are admitted per window in all.
  */
 import { tokensGranted } from '../../domain/rate-limit';
 

@@ -158,27 +158,15 @@ const counting = ({
 };
 
 /**
- * Per-key fixed-window rate limit (docs/capacity.md "Per key"). Runs right after `authenticate`.
- * `before` starts the counter's UpdateItem without waiting for it, so it runs alongside the
- * handler's data read; `after`/`onError` wait for it and turn the answer into a 429 when the key
- * is over its limit.
- *
- * Under abuse: once this container has seen a key's window used up (a count that reached the
- * limit: the counter only grows within a window, so it would refuse every later call), it answers
- * 429 from memory until the window ends, without counting or reading data. A flood therefore
- * costs at most `limit + containers` counter writes per window, far below what the counter item
- * takes, and cannot throttle it into failing open. If the counter fails for a real fault the call
- * proceeds (fail open) with a log line and a metric. A limit above `leaseAbove` is counted in leased
- * blocks of ceil(N / leaseAbove) (rate-limit-lease.ts): at most leaseAbove + containers writes a window.
- *
- * A revoked or expired key is counted and limited like a live one (`authenticate` put it on the
- * context before refusing it): under its limit it gets its 401, without rate-limit fields; past it
- * a 429, answered from memory once known, so its flood gets no more capacity than a live key's.
+ * Per-key fixed-window rate limit (docs/capacity.md "Per key"), right after `authenticate`: `before`
+ * starts the count beside the handler's read, `after`/`onError` turn it into a 429 when over.
+ * Revoked and expired keys are counted too, so their floods get no more than a live key's.
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
   const options = { ...defaults, ...opts };
   const { defaultLimit, logger, metrics, now, maxRemembered, maxPolicies, onLimitReached } = options;
-  // key_id → epoch ms at which its used-up window ends.
+  // key_id → end of its used-up window: later calls get their 429 from memory, without a write, so
+  // a flood costs at most `limit + containers` writes a window and can't throttle the counter open.
   const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
   const count = counting(options);
   const policies = policyMemory(defaultLimit, maxPolicies);
@@ -241,7 +229,8 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
 
   const rateLimitOnError = async (request: ApiRequest): Promise<void> => {
     const { context } = request;
-    // A key `authenticate` found and refused (revoked or expired) never reached `before`.
+    // A key `authenticate` found and refused (revoked or expired) never reached `before`: under its
+    // limit it keeps its 401, without rate-limit fields; past it, a 429.
     if (context.apiKey && windowsOnContext.get(context) === undefined) {
       try {
         start(context, true);

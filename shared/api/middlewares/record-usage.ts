@@ -22,10 +22,9 @@ export interface RecordUsageOptions {
 const defaults = { retentionDays: DEFAULT_USAGE_RETENTION_DAYS };
 
 /**
- * One usage record per call made with a known key, success or error, written after the response
- * is final. The write is retried by the SDK's retry strategy; if it still fails the response is
- * unchanged and the whole record goes to the error log (to be replayed) with a metric. Calls
- * without a known key have nothing to be recorded against: they go to the log only.
+ * One usage record per call with a known key, written once the response is final. A write that
+ * fails after the SDK's retries leaves the response as it is and logs the whole record (to be
+ * replayed) with a metric; a call without a known key goes to the log only.
  */
 export const recordUsage = (opts: RecordUsageOptions): ApiMiddleware => {
   const { usage, logger, metrics, retentionDays } = { ...defaults, ...opts };

@@ -279,8 +279,7 @@ export class KeysRepository extends DynamoRepository {
   }
 
   /**
-   * Revokes a key from now on. Revoking a revoked key changes nothing and returns it as it is.
-   * The caller checks the branch (the operator library does, before it calls this).
+   * Revokes a key from now on; revoking a revoked key changes nothing. The caller checks the branch.
    * @param leak a secret-scanning report's facts (`url`, `source`): the entry is then `leaked`
    * @throws KeyNotFoundError when no key has this id
    */
@@ -301,15 +300,9 @@ export class KeysRepository extends DynamoRepository {
   }
 
   /**
-   * Rolls a key: a new key with the old one's settings (NOT_INHERITED above), and the old
-   * key ending at now + grace, never later than it already would. Only an active key can be rolled.
-   *
-   * Two writes and no transaction (the embedded DynamoDB has none; docs/decisions.md "Key
-   * lifecycle"), ordered so a failure between them leaves nothing unusable: the new key is written
-   * first (until the second write it is a key nobody holds), then the old key is shortened and
-   * linked on the version that was read. When that second write fails, the old key is read again
-   * (strongly consistent): linked to the new key means it did succeed; otherwise the new key (and
-   * its pending `created` entry) is deleted and the error stands.
+   * Rolls an active key: a new key with its settings, the old one ending at now + grace (never later).
+   * Two writes, no transaction (docs/decisions.md "Key lifecycle"): the new key first, then the old
+   * one linked on the version read; if that fails and it is not linked, the new key is deleted.
    * @throws KeyNotFoundError when no key of this branch has this id
    * @throws KeyNotRollableError when the key is revoked, expired, disabled or already rolled
    */
@@ -358,10 +351,9 @@ export class KeysRepository extends DynamoRepository {
   }
 
   /**
-   * Revokes the key whose value hashes to `keyHash` because a secret scanning report found it
-   * (docs/decisions.md "Leaked keys"): one `leaked` action, with the report's url and source as its
-   * details. `revoked` says whether this call revoked it (false: it already was); undefined when no
-   * key has this hash.
+   * Revokes the key a secret scanning report found (docs/decisions.md "Leaked keys") as one `leaked`
+   * action with the report's url and source; `revoked` is false when it already was, and the result
+   * undefined when no key has this hash.
    */
   async revokeLeaked(
     keyHash: string,
@@ -487,10 +479,9 @@ export class KeysRepository extends DynamoRepository {
   }
 
   /**
-   * One key action as one conditional write: the change and its activity entry (kept on the item
-   * as `pending_activity`) land together or not at all, on the version that was read, so a
-   * concurrent action makes this one fail with ConditionNotMetError instead of overwriting it.
-   * An entry left pending by an earlier action is copied out first, so none is ever overwritten.
+   * One key action as one conditional write on the version read: the change and its activity entry
+   * (`pending_activity`) land together or not at all, and a concurrent action fails this one with
+   * ConditionNotMetError. An entry left by an earlier action is copied out first.
    */
   private async applyAction(
     stored: StoredKey,

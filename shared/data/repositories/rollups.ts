@@ -99,10 +99,9 @@ const expiresOf = (hour: string, retentionDays: number) =>
 
 export class RollupsRepository extends DynamoRepository {
   /**
-   * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item
-   * and source, one conditional UpdateItem adds the counters of the calls past the item's
-   * watermark and moves the watermark, so a redelivered, split or partly retried batch adds
-   * nothing twice. A group that fails is returned in `failed`; the others are applied.
+   * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item and
+   * source, one conditional UpdateItem adds the calls past the watermark and moves it, so a redelivery
+   * adds nothing twice. A group that fails is returned in `failed`; the others are applied.
    */
   async apply(calls: readonly StreamCall[], retentionDays: number): Promise<ApplyResult> {
     const result: ApplyResult = { applied: 0, duplicates: 0, failed: [] };

@@ -45,11 +45,9 @@ const newestFirst = (a: Item, b: Item): number => {
 };
 
 /**
- * The newest `limit` items across every shard, in sort key order, newest first, and whether more
- * remain. A shard that has more holds back every item older than the last one it returned (its
- * unread items are older than that), so only items at or above the highest such boundary are
- * final; while fewer than `limit` are, the shards at that boundary read on. Sort keys
- * (`<timestamp>#<request id>`) are unique across shards, so the order is total.
+ * The newest `limit` items across the shards, newest first, and whether more remain. A shard with
+ * more holds back everything older than its last item, so only items at or above the highest such
+ * boundary are final; while fewer than `limit` are, the shards at that boundary read on.
  */
 export const mergeNewestFirst = async (
   read: ShardReader,

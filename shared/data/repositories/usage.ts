@@ -177,11 +177,9 @@ export class UsageRepository extends DynamoRepository {
   }
 
   /**
-   * The route templates a key's calls used, reading at most about `maxRecords` of its newest
-   * records (route only, through the by-key index). Order does not matter here, so each shard is
-   * read on its own, newest first, up to an equal share: records spread evenly over the shards
-   * (by request id), so the shares together are the key's newest calls, give or take a few, and
-   * nothing is read twice. `complete` is false when a shard had more.
+   * The route templates of about `maxRecords` of a key's newest calls. Order doesn't matter, so each
+   * shard is read on its own up to an equal share (records spread evenly by request id): nothing is
+   * read twice. `complete` is false when a shard had more.
    */
   async routesUsed(keyId: string, maxRecords: number): Promise<{ routes: Set<string>; complete: boolean }> {
     const routes = new Set<string>();
