@@ -428,6 +428,20 @@ export class KeysRepository extends DynamoRepository {
     }
   }
 
+  /**
+   * Copies every entry still pending on a branch's keys, so the activity read next agrees with
+   * the keys; a failed copy fails the read. Returns how many there were.
+   */
+  async flushActivity(branchId: string): Promise<number> {
+    if (!this.activity) return 0;
+    const pending = (await this.listStored(branchId)).filter((stored) => stored.pending_activity);
+    for (const { pending_activity: entry, key_hash: keyHash } of pending) {
+      await this.activity.put(entry!);
+      await this.clearPending(entry!, keyHash).catch(() => undefined); // copied; clearing is tidiness
+    }
+    return pending.length;
+  }
+
   private async findStoredById(keyId: string): Promise<StoredKey | undefined> {
     const { Items } = await this.run('Query', () =>
       this.client.send(
@@ -534,8 +548,8 @@ export class KeysRepository extends DynamoRepository {
   }
 
   /**
-   * Sends the action's key event, then copies its entry to the activity table and clears it from the key item. Best
-   * effort: the action has happened and its entry is on the item, so a failure here only delays
+   * Sends the action's key event, then copies its entry to the activity table and clears it from the
+   * item. Best effort: the action has happened and its entry is on the item, so a failure only delays
    * the copy to the next action on the key or the next activity read (`flushActivity`).
    */
   private async publish(entry: ActivityEntry, keyHash: string, record: ApiKeyRecord): Promise<void> {
@@ -562,20 +576,6 @@ export class KeysRepository extends DynamoRepository {
         }),
       ),
     );
-  }
-
-  /**
-   * Copies every entry still pending on a branch's keys, so the activity read next agrees with
-   * the keys; a failed copy fails the read. Returns how many there were.
-   */
-  async flushActivity(branchId: string): Promise<number> {
-    if (!this.activity) return 0;
-    const pending = (await this.listStored(branchId)).filter((stored) => stored.pending_activity);
-    for (const { pending_activity: entry, key_hash: keyHash } of pending) {
-      await this.activity.put(entry!);
-      await this.clearPending(entry!, keyHash).catch(() => undefined); // copied; clearing is tidiness
-    }
-    return pending.length;
   }
 
   private async deleteByHash(keyHash: string): Promise<void> {
