@@ -202,23 +202,21 @@ export class UsageRepository extends DynamoRepository {
 
   /** One page of one shard of a key's records, newest first, route only. */
   private keyShardPage(keyId: string, shard: number, limit: number, startKey?: Record<string, unknown>) {
-    return this.gate(() => this.keyShardQuery(keyId, shard, limit, startKey));
-  }
-
-  private keyShardQuery(keyId: string, shard: number, limit: number, startKey?: Record<string, unknown>) {
-    return this.run('Query', () =>
-      this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: USAGE_BY_KEY_INDEX,
-          KeyConditionExpression: 'key_pk = :pk',
-          ExpressionAttributeValues: { ':pk': `${keyId}#${shard}` },
-          ScanIndexForward: false,
-          Limit: limit,
-          ProjectionExpression: '#route',
-          ExpressionAttributeNames: { '#route': 'route' },
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
+    return this.gate(() =>
+      this.run('Query', () =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: USAGE_BY_KEY_INDEX,
+            KeyConditionExpression: 'key_pk = :pk',
+            ExpressionAttributeValues: { ':pk': `${keyId}#${shard}` },
+            ScanIndexForward: false,
+            Limit: limit,
+            ProjectionExpression: '#route',
+            ExpressionAttributeNames: { '#route': 'route' },
+            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+          }),
+        ),
       ),
     );
   }
