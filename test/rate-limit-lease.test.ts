@@ -34,7 +34,16 @@ let counter: RateLimitsRepository;
 beforeAll(async () => {
   await createTables();
   proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
-  const env = { ...process.env, ...FAST_FAILURE_ENV, DYNAMODB_ENDPOINT: proxy.endpoint };
+  // Two attempts as deployed, but no timeout of our own: a busy machine's slow answer is not a fault
+  // here, and a timed-out ADD that was applied and then retried would count a block twice.
+  const env = {
+    ...process.env,
+    ...FAST_FAILURE_ENV,
+    DYNAMODB_CONNECT_TIMEOUT_MS: '5000',
+    DYNAMODB_REQUEST_TIMEOUT_MS: '30000',
+    DYNAMODB_DEADLINE_MS: '61000',
+    DYNAMODB_ENDPOINT: proxy.endpoint,
+  };
   const settings = readDynamoDbSettings(env);
   counter = new RateLimitsRepository(createDocumentClient(settings, env), tableNames.rateLimits);
 });
