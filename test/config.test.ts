@@ -45,7 +45,7 @@ describe('loadConfig', () => {
     });
   });
 
-  it('reads SECRET_SCANNING_KEYS_URL (GitHub by default, file: allowed) and refuses other schemes', () => {
+  it('reads SECRET_SCANNING_KEYS_URL (GitHub by default, file: allowed) and refuses other schemes, http: too', () => {
     expect(readSecretScanningSettings({})).toEqual({
       keysUrl: 'https://api.github.com/meta/public_keys/secret_scanning',
       keysTimeoutMs: 3000,
@@ -53,9 +53,9 @@ describe('loadConfig', () => {
     expect(readSecretScanningSettings({ SECRET_SCANNING_KEYS_URL: 'file:///tmp/keys.json' }).keysUrl).toBe(
       'file:///tmp/keys.json',
     );
-    for (const bad of ['ftp://example.com/keys', 'not a url']) {
+    for (const bad of ['ftp://example.com/keys', 'not a url', 'http://example.com/keys']) {
       expect(() => readSecretScanningSettings({ SECRET_SCANNING_KEYS_URL: bad })).toThrow(
-        /SECRET_SCANNING_KEYS_URL must be an https:, http: or file: URL/,
+        /SECRET_SCANNING_KEYS_URL must be an https: or file: URL/,
       );
     }
   });

@@ -1,12 +1,15 @@
 /**
  * The public keys that sign secret scanning reports, from a document shaped like GitHub's
- * `/meta/public_keys/secret_scanning` at a URL (`SECRET_SCANNING_KEYS_URL`; `file:` URLs read a
- * local file, as tests and the local stack do). Fetched with a timeout, cached for the
- * container's life, and fetched again when a report names an identifier the cache lacks — at
- * most once per `minRefreshMs`, so unknown identifiers can't turn every report into a fetch.
+ * `/meta/public_keys/secret_scanning` at an `https:` URL (`SECRET_SCANNING_KEYS_URL`; `file:` URLs
+ * read a local file, as tests and the local stack do). Fetched with a timeout, no redirect
+ * followed, its size counted as it streams in; cached for the container's life, and fetched again
+ * when a report names an identifier the cache lacks — at most once per `minRefreshMs`, so unknown
+ * identifiers can't turn every report into a fetch.
  */
-import { readFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { addAbortSignal } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { keysDocumentUrl } from '../domain/github';
 import { PublicKeysDocumentSchema } from '../domain/secret-scanning';
 import { DataStoreUnavailableError } from './data-store-errors';
 
@@ -16,13 +19,18 @@ export { GITHUB_SECRET_SCANNING_KEYS_URL } from '../domain/github';
 const MAX_DOCUMENT_BYTES = 256 * 1024;
 
 export interface PublicKeySourceOptions {
+  /** An `https:` or `file:` URL. */
   url: string;
+  /** Also accept an `http:` URL: for tests against a local server only. @default false */
+  allowHttp?: boolean;
   /** Longest one fetch may take. @default 3000 */
   timeoutMs?: number;
   /** Shortest time between two fetches. @default 60000 */
   minRefreshMs?: number;
   /** Clock, in epoch milliseconds. */
   now?: () => number;
+  /** Told when a refresh fails while cached keys are kept (with nothing cached, `get` throws instead). */
+  logger?: { warn(message: string, ...extra: object[]): void };
 }
 
 /** No key to verify with: the report is answered 503, and GitHub sends it again later. */
@@ -30,16 +38,41 @@ export class PublicKeysUnavailableError extends DataStoreUnavailableError {
   override name = 'PublicKeysUnavailableError';
 }
 
-const readDocument = async (url: URL, timeoutMs: number): Promise<string> => {
-  if (url.protocol === 'file:') {
-    return await readFile(fileURLToPath(url), { encoding: 'utf8', signal: AbortSignal.timeout(timeoutMs) });
+/** The text of a stream of bytes; past `MAX_DOCUMENT_BYTES` it stops reading (the stream is cancelled) and throws. */
+const readBounded = async (chunks: AsyncIterable<Uint8Array>): Promise<string> => {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of chunks) {
+    size += chunk.byteLength;
+    if (size > MAX_DOCUMENT_BYTES)
+      throw new PublicKeysUnavailableError(`Public keys document over ${MAX_DOCUMENT_BYTES} bytes`);
+    parts.push(chunk);
   }
-  const response = await fetch(url, {
-    signal: AbortSignal.timeout(timeoutMs),
-    headers: { accept: 'application/json' },
-  });
+  return Buffer.concat(parts).toString('utf8');
+};
+
+const readDocument = async (url: URL, timeoutMs: number): Promise<string> => {
+  const signal = AbortSignal.timeout(timeoutMs);
+  if (url.protocol === 'file:') {
+    // One byte past the limit is enough to know the file is too large.
+    return await readBounded(addAbortSignal(signal, createReadStream(fileURLToPath(url), { end: MAX_DOCUMENT_BYTES })));
+  }
+  // A redirect could lead anywhere the function can reach (instance metadata, say): refused.
+  const response = await fetch(url, { signal, redirect: 'error', headers: { accept: 'application/json' } });
   if (!response.ok) throw new PublicKeysUnavailableError(`Public keys document answered ${response.status}`);
-  return await response.text();
+  return response.body ? await readBounded(response.body) : '';
+};
+
+/** The keys of a document's text, by identifier. */
+const parseDocument = (text: string): Map<string, string> => {
+  let parsed;
+  try {
+    parsed = PublicKeysDocumentSchema.safeParse(JSON.parse(text));
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed?.success) throw new PublicKeysUnavailableError('Public keys document is not valid');
+  return new Map(parsed.data.public_keys.map((entry) => [entry.key_identifier, entry.key]));
 };
 
 export class PublicKeySource {
@@ -50,12 +83,17 @@ export class PublicKeySource {
   private readonly timeoutMs: number;
   private readonly minRefreshMs: number;
   private readonly now: () => number;
+  private readonly logger: PublicKeySourceOptions['logger'];
 
+  /** @throws TypeError when the URL is not one the keys may be read from */
   constructor(options: PublicKeySourceOptions) {
-    this.url = new URL(options.url);
+    const url = keysDocumentUrl(options.url, options);
+    if (!url) throw new TypeError(`The public keys document must be an https: or file: URL, got "${options.url}"`);
+    this.url = url;
     this.timeoutMs = options.timeoutMs ?? 3000;
     this.minRefreshMs = options.minRefreshMs ?? 60_000;
     this.now = options.now ?? (() => Date.now());
+    this.logger = options.logger;
   }
 
   /**
@@ -81,23 +119,15 @@ export class PublicKeySource {
 
   private async load(): Promise<void> {
     this.lastFetch = this.now();
-    let text: string;
     try {
-      text = await readDocument(this.url, this.timeoutMs);
+      this.keys = parseDocument(await readDocument(this.url, this.timeoutMs));
     } catch (error) {
-      if (this.keys.size > 0) return; // keep serving what is cached
-      throw new PublicKeysUnavailableError('Public keys document could not be read', { cause: error });
+      const failure =
+        error instanceof PublicKeysUnavailableError
+          ? error
+          : new PublicKeysUnavailableError('Public keys document could not be read', { cause: error });
+      if (this.keys.size === 0) throw failure;
+      this.logger?.warn('Public keys document could not be refreshed; the cached keys are kept', { error: failure });
     }
-    let parsed;
-    try {
-      parsed = text.length > MAX_DOCUMENT_BYTES ? undefined : PublicKeysDocumentSchema.safeParse(JSON.parse(text));
-    } catch {
-      parsed = undefined;
-    }
-    if (!parsed?.success) {
-      if (this.keys.size > 0) return;
-      throw new PublicKeysUnavailableError('Public keys document is not valid');
-    }
-    this.keys = new Map(parsed.data.public_keys.map((entry) => [entry.key_identifier, entry.key]));
   }
 }

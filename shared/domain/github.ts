@@ -4,3 +4,18 @@
  * it, don't load them (docs/performance.md "Import time").
  */
 export const GITHUB_SECRET_SCANNING_KEYS_URL = 'https://api.github.com/meta/public_keys/secret_scanning';
+
+/**
+ * The keys document's URL when its scheme may be read: `https:`, or `file:` (tests, the local
+ * stack); `http:` only where a caller allows it explicitly (tests against a local server).
+ */
+export const keysDocumentUrl = (raw: string, { allowHttp = false } = {}): URL | undefined => {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  const allowed = url.protocol === 'https:' || url.protocol === 'file:' || (allowHttp && url.protocol === 'http:');
+  return allowed ? url : undefined;
+};

@@ -11,7 +11,7 @@ export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from '../d
 
 import { callBoundMs, maxBackoffMs, type DynamoDbSettings } from '../data/dynamodb';
 import type { KeyEventSettings } from '../data/key-events';
-import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../domain/github';
+import { GITHUB_SECRET_SCANNING_KEYS_URL, keysDocumentUrl } from '../domain/github';
 
 export type { DynamoDbSettings };
 
@@ -143,7 +143,7 @@ export const readKeyEventSettings = (env: Env): KeyEventSettings => {
 };
 
 export interface SecretScanningSettings {
-  /** The public keys document (SECRET_SCANNING_KEYS_URL): https:, http: or file:. */
+  /** The public keys document (SECRET_SCANNING_KEYS_URL): https: or file:. */
   readonly keysUrl: string;
   /** Longest one fetch of it may take (SECRET_SCANNING_KEYS_TIMEOUT_MS). */
   readonly keysTimeoutMs: number;
@@ -151,15 +151,9 @@ export interface SecretScanningSettings {
 
 export const readSecretScanningSettings = (env: Env): SecretScanningSettings => {
   const keysUrl = env.SECRET_SCANNING_KEYS_URL?.trim() || GITHUB_SECRET_SCANNING_KEYS_URL;
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(keysUrl).protocol;
-  } catch {
-    protocol = undefined;
-  }
-  if (protocol !== 'https:' && protocol !== 'http:' && protocol !== 'file:') {
+  if (!keysDocumentUrl(keysUrl)) {
     throw new ConfigError(
-      `Environment variable SECRET_SCANNING_KEYS_URL must be an https:, http: or file: URL, got "${keysUrl}"`,
+      `Environment variable SECRET_SCANNING_KEYS_URL must be an https: or file: URL, got "${keysUrl}"`,
     );
   }
   return { keysUrl, keysTimeoutMs: positiveIntEnv(env, 'SECRET_SCANNING_KEYS_TIMEOUT_MS', 3000) };
