@@ -13,9 +13,9 @@ export default {
       { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
     ],
   },
-  // ESM-only packages: openapi-backend's @apidevtools/json-schema-ref-parser, p-limit and its yocto-queue.
+  // ESM-only packages: openapi-backend's @apidevtools/json-schema-ref-parser, p-limit (and its yocto-queue), p-map.
   transformIgnorePatterns: [
-    '/node_modules/(?!(@middy|@apidevtools/json-schema-ref-parser|@aws/lambda-invoke-store|p-limit|yocto-queue)/)',
+    '/node_modules/(?!(@middy|@apidevtools/json-schema-ref-parser|@aws/lambda-invoke-store|p-limit|yocto-queue|p-map)/)',
   ],
   moduleNameMapper: {
     '^@middy/(core|util|http-error-handler)$': '<rootDir>/node_modules/@middy/$1/index.js',

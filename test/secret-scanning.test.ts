@@ -7,7 +7,8 @@ import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateApiKey, hashApiKey } from '../shared/domain/api-key';
-import { MAX_REPORT_BYTES } from '../shared/domain/secret-scanning';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { MAX_REPORT_BYTES, MAX_REPORTED_SOURCE_CHARS, MAX_REPORTED_URL_CHARS } from '../shared/domain/secret-scanning';
 import { mainBranch } from './support/fixtures';
 import {
   captureLogs,
@@ -23,6 +24,7 @@ import {
   type Service,
 } from './support/harness';
 import { secretScanningRoute } from '../shared/api/routes';
+import { REPORT_CONCURRENCY } from '../shared/api/secret-scanning';
 import { ActivityRepository } from '../shared/data/repositories';
 import {
   keysDocument,
@@ -123,6 +125,120 @@ describe('a leaked live key', () => {
     const res = await report(JSON.stringify([reported(key)]));
     expect(res.json[0].label).toBe('true_positive');
     expect(events()).toHaveLength(before);
+  });
+});
+
+describe('each token on its own', () => {
+  const answerOf = (key: string, extra: Record<string, string> = {}) => ({
+    token_hash: hashApiKey(key),
+    token_type: 'branch_api_key',
+    label: 'true_positive',
+    ...extra,
+  });
+
+  it('a 450 KB url and a long source are cut before they are stored: the key is revoked, the others too', async () => {
+    const leaked = await createKey();
+    const other = await createKey();
+    const url = `https://github.com/octo/repo/blob/abc/${'u'.repeat(450 * 1024)}`;
+    const source = 's'.repeat(1000);
+    const res = await report(JSON.stringify([{ ...reported(leaked.key, url), source }, reported(other.key)]));
+    expect([res.statusCode, res.json]).toEqual([200, [answerOf(leaked.key), answerOf(other.key)]]);
+    expectError(await branchCall(leaked.key), 401, 'revoked_api_key');
+    expectError(await branchCall(other.key), 401, 'revoked_api_key');
+    const activity = new ActivityRepository(fixtureClient, tableNames.activity);
+    expect(await activity.list({ branchId: mainBranch.id, keyId: leaked.record.key_id, limit: 10 })).toContainEqual(
+      expect.objectContaining({
+        action: 'leaked',
+        details: { url: url.slice(0, MAX_REPORTED_URL_CHARS), source: source.slice(0, MAX_REPORTED_SOURCE_CHARS) },
+      }),
+    );
+  });
+
+  it('a token whose key item cannot take the leak is answered not_revoked and logged; every other is revoked', async () => {
+    const [first, stuck, last] = [await createKey(), await createKey(), await createKey()];
+    // A key item so close to DynamoDB's 400 KB item limit that the `leaked` write is refused.
+    await fixtureClient.send(
+      new UpdateCommand({
+        TableName: tableNames.keys,
+        Key: { key_hash: hashApiKey(stuck.key) },
+        UpdateExpression: 'SET padding = :padding',
+        ExpressionAttributeValues: { ':padding': 'x'.repeat(408_000) },
+      }),
+    );
+    const url = `https://github.com/octo/repo/blob/abc/${'a'.repeat(MAX_REPORTED_URL_CHARS)}`;
+    const logs = captureLogs(service.logger);
+    let res;
+    try {
+      res = await report(JSON.stringify([first, stuck, last].map(({ key }) => reported(key, url))));
+    } finally {
+      logs.restore();
+    }
+    expect(res.statusCode).toBe(200);
+    expect(res.json).toEqual([answerOf(first.key), answerOf(stuck.key, { error: 'not_revoked' }), answerOf(last.key)]);
+    expectError(await branchCall(first.key), 401, 'revoked_api_key');
+    expectError(await branchCall(last.key), 401, 'revoked_api_key');
+    expect((await fixtureKeys.getById(stuck.record.key_id))?.revoked_at).toBeUndefined();
+    expect(logs.entries).toContainEqual(
+      expect.objectContaining({
+        level: 'ERROR',
+        message: 'Reported token not revoked',
+        index: 1,
+        token_hash: hashApiKey(stuck.key),
+      }),
+    );
+    expect(logs.entries).toContainEqual(
+      expect.objectContaining({
+        message: 'Secret scanning report',
+        tokens: 3,
+        not_revoked: 1,
+        revoked_key_ids: expect.arrayContaining([first.record.key_id, last.record.key_id]),
+      }),
+    );
+    for (const { key } of [first, stuck, last]) expect(logs.text).not.toContain(key);
+  });
+
+  it('a 1 MB report is answered in full, its lookups overlapped up to the bound, a repeated token judged once', async () => {
+    const live = await Promise.all(Array.from({ length: 40 }, () => createKey()));
+    const liveKeys = new Set(live.map(({ key }) => key));
+    const tokens = [...live.map(({ key }) => key), live[0]!.key];
+    // Long urls keep the entry count in the hundreds, so the test's time doesn't grow with the machine's load.
+    const url = `https://github.com/octo/repo/blob/abc/${'p'.repeat(1900)}`;
+    const entrySize = JSON.stringify(reported(generateApiKey(), url)).length + 1;
+    while ((tokens.length + 1) * entrySize < MAX_REPORT_BYTES) tokens.push(generateApiKey());
+    const body = JSON.stringify(tokens.map((token) => reported(token, url)));
+    expect(body.length).toBeGreaterThan(MAX_REPORT_BYTES - entrySize);
+    expect(body.length).toBeLessThanOrEqual(MAX_REPORT_BYTES);
+
+    // Counts the table calls in flight at once (a middleware step of the real client; nothing is stubbed).
+    const client = service.runtime.documentClient;
+    let inFlight = 0;
+    let mostInFlight = 0;
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        mostInFlight = Math.max(mostInFlight, (inFlight += 1));
+        try {
+          return await next(args);
+        } finally {
+          inFlight -= 1;
+        }
+      },
+      { step: 'initialize', name: 'countInFlight' },
+    );
+    const counter = countCommands(client);
+    let res;
+    try {
+      res = await report(body);
+    } finally {
+      client.middlewareStack.remove('countInFlight');
+    }
+    expect(res.statusCode).toBe(200);
+    expect(res.json).toEqual(
+      tokens.map((token) => (liveKeys.has(token) ? answerOf(token) : answerOf(token, { label: 'false_positive' }))),
+    );
+    for (const { record } of live)
+      expect((await fixtureKeys.getById(record.key_id))?.revoked_at).toEqual(expect.any(String));
+    expect(counter.commands.filter((command) => command === 'GetItemCommand')).toHaveLength(new Set(tokens).size);
+    expect(mostInFlight).toBe(REPORT_CONCURRENCY);
   });
 });
 

@@ -3,6 +3,7 @@
  * behind the same HTTP API (`POST /security/secret-scanning`), allowed only the calls of its route
  * (keys GetItem and UpdateItem, activity PutItem); the bus grant comes from KeyEvents.emitFrom.
  */
+import { Duration } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -12,6 +13,13 @@ import { secretScanningRoute } from '../../shared/api/routes';
 import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../../shared/data/secret-scanning-keys';
 import { TABLE_ENV } from '../../shared/data/tables';
 import { ApiFunction, type ApiTables } from './api-function';
+
+/**
+ * A 1 MB report names about 6,400 well-formed tokens, one DynamoDB call or more each; their SDK
+ * work is CPU-bound, so it takes seconds at this memory whatever the concurrency (docs/decisions.md
+ * "Leaked keys"). Below API Gateway's 30 s integration limit, so the gateway relays the answer.
+ */
+export const SECRET_SCANNING_TIMEOUT = Duration.seconds(28);
 
 export interface SecretScanningProps {
   /** Concurrent executions reserved for the report endpoint (ReservedConcurrency.secretScanning). */
@@ -40,6 +48,7 @@ export class SecretScanning extends Construct {
       entry: secretScanningRoute.entry,
       environment: { SECRET_SCANNING_KEYS_URL: props.keysUrl ?? GITHUB_SECRET_SCANNING_KEYS_URL },
       reservedConcurrency: props.reservedConcurrency,
+      timeout: SECRET_SCANNING_TIMEOUT,
       ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
       ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
     }).bindTables(props.tables, props.usageRetentionDays, secretScanningRoute.access, props.defaultRateLimit);

@@ -1,15 +1,21 @@
 /**
  * The secret scanning report (docs/decisions.md "Leaked keys"): signature first, then the shape,
- * then each reported token: a live key that matches is revoked at once as the `leaked` key action
- * (its activity entry carries the report's url and source; the keys repository sends its
- * `Key Leaked` event). The raw token is never echoed, logged or stored: only its SHA-256.
+ * then each reported token on its own: a live key that matches is revoked at once as the `leaked`
+ * key action (its activity entry carries the report's url and source, cut to a bounded length; the
+ * keys repository sends its `Key Leaked` event). A token whose revocation fails is answered with
+ * `error: 'not_revoked'` and logged, and the others are still revoked; when the failure is the
+ * database being unavailable, the report is a 503 after every other token was handled, so GitHub
+ * sends it again. The raw token is never echoed, logged or stored: only its SHA-256.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
+import pMap from 'p-map';
+import { DataStoreUnavailableError } from '../data/data-store-errors';
 import { hashApiKey, isWellFormedApiKey } from '../domain/api-key';
 import {
   KEY_IDENTIFIER_HEADER,
   MAX_REPORT_BYTES,
   parseReport,
+  reportedLocation,
   SECRET_SCANNING_ACTOR,
   SIGNATURE_HEADER,
   verifyReportSignature,
@@ -34,12 +40,15 @@ export interface SecretScanningDeps {
       now?: Date,
     ): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined>;
   };
-  logger: Pick<Logger, 'info'>;
+  logger: Pick<Logger, 'info' | 'error'>;
   now?: () => Date;
 }
 
-/** Tokens looked up at once. */
-const CONCURRENCY = 10;
+/**
+ * Tokens handled at once: a well-formed token waits on one to four DynamoDB calls, so a report of
+ * thousands must overlap them to finish inside the function's timeout (docs/decisions.md "Leaked keys").
+ */
+export const REPORT_CONCURRENCY = 32;
 
 /** The raw body as sent, without reading what it says. */
 const rawBody = (event: ApiEvent): Buffer => Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
@@ -56,50 +65,66 @@ const verifiedBody = async (event: ApiEvent, publicKeys: SecretScanningDeps['pub
   return body;
 };
 
-interface Outcome {
-  answer: ReportAnswer;
+/** What one distinct token came to. */
+interface Verdict {
+  label: ReportAnswer['label'];
   /** The key this token revoked now, if it did. */
   revoked?: ApiKeyRecord;
+  /** Why this token could not be revoked, if it could not. */
+  failure?: unknown;
 }
 
 export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
   const now = deps.now ?? (() => new Date());
 
-  const judge = async (reported: ReportedToken): Promise<Outcome> => {
-    const tokenHash = hashApiKey(reported.token);
-    const answer = (label: ReportAnswer['label']): ReportAnswer => ({
-      token_hash: tokenHash,
-      token_type: reported.type,
-      label,
-    });
-    const at = now();
-    const where = { url: reported.url, source: reported.source };
+  const judge = async (reported: ReportedToken, tokenHash: string, index: number): Promise<Verdict> => {
     // A malformed token can't be a key: no database read.
-    const found = isWellFormedApiKey(reported.token)
-      ? await deps.keys.revokeLeaked(tokenHash, where, SECRET_SCANNING_ACTOR, at)
-      : undefined;
-    if (!found) return { answer: answer('false_positive') };
-    // Revoked now or before: a key of this service either way.
-    return { answer: answer('true_positive'), ...(found.revoked ? { revoked: found.record } : {}) };
+    if (!isWellFormedApiKey(reported.token)) return { label: 'false_positive' };
+    try {
+      const found = await deps.keys.revokeLeaked(tokenHash, reportedLocation(reported), SECRET_SCANNING_ACTOR, now());
+      if (!found) return { label: 'false_positive' };
+      // Revoked now or before: a key of this service either way.
+      return { label: 'true_positive', ...(found.revoked ? { revoked: found.record } : {}) };
+    } catch (failure) {
+      // It has this service's format and checksum; whether it is a live key is unknown.
+      deps.logger.error('Reported token not revoked', { index, token_hash: tokenHash, error: failure });
+      return { label: 'true_positive', failure };
+    }
   };
 
   return async (event: ApiEvent): Promise<ApiResponse> => {
     const body = await verifiedBody(event, deps.publicKeys);
     const report = parseReport(body);
     if (!report) throw invalidRequest('The report must be a JSON array of {token, type, url, source}.');
-    const outcomes: Outcome[] = [];
-    for (let at = 0; at < report.length; at += CONCURRENCY) {
-      outcomes.push(...(await Promise.all(report.slice(at, at + CONCURRENCY).map(judge))));
-    }
-    const revoked = outcomes.flatMap(({ revoked: key }) => (key ? [key.key_id] : []));
-    deps.logger.info('Secret scanning report', {
-      tokens: outcomes.length,
-      true_positives: outcomes.filter(({ answer }) => answer.label === 'true_positive').length,
-      revoked_key_ids: revoked,
-    });
-    return jsonResponse(
-      200,
-      outcomes.map(({ answer }) => answer),
+    // A token reported twice (found in two places) is judged once, where it is first named.
+    const verdicts = new Map<string, Promise<Verdict>>();
+    const answers = await pMap(
+      report,
+      async (reported, index): Promise<ReportAnswer> => {
+        const tokenHash = hashApiKey(reported.token);
+        let verdict = verdicts.get(tokenHash);
+        if (!verdict) verdicts.set(tokenHash, (verdict = judge(reported, tokenHash, index)));
+        const { label, failure } = await verdict;
+        return {
+          token_hash: tokenHash,
+          token_type: reported.type,
+          label,
+          ...(failure === undefined ? {} : { error: 'not_revoked' as const }),
+        };
+      },
+      { concurrency: REPORT_CONCURRENCY },
     );
+    const judged = await Promise.all(verdicts.values());
+    const failures = judged.flatMap(({ failure }) => (failure === undefined ? [] : [failure]));
+    deps.logger.info('Secret scanning report', {
+      tokens: answers.length,
+      true_positives: answers.filter(({ label }) => label === 'true_positive').length,
+      revoked_key_ids: judged.flatMap(({ revoked }) => (revoked ? [revoked.key_id] : [])),
+      not_revoked: failures.length,
+    });
+    // Worth a retry: every other token is settled, so the report sent again costs little.
+    const unavailable = failures.find((failure) => failure instanceof DataStoreUnavailableError);
+    if (unavailable) throw unavailable;
+    return jsonResponse(200, answers);
   };
 };

@@ -31,19 +31,37 @@ const ReportedTokenSchema = z.object({
 export type ReportedToken = z.infer<typeof ReportedTokenSchema>;
 export const ReportSchema = z.array(ReportedTokenSchema);
 
-/** The answer: one entry per reported token, never the token itself (the OpenAPI document's schema). */
+/** Longest `url` and `source` kept from a report: past them the text is cut, so a key item can't outgrow DynamoDB's item limit. */
+export const MAX_REPORTED_URL_CHARS = 2048;
+export const MAX_REPORTED_SOURCE_CHARS = 64;
+
+const cut = (text: string, max: number): string =>
+  text.length <= max ? text : Array.from(text).slice(0, max).join('');
+
+/** Where the report found a token, cut to the lengths kept (code points, so no character is split). */
+export const reportedLocation = (reported: ReportedToken): Pick<ReportedToken, 'url' | 'source'> => ({
+  url: cut(reported.url, MAX_REPORTED_URL_CHARS),
+  source: cut(reported.source, MAX_REPORTED_SOURCE_CHARS),
+});
+
+/**
+ * The answer: one entry per reported token, never the token itself (the OpenAPI document's schema).
+ * `error` is set only on a token that has this service's format but could not be revoked.
+ */
 export const ReportAnswerSchema = z.array(
   z.object({
     token_hash: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
     token_type: z.string(),
     label: z.enum(['true_positive', 'false_positive']),
+    error: z.optional(z.literal('not_revoked')),
   }),
 );
 export type ReportAnswer = z.infer<typeof ReportAnswerSchema>[number];
 
 /**
  * True when `signature` (base64 DER ECDSA, as GitHub sends it) verifies `body` under the PEM
- * public key with SHA-256. Any malformed input is simply false.
+ * public key with SHA-256. Any malformed input is simply false. A high-S signature is accepted
+ * like its low-S twin: harmless here (docs/decisions.md "Leaked keys").
  */
 export const verifyReportSignature = (body: Buffer, signature: string, publicKeyPem: string): boolean => {
   try {

@@ -4,6 +4,7 @@
  * put events on it, and the daily "Key Expiring" schedule.
  */
 import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { SECRET_SCANNING_TIMEOUT } from '../../lib/infra/secret-scanning';
 import { secretScanningRoute } from '../../shared/api/routes';
 import { buildStack, logicalId, resourcesOfType, asArray } from './support';
 
@@ -51,6 +52,14 @@ describe('the secret scanning report', () => {
         `logs:PutLogEvents ${JSON.stringify({ 'Fn::GetAtt': [logicalId(fn.logGroup), 'Arn'] })}`,
       ].sort(),
     );
+  });
+
+  it('has room for a 1 MB report, and answers before API Gateway gives up at 30 s', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Role: { 'Fn::GetAtt': [logicalId(fn.role), 'Arn'] },
+      Timeout: SECRET_SCANNING_TIMEOUT.toSeconds(),
+    });
+    expect(SECRET_SCANNING_TIMEOUT.toSeconds()).toBeLessThan(30);
   });
 
   it('reads the public keys from GitHub and names the bus', () => {
