@@ -3,6 +3,7 @@
  * embedded DynamoDB: reports signed with key pairs the test generates, public keys from a `file:`
  * URL, key events to a JSON-lines file. No raw reported token may reach a log or the events file.
  */
+import { verify } from 'node:crypto';
 import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,7 @@ import {
   readEventsFile,
   reported,
   reportInput,
+  signatureTwins,
   signBody,
 } from './support/secret-scanning';
 
@@ -114,6 +116,25 @@ describe('a leaked live key', () => {
     const afterFirst = events().length;
     const second = await report(body);
     expect(second.json).toEqual(first.json);
+    expect((await fixtureKeys.getById(record.key_id))?.revoked_at).toBe(revokedAt);
+    expect(events()).toHaveLength(afterFirst);
+  });
+
+  it('a high-S signature is accepted like its low-S twin and is harmless: the resend changes nothing', async () => {
+    const { key, record } = await createKey();
+    const body = JSON.stringify([reported(key)]);
+    const { lowS, highS } = signatureTwins(signBody(body, github));
+    expect(lowS).not.toBe(highS);
+    // Both are valid signatures of the body: ECDSA can't tell a signer's from the twin.
+    for (const signature of [lowS, highS]) {
+      expect(verify('sha256', Buffer.from(body), github.publicPem, Buffer.from(signature, 'base64'))).toBe(true);
+    }
+    const first = await report(body, { key: github, signature: highS });
+    expect([first.statusCode, first.json]).toEqual([200, [expect.objectContaining({ label: 'true_positive' })]]);
+    const revokedAt = (await fixtureKeys.getById(record.key_id))?.revoked_at;
+    const afterFirst = events().length;
+    const second = await report(body, { key: github, signature: lowS });
+    expect([second.statusCode, second.json]).toEqual([200, first.json]);
     expect((await fixtureKeys.getById(record.key_id))?.revoked_at).toBe(revokedAt);
     expect(events()).toHaveLength(afterFirst);
   });

@@ -39,6 +39,31 @@ export const keysDocument = (keys: readonly SigningKey[]) => {
 export const signBody = (body: string | Buffer, key: SigningKey): string =>
   sign('sha256', Buffer.from(body), key.privateKey).toString('base64');
 
+/** The order of P-256's base point: an ECDSA signature (r, s) also verifies as (r, n - s). */
+const P256_ORDER = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+
+const derInteger = (value: bigint): Buffer => {
+  let hex = value.toString(16);
+  if (hex.length % 2 === 1) hex = `0${hex}`;
+  const bytes = Buffer.from(hex, 'hex');
+  const body = bytes[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), bytes]) : bytes;
+  return Buffer.concat([Buffer.from([0x02, body.length]), body]);
+};
+
+/**
+ * The other valid signature of the same body, (r, n - s), and which of the two is high-S
+ * (s > n / 2): a base64 DER ECDSA P-256 signature in, both forms out.
+ */
+export const signatureTwins = (signature: string): { lowS: string; highS: string } => {
+  const der = Buffer.from(signature, 'base64');
+  const rLength = der[3]!;
+  const r = BigInt(`0x${der.subarray(4, 4 + rLength).toString('hex')}`);
+  const s = BigInt(`0x${der.subarray(6 + rLength).toString('hex')}`);
+  const twinBody = Buffer.concat([derInteger(r), derInteger(P256_ORDER - s)]);
+  const twin = Buffer.concat([Buffer.from([0x30, twinBody.length]), twinBody]).toString('base64');
+  return s > P256_ORDER / 2n ? { lowS: twin, highS: signature } : { lowS: signature, highS: twin };
+};
+
 export interface ReportOptions {
   key?: SigningKey;
   /** Overrides the signature (default: the key's signature of the body). */
