@@ -10,12 +10,14 @@ import { join } from 'node:path';
 import { generateApiKey, hashApiKey } from '../shared/domain/api-key';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_REPORT_BYTES, MAX_REPORTED_SOURCE_CHARS, MAX_REPORTED_URL_CHARS } from '../shared/domain/secret-scanning';
+import { startFaultProxy } from './support/fault-proxy';
 import { mainBranch } from './support/fixtures';
 import {
   captureLogs,
   countCommands,
   createKey,
   expectError,
+  FAST_FAILURE_ENV,
   fixtureClient,
   fixtureKeys,
   invoke,
@@ -216,6 +218,47 @@ describe('each token on its own', () => {
       }),
     );
     for (const { key } of [first, stuck, last]) expect(logs.text).not.toContain(key);
+  });
+
+  it('a token the database is too busy to revoke: the others settled, a 503 so GitHub resends, the resend revokes it', async () => {
+    const proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
+    try {
+      const throttled = await loadService({
+        ...FAST_FAILURE_ENV,
+        DYNAMODB_ENDPOINT: proxy.endpoint,
+        SECRET_SCANNING_KEYS_URL: document.url,
+        KEY_EVENTS_FILE: eventsFile,
+      });
+      const stuck = await createKey();
+      const unknown = generateApiKey();
+      const body = JSON.stringify([reported(stuck.key), reported(unknown), reported('wsk_short')]);
+      proxy.inject('UpdateItem', { kind: 'throttle' }); // every key write throttled; reads pass
+      const logs = captureLogs(throttled.logger);
+      let res;
+      try {
+        res = await invoke(throttled.secretScanning, reportInput(body, { key: github }));
+      } finally {
+        logs.restore();
+      }
+      expectError(res, 503, 'service_unavailable');
+      expect(proxy.operations().filter((operation) => operation === 'GetItem')).toHaveLength(2);
+      expect(logs.entries).toContainEqual(
+        expect.objectContaining({ message: 'Secret scanning report', tokens: 3, not_revoked: 1 }),
+      );
+      expect((await branchCall(stuck.key)).statusCode).toBe(200);
+
+      proxy.clear();
+      const resent = await invoke(throttled.secretScanning, reportInput(body, { key: github }));
+      expect(resent.statusCode).toBe(200);
+      expect(resent.json.map(({ label }: { label: string }) => label)).toEqual([
+        'true_positive',
+        'false_positive',
+        'false_positive',
+      ]);
+      expectError(await branchCall(stuck.key), 401, 'revoked_api_key');
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('a 1 MB report is answered in full, its lookups overlapped up to the bound, a repeated token judged once', async () => {
