@@ -19,7 +19,7 @@ const activityTable = process.env[TABLE_ENV.activity]?.trim();
 
 export const handler = createMiddlewareChain(
   createSecretScanningHandler({
-    publicKeys: new PublicKeySource({ url: settings.keysUrl, timeoutMs: settings.keysTimeoutMs }),
+    publicKeys: new PublicKeySource({ url: settings.keysUrl, timeoutMs: settings.keysTimeoutMs, logger }),
     keys: new KeysRepository(
       documentClient,
       config.tables.keys,

@@ -30,7 +30,7 @@ export interface PublicKeySourceOptions {
   /** Clock, in epoch milliseconds. */
   now?: () => number;
   /** Told when a refresh fails while cached keys are kept (with nothing cached, `get` throws instead). */
-  logger?: { warn(message: string, ...extra: object[]): void };
+  logger?: { warn(message: string, attributes: Record<string, unknown>): void };
 }
 
 /** No key to verify with: the report is answered 503, and GitHub sends it again later. */
