@@ -1,4 +1,5 @@
 /** `branch-api console`: serves the settings console until Ctrl-C. */
+import { createInterface } from 'node:readline';
 import { showControls } from './html';
 import { isLoopback } from './security';
 import { startConsole, type SettingsConsole } from './server';
@@ -8,6 +9,22 @@ export interface ConsoleCommandOptions {
   host: string;
   branch?: string[];
 }
+
+export const NEW_LINK_HINT = 'Press Enter for a new launch link (the last one then opens nothing).';
+
+/**
+ * Each line typed in the terminal prints a new launch link: a browser that lost its session
+ * (or a planted cookie) gets back in without a restart. Returns what stops listening.
+ */
+export const offerNewLinks = (
+  settings: Pick<SettingsConsole, 'newLink'>,
+  input: NodeJS.ReadableStream = process.stdin,
+  write: (text: string) => void = (text) => process.stdout.write(text),
+): (() => void) => {
+  const lines = createInterface({ input, terminal: false });
+  lines.on('line', () => write(`Settings console: ${settings.newLink()}\n`));
+  return () => lines.close();
+};
 
 /** Resolves on Ctrl-C (SIGINT) or SIGTERM, after `close`. */
 export const untilStopped = (close: () => Promise<void>): Promise<void> =>
@@ -46,9 +63,14 @@ export const runConsoleCommand = async (options: ConsoleCommandOptions): Promise
     [
       `Settings console: ${settings.url}`,
       '  Open this link in a browser on this machine; the token in it is the only way in.',
+      NEW_LINK_HINT,
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),
   );
-  await untilStopped(settings.close);
+  const stopOffering = offerNewLinks(settings);
+  await untilStopped(() => {
+    stopOffering();
+    return settings.close();
+  });
 };

@@ -293,6 +293,8 @@ export const confirmPage = (input: {
   formId?: string;
   /** Fields the action takes (a roll's grace period). */
   fields?: Html;
+  /** Why the last try was refused (the form is kept). */
+  error?: string;
 }): string =>
   layout({
     title: `${input.action.label} key`,
@@ -304,6 +306,7 @@ export const confirmPage = (input: {
         ${input.key.scopes.join(', ')}.
       </p>
       <p>${input.consequence}</p>
+      ${input.error ? html`<p role="alert" class="error">${input.error}</p>` : ''}
       <form method="post" action="${keyPath(input.branchId, input.key.key_id, input.action.action)}">
         ${hidden(input.csrf, input.formId ? { _form: input.formId } : {})} ${input.fields ?? ''}
         <button type="submit">${input.action.label} key “${input.key.name}”</button>

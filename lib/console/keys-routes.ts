@@ -130,6 +130,19 @@ const CONSEQUENCES: Record<string, string> = {
   enable: 'Calls with this key are accepted again from the next request on.',
 };
 
+/** A roll's confirmation: a grace period to choose and a form sent once (it shows the new key). */
+const rollPage = (r: RouteRequest, key: KeyListing, error?: string) =>
+  confirmPage({
+    branchId: r.params.branch!,
+    key,
+    action: KEY_ACTIONS.find((a) => a.action === 'roll')!,
+    csrf: r.session.csrf,
+    consequence: CONSEQUENCES.roll!,
+    formId: r.sessions.issueForm(r.session),
+    fields: graceField(),
+    ...(error ? { error } : {}),
+  });
+
 const listRoute: ConsoleRoute = {
   method: 'GET',
   path: '/branches/:branch/keys',
@@ -156,7 +169,7 @@ const confirmRoute: ConsoleRoute = {
         `Key ${key.key_id} is ${key.status}${rolled}: it cannot be ${action.done}.`,
       );
     }
-    const roll = action.action === 'roll';
+    if (action.action === 'roll') return page(rollPage(r, key));
     return page(
       confirmPage({
         branchId: r.params.branch!,
@@ -164,7 +177,6 @@ const confirmRoute: ConsoleRoute = {
         action,
         csrf: r.session.csrf,
         consequence: CONSEQUENCES[action.action] ?? '',
-        ...(roll ? { formId: r.sessions.issueForm(r.session), fields: graceField() } : {}),
       }),
     );
   },
@@ -199,7 +211,12 @@ const rollRoute: ConsoleRoute = {
   method: 'POST',
   path: '/branches/:branch/keys/:key/roll',
   handle: async (r) => {
-    await findKey(r);
+    const key = await findKey(r);
+    // Checked before the form is used up: a wrong grace keeps the form for another try.
+    if (!GRACE_CHOICES.some((choice) => choice.value === r.form.get('grace'))) {
+      const choices = GRACE_CHOICES.map((choice) => choice.value).join(', ');
+      return page(rollPage(r, key, `Choose a grace period: one of ${choices}.`), 400);
+    }
     const again = await sentTwice(r, 'the key was not rolled again');
     if (again) return again;
     try {

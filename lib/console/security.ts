@@ -82,17 +82,22 @@ export class Sessions {
     return session;
   }
 
-  /** The live session the request's cookie names, its expiry moved on; an expired one is dropped. */
+  /**
+   * The live session one of the request's cookies of this name names, its expiry moved on; an
+   * expired one is dropped. Any of them, since a page on another port can plant a junk one.
+   */
   fromRequest(request: IncomingMessage): Session | undefined {
-    const id = parseCookies(request.headers.cookie)[this.cookieName];
-    const session = id === undefined ? undefined : this.byId.get(id);
-    if (!session) return undefined;
-    if (session.expiresAt <= this.now()) {
-      this.byId.delete(session.id);
-      return undefined;
+    for (const id of cookieValues(request.headers.cookie, this.cookieName)) {
+      const session = this.byId.get(id);
+      if (!session) continue;
+      if (session.expiresAt <= this.now()) {
+        this.byId.delete(session.id);
+        continue;
+      }
+      session.expiresAt = this.now() + this.ttlMs;
+      return session;
     }
-    session.expiresAt = this.now() + this.ttlMs;
-    return session;
+    return undefined;
   }
 
   cookie(session: Session): string {
@@ -112,16 +117,29 @@ export class Sessions {
   }
 }
 
-/** The launch token: it opens one session, once; a used or wrong token opens nothing. */
+/**
+ * The launch token: it opens one session, once; a used or wrong token opens nothing. `renew`
+ * replaces it (the terminal asks for a new link), and the old one opens nothing either.
+ */
 export class LaunchToken {
   private used = false;
-  constructor(readonly value: string) {}
+  constructor(private current: string) {}
+
+  get value(): string {
+    return this.current;
+  }
 
   /** True the first time the right token is given, false ever after. */
   redeem(given: string): boolean {
-    if (this.used || !sameSecret(given, this.value)) return false;
+    if (this.used || !sameSecret(given, this.current)) return false;
     this.used = true;
     return true;
+  }
+
+  renew(token = randomToken()): string {
+    this.current = token;
+    this.used = false;
+    return token;
   }
 }
 
@@ -133,14 +151,12 @@ export class LaunchToken {
 // eslint-disable-next-line no-control-regex
 export const localPath = (path: string): string => (/^\/(?![/\\])[^\u0000-\u0020\u007f]*$/.test(path) ? path : '/');
 
-export const parseCookies = (header: string | undefined): Record<string, string> => {
-  const cookies: Record<string, string> = {};
-  for (const part of (header ?? '').split(';')) {
+/** Every value of the cookies of this name: a browser sends one per path and domain that set it. */
+export const cookieValues = (header: string | undefined, name: string): string[] =>
+  (header ?? '').split(';').flatMap((part) => {
     const index = part.indexOf('=');
-    if (index > 0) cookies[part.slice(0, index).trim()] = part.slice(index + 1).trim();
-  }
-  return cookies;
-};
+    return index > 0 && part.slice(0, index).trim() === name ? [part.slice(index + 1).trim()] : [];
+  });
 
 /**
  * A state-changing request must come from the console's own pages: a browser sends `Origin`

@@ -63,6 +63,8 @@ export interface ConsoleOptions {
 export interface SettingsConsole {
   /** The URL to open: it carries the launch token, which works once. */
   url: string;
+  /** A new launch link (the old one, used or not, opens nothing): for the terminal that started it. */
+  newLink(): string;
   /** The console's origin, e.g. `http://127.0.0.1:3001`. */
   origin: string;
   token: string;
@@ -172,7 +174,7 @@ const launch = (state: ConsoleState, request: IncomingMessage, response: ServerR
     throw new Refusal(
       403,
       'This link does not open the console',
-      'A launch link works once, and this one is wrong or already used. Restart the console for a new link.',
+      'A launch link works once, and this one is wrong or already used. Press Enter in the terminal running the console for a new link.',
     );
   }
   const session = state.sessions.create();
@@ -270,8 +272,13 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
   state.origin = `http://${displayHost}:${port}`;
   state.hosts = allowedHosts(host, port);
   state.sessions = new Sessions(port, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.now);
+  const link = () => `${state.origin}/?token=${state.launchToken.value}`;
   return {
-    url: `${state.origin}/?token=${state.launchToken.value}`,
+    url: link(),
+    newLink: () => {
+      state.launchToken.renew();
+      return link();
+    },
     origin: state.origin,
     token: state.launchToken.value,
     close: async () => {

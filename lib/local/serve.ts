@@ -1,5 +1,5 @@
 /** `branch-api serve` / `npm start`: runs the local environment until Ctrl-C. */
-import { untilStopped } from '../console/command';
+import { offerNewLinks, untilStopped } from '../console/command';
 import { startConsole } from '../console/server';
 import { lines, terminal } from '../operator/terminal';
 import { serveDocs } from './docs';
@@ -113,5 +113,9 @@ export const serve = async (options: ServeOptions): Promise<void> => {
   }
   logs.print(bannerOf(options, environment, settings.url, logs.file));
 
-  await untilStopped(() => Promise.all([settings.close(), environment.close()]).then(() => logs.close()));
+  const stopOffering = offerNewLinks(settings);
+  await untilStopped(() => {
+    stopOffering();
+    return Promise.all([settings.close(), environment.close()]).then(() => logs.close());
+  });
 };

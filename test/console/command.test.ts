@@ -36,6 +36,12 @@ it('prints its link on 127.0.0.1 with a launch token, serves the keys page, and 
     const cookie = launch.headers.get('set-cookie')!.split(';')[0]!;
     const home = await fetch(new URL('/', url), { headers: { cookie } });
     expect(await home.text()).toContain('Choose a branch');
+    // Enter in the terminal prints a new launch link, which opens a second session.
+    console.child.stdin.write('\n');
+    await new Promise<void>((resolve) => console.child.stdout.on('data', () => resolve()));
+    const links = [...console.output().stdout.matchAll(/Settings console: (\S+)\n/g)].map((match) => match[1]!);
+    expect(links).toHaveLength(2);
+    expect((await fetch(links[1]!, { redirect: 'manual' })).headers.get('set-cookie')).toMatch(/HttpOnly/);
     console.child.kill('SIGINT');
     expect((await console.exited)[0]).toBe(0);
   } finally {
