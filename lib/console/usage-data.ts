@@ -4,9 +4,12 @@
  *
  * `loadUsageChart` is the one place the chart's figures come from: the hourly rollups
  * (lib/operator/usage-rollups.ts `summarizeUsage`), so its cost grows with hours × keys, never
- * with calls. Latencies are the rollups' histogram bounds (docs/usage-rollups.md).
+ * with calls. The rollups count calls per key by status and by route, never both at once, so
+ * with a status or route filter the figures are counted from the raw records the log and CSV
+ * read, up to RAW_COUNT_LIMIT. Latencies are the rollups' histogram bounds (docs/usage-rollups.md).
  */
 import { routeKey, routes } from '../../shared/api/routes';
+import { bucketOf, histogramPercentile, hourOf, RESPONSE_TIME_BOUNDS_MS } from '../../shared/domain/rollups';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import type { OperatorContext } from '../operator/context';
 import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
@@ -60,6 +63,10 @@ export interface UsageChart {
   as_of: string | null;
   /** Calls set aside by the aggregator, with the command that repairs them. */
   set_aside: SetAsideReport | null;
+  /** Where the figures were counted: the rollups, or the raw records (status or route filter). */
+  counted_from: 'rollups' | 'records';
+  /** Counted from records and stopped at RAW_COUNT_LIMIT: the figures are of the newest calls only. */
+  truncated: boolean;
 }
 
 export const statusClass = (status: number): StatusClass | undefined => {
@@ -84,7 +91,67 @@ export const matchesCall = (record: UsageRecord, { status, route }: Pick<UsageFi
   (status === undefined ||
     (status.endsWith('xx') ? statusClass(record.status) === status : record.status === Number(status)));
 
-export const loadUsageChart = async (ctx: OperatorContext, filters: UsageFilters): Promise<UsageChart> => {
+/** Raw records the chart reads at most when a status or route filter makes it count them. */
+export const RAW_COUNT_LIMIT = 20_000;
+
+export const loadUsageChart = async (
+  ctx: OperatorContext,
+  filters: UsageFilters,
+  { rawCountLimit = RAW_COUNT_LIMIT } = {},
+): Promise<UsageChart> => {
+  const chart = await rollupChart(ctx, filters);
+  return filters.status === undefined && filters.route === undefined
+    ? chart
+    : countRecords(ctx, filters, chart, rawCountLimit);
+};
+
+/**
+ * The chart's figures counted from the records the filters select, in the rollups' buckets
+ * (UTC hours or days) and latency bounds, so they mean what the unfiltered figures mean.
+ */
+const countRecords = async (
+  ctx: OperatorContext,
+  filters: UsageFilters,
+  chart: UsageChart,
+  limit: number,
+): Promise<UsageChart> => {
+  const index = new Map(chart.starts.map((start, i) => [start, i]));
+  const counts = Object.fromEntries(
+    STATUS_CLASSES.map((cls) => [cls, chart.starts.map(() => 0)]),
+  ) as UsageChart['counts'];
+  const histogram = new Array<number>(RESPONSE_TIME_BOUNDS_MS.length + 1).fill(0);
+  let total = 0;
+  let scanned = 0;
+  let position: string | undefined;
+  do {
+    const page = await loadUsageLog(ctx, filters, position, {
+      pageSize: 1000,
+      scanLimit: Math.min(1000, limit - scanned),
+    });
+    scanned += page.scanned;
+    for (const record of page.records) {
+      const hour = hourOf(record.timestamp);
+      const bucket = index.get(chart.bucket === 'hour' ? hour : `${hour.slice(0, 10)}T00:00:00.000Z`);
+      const cls = statusClass(record.status);
+      if (bucket === undefined || cls === undefined) continue;
+      counts[cls][bucket]! += 1;
+      histogram[bucketOf(record.response_time_ms)]! += 1;
+      total += 1;
+    }
+    position = page.nextPosition;
+  } while (position && scanned < limit);
+  return {
+    ...chart,
+    counts,
+    total,
+    p50_ms: histogramPercentile(histogram, 50),
+    p95_ms: histogramPercentile(histogram, 95),
+    counted_from: 'records',
+    truncated: position !== undefined,
+  };
+};
+
+const rollupChart = async (ctx: OperatorContext, filters: UsageFilters): Promise<UsageChart> => {
   const summary = await summarizeUsage(ctx, {
     branchId: filters.branchId,
     by: filters.bucket,
@@ -106,6 +173,8 @@ export const loadUsageChart = async (ctx: OperatorContext, filters: UsageFilters
     p95_ms: summary.totals.p95_ms,
     as_of: summary.as_of,
     set_aside: summary.set_aside,
+    counted_from: 'rollups',
+    truncated: false,
   };
 };
 

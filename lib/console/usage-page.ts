@@ -7,6 +7,7 @@ import { html, jsonBlock, type Html } from './html';
 import { branchPath, cardCell, headerRow, layout, time, withQuery } from './layout';
 import {
   LOG_SCAN_LIMIT,
+  RAW_COUNT_LIMIT,
   PERIODS,
   ROUTE_CHOICES,
   STATUS_CLASSES,
@@ -117,6 +118,16 @@ const chartTable = (chart: UsageChart): Html =>
     </table>
   </details>`;
 
+/** What the figures count, in words: every filter, so no figure claims more than it counts. */
+const scopeOf = (input: UsagePageInput): string => {
+  const key = input.keys.find((k) => k.key_id === input.keyId);
+  return [
+    key ? `key “${key.name}”` : 'all keys',
+    input.status ? `status ${input.status}` : 'any status',
+    input.route ? `route ${input.route === '$default' ? 'unknown routes' : input.route}` : 'any route',
+  ].join(', ');
+};
+
 const chartSection = (input: UsagePageInput): Html => {
   const { chart } = input;
   const per = chart.bucket === 'hour' ? 'hour' : 'day';
@@ -126,7 +137,20 @@ const chartSection = (input: UsagePageInput): Html => {
       <strong>${chart.total}</strong> call(s) · latency p50 <strong>${chart.p50_ms ?? '—'}</strong> ms · p95
       <strong>${chart.p95_ms ?? '—'}</strong> ms
     </p>
-    <p id="usage-freshness">Counted as of ${time(chart.as_of, 'never (no call counted yet)')}</p>
+    <p id="usage-freshness">
+      ${
+        chart.counted_from === 'records'
+          ? html`Counted from the log's records, as the log and CSV are: the hourly rollups do not count status and
+            route
+            together.${
+              chart.truncated
+                ? html` <strong>Only the newest ${RAW_COUNT_LIMIT} calls of the period are counted</strong>; the CSV has
+                    them all.`
+                : ''
+            }`
+          : html`Counted as of ${time(chart.as_of, 'never (no call counted yet)')}`
+      }
+    </p>
     ${
       chart.set_aside
         ? html`<p role="alert" class="error" id="usage-set-aside">
@@ -136,10 +160,7 @@ const chartSection = (input: UsagePageInput): Html => {
         : ''
     }
     <p>
-      <small
-        >From ${time(chart.since)} to now${input.keyId ? ', this key' : ', all keys'}; latencies are bucket bounds
-        (≤).</small
-      >
+      <small>From ${time(chart.since)} to now: ${scopeOf(input)}; latencies are bucket bounds (≤).</small>
     </p>
     ${
       chart.total === 0
