@@ -31,41 +31,34 @@ const rollLinks = (k: KeyRow): HtmlValue =>
         >`
     : '';
 
+/** An active key's audit findings, under its name: only when there are some. */
 const findingsCell = (k: KeyRow): HtmlValue =>
-  k.findings === undefined
-    ? '–'
-    : k.findings.length === 0
-      ? 'none'
-      : html`<ul class="findings">
-          ${k.findings.map((finding) => html`<li><code>${finding.code}</code>: ${finding.message}</li>`)}
-        </ul>`;
+  html`<ul class="findings" aria-label="Audit findings">
+    ${(k.findings ?? []).map((finding) => html`<li><code>${finding.code}</code>: ${finding.message}</li>`)}
+  </ul>`;
 
-/** The keys table's columns, in order (the first is the row header). */
+/**
+ * The keys table's columns, in order (the first is the row header): one line per key on a
+ * laptop, so a screen holds about fifteen; the rest of a key's settings are on its Edit page.
+ */
 export const KEY_COLUMNS: KeyColumn[] = [
   {
     header: 'Key',
     cell: (k) =>
-      html`<strong>${k.name}</strong><br /><small><code>${k.key_id}</code> · <code>${k.start}…</code></small
-        >${rollLinks(k)}`,
+      html`<strong>${k.name}</strong> <small><code>${k.key_id}</code> · <code>${k.start}…</code></small
+        >${rollLinks(k)}${k.findings?.length ? findingsCell(k) : ''}`,
   },
   { header: 'Status', cell: (k) => html`<span class="status status-${k.status}">${k.status}</span>` },
-  { header: 'Scopes', cell: (k) => k.scopes.join(', ') },
   {
-    header: 'Limits',
+    header: 'Scopes',
     cell: (k) =>
-      html`${k.rate_limit ?? 'default rate'}<br /><small
-          >${k.allowed_ips?.length ? k.allowed_ips.join(', ') : 'any IP'}</small
+      html`${k.scopes.join(', ')}
+        <small
+          >· ${k.rate_limit ?? 'default rate'} · ${k.allowed_ips?.length ? k.allowed_ips.join(', ') : 'any IP'}</small
         >`,
   },
-  {
-    header: 'Dates',
-    cell: (k) =>
-      html`<small
-        >Created ${time(k.created_at)}<br />Expires ${time(k.expires_at, 'never')}<br />Last used
-        ${time(k.last_used_at, 'never')}</small
-      >`,
-  },
-  { header: 'Audit findings', cell: findingsCell },
+  { header: 'Last used', cell: (k) => time(k.last_used_at, 'never') },
+  { header: 'Expires', cell: (k) => time(k.expires_at, 'never') },
 ];
 
 export interface KeyAction {
@@ -92,6 +85,9 @@ export const KEY_ACTIONS: KeyAction[] = [
   { label: 'Revoke', action: 'revoke', done: 'revoked', applies: (k) => k.status !== 'revoked' },
 ];
 
+/** Actions that stop a key's calls: styled as danger, and confirmed on their own page. */
+export const DANGEROUS = new Set(['revoke', 'disable', 'roll']);
+
 /** What the keys page says after each change (`done` of doneRedirect). */
 export const DONE_NOTICES: Record<string, string> = {
   updated: 'is updated: the change applies from its next call.',
@@ -103,8 +99,8 @@ export const DONE_NOTICES: Record<string, string> = {
 /** Statuses the filter offers: every key state (shared/domain/key-state.ts). */
 export const KEY_STATUSES: readonly KeyListing['status'][] = KEY_STATES;
 
-/** Keys per page: the audit reads each shown key's rollups (docs/console.md "Figures"). */
-export const KEYS_PAGE_SIZE = 100;
+/** Keys per page: five phone screens; the audit reads each shown key's rollups (docs/console.md "Figures"). */
+export const KEYS_PAGE_SIZE = 50;
 
 export interface KeyFilters {
   /** Part of a name or key id, any case. */
@@ -223,7 +219,7 @@ const actionsCell = (branchId: string, key: KeyRow): Html =>
       (a) =>
         html`<a
           href="${keyPath(branchId, key.key_id, a.action)}"
-          class="action action-${a.action}"
+          class="action action-${a.action}${DANGEROUS.has(a.action) ? ' danger' : ''}"
           aria-label="${a.label} key ${key.name} (${key.key_id})"
           >${a.label}</a
         >`,
@@ -309,7 +305,9 @@ export const confirmPage = (input: {
       ${input.error ? html`<p role="alert" class="error">${input.error}</p>` : ''}
       <form method="post" action="${keyPath(input.branchId, input.key.key_id, input.action.action)}">
         ${hidden(input.csrf, input.formId ? { _form: input.formId } : {})} ${input.fields ?? ''}
-        <button type="submit">${input.action.label} key “${input.key.name}”</button>
+        <button type="submit" ${DANGEROUS.has(input.action.action) ? html`class="danger"` : ''}>
+          ${input.action.label} key “${input.key.name}”
+        </button>
         <a href="${branchPath(input.branchId, 'keys')}">Cancel</a>
       </form>`,
   });

@@ -5,6 +5,7 @@
  * the rollups' "as of" once, plus one Query of the rollups per shown key that has calls; never a
  * raw usage record, so a page costs the same whatever the keys' traffic.
  */
+import { KEYS_PAGE_SIZE } from '../../lib/console/keys-page';
 import { startConsole, type SettingsConsole } from '../../lib/console/server';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { padSequence, type StreamCall } from '../../shared/domain/rollups';
@@ -16,6 +17,8 @@ import { rawRequest, sessionCookie } from './support';
 const BRANCH = otherBranch.id;
 /** More than a page, so page 1 and page 2 are both full enough to tell apart. */
 const KEYS = 160;
+/** The keys above and the dormant key of the last test, the oldest. */
+const LAST_PAGE = Math.ceil((KEYS + 1) / KEYS_PAGE_SIZE);
 const NOW = Date.now();
 const DAY = 86_400_000;
 
@@ -94,7 +97,7 @@ beforeEach(() => counter.reset());
 it(`a page of ${KEYS} keys none of which has calls: 4 calls, none to the usage table`, async () => {
   expect(keyIds).toHaveLength(KEYS);
   const body = await keysPage();
-  expect(body).toContain(`Keys 1–100 of ${KEYS}`);
+  expect(body).toContain(`Keys 1–${KEYS_PAGE_SIZE} of ${KEYS}`);
   expect(tally()).toEqual({
     'GetItemCommand branchData': 1, // the branch exists
     'QueryCommand keys by-branch': 1, // every key of the branch: filters and the total need them
@@ -104,10 +107,10 @@ it(`a page of ${KEYS} keys none of which has calls: 4 calls, none to the usage t
 });
 
 it('a key with calls adds one Query of its rollups, however many calls it made; raw records are never read', async () => {
-  const shown = keyIds.slice(0, 100);
-  // 5 keys of page 1 (one with 300 calls) and 3 of page 2.
+  const shown = keyIds.slice(0, KEYS_PAGE_SIZE);
+  // 5 keys of page 1 (one with 300 calls) and 3 of the last page.
   await used(shown[0]!, 300);
-  for (const keyId of [...shown.slice(1, 5), ...keyIds.slice(100, 103)]) await used(keyId, 2);
+  for (const keyId of [...shown.slice(1, 5), ...keyIds.slice(-3)]) await used(keyId, 2);
   counter.reset();
 
   await keysPage();
@@ -120,7 +123,7 @@ it('a key with calls adds one Query of its rollups, however many calls it made; 
   });
 
   counter.reset();
-  await keysPage('?page=2');
+  await keysPage(`?page=${LAST_PAGE}`);
   expect(tally()['QueryCommand rollups by-key']).toBe(3);
   expect(Object.keys(tally()).filter((what) => what.includes('usage'))).toEqual([]);
 });
@@ -144,7 +147,7 @@ it('a key last used before the 90 days the findings look at: no Query of its hou
   });
   await used(record.key_id, 2, 100);
   counter.reset();
-  const body = await keysPage('?page=2'); // the oldest key: the last page, with 3 keys that have recent calls
+  const body = await keysPage(`?page=${LAST_PAGE}`); // the oldest key: the last page, with 3 keys that have recent calls
   expect(tally()['QueryCommand rollups by-key']).toBe(3);
   const row = body.split('<tr>').find((tr) => tr.includes(record.key_id))!;
   expect(row).toContain('<code>unused</code>: no call in the last 90 days');

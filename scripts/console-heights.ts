@@ -1,0 +1,45 @@
+/**
+ * Page heights of the settings console with many keys: starts the local environment and a
+ * console on free ports, creates 70 keys (each recorded in the activity), then prints the
+ * height of the keys page at 1280 and 390 px and of the activity page at 390 px (docs/console.md
+ * "Widths and accessibility"). Not part of `npm test`.
+ *
+ *   npx tsx scripts/console-heights.ts
+ */
+import { startConsole } from '../lib/console/server';
+import { startLocalEnvironment } from '../lib/local/environment';
+import { createOperatorContext } from '../lib/operator/context';
+import { createKey } from '../lib/operator/operations';
+import { launchChromium } from './chromium';
+
+const KEYS = 70;
+const stack = await startLocalEnvironment({ port: 0, dynamoPort: 0 });
+const ctx = createOperatorContext(process.env);
+const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], log: console.error });
+const chromium = await launchChromium();
+try {
+  const branchId = stack.demoBranchId;
+  for (let i = 1; i <= KEYS; i++) await createKey(ctx, { branchId, scopes: 'read', name: `Till ${i}` });
+  const page = await chromium.context.newPage();
+  await page.goto(settings.url);
+  const heights: Record<string, number> = {};
+  for (const [name, path, width] of [
+    ['keys at 1280', 'keys', 1280],
+    ['keys at 390', 'keys', 390],
+    ['activity at 390', 'activity', 390],
+  ] as const) {
+    await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+    await page.goto(`${settings.origin}/branches/${branchId}/${path}`);
+    heights[name] = await page.evaluate(
+      () =>
+        (globalThis as unknown as { document: { documentElement: { scrollHeight: number } } }).document.documentElement
+          .scrollHeight,
+    );
+  }
+  console.log(JSON.stringify(heights));
+} finally {
+  await chromium.close();
+  await settings.close();
+  ctx.close();
+  await stack.close();
+}
