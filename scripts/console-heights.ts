@@ -30,6 +30,8 @@ try {
   ] as const) {
     await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
     await page.goto(`${settings.origin}/branches/${branchId}/${path}`);
+    if (process.argv.includes('--shots'))
+      await page.screenshot({ path: `/tmp/heights-${name.replace(/ /g, '-')}.png` });
     heights[name] = await page.evaluate(
       () =>
         (globalThis as unknown as { document: { documentElement: { scrollHeight: number } } }).document.documentElement

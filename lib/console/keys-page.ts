@@ -31,11 +31,16 @@ const rollLinks = (k: KeyRow): HtmlValue =>
         >`
     : '';
 
-/** An active key's audit findings, under its name: only when there are some. */
-const findingsCell = (k: KeyRow): HtmlValue =>
-  html`<ul class="findings" aria-label="Audit findings">
-    ${(k.findings ?? []).map((finding) => html`<li><code>${finding.code}</code>: ${finding.message}</li>`)}
-  </ul>`;
+/** An active key's audit findings, folded under its name: only when there are some. */
+const findingsCell = (k: KeyRow): HtmlValue => {
+  const count = `${k.findings!.length} audit finding${k.findings!.length === 1 ? '' : 's'}`;
+  return html`<details class="findings">
+    <summary aria-label="${count} of key ${k.name} (${k.key_id})">${count}</summary>
+    <ul>
+      ${k.findings!.map((finding) => html`<li><code>${finding.code}</code>: ${finding.message}</li>`)}
+    </ul>
+  </details>`;
+};
 
 /**
  * The keys table's columns, in order (the first is the row header): one line per key on a
@@ -45,20 +50,21 @@ export const KEY_COLUMNS: KeyColumn[] = [
   {
     header: 'Key',
     cell: (k) =>
-      html`<strong>${k.name}</strong> <small><code>${k.key_id}</code> · <code>${k.start}…</code></small
-        >${rollLinks(k)}${k.findings?.length ? findingsCell(k) : ''}`,
+      html`<strong>${k.name}</strong> <small><code title="Starts ${k.start}…">${k.key_id}</code></small
+        >${rollLinks(k)}`,
   },
   { header: 'Status', cell: (k) => html`<span class="status status-${k.status}">${k.status}</span>` },
   {
     header: 'Scopes',
+    // The limits only where they differ from the defaults.
     cell: (k) =>
-      html`${k.scopes.join(', ')}
-        <small
-          >· ${k.rate_limit ?? 'default rate'} · ${k.allowed_ips?.length ? k.allowed_ips.join(', ') : 'any IP'}</small
-        >`,
+      html`${k.scopes.join(', ')}${k.rate_limit ? html` <small>· ${k.rate_limit}</small>` : ''}${
+        k.allowed_ips?.length ? html` <small>· ${k.allowed_ips.join(', ')}</small>` : ''
+      }`,
   },
   { header: 'Last used', cell: (k) => time(k.last_used_at, 'never') },
   { header: 'Expires', cell: (k) => time(k.expires_at, 'never') },
+  { header: 'Audit', cell: (k) => (k.findings === undefined ? '–' : k.findings.length ? findingsCell(k) : 'none') },
 ];
 
 export interface KeyAction {
@@ -213,18 +219,25 @@ const keysPager = ({ branchId, page, total, filters }: KeysPageInput): HtmlValue
   </nav>`;
 };
 
-const actionsCell = (branchId: string, key: KeyRow): Html =>
-  html`<div class="actions">
-    ${KEY_ACTIONS.filter((a) => a.applies(key)).map(
-      (a) =>
-        html`<a
-          href="${keyPath(branchId, key.key_id, a.action)}"
-          class="action action-${a.action}${DANGEROUS.has(a.action) ? ' danger' : ''}"
-          aria-label="${a.label} key ${key.name} (${key.key_id})"
-          >${a.label}</a
-        >`,
-    )}
-  </div>`;
+/** A key's actions behind one menu button, so a row stays one line; each link names its key. */
+const actionsCell = (branchId: string, key: KeyRow): Html => {
+  const actions = KEY_ACTIONS.filter((a) => a.applies(key));
+  if (actions.length === 0) return html`—`;
+  return html`<details class="menu">
+    <summary aria-label="Actions for key ${key.name} (${key.key_id})">Actions</summary>
+    <div class="actions">
+      ${actions.map(
+        (a) =>
+          html`<a
+            href="${keyPath(branchId, key.key_id, a.action)}"
+            class="action action-${a.action}${DANGEROUS.has(a.action) ? ' danger' : ''}"
+            aria-label="${a.label} key ${key.name} (${key.key_id})"
+            >${a.label}</a
+          >`,
+      )}
+    </div>
+  </details>`;
+};
 
 const emptyState = (input: KeysPageInput): Html =>
   input.branchTotal === 0
@@ -243,7 +256,7 @@ const freshness = ({ asOf }: KeysPageInput): Html =>
 
 const keysTable = (input: KeysPageInput): Html =>
   html`${freshness(input)}
-    <table class="cards">
+    <table class="cards keys">
       <caption>
         ${keysCaption(input)}
       </caption>

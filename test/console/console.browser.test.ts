@@ -56,6 +56,14 @@ describeIfChromium('settings console in Chromium', () => {
             `${c.tagName} "${(c.getAttribute('aria-label') ?? c.textContent ?? '').trim().slice(0, 40)}" ${Math.round(box.width)}×${Math.round(box.height)}`,
         ),
     );
+  /** Opens a key's action menu, then follows one of its actions. */
+  const keyAction = async (label: string, name: string, keyId: string) => {
+    await page
+      .locator('summary')
+      .and(page.getByLabel(`Actions for key ${name} (${keyId})`, { exact: true }))
+      .click();
+    await page.getByRole('link', { name: `${label} key ${name} (${keyId})` }).click();
+  };
   /** A response the test expects to be an error status, which Chromium logs on its console. */
   const expectLoggedStatus = (status: number) => {
     expect(problems).toEqual([expect.stringContaining(`status of ${status}`)]);
@@ -192,7 +200,7 @@ describeIfChromium('settings console in Chromium', () => {
       const { key, record } = await ctx.keys.create({ branchId: branch(), scopes: ['read'], name: `${tag} revoke` });
       expect((await api(key)).status).toBe(200);
       await openKeys(`?q=${encodeURIComponent(`${tag} revoke`)}`);
-      await page.getByRole('link', { name: `Revoke key ${tag} revoke (${record.key_id})` }).click();
+      await keyAction('Revoke', `${tag} revoke`, record.key_id);
       await page.getByRole('heading', { name: `Revoke key “${tag} revoke”?` }).waitFor();
       await audited();
       expect((await api(key)).status).toBe(200); // asking is not revoking
@@ -213,7 +221,7 @@ describeIfChromium('settings console in Chromium', () => {
         rateLimit: '600/min',
       });
       await openKeys(`?q=${encodeURIComponent(`${tag} roll`)}`);
-      await page.getByRole('link', { name: `Roll key ${tag} roll (${record.key_id})` }).click();
+      await keyAction('Roll', `${tag} roll`, record.key_id);
       await page.getByRole('heading', { name: `Roll key “${tag} roll”?` }).waitFor();
       await audited();
       await page.getByLabel('Grace period').selectOption('0');
@@ -230,7 +238,7 @@ describeIfChromium('settings console in Chromium', () => {
     it('edits a key, disables and enables it, and the Activity page lists each action with who did it', async () => {
       const { key, record } = await ctx.keys.create({ branchId: branch(), scopes: ['read'], name: `${tag} edit` });
       await openKeys(`?q=${encodeURIComponent(`${tag} edit`)}`);
-      await page.getByRole('link', { name: `Edit key ${tag} edit (${record.key_id})` }).click();
+      await keyAction('Edit', `${tag} edit`, record.key_id);
       await page.getByRole('heading', { name: `Edit key “${tag} edit”` }).waitFor();
       await audited();
       await page.getByLabel('Name', { exact: true }).fill(`${tag} edited`);
@@ -239,7 +247,7 @@ describeIfChromium('settings console in Chromium', () => {
       await page.getByRole('status').filter({ hasText: 'is updated' }).waitFor();
       expect(await page.getByRole('row', { name: new RegExp(`${tag} edited`) }).textContent()).toContain('7/min');
 
-      await page.getByRole('link', { name: `Disable key ${tag} edited (${record.key_id})` }).click();
+      await keyAction('Disable', `${tag} edited`, record.key_id);
       await audited();
       await page.getByRole('button', { name: `Disable key “${tag} edited”` }).click();
       await page.getByRole('status').filter({ hasText: 'is disabled' }).waitFor();
@@ -249,7 +257,7 @@ describeIfChromium('settings console in Chromium', () => {
       await page.getByRole('button', { name: 'Filter keys' }).click();
       expect(await page.getByRole('row', { name: new RegExp(`${tag} edited`) }).count()).toBe(1);
       await audited();
-      await page.getByRole('link', { name: `Enable key ${tag} edited (${record.key_id})` }).click();
+      await keyAction('Enable', `${tag} edited`, record.key_id);
       await page.getByRole('button', { name: `Enable key “${tag} edited”` }).click();
       await page.getByRole('status').filter({ hasText: 'is enabled again' }).waitFor();
       expect((await api(key)).status).toBe(200);
@@ -364,14 +372,17 @@ describeIfChromium('settings console in Chromium', () => {
     it('reaches every control from the keyboard', async () => {
       await page.goto(`${env.console.origin}/branches/${branch()}/keys?q=demo`);
       const reached = new Set<string>();
+      const focused = () =>
+        page.evaluate(() => {
+          const active = (globalThis as any).document.activeElement;
+          return active?.getAttribute('aria-label') ?? `${active?.tagName}:${active?.textContent?.trim() ?? ''}`;
+        });
       for (let i = 0; i < 40; i += 1) {
         await page.keyboard.press('Tab');
-        reached.add(
-          await page.evaluate(() => {
-            const active = (globalThis as any).document.activeElement;
-            return active?.getAttribute('aria-label') ?? `${active?.tagName}:${active?.textContent?.trim() ?? ''}`;
-          }),
-        );
+        const name = await focused();
+        reached.add(name);
+        // A key's action menu opens with Enter; its actions come next in the tab order.
+        if (name.startsWith('Actions for key demo key')) await page.keyboard.press('Enter');
       }
       expect([...reached]).toEqual(
         expect.arrayContaining(['A:API keys', 'A:API usage', 'SUMMARY:Create key', 'BUTTON:Filter keys']),
