@@ -21,10 +21,18 @@ export const withQuery = (path: string, query: Record<string, string | undefined
 
 /**
  * A time: UTC in the page (`2026-11-23 01:26 UTC`), rewritten to the reader's time zone by
- * assets/console.js, with the UTC instant on hover (`title`) either way.
+ * assets/console.js, with the UTC instant on hover (`title`) either way. `seconds` for a call's time.
  */
-export const time = (iso: string | null | undefined, empty = '—'): HtmlValue =>
-  iso ? html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>` : empty;
+export const time = (iso: string | null | undefined, empty = '—', { seconds = false } = {}): HtmlValue =>
+  iso
+    ? html`<time datetime="${iso}" title="${iso}" ${seconds ? html`data-seconds` : ''}
+        >${iso.slice(0, seconds ? 19 : 16).replace('T', ' ')} UTC</time
+      >`
+    : empty;
+
+/** A recorded path that wraps after a `/`, not in the middle of a word. */
+export const pathText = (path: string): Html =>
+  html`${path.split('/').map((part, i) => (i === 0 ? part : html`/<wbr />${part}`))}`;
 
 /** The hidden fields of every POST form: the session's CSRF token, and a one-use form id when given. */
 export const hidden = (csrf: string, extra: Record<string, string> = {}): Html =>

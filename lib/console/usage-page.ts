@@ -4,7 +4,7 @@
  * with a CSV export of exactly what the filters select.
  */
 import { html, jsonBlock, type Html } from './html';
-import { branchPath, cardCell, headerRow, layout, time, withQuery } from './layout';
+import { branchPath, cardCell, headerRow, layout, pathText, time, withQuery } from './layout';
 import {
   LOG_SCAN_LIMIT,
   RAW_COUNT_LIMIT,
@@ -191,7 +191,7 @@ const callDetails = (r: LoggedCall, keyName: string): Html =>
       <dt>Route</dt>
       <dd><code>${r.route}</code></dd>
       <dt>Path</dt>
-      <dd><code>${r.path}</code></dd>
+      <dd><code class="path">${pathText(r.path)}</code></dd>
       <dt>Time (UTC)</dt>
       <dd><code>${r.timestamp}</code></dd>
     </dl>
@@ -208,8 +208,9 @@ const logTable = (input: UsagePageInput): Html => {
       ${input.log.map((r) => {
         const name = names.get(r.key_id) ?? r.key_id;
         return html`<tr data-request-id="${r.request_id}">
-          <th scope="row">${time(r.timestamp)}</th>
-          ${cardCell('Key', name)} ${cardCell('Request', html`${r.method} <code class="path">${r.path}</code>`)}
+          <th scope="row">${time(r.timestamp, '—', { seconds: true })}</th>
+          ${cardCell('Key', name)}
+          ${cardCell('Request', html`${r.method} <code class="path">${pathText(r.path)}</code>`)}
           ${cardCell('Status', html`<span class="status status-${String(r.status).slice(0, 1)}xx">${r.status}</span>`)}
           ${cardCell('ms', r.response_time_ms)} ${cardCell('Caller IP', r.source_ip ?? '—')}
           ${cardCell('Detail', callDetails(r, name))}

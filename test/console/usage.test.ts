@@ -126,3 +126,12 @@ it('shows an empty state that says what to do when no call matches', async () =>
   const page = await get(`/branches/${BRANCH}/usage?status=3xx`);
   expect(page.body.replace(/\s+/g, ' ')).toContain('No call in this period matches the status and route filters.');
 });
+
+it('shows each call to the second, and breaks its path only after a `/`', async () => {
+  const page = await get(`/branches/${BRANCH}/usage?route=${encodeURIComponent('GET /v1/members')}`);
+  const newest = records
+    .filter((r) => r.route === 'GET /v1/members')
+    .sort((a, b) => b.timestamp.localeCompare(a.timestamp))[0]!;
+  expect(page.body).toContain(`${newest.timestamp.slice(0, 19).replace('T', ' ')} UTC</time`);
+  expect(page.body).toContain('<code class="path">/<wbr />api/<wbr />v1/<wbr />members</code>');
+});

@@ -14,11 +14,22 @@ var localTime = new Intl.DateTimeFormat(undefined, {
   timeZoneName: 'short',
 });
 
+// A call's time, to the second.
+var localSecond = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  timeZoneName: 'short',
+});
+
 var localiseTimes = function () {
   document.querySelectorAll('time[datetime]').forEach(function (element) {
     var instant = new Date(element.getAttribute('datetime'));
     if (isNaN(instant.getTime())) return;
-    element.textContent = localTime.format(instant);
+    element.textContent = (element.hasAttribute('data-seconds') ? localSecond : localTime).format(instant);
     element.title = instant.toISOString() + ' (UTC)';
   });
 };
