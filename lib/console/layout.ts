@@ -143,7 +143,7 @@ export const messagePage = (title: string, message: string, branchId?: string): 
       <p><a href="${branchId ? branchPath(branchId) : '/'}">Back to the console</a></p>`,
   });
 
-export const homePage = (branches: readonly string[], error?: string): string =>
+export const homePage = (branches: readonly { id: string; name?: string | undefined }[], error?: string): string =>
   layout({
     title: 'Choose a branch',
     body: html`<h1>Choose a branch</h1>
@@ -151,9 +151,10 @@ export const homePage = (branches: readonly string[], error?: string): string =>
         branches.length
           ? html`<ul>
               ${branches.map(
-                (id) =>
+                ({ id, name }) =>
                   html`<li>
-                    <code>${id}</code>: <a href="${branchPath(id, 'keys')}">API keys of ${id}</a> ·
+                    ${name ? html`<strong>${name}</strong> ` : ''}<code>${id}</code>:
+                    <a href="${branchPath(id, 'keys')}">API keys of ${id}</a> ·
                     <a href="${branchPath(id, 'usage')}">API usage of ${id}</a>
                   </li>`,
               )}

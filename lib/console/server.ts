@@ -22,7 +22,7 @@ import { ACTIVITY_ROUTES } from './activity-routes';
 import { KEY_ACTION_ROUTES } from './key-action-routes';
 import { KEY_ROUTES } from './keys-routes';
 import { branchPath, homePage, messagePage } from './layout';
-import { page, redirect, type ConsoleRoute } from './routes';
+import { page, redirect, type ConsoleRoute, type RouteRequest } from './routes';
 import {
   allowedHosts,
   DEFAULT_SESSION_TTL_MS,
@@ -89,14 +89,18 @@ const loadAssets = (): Record<string, { body: Buffer; type: string }> => ({
   '/assets/console.css': { body: ownFile('console.css'), type: CSS },
 });
 
+/** The branches offered on the home page, each with its name (a branch not found is listed by id). */
+const namedBranches = (r: RouteRequest) =>
+  Promise.all(r.branches.map(async (id) => ({ id, name: (await r.ctx.branchData.getBranch(id))?.name })));
+
 const HOME_ROUTES: ConsoleRoute[] = [
-  { method: 'GET', path: '/', handle: async (r) => page(homePage(r.branches)) },
+  { method: 'GET', path: '/', handle: async (r) => page(homePage(await namedBranches(r))) },
   {
     method: 'GET',
     path: '/branches',
     handle: async (r) => {
       const branch = r.query.get('branch')?.trim();
-      if (!branch) return page(homePage(r.branches, 'Enter a branch id.'), 400);
+      if (!branch) return page(homePage(await namedBranches(r), 'Enter a branch id.'), 400);
       return redirect(branchPath(checkId(branch, 'branch id'), 'keys'));
     },
   },

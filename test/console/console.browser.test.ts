@@ -106,6 +106,9 @@ describeIfChromium('settings console in Chromium', () => {
       expect(cookies).toHaveLength(1);
       expect(cookies[0]).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
       expect(await page.evaluate(() => (globalThis as any).document.cookie)).toBe('');
+      // Each branch offered by its name as well as its id.
+      const { name } = (await ctx.branchData.getBranch(branch()))!;
+      expect(await page.locator('main li').first().textContent()).toContain(name);
       await audited();
     });
 
