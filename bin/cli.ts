@@ -9,7 +9,6 @@ import { Command, CommanderError, Help, type Option } from 'commander';
 import { escapeForTerminal } from '../lib/operator/terminal';
 import { addServeCommands } from './commands/serve';
 import { addKeyCommands } from './commands/keys';
-import { addKeyActionCommands } from './commands/key-actions';
 import { addUsageCommands } from './commands/usage';
 import { addDataCommands } from './commands/data';
 import { reportFailure } from './commands/failure';
@@ -51,7 +50,7 @@ RATE_LIMITS_TABLE, ACTIVITY_TABLE (a deployed stack's outputs); by default the l
     .exitOverride();
 
   addServeCommands(program);
-  addKeyActionCommands(addKeyCommands(program));
+  addKeyCommands(program);
   addUsageCommands(program);
   addDataCommands(program);
   return program;

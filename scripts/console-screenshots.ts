@@ -19,8 +19,7 @@ import { createOperatorContext } from '../lib/operator/context';
 import type { UsageRecord } from '../shared/domain/usage-record';
 import { launchChromium } from './chromium';
 import { auditPage, type PageAudit } from './console-audit';
-import { disableKey, enableKey, updateKey } from '../lib/operator/key-actions';
-import { createKey, revokeKey } from '../lib/operator/operations';
+import { createKey, disableKey, enableKey, revokeKey, updateKey } from '../lib/operator/keys';
 
 const outDir = process.argv.slice(2).find((arg) => !arg.startsWith('--')) ?? 'docs';
 const LAPTOP = 1280;
@@ -36,14 +35,14 @@ try {
   const branchId = stack.demoBranchId;
   const day = 86_400_000;
   // Through the operator library, as the CLI would: each action is recorded with who did it.
-  const pos = await createKey(ctx, { branchId, scopes: 'read', name: 'POS sync' });
+  const pos = await createKey(ctx, { branchId, scopes: ['read'], name: 'POS sync' });
   const reporting = await createKey(ctx, {
     branchId,
-    scopes: 'read,team:read',
+    scopes: ['read', 'team:read'],
     name: 'Reporting job',
-    expires: new Date(Date.now() + 180 * day).toISOString(),
+    expiresAt: new Date(Date.now() + 180 * day),
   });
-  const old = await createKey(ctx, { branchId, scopes: 'read', name: 'Old integration' });
+  const old = await createKey(ctx, { branchId, scopes: ['read'], name: 'Old integration' });
   await revokeKey(ctx, { branchId, keyId: old.record.key_id });
 
   // Real calls through the gateway, then a generated day of traffic for the chart.
@@ -71,7 +70,7 @@ try {
   await ctx.usage.putBatch(generated, 1);
 
   // A few actions through the operator library, so the Activity page has a story to tell.
-  await updateKey(ctx, { branchId, keyId: reporting.record.key_id, rateLimit: '20/s' });
+  await updateKey(ctx, { branchId, keyId: reporting.record.key_id, rateLimit: { limit: 20, windowSeconds: 1 } });
   await disableKey(ctx, { branchId, keyId: reporting.record.key_id });
   await enableKey(ctx, { branchId, keyId: reporting.record.key_id });
 

@@ -5,9 +5,18 @@
 import { userInfo } from 'node:os';
 import { handler as getBranch } from '../functions/get-branch';
 import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
-import { createKey, OperatorError, revokeKey } from '../lib/operator/operations';
-import { disableKey, enableKey, listActivity, updateKey } from '../lib/operator/key-actions';
-import { rollKey } from '../lib/operator/lifecycle';
+import { OperatorError } from '../lib/operator/errors';
+import { parseAllowedIps, parseIsoDate, parseRateLimitText, parseScopes } from '../lib/operator/input';
+import {
+  createKey,
+  disableKey,
+  enableKey,
+  listActivity,
+  revokeKey,
+  rollKey,
+  updateKey,
+  type KeySettings,
+} from '../lib/operator/keys';
 import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
 import { mainBranch, otherBranch } from './support/fixtures';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -31,8 +40,8 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-const newKey = async (extra: { allowIps?: string; rateLimit?: string } = {}) => {
-  const { key, record } = await createKey(ctx, { branchId, scopes: 'read', name: 'sync', ...extra });
+const newKey = async (extra: KeySettings = {}) => {
+  const { key, record } = await createKey(ctx, { branchId, scopes: ['read'], name: 'sync', ...extra });
   return { key, keyId: record.key_id };
 };
 const callWith = (key: string, sourceIp = '198.51.100.7') => invoke(getBranch, { path: '/v1/branch', key, sourceIp });
@@ -42,6 +51,8 @@ const codeOf = (promise: Promise<unknown>) =>
     (error: unknown) =>
       error instanceof OperatorError ? { code: error.code, field: error.field ?? null } : String(error),
   );
+/** As codeOf, for input parsed first (the CLI and the console parse text, then call the library). */
+const codeOfParsed = (run: () => Promise<unknown>) => codeOf(Promise.resolve().then(run));
 
 describe('disable and enable', () => {
   it('a disabled key answers 401 disabled_api_key on its next call, and works again once enabled', async () => {
@@ -57,7 +68,7 @@ describe('disable and enable', () => {
   });
 
   it('changes nothing else, and twice is the same as once', async () => {
-    const { keyId } = await newKey({ allowIps: '198.51.100.0/24', rateLimit: '5/s' });
+    const { keyId } = await newKey({ allowedIps: ['198.51.100.0/24'], rateLimit: { limit: 5, windowSeconds: 1 } });
     const before = await fixtureKeys.getById(keyId);
     await disableKey(ctx, { branchId, keyId });
     expect((await disableKey(ctx, { branchId, keyId })).changed).toBe(false);
@@ -100,10 +111,10 @@ describe('update', () => {
       branchId,
       keyId,
       name: ' billing ',
-      scopes: 'read,team:read',
-      rateLimit: '10/min',
-      allowIps: '203.0.113.0/24',
-      expires,
+      scopes: ['read', 'team:read'],
+      rateLimit: { limit: 10, windowSeconds: 60 },
+      allowedIps: ['203.0.113.0/24'],
+      expiresAt: new Date(expires),
     });
     expect(changed).toBe(true);
     expect(updated).toMatchObject({
@@ -116,7 +127,7 @@ describe('update', () => {
     expectError(await callWith(key, '198.51.100.7'), 403, 'ip_not_allowed');
     expect((await callWith(key, '203.0.113.9')).statusCode).toBe(200);
     // --no-allow-ip, --no-expires and the default rate limit unset them.
-    const cleared = await updateKey(ctx, { branchId, keyId, allowIps: null, expires: null, rateLimit: null });
+    const cleared = await updateKey(ctx, { branchId, keyId, allowedIps: null, expiresAt: null, rateLimit: null });
     expect(cleared.key).not.toHaveProperty('allowed_ips');
     expect(cleared.key).not.toHaveProperty('expires_at');
     expect(cleared.key).not.toHaveProperty('rate_limit');
@@ -126,23 +137,33 @@ describe('update', () => {
   it('an update to the values the key already has writes nothing', async () => {
     const { keyId } = await newKey();
     const before = await fixtureKeys.getById(keyId);
-    expect((await updateKey(ctx, { branchId, keyId, name: 'sync', scopes: 'read' })).changed).toBe(false);
+    expect((await updateKey(ctx, { branchId, keyId, name: 'sync', scopes: ['read'] })).changed).toBe(false);
     expect(await fixtureKeys.getById(keyId)).toEqual(before);
   });
 
-  it.each([
-    [{ name: '  ' }, 'name'],
-    [{ name: 'x'.repeat(201) }, 'name'],
-    [{ scopes: 'read,admin' }, 'scopes'],
-    [{ rateLimit: 'lots' }, 'rate_limit'],
-    [{ allowIps: '10.0.0.0/33' }, 'allow_ip'],
-    [{ expires: '2020-01-01T00:00:00Z' }, 'expires'],
-    [{ expires: 'tomorrow' }, 'expires'],
-    [{}, 'key'],
-  ])('refuses %j with invalid_input on field %s, before writing', async (input, field) => {
+  it.each<[string, () => KeySettings, string]>([
+    ['a blank name', () => ({ name: '  ' }), 'name'],
+    ['a long name', () => ({ name: 'x'.repeat(201) }), 'name'],
+    ['read,admin', () => ({ scopes: parseScopes('read,admin') }), 'scopes'],
+    ['no scope', () => ({ scopes: [] }), 'scopes'],
+    ['rate limit lots', () => ({ rateLimit: parseRateLimitText('lots') }), 'rate_limit'],
+    ['rate limit 0/s', () => ({ rateLimit: { limit: 0, windowSeconds: 1 } }), 'rate_limit'],
+    ['10.0.0.0/33', () => ({ allowedIps: parseAllowedIps('10.0.0.0/33') }), 'allowed_ips'],
+    ['an expiry past', () => ({ expiresAt: parseIsoDate('2020-01-01T00:00:00Z', 'expires_at') }), 'expires_at'],
+    ['an expiry of tomorrow', () => ({ expiresAt: parseIsoDate('tomorrow', 'expires_at') }), 'expires_at'],
+    ['nothing', () => ({}), 'key'],
+  ])('refuses %s with invalid_input on its field, before writing', async (_, input, field) => {
     const { keyId } = await newKey();
     const before = await fixtureKeys.getById(keyId);
-    expect(await codeOf(updateKey(ctx, { branchId, keyId, ...input }))).toEqual({ code: 'invalid_input', field });
+    expect(await codeOfParsed(() => updateKey(ctx, { branchId, keyId, ...input() }))).toEqual({
+      code: 'invalid_input',
+      field,
+    });
+    // The library names data fields, never a CLI option: the CLI and the console name them their way.
+    const message = await Promise.resolve()
+      .then(() => updateKey(ctx, { branchId, keyId, ...input() }))
+      .catch((error: Error) => error.message);
+    expect(message).not.toMatch(/--[a-z]/);
     expect(await fixtureKeys.getById(keyId)).toEqual(before);
   });
 
@@ -164,10 +185,10 @@ describe('update', () => {
 describe('activity', () => {
   it('records every action with the OS user, the time and what changed, newest first; never a key value', async () => {
     const { key, keyId } = await newKey();
-    await updateKey(ctx, { branchId, keyId, name: 'renamed', rateLimit: '5/s' });
+    await updateKey(ctx, { branchId, keyId, name: 'renamed', rateLimit: { limit: 5, windowSeconds: 1 } });
     await disableKey(ctx, { branchId, keyId });
     await enableKey(ctx, { branchId, keyId });
-    const { record } = await rollKey(ctx, { branchId, keyId, grace: '1h' });
+    const { record } = await rollKey(ctx, { branchId, keyId, graceMs: 3_600_000 });
     await revokeKey(ctx, { branchId, keyId });
     const entries = await listActivity(ctx, { branchId, keyId });
     expect(entries.map((entry) => entry.action)).toEqual([
@@ -278,7 +299,7 @@ describe('concurrent actions and keys from before activity', () => {
     const results = await Promise.all([
       updateKey(ctx, { branchId, keyId, name: 'racing' }),
       disableKey(ctx, { branchId, keyId }),
-      updateKey(ctx, { branchId, keyId, rateLimit: '7/s' }),
+      updateKey(ctx, { branchId, keyId, rateLimit: { limit: 7, windowSeconds: 1 } }),
     ]);
     expect(results.map((result) => result.changed)).toEqual([true, true, true]);
     const key = await fixtureKeys.getById(keyId);

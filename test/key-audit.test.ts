@@ -1,9 +1,11 @@
 /**
- * `auditKeys` (lib/operator/lifecycle.ts) with a faked clock: every finding code, at and around its
+ * `auditKeys` (lib/operator/keys.ts) with a faked clock: every finding code, at and around its
  * threshold, from keys and usage records written to the embedded DynamoDB at chosen times.
  */
 import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
-import { auditKeys, AUDIT_CODES, parseGrace, requireKeyOfBranch, type AuditCode } from '../lib/operator/lifecycle';
+import { AUDIT_CODES, type AuditCode } from '../lib/operator/key-audit';
+import { parseGrace } from '../lib/operator/input';
+import { auditKeys, requireKeyOfBranch } from '../lib/operator/keys';
 import type { Scope } from '../shared/domain/schemas';
 import { mainBranch, otherBranch } from './support/fixtures';
 import { createKey, fixtureKeys, fixtureUsage, setUpBranches } from './support/harness';
@@ -159,6 +161,6 @@ describe('operator helpers', () => {
   });
 
   it.each(['', '00', '1', '1w', '1.5h', '-1h', '366d', '24 h', '0s0'])('parseGrace refuses %j', (value) => {
-    expect(() => parseGrace(value)).toThrow(/--grace must be 0 or a duration/);
+    expect(() => parseGrace(value)).toThrow(/^grace must be 0 or a duration/);
   });
 });

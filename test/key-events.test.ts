@@ -16,9 +16,14 @@ import { createKey, expectError, invoke, loadService, setUpBranches } from './su
 import { readEventsFile } from './support/secret-scanning';
 import { mainBranch } from './support/fixtures';
 import { createOperatorContext } from '../lib/operator/context';
-import { createKey as createOperatorKey, revokeKey } from '../lib/operator/operations';
-import { disableKey, enableKey, updateKey } from '../lib/operator/key-actions';
-import { rollKey } from '../lib/operator/lifecycle';
+import {
+  createKey as createOperatorKey,
+  disableKey,
+  enableKey,
+  revokeKey,
+  rollKey,
+  updateKey,
+} from '../lib/operator/keys';
 
 const subject = { key_id: 'key_1', branch_id: 'br_1', name: 'CI', start: 'wsk_AbCd' };
 const tempFile = () => join(mkdtempSync(join(tmpdir(), 'key-events-')), 'events.jsonl');
@@ -174,13 +179,13 @@ describe('key actions through the operator library (what the CLI and the console
     const ctx = createOperatorContext({ ...process.env, KEY_EVENTS_FILE: file });
     try {
       const branchId = mainBranch.id;
-      const { key, record } = await createOperatorKey(ctx, { branchId, scopes: 'read', name: 'sync' });
+      const { key, record } = await createOperatorKey(ctx, { branchId, scopes: ['read'], name: 'sync' });
       const ref = { branchId, keyId: record.key_id };
       await updateKey(ctx, { ...ref, name: 'sync v2' });
       await disableKey(ctx, ref);
       await disableKey(ctx, ref); // no change: no event
       await enableKey(ctx, ref);
-      const rolled = await rollKey(ctx, { ...ref, grace: '0' });
+      const rolled = await rollKey(ctx, { ...ref, graceMs: 0 });
       await revokeKey(ctx, { branchId, keyId: rolled.record.key_id });
       const events = linesOf(file);
       expect(events.map((event) => [event['detail-type'], event.detail.name])).toEqual([

@@ -12,8 +12,7 @@ import { createKey, fixtureKeys, setUpBranches } from './support/harness';
 import { readEventsFile } from './support/secret-scanning';
 import { otherBranch } from './support/fixtures';
 import { createOperatorContext } from '../lib/operator/context';
-import { auditKeys } from '../lib/operator/lifecycle';
-import { updateKey } from '../lib/operator/key-actions';
+import { auditKeys, updateKey } from '../lib/operator/keys';
 
 const DAY = 24 * 60 * 60 * 1000;
 const eventsFile = join(mkdtempSync(join(tmpdir(), 'key-events-')), 'events.jsonl');
@@ -75,7 +74,7 @@ it('keys audit sends them locally, once per key and expiry; a new expiry gets it
     expect(expiring().map((event) => event.detail.key_id)).toEqual([record.key_id]);
 
     const later = new Date(Date.now() + 5 * DAY).toISOString();
-    await updateKey(ctx, { branchId: otherBranch.id, keyId: record.key_id, expires: later });
+    await updateKey(ctx, { branchId: otherBranch.id, keyId: record.key_id, expiresAt: new Date(later) });
     await auditKeys(ctx, { branchId: otherBranch.id });
     expect(expiring().map((event) => event.detail.expires_at)).toEqual([record.expires_at, later]);
   } finally {

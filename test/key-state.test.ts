@@ -7,9 +7,14 @@ import { freezeClock } from './support/clock';
 import { handler as getBranch } from '../functions/get-branch';
 import { keyState, msUntilExpiry, type KeyState } from '../shared/domain/key-state';
 import { createOperatorContext } from '../lib/operator/context';
-import { createKey as createOperatorKey, listKeyPage, listKeys, revokeKey } from '../lib/operator/operations';
-import { disableKey } from '../lib/operator/key-actions';
-import { rollKey } from '../lib/operator/lifecycle';
+import {
+  createKey as createOperatorKey,
+  disableKey,
+  listKeyPage,
+  listKeys,
+  revokeKey,
+  rollKey,
+} from '../lib/operator/keys';
 import { runCli } from './support/cli';
 import { mainBranch } from './support/fixtures';
 import { createKey, expectError, invoke, setUpBranches } from './support/harness';
@@ -59,12 +64,12 @@ describe('the API, the CLI and the operator functions agree', () => {
     await setUpBranches();
     const branchId = mainBranch.id;
     const make = async () => {
-      const { key, record } = await createOperatorKey(ctx, { branchId, scopes: 'read' });
+      const { key, record } = await createOperatorKey(ctx, { branchId, scopes: ['read'] });
       return { key, keyId: record.key_id };
     };
     keys.active = await make();
     const toRoll = await make();
-    await rollKey(ctx, { branchId, keyId: toRoll.keyId, grace: '1h' });
+    await rollKey(ctx, { branchId, keyId: toRoll.keyId, graceMs: 3_600_000 });
     keys.grace = toRoll;
     keys.disabled = await make();
     await disableKey(ctx, { branchId, keyId: keys.disabled.keyId });

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { graceField } from '../lib/console/keys-routes';
-import { DEFAULT_GRACE } from '../lib/operator/lifecycle';
+import { DEFAULT_GRACE } from '../lib/operator/input';
 import { operatorTableNames } from '../lib/operator/context';
 import { PROJECT_ROOT } from '../lib/project-paths';
 import { LOCAL_API_PORT, LOCAL_HOST } from '../lib/local-defaults';

@@ -3,7 +3,7 @@
  * its stated bound (MAX_SUMMARY_CALLS), and says so past it.
  */
 import { createOperatorContext } from '../lib/operator/context';
-import { MAX_SUMMARY_CALLS, readUsage } from '../lib/operator/operations';
+import { MAX_SUMMARY_CALLS, readUsage } from '../lib/operator/usage';
 import { mainBranch } from './support/fixtures';
 import { fixtureUsage, setUpBranches } from './support/harness';
 

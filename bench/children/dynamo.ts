@@ -3,7 +3,9 @@
  * process of the run): dynalite in memory, the tables, the demo seed, and BENCH_KEYS + 1 `read` keys (bench/lib/fixtures.ts).
  */
 import { createOperatorContext } from '../../lib/operator/context';
-import { createKey, seed } from '../../lib/operator/operations';
+import { createKey } from '../../lib/operator/keys';
+import { seed } from '../../lib/operator/seed';
+import { parseRateLimit } from '../../shared/domain/rate-limit';
 import { startEmbeddedDynamo } from '../../lib/local/dynamo';
 import { ensureTables } from '../../lib/operator/tables';
 import { hashApiKey } from '../../shared/domain/api-key';
@@ -20,7 +22,12 @@ const created = [];
 for (let i = 0; i <= BENCH_KEYS; i += 1) {
   const name = `bench key ${i}`;
   created.push(
-    await createKey(operator, { branchId: demoBranch.id, scopes: 'read', name, rateLimit: BENCH_KEY_RATE_LIMIT }),
+    await createKey(operator, {
+      branchId: demoBranch.id,
+      scopes: ['read'],
+      name,
+      rateLimit: parseRateLimit(BENCH_KEY_RATE_LIMIT),
+    }),
   );
 }
 const bareKey = created.pop()!;

@@ -12,7 +12,8 @@ import { getHeapSpaceStatistics } from 'node:v8';
 import { startLocalEnvironment } from '../../lib/local/environment';
 import { IDLE_RELEASE_MS } from '../../lib/local/idle-release';
 import { createOperatorContext } from '../../lib/operator/context';
-import { createKey } from '../../lib/operator/operations';
+import { createKey } from '../../lib/operator/keys';
+import { parseRateLimit } from '../../shared/domain/rate-limit';
 import { serveParent } from '../lib/child';
 import { BENCH_KEY_RATE_LIMIT, BENCH_KEYS } from '../lib/fixtures';
 
@@ -32,9 +33,9 @@ const environment = await startLocalEnvironment({ port: 0, dynamoPort: 0 });
 const operator = createOperatorContext(process.env);
 const keys: string[] = [];
 const count = Number(process.env.BENCH_LOCAL_KEYS ?? BENCH_KEYS);
-const rateLimit = process.env.BENCH_LOCAL_RATE_LIMIT ?? BENCH_KEY_RATE_LIMIT;
+const rateLimit = parseRateLimit(process.env.BENCH_LOCAL_RATE_LIMIT ?? BENCH_KEY_RATE_LIMIT);
 for (let i = 0; i < count; i += 1) {
-  keys.push((await createKey(operator, { branchId: environment.demoBranchId, scopes: 'read', rateLimit })).key);
+  keys.push((await createKey(operator, { branchId: environment.demoBranchId, scopes: ['read'], rateLimit })).key);
 }
 operator.close();
 serveParent(

@@ -1,6 +1,6 @@
 /** `branch-api seed <file>` and `branch-api tables create`: the data the API serves, and its tables. */
 import type { Command } from 'commander';
-import { seed } from '../../lib/operator/operations';
+import { seed } from '../../lib/operator/seed';
 import { ensureTables } from '../../lib/operator/tables';
 import { lines, terminal } from '../../lib/operator/terminal';
 import { withProgress } from '../../lib/operator/progress';

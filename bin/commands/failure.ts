@@ -4,7 +4,7 @@
  * library's (lib/operator/errors.ts) and the few below.
  */
 import { CommanderError } from 'commander';
-import { OperatorError, type OperatorErrorCode } from '../../lib/operator/errors';
+import { messageNaming, OperatorError, type OperatorErrorCode, type OperatorField } from '../../lib/operator/errors';
 import { terminal, terminalSafeJson } from '../../lib/operator/terminal';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
 import { ConfigError } from '../../shared/lambda/config';
@@ -29,9 +29,29 @@ export interface Failure {
   field?: string;
 }
 
+/** The option that gives each data field; a failure names the option, as the user typed it. */
+const OPTION_OF_FIELD: Partial<Record<OperatorField, string>> = {
+  name: '--name',
+  scopes: '--scopes',
+  expires_at: '--expires',
+  allowed_ips: '--allow-ip',
+  rate_limit: '--rate-limit',
+  grace: '--grace',
+  since: '--since',
+  until: '--until',
+  by: '--by',
+  limit: '--limit',
+  from_line: '--from-line',
+};
+
+/** The failure's `field` in JSON: the option's name (`allow_ip`), or the field where no option gives it. */
+const fieldOfFailure = (field: OperatorField): string =>
+  OPTION_OF_FIELD[field]?.replace(/^--/, '').replaceAll('-', '_') ?? field;
+
 export const describeFailure = (error: unknown): Failure => {
   if (error instanceof OperatorError) {
-    return { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}) };
+    const message = messageNaming(error, (field) => OPTION_OF_FIELD[field]);
+    return { code: error.code, message, ...(error.field ? { field: fieldOfFailure(error.field) } : {}) };
   }
   if (error instanceof CommanderError) {
     const message =

@@ -1,21 +1,52 @@
-/** `branch-api keys create | list | revoke | roll | audit` (the key actions are in key-actions.ts). */
+/** `branch-api keys …`: every key action (lib/operator/keys.ts), its options parsed here. */
 import { Option, type Command } from 'commander';
-import { createKey, listKeys, revokeKey } from '../../lib/operator/operations';
-import { auditKeys, DEFAULT_GRACE, rollKey } from '../../lib/operator/lifecycle';
+import {
+  auditKeys,
+  createKey,
+  disableKey,
+  enableKey,
+  listActivity,
+  listKeys,
+  MAX_ACTIVITY_LIMIT,
+  revokeKey,
+  rollKey,
+  updateKey,
+  type KeyActionOutcome,
+  type KeySettings,
+} from '../../lib/operator/keys';
+import {
+  DEFAULT_GRACE,
+  parseAllowedIps,
+  parseGrace,
+  parseIsoDate,
+  parseRateLimitText,
+  parseScopes,
+} from '../../lib/operator/input';
+import { OperatorError } from '../../lib/operator/errors';
 import { formatTable } from '../../lib/operator/format';
 import { lines, terminal, type TerminalText } from '../../lib/operator/terminal';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
-import { dash, defined, outputWidth, print, withContext, type JsonOption } from './kit';
+import type { ActivityEntry } from '../../shared/domain/key-activity';
+import { KEY_STATES, type KeyState } from '../../shared/domain/key-state';
+import { dash, outputWidth, positiveInt, print, utcTime, withContext, withKeyAction, type JsonOption } from './kit';
+
+const SCOPES_HELP = 'comma-separated: read, write, webhooks, team:read, billing:read';
+const ALLOW_IP_HELP = 'only these IPv4/IPv6 addresses or CIDR blocks may use the key';
+
+/** A key's settings, one per line. */
+const settingsText = (record: ApiKeyRecord): TerminalText[] => [
+  terminal`  name:    ${record.name}`,
+  terminal`  scopes:  ${record.scopes.join(', ')}`,
+  terminal`  expires: ${record.expires_at ?? 'never'}`,
+  terminal`  from:    ${record.allowed_ips?.join(', ') ?? 'any IP address'}`,
+  terminal`  rate limit: ${record.rate_limit ?? 'default'}`,
+];
 
 /** A new key's settings and its value, shown this once. */
 const newKeyText = (key: string, record: ApiKeyRecord, heading: TerminalText): TerminalText =>
   lines([
     heading,
-    terminal`  name:    ${record.name}`,
-    terminal`  scopes:  ${record.scopes.join(', ')}`,
-    terminal`  expires: ${record.expires_at ?? 'never'}`,
-    terminal`  from:    ${record.allowed_ips?.join(', ') ?? 'any IP address'}`,
-    terminal`  rate limit: ${record.rate_limit ?? 'default'}`,
+    ...settingsText(record),
     terminal``,
     terminal`  ${key}`,
     terminal``,
@@ -26,13 +57,34 @@ const newKeyText = (key: string, record: ApiKeyRecord, heading: TerminalText): T
 const rollLinks = ({ rolled_from, rolled_to }: { rolled_from?: string; rolled_to?: string }) =>
   [rolled_from && `from ${rolled_from}`, rolled_to && `to ${rolled_to}`].filter(Boolean).join(', ') || '-';
 
-interface CreateOptions extends JsonOption {
+interface SettingsOptions {
+  name?: string;
+  scopes?: string;
+  /** false: `--no-…` (unset it). */
+  expires?: string | false;
+  allowIp?: string | false;
+  rateLimit?: string | false;
+}
+
+/** A `--x <value>` / `--no-x` pair: the parsed value, null to unset, or nothing when neither was given. */
+const setOrUnset = <K extends keyof KeySettings, T>(
+  name: K,
+  value: string | false | undefined,
+  parse: (v: string) => T,
+) => (value === undefined ? {} : { [name]: value === false ? null : parse(value) }) as Partial<Record<K, T | null>>;
+
+/** The options as typed settings (lib/operator/input.ts reads the text). */
+const settingsOf = (options: SettingsOptions): KeySettings => ({
+  ...(options.name !== undefined ? { name: options.name } : {}),
+  ...(options.scopes !== undefined ? { scopes: parseScopes(options.scopes) } : {}),
+  ...setOrUnset('expiresAt', options.expires, (v) => parseIsoDate(v, 'expires_at')),
+  ...setOrUnset('allowedIps', options.allowIp, parseAllowedIps),
+  ...setOrUnset('rateLimit', options.rateLimit, parseRateLimitText),
+});
+
+interface CreateOptions extends JsonOption, SettingsOptions {
   branch: string;
   scopes: string;
-  expires?: string;
-  name?: string;
-  allowIp?: string;
-  rateLimit?: string;
 }
 
 const addCreate = (keys: Command): void => {
@@ -40,24 +92,16 @@ const addCreate = (keys: Command): void => {
     .command('create')
     .description('Create a key; its value is printed once and never again')
     .requiredOption('--branch <id>', 'branch the key belongs to')
-    .requiredOption('--scopes <list>', 'comma-separated: read, write, webhooks, team:read, billing:read')
-    .option('--expires <iso8601>', 'expiry date or date-time (UTC unless an offset is given); unset: never expires')
-    .addOption(new Option('--name <label>', 'a label to tell keys apart').default('API key'))
-    .option('--allow-ip <cidr,...>', 'only these IPv4/IPv6 addresses or CIDR blocks may use the key')
-    .option('--rate-limit <N/unit>', "calls allowed per s, min or h, e.g. 20/s (default: the deployment's)")
+    .requiredOption('--scopes <list>', SCOPES_HELP)
+    .option('--expires <iso8601>', 'expiry (UTC unless an offset is given); unset: never expires')
+    .option('--name <label>', 'a label to tell keys apart (default: API key N)')
+    .option('--allow-ip <cidr,...>', ALLOW_IP_HELP)
+    .option('--rate-limit <N/unit>', "calls per s, min or h, e.g. 20/s (default: the deployment's)")
     .option('--json', 'JSON output')
     .action(
-      withContext(async (ctx, options: CreateOptions) => {
-        const { key, record } = await createKey(ctx, {
-          branchId: options.branch,
-          scopes: options.scopes,
-          ...defined({
-            expires: options.expires,
-            name: options.name,
-            allowIps: options.allowIp,
-            rateLimit: options.rateLimit,
-          }),
-        });
+      withKeyAction(async (ctx, options: CreateOptions) => {
+        const { scopes = [], ...settings } = settingsOf(options);
+        const { key, record } = await createKey(ctx, { branchId: options.branch, scopes, ...settings });
         print({ key, ...record }, options, () =>
           newKeyText(key, record, terminal`Created key ${record.key_id} for branch ${record.branch_id}`),
         );
@@ -83,18 +127,33 @@ const LIST_HEADER = [
 /** Left out, in this order, when a terminal is too narrow for every column. */
 const LIST_DROPPABLE = ['ROLLED', 'ALLOWED IPS', 'REVOKED', 'CREATED', 'START', 'RATE LIMIT', 'EXPIRES'];
 
+interface ListOptions extends JsonOption {
+  branch: string;
+  status?: KeyState;
+  name?: string;
+}
+
 const addList = (keys: Command): void => {
   keys
     .command('list')
     .description("List a branch's keys, newest first")
     .requiredOption('--branch <id>', 'branch id')
+    .addOption(new Option('--status <state>', 'only keys in this state').choices(KEY_STATES))
+    .option('--name <text>', 'only keys whose name contains this text (any case)')
     .option('--json', 'JSON output')
     .action(
-      withContext(async (ctx, options: { branch: string } & JsonOption) => {
-        const listing = await listKeys(ctx, options.branch);
+      withContext(async (ctx, options: ListOptions) => {
+        const filter = {
+          ...(options.status ? { status: options.status } : {}),
+          ...(options.name ? { name: options.name } : {}),
+        };
+        const listing = await listKeys(ctx, options.branch, new Date(), filter);
+        const filtered = options.status !== undefined || options.name !== undefined;
         print(listing, options, () =>
           listing.length === 0
-            ? terminal`No keys for branch ${options.branch}; create one with: branch-api keys create --branch ${options.branch} --scopes read`
+            ? filtered
+              ? terminal`No keys of branch ${options.branch} match`
+              : terminal`No keys for branch ${options.branch}; create one with: branch-api keys create --branch ${options.branch} --scopes read`
             : formatTable(
                 LIST_HEADER,
                 listing.map((k) => [
@@ -119,15 +178,85 @@ const addList = (keys: Command): void => {
     );
 };
 
-const addRevokeAndRoll = (keys: Command): void => {
+const reportAction = (outcome: KeyActionOutcome, options: JsonOption, done: string, unchanged: string): void =>
+  print(outcome, options, () =>
+    outcome.changed
+      ? terminal`${done} key ${outcome.key.key_id} (branch ${outcome.key.branch_id})`
+      : terminal`Key ${outcome.key.key_id} (branch ${outcome.key.branch_id}) ${unchanged}; nothing changed`,
+  );
+
+const addUpdate = (keys: Command): void => {
+  keys
+    .command('update')
+    .description("Change a live key's settings (from its next call)")
+    .argument('<key_id>', 'the key id (key_...)')
+    .requiredOption('--branch <id>', 'branch the key belongs to')
+    .option('--name <label>', 'new label')
+    .option('--scopes <list>', SCOPES_HELP)
+    .option('--rate-limit <N/unit>', 'calls allowed per s, min or h, e.g. 20/s')
+    .option('--no-rate-limit', "back to the deployment's default rate limit")
+    .option('--allow-ip <cidr,...>', ALLOW_IP_HELP)
+    .option('--no-allow-ip', 'usable from any address')
+    .option('--expires <iso8601>', 'new expiry, in the future')
+    .option('--no-expires', 'never expires')
+    .option('--json', 'JSON output')
+    .action(
+      withKeyAction(async (ctx, keyId: string, options: SettingsOptions & JsonOption & { branch: string }) => {
+        const settings = settingsOf(options);
+        if (Object.keys(settings).length === 0) {
+          throw new OperatorError(
+            'Nothing to change: give --name, --scopes, --rate-limit, --allow-ip or --expires',
+            'invalid_input',
+            'key',
+          );
+        }
+        const outcome = await updateKey(ctx, { branchId: options.branch, keyId, ...settings });
+        print(outcome, options, () =>
+          lines([
+            outcome.changed
+              ? terminal`Updated key ${keyId} (branch ${outcome.key.branch_id}); it is now:`
+              : terminal`Key ${keyId} (branch ${outcome.key.branch_id}) already has these settings; nothing changed:`,
+            ...settingsText(outcome.key),
+          ]),
+        );
+      }),
+    );
+};
+
+const addStateActions = (keys: Command): void => {
+  keys
+    .command('disable')
+    .description('Disable a key: its calls get 401 disabled_api_key until it is enabled')
+    .argument('<key_id>', 'the key id (key_...)')
+    .requiredOption('--branch <id>', 'branch the key belongs to')
+    .option('--json', 'JSON output (changed: false when it was disabled already)')
+    .action(
+      withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+        const outcome = await disableKey(ctx, { branchId: options.branch, keyId });
+        reportAction(outcome, options, 'Disabled', 'is already disabled');
+      }),
+    );
+
+  keys
+    .command('enable')
+    .description('Enable a disabled key again')
+    .argument('<key_id>', 'the key id (key_...)')
+    .requiredOption('--branch <id>', 'branch the key belongs to')
+    .option('--json', 'JSON output (changed: false when it was enabled already)')
+    .action(
+      withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+        reportAction(await enableKey(ctx, { branchId: options.branch, keyId }), options, 'Enabled', 'is not disabled');
+      }),
+    );
+
   keys
     .command('revoke')
-    .description('Revoke a key: refused from the next request on. A revoked key stays revoked (exit 0).')
+    .description('Revoke a key: refused from the next request on (again: exit 0)')
     .argument('<key_id>', 'the key id (key_...)')
     .requiredOption('--branch <id>', 'branch the key belongs to')
     .option('--json', 'JSON output (already_revoked: true when it was revoked before)')
     .action(
-      withContext(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+      withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
         const record = await revokeKey(ctx, { branchId: options.branch, keyId });
         print(record, options, () =>
           record.already_revoked
@@ -136,17 +265,20 @@ const addRevokeAndRoll = (keys: Command): void => {
         );
       }),
     );
+};
 
+const addRoll = (keys: Command): void => {
   keys
     .command('roll')
-    .description('Replace a key: a new key with the same settings; the old one works until the grace period ends')
+    .description('Replace a key: a new key with its settings; the old one works for a grace period')
     .argument('<key_id>', 'the key id (key_...)')
     .requiredOption('--branch <id>', 'branch the key belongs to')
-    .option('--grace <duration>', 'how long the old key keeps working: 30s, 15m, 24h, 7d, or 0', DEFAULT_GRACE)
+    .option('--grace <duration>', 'how long the old key keeps working: 30s, 15m, 24h, 7d, 0', DEFAULT_GRACE)
     .option('--json', 'JSON output')
     .action(
-      withContext(async (ctx, keyId: string, options: { branch: string; grace: string } & JsonOption) => {
-        const { key, record, previous } = await rollKey(ctx, { keyId, branchId: options.branch, grace: options.grace });
+      withKeyAction(async (ctx, keyId: string, options: { branch: string; grace: string } & JsonOption) => {
+        const graceMs = parseGrace(options.grace);
+        const { key, record, previous } = await rollKey(ctx, { keyId, branchId: options.branch, graceMs });
         print({ key, ...record, previous }, options, () =>
           newKeyText(
             key,
@@ -164,7 +296,7 @@ const addRevokeAndRoll = (keys: Command): void => {
 const addAudit = (keys: Command): void => {
   keys
     .command('audit')
-    .description('Findings per active key of a branch: unused, unneeded scopes, no expiry, expiring, no IP allowlist')
+    .description('Findings per active key: unused, unneeded scopes, expiry, no IP allowlist')
     .requiredOption('--branch <id>', 'branch id')
     .option('--json', 'JSON output')
     .action(
@@ -176,7 +308,7 @@ const addAudit = (keys: Command): void => {
             : lines(
                 report.keys.flatMap((k, index) => [
                   ...(index > 0 ? [terminal``] : []),
-                  terminal`${k.key_id} (${k.start}…) last used ${dash(k.last_used_at)}`,
+                  terminal`${k.name} (${k.key_id}, ${k.start}…) last used ${dash(k.last_used_at)}`,
                   ...(k.findings.length === 0
                     ? [terminal`  no findings`]
                     : k.findings.map((finding) => terminal`  ${finding.code.padEnd(16)} ${finding.message}`)),
@@ -187,12 +319,62 @@ const addAudit = (keys: Command): void => {
     );
 };
 
-/** The `keys` group with its create, list, revoke, roll and audit commands. */
-export const addKeyCommands = (program: Command): Command => {
+const shown = (value: unknown): string =>
+  value === null || value === undefined ? '-' : Array.isArray(value) ? value.join(',') : String(value);
+
+/** `name: sync → billing; rate_limit: - → 5/s` */
+export const describeChanges = (entry: ActivityEntry): string =>
+  Object.entries(entry.changes)
+    .map(([field, { before, after }]) => `${field}: ${shown(before)} → ${shown(after)}`)
+    .join('; ') || '-';
+
+const addActivity = (keys: Command): void => {
+  keys
+    .command('activity')
+    .description('Who did what to which key, and when')
+    .requiredOption('--branch <id>', 'branch id')
+    .option('--key <key_id>', "only this key's actions")
+    .option('--limit <n>', `how many, newest first (1-${MAX_ACTIVITY_LIMIT})`, positiveInt(MAX_ACTIVITY_LIMIT), 50)
+    .option('--json', 'JSON output')
+    .action(
+      withContext(async (ctx, options: { branch: string; key?: string; limit: number } & JsonOption) => {
+        const entries = await listActivity(ctx, {
+          branchId: options.branch,
+          limit: options.limit,
+          ...(options.key !== undefined ? { keyId: options.key } : {}),
+        });
+        // With --key every row is that key's: its column would say the same thing on each.
+        const oneKey = options.key !== undefined;
+        print(entries, options, () =>
+          entries.length === 0
+            ? terminal`No key activity for branch ${options.branch} yet; it starts with the next key action`
+            : formatTable(
+                ['TIME (UTC)', 'ACTION', ...(oneKey ? [] : ['KEY']), 'NAME', 'ACTOR', 'CHANGES'],
+                entries.map((e) => [
+                  utcTime(e.at),
+                  e.action,
+                  ...(oneKey ? [] : [e.key_id]),
+                  e.key_name,
+                  e.actor,
+                  describeChanges(e),
+                ]),
+                outputWidth(),
+                [],
+                ['TIME (UTC)', 'ACTION'],
+              ),
+        );
+      }),
+    );
+};
+
+/** The `keys` group: create, list, update, disable, enable, revoke, roll, audit, activity. */
+export const addKeyCommands = (program: Command): void => {
   const keys = program.command('keys').description('Create, list, edit, disable, roll, audit and revoke API keys');
   addCreate(keys);
   addList(keys);
-  addRevokeAndRoll(keys);
+  addUpdate(keys);
+  addStateActions(keys);
+  addRoll(keys);
   addAudit(keys);
-  return keys;
+  addActivity(keys);
 };

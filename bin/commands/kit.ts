@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from 'commander';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
+import { readKeyEventSettings } from '../../shared/lambda/config';
 import { terminalSafeJson, type TerminalText } from '../../lib/operator/terminal';
 
 export interface JsonOption {
@@ -44,10 +45,25 @@ export const withContext =
     }
   };
 
+/**
+ * Runs a key action, then warns on stderr when its event went nowhere: with neither
+ * KEY_EVENT_BUS_NAME nor KEY_EVENTS_FILE set, key events are dropped (docs/decisions.md "Key events").
+ */
+export const withKeyAction =
+  <Args extends unknown[]>(action: (ctx: OperatorContext, ...args: Args) => Promise<void>) =>
+  async (...args: Args): Promise<void> => {
+    await withContext(action)(...args);
+    const settings = readKeyEventSettings(process.env);
+    if (!settings.busName && !settings.file) process.stderr.write(`${NO_KEY_EVENTS_WARNING}\n`);
+  };
+
+export const NO_KEY_EVENTS_WARNING =
+  "warning: no key event was sent: set KEY_EVENT_BUS_NAME to the deployed stack's bus (its " +
+  'KeyEventBusName output), or KEY_EVENTS_FILE to a file for a local run (npm start prints one)';
+
 export const dash = (value: string | null | undefined) => value ?? '-';
 
-/** Options given only when set: commander leaves absent ones undefined, the operator library wants them absent. */
-export const defined = <T extends Record<string, unknown>>(values: T): Partial<T> =>
-  Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+/** An ISO time as the CLI's tables show it, in UTC to the second: `2026-11-28 05:00:21`. */
+export const utcTime = (iso: string): string => `${iso.slice(0, 10)} ${iso.slice(11, 19)}`;
 
 export const kit = { withContext, print };

@@ -4,7 +4,7 @@
  * through the operator library (`listActivity`, the same as `keys activity`).
  */
 import type { ActivityChange, ActivityEntry } from '../../shared/domain/key-activity';
-import { listActivity } from '../operator/key-actions';
+import { listActivity } from '../operator/keys';
 import { html, type Html } from './html';
 import { notFound, queryValue } from './http';
 import { branchPath, cardCell, headerRow, layout, time } from './layout';

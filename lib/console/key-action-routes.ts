@@ -3,14 +3,28 @@
  * Revoke (confirmed on a page, then a POST). Each answers with a redirect to the keys page and a
  * notice, so a reload changes nothing.
  */
-import { disableKey, enableKey, updateKey, type UpdateKeyRequest } from '../operator/key-actions';
 import { OperatorError } from '../operator/errors';
-import { revokeKey, type KeyOfBranch } from '../operator/operations';
+import {
+  disableKey,
+  enableKey,
+  revokeKey,
+  updateKey,
+  type KeyListing,
+  type KeyOfBranch,
+  type KeySettings,
+} from '../operator/keys';
 import { html } from './html';
-import { formError, keyForm, keyFormValues, readKeyForm, type KeyFormValues } from './key-form';
+import {
+  formError,
+  formSettings,
+  KEY_FORM_FIELDS,
+  keyForm,
+  keyFormValues,
+  readKeyForm,
+  type KeyFormValues,
+} from './key-form';
 import { branchPath, keyPath, layout, withQuery, type FormError } from './layout';
 import { findKey } from './keys-routes';
-import type { KeyListing } from '../operator/operations';
 import { page, redirect, type ConsoleRoute, type RouteRequest } from './routes';
 
 /** Back to the keys page, which says what was done to which key. */
@@ -38,17 +52,11 @@ const editPage = (branchId: string, key: KeyListing, csrf: string, values: KeyFo
  * The settings the form changes: only fields whose value differs from the key's own (an expiry
  * with seconds, shown to the minute, is not moved by saving a new name). Empty clears.
  */
-const changeOf = (current: KeyFormValues, sent: KeyFormValues): Omit<UpdateKeyRequest, keyof KeyOfBranch> => {
-  const differs = (field: keyof KeyFormValues) => JSON.stringify(current[field]) !== JSON.stringify(sent[field]);
-  const orNull = (value: string | undefined) => (value?.trim() ? value.trim() : null);
-  return {
-    ...(differs('name') ? { name: sent.name ?? '' } : {}),
-    ...(differs('scopes') ? { scopes: (sent.scopes ?? []).join(',') } : {}),
-    ...(differs('expires') ? { expires: orNull(sent.expires) } : {}),
-    ...(differs('allowIps') ? { allowIps: orNull(sent.allowIps) } : {}),
-    ...(differs('rateLimit') ? { rateLimit: orNull(sent.rateLimit) } : {}),
-  };
-};
+const changeOf = (current: KeyFormValues, sent: KeyFormValues): KeySettings =>
+  formSettings(
+    sent,
+    KEY_FORM_FIELDS.filter((field) => JSON.stringify(current[field]) !== JSON.stringify(sent[field])),
+  );
 
 const keyOf = (r: RouteRequest): KeyOfBranch => ({ branchId: r.params.branch!, keyId: r.params.key! });
 
@@ -67,9 +75,9 @@ const editRoute: ConsoleRoute = {
   handle: async (r) => {
     const key = await findKey(r);
     const sent = readKeyForm(r.form);
-    const change = changeOf(keyFormValues(key), sent);
-    if (Object.keys(change).length === 0) return doneRedirect(key.branch_id, key.key_id, 'updated');
     try {
+      const change = changeOf(keyFormValues(key), sent);
+      if (Object.keys(change).length === 0) return doneRedirect(key.branch_id, key.key_id, 'updated');
       await updateKey(r.ctx, { ...keyOf(r), ...change });
       return doneRedirect(key.branch_id, key.key_id, 'updated');
     } catch (error) {

@@ -5,7 +5,9 @@
  */
 import { SCOPES } from '../../shared/domain/schemas';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
-import type { OperatorError } from '../operator/errors';
+import { messageNaming, type OperatorError, type OperatorField } from '../operator/errors';
+import { parseAllowedIps, parseIsoDate, parseRateLimitText, scopeList } from '../operator/input';
+import type { KeySettings } from '../operator/keys';
 import { html, type Html } from './html';
 import { fieldError, hidden, textField, type FormError } from './layout';
 
@@ -18,6 +20,9 @@ export interface KeyFormValues {
   allowIps?: string;
   rateLimit?: string;
 }
+
+/** Every field of the form. */
+export const KEY_FORM_FIELDS = ['name', 'scopes', 'expires', 'allowIps', 'rateLimit'] as const;
 
 /** The form's fields read from a POST body. */
 export const readKeyForm = (form: URLSearchParams): KeyFormValues => ({
@@ -41,23 +46,44 @@ export const keyFormValues = (key: ApiKeyRecord): KeyFormValues => ({
 });
 
 /** The operator library's field (lib/operator/errors.ts) → this form's input name and label. */
-const FORM_FIELDS: Record<string, { input: string; label: string }> = {
+const FORM_FIELDS: Partial<Record<OperatorField, { input: string; label: string }>> = {
   name: { input: 'name', label: 'Name' },
   scopes: { input: 'scopes', label: 'Scopes' },
-  expires: { input: 'expires', label: 'Expires' },
-  allow_ip: { input: 'allow_ips', label: 'Allowed IPs' },
+  expires_at: { input: 'expires', label: 'Expires' },
+  allowed_ips: { input: 'allow_ips', label: 'Allowed IPs' },
   rate_limit: { input: 'rate_limit', label: 'Rate limit' },
 };
 
-/**
- * The library's refusal as a form error, by its code and field (never its text): next to the
- * field it names, its CLI option (`--rate-limit`) read as the field's label.
- */
+/** The library's refusal as a form error, by its code and field (never its text), named by the field's label. */
 export const formError = (error: OperatorError): FormError => {
   const field = error.code === 'invalid_input' && error.field ? FORM_FIELDS[error.field] : undefined;
-  if (!field) return { message: error.message };
-  return { field: field.input, message: error.message.replace(/^--[a-z-]+/, field.label) };
+  const message = messageNaming(error, (name) => FORM_FIELDS[name]?.label);
+  return field ? { field: field.input, message } : { message };
 };
+
+/** The text fields of the form as settings: empty is `null` (unset), except for the name, which stays as typed. */
+const textSettings = {
+  name: (value: string): KeySettings => ({ name: value }),
+  scopes: (values: readonly string[]): KeySettings => ({ scopes: scopeList(values) }),
+  // The `datetime-local` field has no zone: read as UTC, as its label says.
+  expires: (value: string): KeySettings => ({
+    expiresAt: value.trim() ? parseIsoDate(value.trim(), 'expires_at') : null,
+  }),
+  allowIps: (value: string): KeySettings => ({ allowedIps: value.trim() ? parseAllowedIps(value) : null }),
+  rateLimit: (value: string): KeySettings => ({ rateLimit: value.trim() ? parseRateLimitText(value.trim()) : null }),
+};
+
+/**
+ * The settings of the fields in `fields`, parsed (an OperatorError names the first bad one). An
+ * empty optional field is `null`: unset on an edit, left out on a create.
+ */
+export const formSettings = (values: KeyFormValues, fields: readonly (keyof KeyFormValues)[]): KeySettings =>
+  Object.assign(
+    {},
+    ...fields.map((field) =>
+      field === 'scopes' ? textSettings.scopes(values.scopes ?? []) : textSettings[field](values[field] ?? ''),
+    ),
+  ) as KeySettings;
 
 const scopesField = (values: KeyFormValues, error: FormError | undefined): Html => {
   const scopes = new Set(values.scopes ?? []);

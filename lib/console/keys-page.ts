@@ -7,8 +7,8 @@
  * more entry.
  */
 import { KEY_STATES } from '../../shared/domain/key-state';
-import type { AuditFinding } from '../operator/lifecycle';
-import type { KeyListing } from '../operator/operations';
+import type { AuditFinding } from '../operator/key-audit';
+import type { KeyListing } from '../operator/keys';
 import { html, type Html, type HtmlValue } from './html';
 import { keyForm, type KeyFormValues } from './key-form';
 import { branchPath, cardCell, hidden, keyPath, layout, time, withQuery, type FormError } from './layout';

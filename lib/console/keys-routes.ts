@@ -2,11 +2,13 @@
  * Routes of the "API keys" page: the list (search, status filter, pages), Create key, and each
  * key's actions, a confirmation page (GET) and the change (POST).
  */
-import { auditOf, DEFAULT_GRACE, rollKey, rollupUsageFacts, type KeyAudit } from '../operator/lifecycle';
-import { createKey, keyStatus, listKeys, OperatorError, type KeyListing } from '../operator/operations';
+import { OperatorError } from '../operator/errors';
+import { DEFAULT_GRACE, parseGrace } from '../operator/input';
+import { auditOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
+import { createKey, keyStatus, listKeys, rollKey, type KeyListing } from '../operator/keys';
 import { html, type Html } from './html';
 import { Refusal, notFound, queryValue } from './http';
-import { formError, readKeyForm } from './key-form';
+import { formError, formSettings, KEY_FORM_FIELDS, readKeyForm } from './key-form';
 import {
   confirmPage,
   DONE_NOTICES,
@@ -67,7 +69,7 @@ export const keysView = async (r: RouteRequest, extra: Extra = {}): Promise<stri
   const [all, asOf] = await Promise.all([listKeys(r.ctx, branchId, now), r.ctx.rollups.progress()]);
   const selected = all.filter((key) => matchesKey(key, filters));
   const keys = selected.slice((page - 1) * KEYS_PAGE_SIZE, page * KEYS_PAGE_SIZE);
-  // The audit of this page's active keys: the rules of `keys audit` (lib/operator/lifecycle.ts).
+  // The audit of this page's active keys: the rules of `keys audit` (lib/operator/key-audit.ts).
   const audits = await auditInChunks(r, keys, now);
   const findings = new Map(audits.map((audit) => [audit.key_id, audit.findings]));
   // Only a key of this branch is named in a notice: a crafted link cannot make the page say anything else.
@@ -102,7 +104,7 @@ const sentTwice = async (r: RouteRequest, what: string) =>
     ? undefined
     : page(await keysView(r, { alert: `This form was already sent, so ${what}.` }), 409);
 
-/** The grace-period choice of a roll's confirmation page (lib/operator/lifecycle.ts parseGrace reads it). */
+/** The grace-period choice of a roll's confirmation page (lib/operator/input.ts parseGrace reads it). */
 export const GRACE_CHOICES = [
   { value: '0', label: 'none: the old key stops now' },
   { value: '15m', label: '15 minutes' },
@@ -190,13 +192,15 @@ const createRoute: ConsoleRoute = {
     const again = await sentTwice(r, 'no new key was created. A key value is shown only once');
     if (again) return again;
     try {
+      const { name, scopes = [], expiresAt, allowedIps, rateLimit } = formSettings(values, KEY_FORM_FIELDS);
       const { key, record } = await createKey(r.ctx, {
         branchId: r.params.branch!,
-        scopes: values.scopes!.join(','),
-        ...(values.name?.trim() ? { name: values.name } : {}),
-        ...(values.expires ? { expires: values.expires } : {}),
-        ...(values.allowIps?.trim() ? { allowIps: values.allowIps } : {}),
-        ...(values.rateLimit?.trim() ? { rateLimit: values.rateLimit.trim() } : {}),
+        scopes,
+        // An empty name gets the default one; an empty optional field is no setting.
+        ...(name?.trim() ? { name } : {}),
+        ...(expiresAt ? { expiresAt } : {}),
+        ...(allowedIps ? { allowedIps } : {}),
+        ...(rateLimit ? { rateLimit } : {}),
       });
       // 200 with the value in the body, never a redirect: the value must not reach a URL.
       return page(await keysView(r, { created: { key, name: record.name, keyId: record.key_id } }));
@@ -223,7 +227,7 @@ const rollRoute: ConsoleRoute = {
       const { key, record, previous } = await rollKey(r.ctx, {
         branchId: r.params.branch!,
         keyId: r.params.key!,
-        grace: r.form.get('grace') ?? '',
+        graceMs: parseGrace(r.form.get('grace') ?? ''),
       });
       const note = `Key ${previous.key_id} keeps working until ${previous.expires_at}.`;
       // 200 with the value in the body, never a redirect: the value must not reach a URL.

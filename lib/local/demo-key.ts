@@ -5,7 +5,7 @@
  * docs/decisions.md, "Local run".
  */
 import type { OperatorContext } from '../operator/context';
-import { createKey, revokeKey } from '../operator/operations';
+import { createKey, revokeKey } from '../operator/keys';
 
 /** Every demo key's name starts with this; nothing else names a key so. */
 export const DEMO_KEY_NAME_PREFIX = 'demo key (npm start';
@@ -32,9 +32,9 @@ export const createDemoKey = async (
   for (const record of earlier) await revokeKey(operator, { branchId, keyId: record.key_id });
   const { key, record } = await createKey(operator, {
     branchId,
-    scopes: 'read',
+    scopes: ['read'],
     name: `${DEMO_KEY_NAME_PREFIX} ${now.toISOString()})`,
-    expires: new Date(now.getTime() + DEMO_KEY_LIFETIME_MS).toISOString(),
+    expiresAt: new Date(now.getTime() + DEMO_KEY_LIFETIME_MS),
     now,
   });
   return { key, keyId: record.key_id, expiresAt: record.expires_at!, revokedKeyIds: earlier.map((r) => r.key_id) };

@@ -4,7 +4,7 @@
  * same handlers the CDK stack deploys, and the usage change feed keeping the rollups.
  */
 import { createOperatorContext, operatorTableNames } from '../operator/context';
-import { seed } from '../operator/operations';
+import { seed } from '../operator/seed';
 import type { ChangeFeed } from './change-feed';
 import { startUsageChangeFeed } from './usage-change-feed';
 import { ensureTables } from '../operator/tables';

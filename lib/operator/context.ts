@@ -26,7 +26,7 @@ export interface OperatorContext extends Repositories {
   /** Usage rollups (lib/operator/usage-rollups.ts). */
   rollups: RollupsRepository;
   endpoint?: string;
-  /** Key activity (lib/operator/key-actions.ts). */
+  /** Key activity (lib/operator/keys.ts). */
   activity: ActivityRepository;
   /** Where key events go (the keys repository sends the actions' own; `keys audit` the expiring ones). */
   keyEvents?: KeyEventEmitter;

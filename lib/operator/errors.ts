@@ -1,9 +1,9 @@
 /**
  * Operator errors by code (docs/decisions.md "Operator errors"): the CLI and the console map an
- * error by its `code` (and show it next to `field`), never by its message text.
+ * error by its `code` and show it next to its `field`, never by its message text.
  */
 export const OPERATOR_ERROR_CODES = [
-  /** Bad input; `field` names the option or form field when there is one. */
+  /** Bad input; `field` names the data field when there is one. */
   'invalid_input',
   'unknown_branch',
   /** No key of this id in this branch (another branch's key answers the same). */
@@ -15,22 +15,47 @@ export const OPERATOR_ERROR_CODES = [
 ] as const;
 export type OperatorErrorCode = (typeof OPERATOR_ERROR_CODES)[number];
 
+/** The data an error can be about: a key's settings, the action's own inputs, and what they name. */
+export type OperatorField =
+  | 'name'
+  | 'scopes'
+  | 'expires_at'
+  | 'allowed_ips'
+  | 'rate_limit'
+  | 'grace'
+  | 'branch'
+  | 'key_id'
+  /** The change as a whole (an update that changes nothing). */
+  | 'key'
+  | 'since'
+  | 'until'
+  | 'by'
+  | 'limit'
+  | 'from_line';
+
 /** Bad operator input (or a refused operation): a one-line message for a person, no stack. */
 export class OperatorError extends Error {
   override name = 'OperatorError';
   constructor(
     message: string,
     readonly code: OperatorErrorCode = 'invalid_input',
-    /** The input it is about: `scopes`, `expires`, `name`, `allow_ip`, `rate_limit`, … */
-    readonly field?: string,
+    readonly field?: OperatorField,
+    /** What follows the field's name in the message (`must be in the future`): see `messageNaming`. */
+    readonly detail?: string,
   ) {
     super(message);
   }
 }
 
-/** Bad input for one field. */
-export const invalidInput = (field: string, message: string): OperatorError =>
-  new OperatorError(message, 'invalid_input', field);
+/** Bad input for one field; the message is the field's name, then `detail`. */
+export const invalidInput = (field: OperatorField, detail: string): OperatorError =>
+  new OperatorError(`${field}${detail}`, 'invalid_input', field, detail);
 
-/** The field an option is about: `--allow-ip` → `allow_ip`. */
-export const fieldOfOption = (option: string): string => option.replace(/^--/, '').replaceAll('-', '_');
+/**
+ * The message with its field called as the reader knows it: the CLI's option (`--expires must be
+ * in the future`), the console's label (`Expires must be in the future`).
+ */
+export const messageNaming = (error: OperatorError, nameOf: (field: OperatorField) => string | undefined): string => {
+  const name = error.field && error.detail !== undefined ? nameOf(error.field) : undefined;
+  return name === undefined ? error.message : `${name}${error.detail}`;
+};

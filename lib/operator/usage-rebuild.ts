@@ -8,7 +8,8 @@ import { positiveIntEnv } from '../../shared/lambda/config';
 import { addCall, hourItemSk, hourOf, type Counters } from '../../shared/domain/rollups';
 import type { StoredHour } from '../../shared/data/repositories/rollups';
 import type { OperatorContext } from './context';
-import { OperatorError, requireBranch, requireKeyOfBranch } from './operations';
+import { invalidInput } from './errors';
+import { requireBranch, requireKeyOfBranch } from './keys';
 import { hourRange, parsePeriod, rollupRetentionDays, usageRetentionDays, type Env } from './usage-rollups';
 
 const HOUR_MS = 3_600_000;
@@ -195,7 +196,7 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
   const keptDays = usageRetentionDays(env);
   if (period.since.getTime() < now.getTime() - keptDays * 24 * HOUR_MS) {
     // Their raw records are gone (or going): a recount would erase what the rollups still hold.
-    throw new OperatorError(`--since must be within the last ${keptDays} days: older raw usage records are not kept`);
+    throw invalidInput('since', ` must be within the last ${keptDays} days: older raw usage records are not kept`);
   }
   if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
   else await requireBranch(ctx, request.branchId);

@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import { UsageRecordSchema } from '../../shared/domain/usage-record-schema';
 import type { OperatorContext } from './context';
-import { OperatorError } from './operations';
+import { invalidInput, OperatorError } from './errors';
 import { usageRetentionDays, type Env } from './usage-rollups';
 
 export const USAGE_NOT_STORED_MESSAGE = 'Usage record not stored';
@@ -145,7 +145,7 @@ export const replayUsageLog = async (
   file: string,
   { fromLine = 1, env = process.env, onProgress }: ReplayOptions = {},
 ): Promise<ReplayResult> => {
-  if (!Number.isInteger(fromLine) || fromLine < 1) throw new OperatorError('--from-line must be a whole number from 1');
+  if (!Number.isInteger(fromLine) || fromLine < 1) throw invalidInput('from_line', ' must be a whole number from 1');
   try {
     await access(file);
   } catch (error) {

@@ -11,7 +11,9 @@ import {
   type Totals,
 } from '../../shared/domain/rollups';
 import type { OperatorContext } from './context';
-import { OperatorError, parseIsoDate, requireBranch, requireKeyOfBranch } from './operations';
+import { invalidInput, OperatorError } from './errors';
+import { parseIsoDate } from './input';
+import { requireBranch, requireKeyOfBranch } from './keys';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -37,16 +39,19 @@ export const parsePeriod = (
     kept = "the rollups' retention",
   } = {},
 ): Period => {
-  const until = request.until === undefined ? now : parseIsoDate(request.until, '--until');
+  const until = request.until === undefined ? now : parseIsoDate(request.until, 'until');
   const since =
     request.since === undefined
       ? new Date(until.getTime() - defaultDays * DAY_MS)
-      : parseIsoDate(request.since, '--since');
+      : parseIsoDate(request.since, 'since');
   if (until.getTime() <= since.getTime()) {
-    throw new OperatorError(`--until (${until.toISOString()}) must be after --since (${since.toISOString()})`);
+    throw invalidInput(
+      'until',
+      ` (${until.toISOString()}) must be after the start of the period (${since.toISOString()})`,
+    );
   }
   if (until.getTime() - since.getTime() > maxDays * DAY_MS) {
-    throw new OperatorError(`The period may span at most ${maxDays} days (${kept})`);
+    throw new OperatorError(`The period may span at most ${maxDays} days (${kept})`, 'invalid_input', 'since');
   }
   return { since, until };
 };
@@ -132,7 +137,7 @@ export const summarizeUsage = async (
   request: UsageSummaryRequest,
 ): Promise<UsageRollupSummary> => {
   const by = request.by ?? 'day';
-  if (by !== 'hour' && by !== 'day') throw new OperatorError(`--by must be hour or day; got "${String(by)}"`);
+  if (by !== 'hour' && by !== 'day') throw invalidInput('by', ` must be hour or day; got "${String(by)}"`);
   const period = parsePeriod(request, {
     ...(request.now ? { now: request.now } : {}),
     maxDays: rollupRetentionDays(request.env ?? process.env),

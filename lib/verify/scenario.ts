@@ -9,7 +9,7 @@ import { generateApiKey } from '../../shared/domain/api-key';
 import { createRepositories, type Repositories } from '../../shared/data/repositories';
 import type { CreateKeyInput } from '../../shared/data/repositories/keys';
 import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
-import { readSeedFile } from '../operator/operations';
+import { readSeedFile } from '../operator/seed';
 import { LOCAL_REGION, type Assembly, type Json, type TemplateRoute, type TemplateTable } from './assembly';
 import type { CapturedWrite } from './recording-proxy';
 import { DEMO_SEED_FILE, OPENAPI_FILE } from '../project-paths';

@@ -310,7 +310,7 @@ describe('the command line itself', () => {
     const create = await runCli(['keys', 'create', '--help']);
     expect(create.code).toBe(0);
     expect(create.stdout).toMatch(/--branch <id>\s+branch the key belongs to \(required\)/);
-    expect(create.stdout).toMatch(/--name <label>\s+a label to tell keys apart \(default: "API key"\)/);
+    expect(create.stdout).toMatch(/--name <label>\s+a label to tell keys apart \(default: API key N\)/);
     expect(create.stdout).not.toMatch(/--expires[^\n]*\(required\)/);
     expect((await runCli(['keys', 'revoke', '--help'])).stdout).toMatch(/--branch <id>.*\(required\)/);
     expect((await runCli(['usage', '--help'])).stdout).toMatch(/--limit <n>.*\(default: 50\)/);

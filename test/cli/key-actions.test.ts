@@ -62,7 +62,10 @@ describe('keys update, disable, enable, activity', () => {
       Array(4).fill(userInfo().username),
     );
     const text = await runCli(['keys', 'activity', '--branch', BRANCH, '--key', keyId]);
-    expect(text.stdout).toMatch(/^TIME\s+ACTION\s+KEY\s+NAME\s+ACTOR\s+CHANGES$/m);
+    // With --key, no KEY column: every row is that key's.
+    expect(text.stdout).toMatch(/^TIME \(UTC\)\s+ACTION\s+NAME\s+ACTOR\s+CHANGES$/m);
+    const branchLog = await runCli(['keys', 'activity', '--branch', BRANCH]);
+    expect(branchLog.stdout).toMatch(/^TIME \(UTC\)\s+ACTION\s+KEY\s+NAME\s+ACTOR\s+CHANGES$/m);
     expect(text.stdout).toContain('name: sync → billing; allowed_ips: - → 203.0.113.0/24');
   });
 

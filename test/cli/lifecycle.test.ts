@@ -135,7 +135,7 @@ describe('keys list and keys audit', () => {
     const audit = json.json.keys.find((one: { key_id: string }) => one.key_id === record.key_id);
     expect(audit.findings.map((finding: { code: string }) => finding.code)).toEqual(['no_expiry', 'no_ip_allowlist']);
     const text = await runCli(['keys', 'audit', '--branch', otherBranch.id]);
-    expect(text.stdout).toContain(`${record.key_id} (${record.start}…) last used -`);
+    expect(text.stdout).toContain(`${record.name} (${record.key_id}, ${record.start}…) last used -`);
     expect(text.stdout).toMatch(/ {2}no_ip_allowlist +usable from any IP address/);
     expectOneLineError(await runCli(['keys', 'audit', '--branch', 'br_nope']));
   });

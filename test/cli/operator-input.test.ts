@@ -5,15 +5,10 @@
  * key that must name its branch (revokeKey revoked any branch's key before).
  */
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
-import {
-  createKey,
-  OperatorError,
-  parseIsoDate,
-  parseScopes,
-  readUsage,
-  requireKeyOfBranch,
-  revokeKey,
-} from '../../lib/operator/operations';
+import { OperatorError } from '../../lib/operator/errors';
+import { parseIsoDate, parseScopes } from '../../lib/operator/input';
+import { createKey, requireKeyOfBranch, revokeKey } from '../../lib/operator/keys';
+import { readUsage } from '../../lib/operator/usage';
 import { createTables, fixtureKeys, seedBranches } from '../support/harness';
 import { mainBranch, otherBranch } from '../support/fixtures';
 
@@ -38,7 +33,7 @@ describe('parseIsoDate', () => {
     ['2027-12-31T23:00:00-0130', '2028-01-01T00:30:00.000Z'],
     ['0099-06-01T00:00:00Z', '0099-06-01T00:00:00.000Z'],
   ])('reads %s as %s', (value, iso) => {
-    expect(parseIsoDate(value, '--expires').toISOString()).toBe(iso);
+    expect(parseIsoDate(value, 'expires_at').toISOString()).toBe(iso);
   });
 
   it.each([
@@ -58,16 +53,16 @@ describe('parseIsoDate', () => {
     ['2027-01-01T23:59:60+01:00', 'the second must be 00-59; leap seconds are not accepted'],
     ['2027-01-01T00:00:00+24:00', 'the UTC offset must be at most 23:59'],
   ])('refuses the impossible %s (%s)', (value, why) => {
-    expect(refusal(() => parseIsoDate(value, '--expires'))).toBe(
-      `--expires must be an ISO 8601 date or date-time, e.g. 2027-01-31T23:59:59Z; got "${value}" (${why})`,
+    expect(refusal(() => parseIsoDate(value, 'expires_at'))).toBe(
+      `expires_at must be an ISO 8601 date or date-time, e.g. 2027-01-31T23:59:59Z; got "${value}" (${why})`,
     );
   });
 
   it.each(['next week', '2027-1-5', '2027-01-01 10:00', '2027-01-01t10:00z', '2027-01-01T10', '', '1700000000'])(
     'refuses the malformed %j',
     (value) => {
-      expect(refusal(() => parseIsoDate(value, '--since'))).toBe(
-        `--since must be an ISO 8601 date or date-time, e.g. 2027-01-31T23:59:59Z; got "${value}"`,
+      expect(refusal(() => parseIsoDate(value, 'since'))).toBe(
+        `since must be an ISO 8601 date or date-time, e.g. 2027-01-31T23:59:59Z; got "${value}"`,
       );
     },
   );
@@ -80,7 +75,7 @@ describe('parseScopes', () => {
 
   it.each(['read,,', ',read', 'read, ,team:read', 'read,'])('refuses the empty entry in %j', (value) => {
     expect(refusal(() => parseScopes(value))).toBe(
-      `--scopes has an empty entry in "${value}"; separate scopes with single commas, e.g. read,team:read`,
+      `scopes has an empty entry in "${value}"; separate scopes with single commas, e.g. read,team:read`,
     );
   });
 });
@@ -111,7 +106,7 @@ describe('operations on one key', () => {
   });
 
   it('revoke a key of the branch once, then say it was already revoked', async () => {
-    const { record } = await createKey(ctx, { branchId: mainBranch.id, scopes: 'read' });
+    const { record } = await createKey(ctx, { branchId: mainBranch.id, scopes: ['read'] });
     const first = await revokeKey(ctx, { branchId: mainBranch.id, keyId: record.key_id });
     expect(first).toMatchObject({ key_id: record.key_id, already_revoked: false, revoked_at: expect.any(String) });
     const again = await revokeKey(ctx, { branchId: mainBranch.id, keyId: record.key_id });

@@ -100,7 +100,7 @@ describe('the CLI on hostile stored values', () => {
     expect(result.stdout).toContain(escapeForTerminal(HOSTILE_PATH));
     expect(result.stdout).toContain('\\x1b[2J\\rFORGED ROW\\x1b]52;c;ZWNobyBoaQ==\\x07');
     const table = result.stdout.trimEnd().split('\n').slice(-3);
-    expect(table[0]).toMatch(/^TIME\s+KEY/);
+    expect(table[0]).toMatch(/^TIME \(UTC\)\s+KEY\s+CALL/);
     const statusColumn = table[0]!.indexOf('STATUS');
     expect(table.slice(1).map((row) => row.slice(statusColumn, statusColumn + 3))).toEqual(['404', '404']);
   });

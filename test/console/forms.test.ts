@@ -3,7 +3,7 @@
  * optional expiry in UTC, scopes from checkboxes, errors shown in the page with the status the
  * operator library's checks give.
  */
-import { listKeys } from '../../lib/operator/operations';
+import { listKeys } from '../../lib/operator/keys';
 import { openSession, rawRequest, useEnvironment } from './support';
 
 const setup = useEnvironment();

@@ -3,7 +3,7 @@
  * session, a foreign Host (DNS rebinding), a cross-origin POST, a missing or wrong CSRF token.
  * Raw HTTP, because a browser would not let a test forge these headers.
  */
-import { listKeys } from '../../lib/operator/operations';
+import { listKeys } from '../../lib/operator/keys';
 import { createOperatorContext } from '../../lib/operator/context';
 import { startConsole } from '../../lib/console/server';
 import { openSession, rawRequest, sessionCookie, startEnvironment, type Environment } from './support';

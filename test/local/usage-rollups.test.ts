@@ -315,7 +315,7 @@ describe('usage summary (CLI)', () => {
 
   it.each([
     [['--since', 'last tuesday'], /--since must be an ISO 8601/],
-    [['--since', '2027-02-01', '--until', '2027-01-01'], /--until .* must be after --since/],
+    [['--since', '2027-02-01', '--until', '2027-01-01'], /--until .* must be after the start of the period/],
     [['--key', 'key_nowhere'], /Unknown key id "key_nowhere"/],
     [['--by', 'week'], /argument 'week' is invalid/],
   ])('refuses %j with exit 1', async (args, message) => {

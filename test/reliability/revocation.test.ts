@@ -10,7 +10,7 @@
  * stops once CHECKED_AFTER requests have started after it, however slow the machine is.
  */
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
-import { revokeKey } from '../../lib/operator/operations';
+import { revokeKey } from '../../lib/operator/keys';
 import { startGateway, type Gateway } from '../../lib/local/gateway';
 import { logger } from '../../shared/lambda/observability';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';

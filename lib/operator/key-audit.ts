@@ -1,96 +1,15 @@
 /**
- * Key lifecycle operations (docs/decisions.md "Key lifecycle"): rolling a key with a grace period,
- * parsing IP allowlists, and auditing a branch's keys. The CLI (`keys roll`, `keys audit`,
- * `keys create --allow-ip`) and the settings console call these same functions; bad input is an
- * OperatorError with a one-line message, before anything is written.
+ * The rules of the key audit (`keys audit`, the console's findings): what a key's usage says it
+ * needs, and the findings of an active key at a given time. lib/operator/keys.ts `auditKeys` runs it.
  */
-import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
-import {
-  KeyChangedError,
-  KeyNotFoundError,
-  KeyNotRollableError,
-  type ApiKeyRecord,
-} from '../../shared/domain/key-record';
+import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { routeKey, routes } from '../../shared/api/routes';
 import type { Scope } from '../../shared/domain/schemas';
-import type { OperatorContext } from './context';
-import { invalidInput } from './errors';
 import { isUsable, keyState, msUntilExpiry } from '../../shared/domain/key-state';
 import { hourOf } from '../../shared/domain/rollups';
-import { OperatorError, requireBranch, requireKeyOfBranch, unknownKey, type KeyListing } from './operations';
+import type { OperatorContext } from './context';
 
-export { requireKeyOfBranch };
-
-const SECOND = 1000;
-const DAY = 86_400 * SECOND;
-const UNITS = { s: SECOND, m: 60 * SECOND, h: 3600 * SECOND, d: DAY } as const;
-
-/** Longest grace period a roll accepts. */
-export const MAX_GRACE_DAYS = 365;
-/** `keys roll` without `--grace`. */
-export const DEFAULT_GRACE = '24h';
-
-/** `30s`, `15m`, `24h`, `7d` → milliseconds; `0` ends the old key at once. */
-export const parseGrace = (value: string): number => {
-  const match = /^(?:0|([1-9][0-9]{0,5})([smhd]))$/.exec(value.trim());
-  const ms = match ? (match[1] ? Number(match[1]) * UNITS[match[2] as keyof typeof UNITS] : 0) : Number.NaN;
-  if (Number.isNaN(ms) || ms > MAX_GRACE_DAYS * DAY) {
-    throw invalidInput(
-      'grace',
-      `--grace must be 0 or a duration such as 30s, 15m, 24h or 7d (at most ${MAX_GRACE_DAYS}d); got "${value}"`,
-    );
-  }
-  return ms;
-};
-
-export interface RollKeyRequest {
-  keyId: string;
-  branchId: string;
-  /** How long the old key keeps working (`30s`, `15m`, `24h`, `7d`, `0`). @default '24h' */
-  grace?: string;
-  now?: Date;
-}
-
-export interface RollKeyResult {
-  /** The new key's value: shown once, never stored. */
-  key: string;
-  record: ApiKeyRecord;
-  /** The old key: `rolled_to` the new one, `expires_at` at the end of the grace period. */
-  previous: ApiKeyRecord;
-}
-
-const REFUSALS: Record<KeyNotRollableError['reason'], string> = {
-  revoked: 'it is revoked',
-  expired: 'it has expired',
-  rolled: 'it was already rolled',
-  disabled: 'it is disabled; enable it first',
-};
-
-/** Rolls a key of the branch: a new key with its settings, the old one ending after the grace period. */
-export const rollKey = async (ctx: OperatorContext, request: RollKeyRequest): Promise<RollKeyResult> => {
-  const graceMs = parseGrace(request.grace ?? DEFAULT_GRACE);
-  await requireBranch(ctx, request.branchId);
-  try {
-    return await ctx.keys.roll({
-      keyId: request.keyId,
-      branchId: request.branchId,
-      graceMs,
-      now: request.now ?? new Date(),
-      actor: await ctx.actor(),
-    });
-  } catch (error) {
-    if (error instanceof KeyNotFoundError) throw unknownKey(request.branchId, request.keyId);
-    if (error instanceof KeyNotRollableError) {
-      const next = error.rolledTo ? ` to ${error.rolledTo}; roll that key instead` : '';
-      throw new OperatorError(
-        `Key ${error.keyId} cannot be rolled: ${REFUSALS[error.reason]}${next}`,
-        'key_not_changeable',
-      );
-    }
-    if (error instanceof KeyChangedError) throw new OperatorError(error.message, 'conflict');
-    throw error;
-  }
-};
+const DAY = 86_400_000;
 
 /** What the usage log says about one key: what the audit needs. */
 export interface KeyUsageFacts {
@@ -161,7 +80,7 @@ export const ROLLUP_FACTS_DAYS = AUDIT_THRESHOLDS.unusedAfterDays;
  */
 export const rollupUsageFacts = async (
   ctx: OperatorContext,
-  key: Pick<KeyListing, 'key_id' | 'branch_id' | 'last_used_at' | 'scopes'>,
+  key: Pick<ApiKeyRecord, 'key_id' | 'branch_id' | 'scopes'> & { last_used_at: string | null },
   now: Date,
 ): Promise<KeyUsageFacts> => {
   const basis = `its calls of the last ${ROLLUP_FACTS_DAYS} days`;
@@ -197,13 +116,6 @@ export interface KeyAudit {
   expires_at: string | null;
   last_used_at: string | null;
   findings: AuditFinding[];
-}
-
-export interface AuditReport {
-  branch_id: string;
-  generated_at: string;
-  /** Active keys only: revoked and expired keys no longer open anything. */
-  keys: KeyAudit[];
 }
 
 const daysBetween = (from: string, to: Date): number => (to.getTime() - Date.parse(from)) / DAY;
@@ -242,11 +154,6 @@ export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date
   return findings;
 };
 
-export interface AuditRequest {
-  branchId: string;
-  now?: Date;
-}
-
 /**
  * The audit of the given keys that are active at `now` (revoked and expired keys open nothing),
  * with each key's usage facts from `factsOf` (by default its raw usage records).
@@ -273,17 +180,4 @@ export const auditOf = async <K extends ApiKeyRecord>(
       };
     }),
   );
-};
-
-/**
- * Audits every active key of a branch: what could be tightened, retired or renewed. Locally it
- * also sends the "Key Expiring" events the daily function sends deployed (once per key and expiry).
- */
-export const auditKeys = async (ctx: OperatorContext, request: AuditRequest): Promise<AuditReport> => {
-  const now = request.now ?? new Date();
-  await requireBranch(ctx, request.branchId);
-  const listed = await ctx.keys.listByBranch(request.branchId);
-  if (ctx.keyEvents) await sendExpiringEvents({ keys: ctx.keys, keyEvents: ctx.keyEvents, candidates: listed, now });
-  const keys = await auditOf(ctx, listed, now);
-  return { branch_id: request.branchId, generated_at: now.toISOString(), keys };
 };

@@ -1,0 +1,137 @@
+/**
+ * Typed text to typed values, for the CLI and the console (the operator library itself takes
+ * typed values): dates, scopes, IP allowlists, rate limits and grace periods. Errors name the data
+ * field; each caller names it its own way (lib/operator/errors.ts `messageNaming`). See
+ * docs/decisions.md, "Operator input".
+ */
+import { InvalidRateLimitError, parseRateLimit, type RateLimit } from '../../shared/domain/rate-limit';
+import { SCOPES, ScopeSchema, type Scope } from '../../shared/domain/schemas';
+import { invalidInput, OperatorError, type OperatorField } from './errors';
+import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_GRACE_MS } from './keys';
+
+const ISO_8601 =
+  /^(?<year>\d{4})-(?<month>\d{2})-(?<day>\d{2})(?:T(?<hour>\d{2}):(?<minute>\d{2})(?::(?<second>\d{2})(?:\.(?<fraction>\d{1,9}))?)?(?<offset>Z|(?<sign>[+-])(?<offsetHours>\d{2}):?(?<offsetMinutes>\d{2}))?)?$/;
+
+const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+
+const daysInMonth = (year: number, month: number): number =>
+  month === 2 ? (isLeapYear(year) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
+
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
+
+/** Why the fields of a well-formed value name no real instant, or undefined when they do. */
+const impossibility = (fields: Record<string, string | undefined>): string | undefined => {
+  const number = (name: string) => Number(fields[name] ?? 0);
+  const [year, month, day] = [number('year'), number('month'), number('day')];
+  if (month < 1 || month > 12) return `there is no month ${month}`;
+  if (day < 1 || day > daysInMonth(year, month)) {
+    return `${MONTHS[month - 1]} ${year} has ${daysInMonth(year, month)} days`;
+  }
+  if (number('hour') > 23) return 'the hour must be 00-23';
+  if (number('minute') > 59) return 'the minute must be 00-59';
+  if (number('second') > 59) return 'the second must be 00-59; leap seconds are not accepted';
+  if (number('offsetHours') > 23 || number('offsetMinutes') > 59) return 'the UTC offset must be at most 23:59';
+  return undefined;
+};
+
+/**
+ * Parses an ISO 8601 date (midnight UTC) or date-time (UTC unless it names an offset, `Z` or
+ * `±hh:mm`), refusing any calendar day, hour, minute, second or offset that does not exist:
+ * JavaScript's Date would roll 2027-02-30 over to March 2.
+ * @throws OperatorError with a one-line message about `field`
+ */
+export const parseIsoDate = (value: string, field: OperatorField): Date => {
+  const fields = ISO_8601.exec(value)?.groups;
+  const problem = fields ? impossibility(fields) : undefined;
+  if (!fields || problem) {
+    throw invalidInput(
+      field,
+      ` must be an ISO 8601 date or date-time, e.g. 2027-01-31T23:59:59Z; got "${value}"${problem ? ` (${problem})` : ''}`,
+    );
+  }
+  const number = (name: string) => Number(fields[name] ?? 0);
+  const millis = Number((fields.fraction ?? '').padEnd(3, '0').slice(0, 3));
+  const offsetMinutes = (fields.sign === '-' ? -1 : 1) * (number('offsetHours') * 60 + number('offsetMinutes'));
+  const date = new Date(0);
+  // setUTCFullYear, unlike Date.UTC, does not read years 0-99 as 1900-1999.
+  date.setUTCFullYear(number('year'), number('month') - 1, number('day'));
+  date.setUTCHours(number('hour'), number('minute') - offsetMinutes, number('second'), millis);
+  return date;
+};
+
+/** A comma-separated scope list; an empty entry (`read,,`, `,read`) is a typo, not ignored. */
+export const parseScopes = (value: string): Scope[] => {
+  if (!value.trim()) return [];
+  const scopes = value.split(',').map((scope) => scope.trim());
+  if (scopes.includes('')) {
+    throw invalidInput(
+      'scopes',
+      ` has an empty entry in "${value}"; separate scopes with single commas, e.g. read,team:read`,
+    );
+  }
+  return scopeList(scopes);
+};
+
+/** Scope names (a form's checkboxes) → scopes, without repeats; an unknown name is refused. */
+export const scopeList = (names: readonly string[]): Scope[] => {
+  const unknown = names.filter((scope) => !ScopeSchema.safeParse(scope).success);
+  if (unknown.length > 0) {
+    throw new OperatorError(
+      `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; allowed: ${SCOPES.join(', ')}`,
+      'invalid_input',
+      'scopes',
+    );
+  }
+  return [...new Set(names as Scope[])];
+};
+
+/**
+ * `203.0.113.0/24, 2001:db8::1` → its entries; an empty entry (`a,,b`) is refused as a typo. The
+ * library checks and canonicalises each entry.
+ */
+export const parseAllowedIps = (value: string): string[] => {
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (entries.includes('')) {
+    throw invalidInput('allowed_ips', ': the IP allowlist has an empty entry (two commas, or one at an end)');
+  }
+  return entries;
+};
+
+/** `N/s`, `N/min` or `N/h`. */
+export const parseRateLimitText = (value: string): RateLimit => {
+  try {
+    return parseRateLimit(value);
+  } catch (error) {
+    if (error instanceof InvalidRateLimitError) throw invalidInput('rate_limit', `: ${error.message}`);
+    throw error;
+  }
+};
+
+/** `keys roll` without `--grace`, as written: `24h`. */
+export const DEFAULT_GRACE = `${DEFAULT_GRACE_MS / DURATION_UNITS.h}h`;
+
+/** `30s`, `15m`, `24h`, `7d` → milliseconds; `0` ends the old key at once. */
+export const parseGrace = (value: string): number => {
+  const match = /^(?:0|([1-9][0-9]{0,5})([smhd]))$/.exec(value.trim());
+  const ms = match ? (match[1] ? Number(match[1]) * DURATION_UNITS[match[2] as keyof typeof DURATION_UNITS] : 0) : NaN;
+  if (Number.isNaN(ms) || ms > MAX_GRACE_MS) {
+    throw invalidInput(
+      'grace',
+      ` must be 0 or a duration such as 30s, 15m, 24h or 7d (at most ${MAX_GRACE_MS / DURATION_UNITS.d}d); got "${value}"`,
+    );
+  }
+  return ms;
+};

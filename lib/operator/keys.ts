@@ -1,0 +1,411 @@
+/**
+ * Every key action of a branch's "API keys" settings page (docs/decisions.md "Key lifecycle",
+ * "Key activity"): create, list, update, disable, enable, roll, revoke, audit, and the activity
+ * log. The CLI and the console call these with typed values (lib/operator/input.ts parses text);
+ * every value is checked before anything is written, each action records who did it, and a
+ * refusal is an OperatorError naming its code and field.
+ */
+import { InvalidCidrError, MAX_ALLOWED_IPS, parseCidr } from '../../shared/domain/cidr';
+import { formatRateLimit, MAX_RATE_LIMIT, type RateLimit } from '../../shared/domain/rate-limit';
+import {
+  KeyActionRefusedError,
+  KeyChangedError,
+  KeyNotFoundError,
+  KeyNotRollableError,
+  type ApiKeyRecord,
+  type KeySettingsChange,
+} from '../../shared/domain/key-record';
+import type { KeyActionResult, KeyRef } from '../../shared/data/repositories/keys';
+import type { ActivityEntry } from '../../shared/domain/key-activity';
+import { SCOPES, type Scope } from '../../shared/domain/schemas';
+import { keyState, type KeyState } from '../../shared/domain/key-state';
+import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
+import type { OperatorContext } from './context';
+import { invalidInput, OperatorError } from './errors';
+import { auditOf, type KeyAudit } from './key-audit';
+
+export const DURATION_UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** How long a rolled key keeps working unless the roll says otherwise. */
+export const DEFAULT_GRACE_MS = 24 * DURATION_UNITS.h;
+/** Longest grace period a roll accepts. */
+export const MAX_GRACE_MS = 365 * DURATION_UNITS.d;
+/** Longest key name accepted. */
+export const MAX_NAME_LENGTH = 200;
+/** Most entries one activity read returns. */
+export const MAX_ACTIVITY_LIMIT = 1000;
+
+/** A key's settings, as a key is created with them or changed to them. */
+export interface KeySettings {
+  /** Trimmed; not empty, at most MAX_NAME_LENGTH characters. */
+  name?: string;
+  /** At least one. */
+  scopes?: Scope[];
+  /** In the future; `null` (on update): never expires. */
+  expiresAt?: Date | null;
+  /** IPv4/IPv6 addresses or CIDR blocks the key may be used from; `null` (on update): anywhere. */
+  allowedIps?: string[] | null;
+  /** `null` (on update): back to the deployment's default. */
+  rateLimit?: RateLimit | null;
+}
+
+export interface KeyOfBranch {
+  branchId: string;
+  keyId: string;
+}
+
+export interface KeyListing extends ApiKeyRecord {
+  /** Time of the key's newest call counted in the rollups, if any. */
+  last_used_at: string | null;
+  status: KeyState;
+}
+
+/** What an action did: the key afterwards, and false when nothing needed changing. */
+export interface KeyActionOutcome {
+  key: ApiKeyRecord;
+  changed: boolean;
+}
+
+export const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
+  if (!(await ctx.branchData.getBranch(branchId)))
+    throw new OperatorError(`Unknown branch "${branchId}"`, 'unknown_branch', 'branch');
+};
+
+export const unknownKey = (branchId: string, keyId: string) =>
+  new OperatorError(`Unknown key id "${keyId}" for branch "${branchId}"`, 'unknown_key', 'key_id');
+
+/**
+ * The key, when it belongs to the branch. Every operation on one key goes through this: a key of
+ * another branch gets the same answer as an id that does not exist, so a branch's settings page
+ * learns nothing about other branches' keys.
+ */
+export const requireKeyOfBranch = async (
+  ctx: OperatorContext,
+  branchId: string,
+  keyId: string,
+): Promise<ApiKeyRecord> => {
+  await requireBranch(ctx, branchId);
+  const key = await ctx.keys.getById(keyId);
+  if (!key || key.branch_id !== branchId) throw unknownKey(branchId, keyId);
+  return key;
+};
+
+const checkName = (value: string): string => {
+  const name = value.trim();
+  if (!name) throw invalidInput('name', ' must not be empty');
+  if (name.length > MAX_NAME_LENGTH) throw invalidInput('name', ` may be at most ${MAX_NAME_LENGTH} characters`);
+  return name;
+};
+
+const checkScopes = (scopes: readonly Scope[]): Scope[] => {
+  if (scopes.length === 0) throw invalidInput('scopes', ` needs at least one of: ${SCOPES.join(', ')}`);
+  return [...new Set(scopes)];
+};
+
+const checkExpiry = (expiresAt: Date, now: Date): Date => {
+  if (Number.isNaN(expiresAt.getTime())) throw invalidInput('expires_at', ' must be a valid time');
+  // A key with this expiry would be expired already (keyState is the one expiry-versus-clock rule).
+  if (keyState({ expires_at: expiresAt.toISOString() }, now) === 'expired') {
+    throw invalidInput('expires_at', ` must be in the future; got ${expiresAt.toISOString()}`);
+  }
+  return expiresAt;
+};
+
+/** Canonical CIDR entries without repeats (docs/decisions.md "Key lifecycle"). */
+const checkAllowedIps = (entries: readonly string[]): string[] => {
+  try {
+    const canonical = [...new Set(entries.map(parseCidr))];
+    if (canonical.length > MAX_ALLOWED_IPS) {
+      throw new InvalidCidrError(`an IP allowlist holds at most ${MAX_ALLOWED_IPS} entries`);
+    }
+    return canonical;
+  } catch (error) {
+    if (error instanceof InvalidCidrError) throw invalidInput('allowed_ips', `: ${error.message}`);
+    throw error;
+  }
+};
+
+const checkRateLimit = (rateLimit: RateLimit): string => {
+  if (!Number.isInteger(rateLimit.limit) || rateLimit.limit < 1 || rateLimit.limit > MAX_RATE_LIMIT) {
+    throw invalidInput('rate_limit', `: Rate limit must allow from 1 to ${MAX_RATE_LIMIT} calls per window`);
+  }
+  return formatRateLimit(rateLimit);
+};
+
+/** The settings checked, as the repository stores them; writes nothing. */
+export const settingsChange = (settings: KeySettings, now: Date): KeySettingsChange => {
+  const { name, scopes, expiresAt, allowedIps, rateLimit } = settings;
+  return {
+    ...(name !== undefined ? { name: checkName(name) } : {}),
+    ...(scopes !== undefined ? { scopes: checkScopes(scopes) } : {}),
+    ...(expiresAt !== undefined
+      ? { expires_at: expiresAt === null ? null : checkExpiry(expiresAt, now).toISOString() }
+      : {}),
+    ...(allowedIps !== undefined ? { allowed_ips: allowedIps === null ? null : checkAllowedIps(allowedIps) } : {}),
+    ...(rateLimit !== undefined ? { rate_limit: rateLimit === null ? null : checkRateLimit(rateLimit) } : {}),
+  };
+};
+
+/** A key made without a name is `API key N`: the first N from the branch's key count on that no key has. */
+const defaultName = (existing: readonly ApiKeyRecord[]): string => {
+  const taken = new Set(existing.map((key) => key.name));
+  let number = existing.length + 1;
+  while (taken.has(`API key ${number}`)) number += 1;
+  return `API key ${number}`;
+};
+
+export interface CreateKeyRequest extends Omit<KeySettings, 'scopes'> {
+  branchId: string;
+  scopes: Scope[];
+  now?: Date;
+}
+
+/** Creates a key. The returned `key` is the only time its value is ever available. */
+export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest) => {
+  const now = request.now ?? new Date();
+  const change = settingsChange(request, now);
+  await requireBranch(ctx, request.branchId);
+  const name = change.name ?? defaultName(await ctx.keys.listByBranch(request.branchId));
+  return ctx.keys.create({
+    branchId: request.branchId,
+    scopes: change.scopes!,
+    name,
+    now,
+    actor: await ctx.actor(),
+    ...(change.allowed_ips ? { allowedIps: change.allowed_ips } : {}),
+    ...(change.expires_at ? { expiresAt: new Date(change.expires_at) } : {}),
+    ...(change.rate_limit ? { rateLimit: change.rate_limit } : {}),
+  });
+};
+
+/** The key's state (shared/domain/key-state.ts): the same answer the API gives. */
+export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyState => keyState(record, now);
+
+/** Which keys a listing keeps. */
+export interface KeyFilter {
+  status?: KeyState;
+  /** Part of the name, any case. */
+  name?: string;
+}
+
+const matches = (key: KeyListing, { status, name }: KeyFilter): boolean =>
+  (status === undefined || key.status === status) &&
+  (name === undefined || key.name.toLowerCase().includes(name.toLowerCase()));
+
+/**
+ * The branch's keys, newest first, and when each was last used (the rollups' last-used items):
+ * three independent reads (the branch, its keys, its last-used items), made at once.
+ */
+const readListing = async (ctx: OperatorContext, branchId: string, now: Date): Promise<KeyListing[]> => {
+  const [branch, records, lastUsed] = await Promise.allSettled([
+    requireBranch(ctx, branchId),
+    ctx.keys.listByBranch(branchId),
+    ctx.rollups.lastUsed(branchId),
+  ]);
+  // The branch check's refusal first, whichever read failed first: the same answer every time.
+  for (const read of [branch, records, lastUsed]) if (read.status === 'rejected') throw read.reason;
+  const used = (lastUsed as PromiseFulfilledResult<Map<string, string>>).value;
+  return (records as PromiseFulfilledResult<ApiKeyRecord[]>).value.map((record) => ({
+    ...record,
+    status: keyStatus(record, now),
+    last_used_at: used.get(record.key_id) ?? null,
+  }));
+};
+
+export const listKeys = async (
+  ctx: OperatorContext,
+  branchId: string,
+  now = new Date(),
+  filter: KeyFilter = {},
+): Promise<KeyListing[]> => (await readListing(ctx, branchId, now)).filter((key) => matches(key, filter));
+
+/** One page of a branch's keys, newest first, with how many there are. */
+export const listKeyPage = async (
+  ctx: OperatorContext,
+  branchId: string,
+  page: { offset: number; limit: number },
+  now = new Date(),
+): Promise<{ keys: KeyListing[]; total: number }> => {
+  const keys = await readListing(ctx, branchId, now);
+  return { keys: keys.slice(page.offset, page.offset + page.limit), total: keys.length };
+};
+
+const REFUSED_BECAUSE: Record<KeyState, string> = {
+  revoked: 'it is revoked',
+  expired: 'it has expired',
+  grace: 'it was rolled',
+  disabled: 'it is disabled',
+  active: 'it is active',
+};
+
+/** Runs a repository action on a key of the branch, with repository errors turned into operator errors. */
+const act = async (
+  ctx: OperatorContext,
+  { branchId, keyId }: KeyOfBranch,
+  now: Date,
+  run: (ref: KeyRef) => Promise<KeyActionResult>,
+): Promise<KeyActionOutcome> => {
+  await requireBranch(ctx, branchId);
+  try {
+    const { record, changed } = await run({ keyId, branchId, now, actor: await ctx.actor() });
+    return { key: record, changed };
+  } catch (error) {
+    if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
+    if (error instanceof KeyActionRefusedError) {
+      const next = error.rolledTo ? `; it was rolled to ${error.rolledTo}, act on that key instead` : '';
+      // The action's past participle reads as the verb, but for an edit.
+      const verb = error.action === 'updated' ? 'changed' : error.action;
+      throw new OperatorError(
+        `Key ${keyId} cannot be ${verb}: ${REFUSED_BECAUSE[error.state]}${next}`,
+        'key_not_changeable',
+      );
+    }
+    if (error instanceof KeyChangedError) throw new OperatorError(error.message, 'conflict');
+    throw error;
+  }
+};
+
+export interface UpdateKeyRequest extends KeyOfBranch, KeySettings {
+  now?: Date;
+}
+
+/** Changes a live key's name, scopes, rate limit, allowlist or expiry; the change takes effect on its next call. */
+export const updateKey = async (ctx: OperatorContext, request: UpdateKeyRequest): Promise<KeyActionOutcome> => {
+  const now = request.now ?? new Date();
+  const change = settingsChange(request, now);
+  if (Object.keys(change).length === 0) {
+    throw new OperatorError(
+      'Nothing to change: give a name, scopes, rate limit, allowed IPs or expiry',
+      'invalid_input',
+      'key',
+    );
+  }
+  return act(ctx, request, now, (ref) => ctx.keys.update(ref, change));
+};
+
+/** Disables a key: 401 disabled_api_key from its next call until it is enabled. Idempotent. */
+export const disableKey = async (ctx: OperatorContext, request: KeyOfBranch & { now?: Date }) =>
+  act(ctx, request, request.now ?? new Date(), (ref) => ctx.keys.disable(ref));
+
+/** Enables a disabled key again; an enabled key is left as it is. */
+export const enableKey = async (ctx: OperatorContext, request: KeyOfBranch & { now?: Date }) =>
+  act(ctx, request, request.now ?? new Date(), (ref) => ctx.keys.enable(ref));
+
+export interface RevokedKey extends ApiKeyRecord {
+  revoked_at: string;
+  /** True when the key had been revoked before this call (which then changed nothing). */
+  already_revoked: boolean;
+}
+
+/** Revokes a key of the branch from the next request on; revoking a revoked key changes nothing. */
+export const revokeKey = async (ctx: OperatorContext, { branchId, keyId }: KeyOfBranch): Promise<RevokedKey> => {
+  const key = await requireKeyOfBranch(ctx, branchId, keyId);
+  if (key.revoked_at) return { ...key, revoked_at: key.revoked_at, already_revoked: true };
+  try {
+    const revoked = await ctx.keys.revoke(keyId, new Date(), await ctx.actor());
+    return { ...revoked, revoked_at: revoked.revoked_at!, already_revoked: false };
+  } catch (error) {
+    // Deleted between the two reads: as unknown as any other id.
+    if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
+    throw error;
+  }
+};
+
+export interface RollKeyRequest extends KeyOfBranch {
+  /** How long the old key keeps working, 0 to MAX_GRACE_MS. @default DEFAULT_GRACE_MS */
+  graceMs?: number;
+  now?: Date;
+}
+
+export interface RollKeyResult {
+  /** The new key's value: shown once, never stored. */
+  key: string;
+  record: ApiKeyRecord;
+  /** The old key: `rolled_to` the new one, `expires_at` at the end of the grace period. */
+  previous: ApiKeyRecord;
+}
+
+const ROLL_REFUSALS: Record<KeyNotRollableError['reason'], string> = {
+  revoked: 'it is revoked',
+  expired: 'it has expired',
+  rolled: 'it was already rolled',
+  disabled: 'it is disabled; enable it first',
+};
+
+/** Rolls a key of the branch: a new key with its settings, the old one ending after the grace period. */
+export const rollKey = async (ctx: OperatorContext, request: RollKeyRequest): Promise<RollKeyResult> => {
+  const graceMs = request.graceMs ?? DEFAULT_GRACE_MS;
+  if (!Number.isInteger(graceMs) || graceMs < 0 || graceMs > MAX_GRACE_MS) {
+    throw invalidInput('grace', ` must be from 0 to ${MAX_GRACE_MS / DURATION_UNITS.d} days`);
+  }
+  await requireBranch(ctx, request.branchId);
+  try {
+    return await ctx.keys.roll({
+      keyId: request.keyId,
+      branchId: request.branchId,
+      graceMs,
+      now: request.now ?? new Date(),
+      actor: await ctx.actor(),
+    });
+  } catch (error) {
+    if (error instanceof KeyNotFoundError) throw unknownKey(request.branchId, request.keyId);
+    if (error instanceof KeyNotRollableError) {
+      const next = error.rolledTo ? ` to ${error.rolledTo}; roll that key instead` : '';
+      throw new OperatorError(
+        `Key ${error.keyId} cannot be rolled: ${ROLL_REFUSALS[error.reason]}${next}`,
+        'key_not_changeable',
+      );
+    }
+    if (error instanceof KeyChangedError) throw new OperatorError(error.message, 'conflict');
+    throw error;
+  }
+};
+
+export interface AuditReport {
+  branch_id: string;
+  generated_at: string;
+  /** Active keys only: revoked and expired keys no longer open anything. */
+  keys: KeyAudit[];
+}
+
+/**
+ * Audits every active key of a branch: what could be tightened, retired or renewed. Locally it
+ * also sends the "Key Expiring" events the daily function sends deployed (once per key and expiry).
+ */
+export const auditKeys = async (
+  ctx: OperatorContext,
+  request: { branchId: string; now?: Date },
+): Promise<AuditReport> => {
+  const now = request.now ?? new Date();
+  await requireBranch(ctx, request.branchId);
+  const listed = await ctx.keys.listByBranch(request.branchId);
+  if (ctx.keyEvents) await sendExpiringEvents({ keys: ctx.keys, keyEvents: ctx.keyEvents, candidates: listed, now });
+  const keys = await auditOf(ctx, listed, now);
+  return { branch_id: request.branchId, generated_at: now.toISOString(), keys };
+};
+
+export interface ActivityRequest {
+  branchId: string;
+  /** Only this key's actions. */
+  keyId?: string;
+  /** How many entries, newest first. @default 50 */
+  limit?: number;
+}
+
+/**
+ * The newest key actions of a branch (or one of its keys). Entries a failed copy left on key
+ * items are copied first, so the log never disagrees with the keys (docs/decisions.md "Key activity").
+ */
+export const listActivity = async (ctx: OperatorContext, request: ActivityRequest): Promise<ActivityEntry[]> => {
+  const limit = request.limit ?? 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ACTIVITY_LIMIT) {
+    throw invalidInput('limit', ` must be a whole number from 1 to ${MAX_ACTIVITY_LIMIT}`);
+  }
+  await requireBranch(ctx, request.branchId);
+  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
+  await ctx.keys.flushActivity(request.branchId);
+  return ctx.activity.list({
+    branchId: request.branchId,
+    limit,
+    ...(request.keyId !== undefined ? { keyId: request.keyId } : {}),
+  });
+};

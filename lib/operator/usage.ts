@@ -1,0 +1,87 @@
+/**
+ * The usage log of a branch (or one key), as `usage` shows it: the newest records, and a summary
+ * of every call in the period. Summaries from the rollups are in usage-rollups.ts.
+ */
+import type { UsageRecord } from '../../shared/domain/usage-record';
+import type { OperatorContext } from './context';
+import { invalidInput } from './errors';
+import { parseIsoDate } from './input';
+import { requireBranch, requireKeyOfBranch } from './keys';
+
+export interface UsageRequest {
+  branchId: string;
+  keyId?: string;
+  since?: string;
+  /** How many records, newest first. @default 50 */
+  limit?: number;
+}
+
+export interface UsageSummary {
+  /** Every call in the period (`--since` to now; all kept records without it), not only those shown. */
+  count: number;
+  by_status: Record<string, number>;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  /** False when the period held more than MAX_SUMMARY_CALLS calls: the figures cover the newest ones. */
+  complete: boolean;
+}
+
+/** Nearest-rank percentile of sorted values. */
+const percentile = (sorted: number[], p: number): number | null =>
+  sorted.length === 0 ? null : (sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? null);
+
+export const summarize = (
+  records: readonly Pick<UsageRecord, 'status' | 'response_time_ms'>[],
+  complete = true,
+): UsageSummary => {
+  const byStatus: Record<string, number> = {};
+  for (const record of records) byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
+  const times = records.map((record) => record.response_time_ms).sort((a, b) => a - b);
+  return {
+    count: records.length,
+    by_status: byStatus,
+    p50_ms: percentile(times, 50),
+    p95_ms: percentile(times, 95),
+    complete,
+  };
+};
+
+export const MAX_USAGE_LIMIT = 10_000;
+/** Most calls the summary of `usage` reads (status and time only): about 100 pages of the usage table. */
+export const MAX_SUMMARY_CALLS = 200_000;
+
+/**
+ * The newest usage records of a branch (or one of its keys), and a summary of every call in the
+ * period, not only of the records shown (bounded by `maxSummaryCalls`).
+ */
+export const readUsage = async (
+  ctx: OperatorContext,
+  request: UsageRequest,
+  maxSummaryCalls: number = MAX_SUMMARY_CALLS,
+) => {
+  const limit = request.limit ?? 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_USAGE_LIMIT) {
+    throw invalidInput('limit', ` must be a whole number from 1 to ${MAX_USAGE_LIMIT}`);
+  }
+  const since = request.since === undefined ? undefined : parseIsoDate(request.since, 'since');
+  await requireBranch(ctx, request.branchId);
+  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
+  const scope = {
+    branchId: request.branchId,
+    ...(request.keyId ? { keyId: request.keyId } : {}),
+    ...(since ? { since } : {}),
+  };
+  const records: UsageRecord[] = [];
+  let position: string | undefined;
+  do {
+    const page = await ctx.usage.query({
+      ...scope,
+      limit: Math.min(1000, limit - records.length),
+      ...(position ? { position } : {}),
+    });
+    records.push(...page.records);
+    position = page.nextPosition;
+  } while (position && records.length < limit);
+  const stats = await ctx.usage.callStats(scope, maxSummaryCalls);
+  return { records, summary: summarize(stats.calls, stats.complete) };
+};
