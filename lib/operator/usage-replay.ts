@@ -8,7 +8,9 @@
  */
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { createInterface } from 'node:readline';
+import { routeKey, routes } from '../../shared/api/routes';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import { UsageRecordSchema } from '../../shared/domain/usage-record-schema';
 import type { OperatorContext } from './context';
@@ -52,6 +54,8 @@ export interface ReplayOptions {
   env?: Env;
   /** Called after each batch. */
   onProgress?: (progress: { lines: number; found: number; stored: number }) => void;
+  /** The clock a record's time is checked against. @default the time of the call */
+  now?: Date;
 }
 
 /** A JSON log line, alone or after a CloudWatch prefix (`<time>\t<request id>\t{...}`). */
@@ -69,16 +73,49 @@ const parseLogLine = (line: string): Record<string, unknown> | undefined => {
 };
 
 /**
- * What one line holds: nothing to replay (any other log line), a record, or a reason it is bad
- * (a "not stored" entry whose record is not a usage record, or such a line cut short).
+ * How far past this machine's clock a record's time may be: the function's clock and this one's
+ * differ a little, never by more.
  */
-export const readLogLine = (line: string): UsageRecord | string | undefined => {
+export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
+/** The bounds of what a call can have recorded (docs/usage-rollups.md "Replay"). */
+export const RECORD_BOUNDS = { path: 2048, id: 64 } as const;
+/** The method of each route the API has: a record of any other route did not come from it. */
+const METHOD_OF_ROUTE = new Map(routes.map((route) => [routeKey(route), route.method as string]));
+
+/** Why a well-formed record cannot be one the API wrote, or undefined when it can. */
+const impossibility = (record: UsageRecord, now: Date): string | undefined => {
+  const ahead = Date.parse(record.timestamp) - now.getTime();
+  if (ahead > MAX_CLOCK_SKEW_MS) return `timestamped ${record.timestamp}, in the future`;
+  for (const field of ['key_id', 'branch_id', 'request_id'] as const) {
+    if (record[field].length > RECORD_BOUNDS.id) return `${field} longer than ${RECORD_BOUNDS.id} characters`;
+  }
+  const method = METHOD_OF_ROUTE.get(record.route);
+  // The route is never shown: one sent whole could be any size.
+  if (method === undefined) return 'a route the API does not have';
+  if (record.method !== method) return `method ${record.method.slice(0, 16)} on a ${method} route`;
+  if (record.path.length > RECORD_BOUNDS.path || !record.path.startsWith('/')) {
+    return `path not one of at most ${RECORD_BOUNDS.path} characters starting with /`;
+  }
+  if (record.source_ip !== undefined && isIP(record.source_ip) === 0) return 'source_ip not an IP address';
+  return undefined;
+};
+
+/**
+ * What one line holds: nothing to replay (any other log line), a record, or a reason it is bad
+ * (a "not stored" entry whose record is not a usage record, or one that cannot have happened: in
+ * the future, of a route the API does not have, or past a field's bounds; or such a line cut short).
+ */
+export const readLogLine = (line: string, now = new Date()): UsageRecord | string | undefined => {
   const entry = parseLogLine(line);
   if (!entry) return line.includes(USAGE_NOT_STORED_MESSAGE) ? 'not a JSON log entry' : undefined;
   if (entry.message !== USAGE_NOT_STORED_MESSAGE || String(entry.level).toUpperCase() !== 'ERROR') return undefined;
   const parsed = UsageRecordSchema.safeParse(entry.usage_record);
-  if (parsed.success) return parsed.data;
-  return `not a valid usage record (${parsed.error.issues.map((issue) => issue.path.join('.') || 'record').join(', ')})`;
+  if (!parsed.success) {
+    const fields = parsed.error.issues.map((issue) => issue.path.join('.') || 'record');
+    return `not a valid usage record (${fields.join(', ')})`;
+  }
+  const impossible = impossibility(parsed.data, now);
+  return impossible ? `cannot have happened: ${impossible}` : parsed.data;
 };
 
 /** What storing batches did. */
@@ -143,7 +180,7 @@ export const storeUsageBatch = async <E extends { record: UsageRecord }>(
 export const replayUsageLog = async (
   ctx: OperatorContext,
   file: string,
-  { fromLine = 1, env = process.env, onProgress }: ReplayOptions = {},
+  { fromLine = 1, env = process.env, onProgress, now = new Date() }: ReplayOptions = {},
 ): Promise<ReplayResult> => {
   if (!Number.isInteger(fromLine) || fromLine < 1) throw invalidInput('from_line', ' must be a whole number from 1');
   try {
@@ -179,7 +216,7 @@ export const replayUsageLog = async (
     number += 1;
     if (number < fromLine) continue;
     result.lines += 1;
-    const read = readLogLine(line);
+    const read = readLogLine(line, now);
     if (typeof read === 'string') skip(result, { line: number, reason: read });
     else if (read) {
       result.found += 1;
