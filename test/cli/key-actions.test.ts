@@ -2,7 +2,9 @@
  * `keys update | disable | enable | activity` end to end, each in a child process against this
  * file's tables, with the effect on the API; and tables that fit a terminal but stay whole when piped.
  */
-import { userInfo } from 'node:os';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
 import { handler as getBranch } from '../../functions/get-branch';
 import { formatTable } from '../../lib/operator/format';
 import { runCli } from '../support/cli';
@@ -82,6 +84,28 @@ describe('keys update, disable, enable, activity', () => {
     expect(refused.stderr).toContain(`error: Key ${record.key_id} cannot be enabled: it is revoked`);
     const refusedJson = await runCli(['keys', 'update', record.key_id, '--branch', BRANCH, '--name', 'x', '--json']);
     expect(JSON.parse(refusedJson.stderr.trim().split('\n').pop()!).error.code).toBe('key_not_changeable');
+  });
+});
+
+describe('key events with no destination', () => {
+  const NO_DESTINATION = { KEY_EVENT_BUS_NAME: undefined, KEY_EVENTS_FILE: undefined };
+
+  it('a key action warns once on stderr where events would go and how to set it', async () => {
+    const { record } = await createKey();
+    const disabled = await runCli(['keys', 'disable', record.key_id, '--branch', BRANCH], NO_DESTINATION);
+    expect(disabled.code).toBe(0);
+    const warnings = disabled.stderr.split('\n').filter((line) => line.startsWith('warning:'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/KEY_EVENT_BUS_NAME .*bus.*KEY_EVENTS_FILE/);
+    // A read is no key action; with a destination set, nothing to warn about.
+    const listed = await runCli(['keys', 'list', '--branch', BRANCH], NO_DESTINATION);
+    expect(listed.stderr).not.toContain('warning:');
+    const dir = await mkdtemp(join(tmpdir(), 'key-events-'));
+    const enabled = await runCli(['keys', 'enable', record.key_id, '--branch', BRANCH], {
+      KEY_EVENTS_FILE: join(dir, 'events.jsonl'),
+    });
+    expect(enabled.code).toBe(0);
+    expect(enabled.stderr).not.toContain('warning:');
   });
 });
 
