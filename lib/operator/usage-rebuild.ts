@@ -1,11 +1,12 @@
 /**
  * `usage rebuild`: recounts the rollups of a period from the raw usage records, hour by hour
- * (docs/usage-rollups.md "Rebuild"). Memory holds one hour's counters (keys × statuses, routes
- * and buckets), never the records; each item is rewritten only if the aggregator did not touch
- * it since the rebuild read it, so the two never count a call twice.
+ * (docs/usage-rollups.md "Rebuild"), only the hours that hold a call or a rollup item, so a long
+ * quiet period costs a few reads. Memory holds one hour's counters (keys × statuses, routes and
+ * buckets), never the records; each item is rewritten only if the aggregator did not touch it
+ * since the rebuild read it, so the two never count a call twice.
  */
 import { positiveIntEnv } from '../../shared/lambda/config';
-import { addCall, hourItemSk, hourOf, type Counters } from '../../shared/domain/rollups';
+import { addCall, HOUR_ITEM_PREFIX, hourItemSk, hourOf, type Counters } from '../../shared/domain/rollups';
 import type { StoredHour } from '../../shared/data/repositories/rollups';
 import type { OperatorContext } from './context';
 import { invalidInput } from './errors';
@@ -99,6 +100,27 @@ const recountHour = async (ctx: OperatorContext, branchId: string, keyId: string
     position = page.nextPosition;
   } while (position);
   return recount;
+};
+
+/**
+ * The hours from `fromHour` to `toHour` with anything to recount: those with rollup items (one
+ * range read), and those with raw records, found newest first by reading one record and skipping
+ * to the hour before it: a read per busy hour, none per empty one.
+ */
+const hoursToRebuild = async (scope: Scope, fromHour: string, toHour: string): Promise<Set<string>> => {
+  const { ctx, branchId, keyId } = scope;
+  const byKey = keyId !== undefined ? { keyId } : {};
+  const stored = await ctx.rollups.storedHours({ branchId, fromHour, toHour, ...byKey });
+  const hours = new Set([...stored.keys()].map((sk) => sk.slice(HOUR_ITEM_PREFIX.length).split('#')[0]!));
+  const since = new Date(fromHour);
+  let until = new Date(Date.parse(toHour) + HOUR_MS);
+  for (;;) {
+    const [newest] = (await ctx.usage.query({ branchId, since, until, limit: 1, ...byKey })).records;
+    if (!newest) return hours;
+    const hour = hourOf(newest.timestamp);
+    hours.add(hour);
+    until = new Date(hour);
+  }
 };
 
 interface Scope {
@@ -204,38 +226,37 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
     (request.settleSeconds ?? positiveIntEnv(env, 'ROLLUP_SETTLE_SECONDS', DEFAULT_SETTLE_SECONDS)) * 1000;
   const lagMs = (request.maxLagSeconds ?? maxLagSeconds(env)) * 1000;
   const { fromHour, toHour } = hourRange(period);
-  const hours: string[] = [];
-  for (let t = Date.parse(fromHour); t <= Date.parse(toHour); t += HOUR_MS) hours.push(new Date(t).toISOString());
   const scope: Scope = {
     ctx,
     branchId: request.branchId,
     keyId: request.keyId,
     retentionDays: rollupRetentionDays(env),
   };
-  const tally: Tally = { records: new Map(), before: new Map(), after: new Map() };
+  const endMs = Date.parse(toHour) + HOUR_MS;
+  // Hours that ended less than the settle time ago are left alone: the hours before `settledEnd`.
+  const settledEnd = settleMs > 0 ? Math.min(endMs, Date.parse(hourOf(now.getTime() - settleMs))) : endMs;
   const open: string[] = [];
+  for (let t = Math.max(Date.parse(fromHour), settledEnd); t < endMs; t += HOUR_MS)
+    open.push(new Date(t).toISOString());
+  const hours =
+    settledEnd > Date.parse(fromHour)
+      ? [...(await hoursToRebuild(scope, fromHour, hourOf(settledEnd - HOUR_MS)))].sort()
+      : [];
+  const tally: Tally = { records: new Map(), before: new Map(), after: new Map() };
   const busy: string[] = [];
   const written = new Map<string, Map<string, number>>();
   for (const [done, hour] of hours.entries()) {
-    if (settleMs > 0 && Date.parse(hour) + HOUR_MS > now.getTime() - settleMs) open.push(hour);
-    else {
-      const versions = await rebuildHour(scope, hour, tally);
-      if (versions) written.set(hour, versions);
-      else busy.push(hour);
-    }
+    const versions = await rebuildHour(scope, hour, tally);
+    if (versions) written.set(hour, versions);
+    else busy.push(hour);
     request.onProgress?.({ hours: done + 1, of: hours.length, records: sum(tally.records) });
   }
   const wait = () => (request.wait ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(lagMs);
   if (lagMs > 0) busy.push(...(await checkHours(scope, written, wait, tally)));
-  const rebuiltUntil = hours.filter((hour) => !open.includes(hour)).at(-1);
-  const cleared = rebuiltUntil
-    ? await ctx.rollups.clearSetAside(
-        request.branchId,
-        fromHour,
-        new Date(Date.parse(rebuiltUntil) + HOUR_MS).toISOString(),
-        request.keyId,
-      )
-    : 0;
+  const cleared =
+    settledEnd > Date.parse(fromHour)
+      ? await ctx.rollups.clearSetAside(request.branchId, fromHour, new Date(settledEnd).toISOString(), request.keyId)
+      : 0;
   return {
     branch_id: request.branchId,
     key_id: request.keyId ?? null,
