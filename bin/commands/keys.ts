@@ -26,9 +26,9 @@ import { OperatorError } from '../../lib/operator/errors';
 import { formatTable } from '../../lib/operator/format';
 import { lines, terminal, type TerminalText } from '../../lib/operator/terminal';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
-import type { ActivityEntry } from '../../shared/domain/key-activity';
 import { KEY_STATES, type KeyState } from '../../shared/domain/key-state';
-import { dash, outputWidth, positiveInt, print, utcTime, withContext, withKeyAction, type JsonOption } from './kit';
+import { dash, outputWidth, positiveInt, print, withContext, withKeyAction, type JsonOption } from './kit';
+import { activityTable } from './tables';
 
 const SCOPES_HELP = 'comma-separated: read, write, webhooks, team:read, billing:read';
 const ALLOW_IP_HELP = 'only these IPv4/IPv6 addresses or CIDR blocks may use the key';
@@ -319,15 +319,6 @@ const addAudit = (keys: Command): void => {
     );
 };
 
-const shown = (value: unknown): string =>
-  value === null || value === undefined ? '-' : Array.isArray(value) ? value.join(',') : String(value);
-
-/** `name: sync → billing; rate_limit: - → 5/s` */
-export const describeChanges = (entry: ActivityEntry): string =>
-  Object.entries(entry.changes)
-    .map(([field, { before, after }]) => `${field}: ${shown(before)} → ${shown(after)}`)
-    .join('; ') || '-';
-
 const addActivity = (keys: Command): void => {
   keys
     .command('activity')
@@ -343,25 +334,10 @@ const addActivity = (keys: Command): void => {
           limit: options.limit,
           ...(options.key !== undefined ? { keyId: options.key } : {}),
         });
-        // With --key every row is that key's: its column would say the same thing on each.
-        const oneKey = options.key !== undefined;
         print(entries, options, () =>
           entries.length === 0
             ? terminal`No key activity for branch ${options.branch} yet; it starts with the next key action`
-            : formatTable(
-                ['TIME (UTC)', 'ACTION', ...(oneKey ? [] : ['KEY']), 'NAME', 'ACTOR', 'CHANGES'],
-                entries.map((e) => [
-                  utcTime(e.at),
-                  e.action,
-                  ...(oneKey ? [] : [e.key_id]),
-                  e.key_name,
-                  e.actor,
-                  describeChanges(e),
-                ]),
-                outputWidth(),
-                [],
-                ['TIME (UTC)', 'ACTION'],
-              ),
+            : activityTable(entries, { oneKey: options.key !== undefined, width: outputWidth() }),
         );
       }),
     );

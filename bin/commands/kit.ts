@@ -63,7 +63,4 @@ export const NO_KEY_EVENTS_WARNING =
 
 export const dash = (value: string | null | undefined) => value ?? '-';
 
-/** An ISO time as the CLI's tables show it, in UTC to the second: `2026-11-28 05:00:21`. */
-export const utcTime = (iso: string): string => `${iso.slice(0, 10)} ${iso.slice(11, 19)}`;
-
 export const kit = { withContext, print };

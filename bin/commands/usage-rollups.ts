@@ -61,7 +61,7 @@ export const formatSummary = (summary: UsageRollupSummary, width?: number): Term
   lines.push(
     terminal``,
     formatTable(
-      [summary.by === 'hour' ? 'HOUR' : 'DAY', 'CALLS', '2XX', '3XX', '4XX', '5XX', 'P50', 'P95', 'P99'],
+      [summary.by === 'hour' ? 'HOUR (UTC)' : 'DAY (UTC)', 'CALLS', '2XX', '3XX', '4XX', '5XX', 'P50', 'P95', 'P99'],
       summary.buckets.map((b) => [
         summary.by === 'hour' ? b.start.slice(0, 13) : b.start.slice(0, 10),
         String(b.calls),

@@ -2,11 +2,11 @@
 import type { Command } from 'commander';
 import { OperatorError } from '../../lib/operator/errors';
 import { MAX_USAGE_LIMIT, readUsage } from '../../lib/operator/usage';
-import { formatTable } from '../../lib/operator/format';
 import { lines, terminal } from '../../lib/operator/terminal';
 import { addUsageRollupCommands, formatSetAside } from './usage-rollups';
 import { setAsideReport } from '../../lib/operator/usage-rollups';
-import { kit, outputWidth, positiveInt, print, utcTime, withContext, type JsonOption } from './kit';
+import { kit, outputWidth, positiveInt, print, withContext, type JsonOption } from './kit';
+import { usageTable } from './tables';
 
 interface UsageOptions extends JsonOption {
   branch?: string;
@@ -50,22 +50,7 @@ export const addUsageCommands = (program: Command): void => {
             ...(records.length < summary.count ? [terminal`showing the newest ${records.length}`] : []),
           ]);
           if (records.length === 0) return head;
-          // With --key every row is that key's; the request id goes first when the width is short.
-          const oneKey = options.key !== undefined;
-          const table = formatTable(
-            ['TIME (UTC)', ...(oneKey ? [] : ['KEY']), 'CALL', 'STATUS', 'MS', 'REQUEST ID'],
-            records.map((r) => [
-              utcTime(r.timestamp),
-              ...(oneKey ? [] : [r.key_id]),
-              `${r.method} ${r.path}`,
-              String(r.status),
-              String(r.response_time_ms),
-              r.request_id,
-            ]),
-            outputWidth(),
-            ['REQUEST ID'],
-            ['TIME (UTC)', 'STATUS', 'MS'],
-          );
+          const table = usageTable(records, { oneKey: options.key !== undefined, width: outputWidth() });
           return terminal`${head}\n\n${table}`;
         });
       }),

@@ -8,20 +8,22 @@ const tableWidth = (widths: readonly number[]): number =>
   widths.reduce((sum, width) => sum + width, 0) + GAP * (widths.length - 1);
 
 /**
- * Column widths that fit `maxWidth` (when they can), taking from the widest column each time;
- * the columns marked `whole` are never cut.
+ * Column widths that fit `maxWidth` (when they can), taking from the widest column each time: the
+ * columns not marked `cutLast` first, down to MIN_COLUMN, then the others.
  */
-const fitWidths = (widths: number[], maxWidth: number | undefined, whole: readonly boolean[]): number[] => {
+const fitWidths = (widths: number[], maxWidth: number | undefined, cutLast: readonly boolean[]): number[] => {
   if (maxWidth === undefined) return widths;
   const fitted = [...widths];
   const total = () => tableWidth(fitted);
-  while (total() > maxWidth) {
-    const cuttable = fitted.map((width, column) => (whole[column] ? 0 : width));
-    const widest = cuttable.indexOf(Math.max(...cuttable));
-    if (cuttable[widest]! <= MIN_COLUMN) break; // as narrow as it gets: the terminal wraps the rest
-    fitted[widest] = Math.max(MIN_COLUMN, fitted[widest]! - Math.max(1, total() - maxWidth));
+  for (const tier of [false, true]) {
+    while (total() > maxWidth) {
+      const cuttable = fitted.map((width, column) => (cutLast[column] === tier ? width : 0));
+      const widest = cuttable.indexOf(Math.max(...cuttable));
+      if (cuttable[widest]! <= MIN_COLUMN) break; // as narrow as this tier gets
+      fitted[widest] = Math.max(MIN_COLUMN, fitted[widest]! - Math.max(1, total() - maxWidth));
+    }
   }
-  return fitted;
+  return fitted; // still too wide: the terminal wraps the rest
 };
 
 /** The cell cut to `width` columns with a trailing `…` when it is longer. Cells are escaped already. */
@@ -55,15 +57,16 @@ const columnsToShow = (
  * the terminal first, and the widths are those of the escaped text, so a hostile cell can
  * neither break out of its row nor shift the columns. With `maxWidth` (the terminal's width), the
  * `droppable` columns are left out (least important first, with a note) while the table does not
- * fit, then the widest columns (but the `whole` ones) are cut with `…` until it does; piped
- * output passes no width and stays whole.
+ * fit, then the widest columns are cut with `…` until it does, those named `cutLast` (the ones
+ * a reader needs whole) only when the others are as narrow as they go; piped output passes no
+ * width and stays whole.
  */
 export const formatTable = (
   header: readonly string[],
   rows: readonly (readonly string[])[],
   maxWidth?: number,
   droppable: readonly string[] = [],
-  whole: readonly string[] = [],
+  cutLast: readonly string[] = [],
 ): TerminalText => {
   const all = [header, ...rows].map((row) => row.map((cell) => escapeForTerminal(cell)));
   const natural = header.map((_, column) => Math.max(...all.map((row) => displayWidth(row[column] ?? ''))));
@@ -72,7 +75,7 @@ export const formatTable = (
   const widths = fitWidths(
     shown.map((column) => natural[column]!),
     maxWidth,
-    shown.map((column) => whole.includes(header[column]!)),
+    shown.map((column) => cutLast.includes(header[column]!)),
   );
   const hidden = header.filter((_, column) => !shown.includes(column)).map(escapeForTerminal);
   const table = cells

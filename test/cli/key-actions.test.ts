@@ -87,6 +87,55 @@ describe('keys update, disable, enable, activity', () => {
   });
 });
 
+describe('keys list filters, update output and default names', () => {
+  it('a key made without --name gets a name no other key of the branch has', async () => {
+    const made = [];
+    for (let i = 0; i < 3; i += 1) {
+      made.push((await runCli(['keys', 'create', '--branch', BRANCH, '--scopes', 'read', '--json'])).json);
+    }
+    const names = made.map((key: { name: string }) => key.name);
+    for (const name of names) expect(name).toMatch(/^API key \d+$/);
+    const listed = (await runCli(['keys', 'list', '--branch', BRANCH, '--json'])).json as { name: string }[];
+    for (const name of names) expect(listed.filter((key) => key.name === name)).toHaveLength(1);
+  });
+
+  it('lists only the keys of a status and a name', async () => {
+    const { record } = await createKey({ name: 'Filter Me billing' });
+    await createKey({ name: 'filter me reports' });
+    await runCli(['keys', 'disable', record.key_id, '--branch', BRANCH]);
+    const byName = await runCli(['keys', 'list', '--branch', BRANCH, '--name', 'FILTER ME', '--json']);
+    expect(byName.json.map((key: { name: string }) => key.name).sort()).toEqual([
+      'Filter Me billing',
+      'filter me reports',
+    ]);
+    const both = await runCli(['keys', 'list', '--branch', BRANCH, '--status', 'disabled', '--name', 'filter me']);
+    expect(both.code).toBe(0);
+    expect(both.stdout).toContain('Filter Me billing');
+    expect(both.stdout).not.toContain('filter me reports');
+    const none = await runCli(['keys', 'list', '--branch', BRANCH, '--status', 'revoked', '--name', 'filter me']);
+    expect(none.stdout.trim()).toBe(`No keys of branch ${BRANCH} match`);
+    const bad = await runCli(['keys', 'list', '--branch', BRANCH, '--status', 'sleeping']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('Allowed choices are active, grace, disabled, expired, revoked');
+  });
+
+  it('keys update prints the key as it now is', async () => {
+    const { record } = await createKey({ name: 'before' });
+    const updated = await runCli([
+      ...['keys', 'update', record.key_id, '--branch', BRANCH, '--name', 'after', '--rate-limit', '20/s'],
+      ...['--allow-ip', '203.0.113.0/24'],
+    ]);
+    expect(updated.code).toBe(0);
+    const text = updated.stdout;
+    expect(text).toContain(`Updated key ${record.key_id} (branch ${BRANCH}); it is now:`);
+    expect(text).toMatch(/name: +after/);
+    expect(text).toMatch(/scopes: +read/);
+    expect(text).toMatch(/from: +203\.0\.113\.0\/24/);
+    expect(text).toMatch(/rate limit: 20\/s/);
+    expect(text).toMatch(/expires: +never/);
+  });
+});
+
 describe('key events with no destination', () => {
   const NO_DESTINATION = { KEY_EVENT_BUS_NAME: undefined, KEY_EVENTS_FILE: undefined };
 
