@@ -4,6 +4,7 @@
  * field; each caller names it its own way (lib/operator/errors.ts `messageNaming`). See
  * docs/decisions.md, "Operator input".
  */
+import { InvalidCidrError, parseAllowlist } from '../../shared/domain/cidr';
 import { InvalidRateLimitError, parseRateLimit, type RateLimit } from '../../shared/domain/rate-limit';
 import { SCOPES, ScopeSchema, type Scope } from '../../shared/domain/schemas';
 import { invalidInput, OperatorError, type OperatorField } from './errors';
@@ -98,16 +99,14 @@ export const scopeList = (names: readonly string[]): Scope[] => {
   return [...new Set(names as Scope[])];
 };
 
-/**
- * `203.0.113.0/24, 2001:db8::1` → its entries; an empty entry (`a,,b`) is refused as a typo. The
- * library checks and canonicalises each entry.
- */
+/** `203.0.113.0/24, 2001:db8::1` → canonical CIDR entries; an empty entry (`a,,b`) is refused as a typo. */
 export const parseAllowedIps = (value: string): string[] => {
-  const entries = value.split(',').map((entry) => entry.trim());
-  if (entries.includes('')) {
-    throw invalidInput('allowed_ips', ': the IP allowlist has an empty entry (two commas, or one at an end)');
+  try {
+    return parseAllowlist(value);
+  } catch (error) {
+    if (error instanceof InvalidCidrError) throw invalidInput('allowed_ips', `: ${error.message}`);
+    throw error;
   }
-  return entries;
 };
 
 /** `N/s`, `N/min` or `N/h`. */

@@ -132,7 +132,7 @@ const checkRateLimit = (rateLimit: RateLimit): string => {
 };
 
 /** The settings checked, as the repository stores them; writes nothing. */
-export const settingsChange = (settings: KeySettings, now: Date): KeySettingsChange => {
+const settingsChange = (settings: KeySettings, now: Date): KeySettingsChange => {
   const { name, scopes, expiresAt, allowedIps, rateLimit } = settings;
   return {
     ...(name !== undefined ? { name: checkName(name) } : {}),
