@@ -5,7 +5,8 @@
 import { OperatorError } from '../operator/errors';
 import { DEFAULT_GRACE, parseGrace } from '../operator/input';
 import { auditOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
-import { createKey, keyStatus, listKeys, rollKey, type KeyListing } from '../operator/keys';
+import { createKey, listKeys, rollKey, type KeyListing } from '../operator/keys';
+import { keyState } from '../../shared/domain/key-state';
 import { html, type Html } from './html';
 import { Refusal, notFound, queryValue } from './http';
 import { formError, formSettings, KEY_FORM_FIELDS, readKeyForm } from './key-form';
@@ -95,7 +96,7 @@ export const findKey = async (r: RouteRequest) => {
   const { branch, key: keyId } = r.params;
   const record = await r.ctx.keys.getById(keyId!);
   if (!record || record.branch_id !== branch) throw notFound(`Branch ${branch} has no key ${keyId}.`);
-  return { ...record, status: keyStatus(record), last_used_at: null };
+  return { ...record, status: keyState(record, new Date()), last_used_at: null };
 };
 
 /** A form that shows a key value must be sent once: a reload re-sends it, and must not repeat it. */

@@ -177,9 +177,6 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
   });
 };
 
-/** The key's state (shared/domain/key-state.ts): the same answer the API gives. */
-export const keyStatus = (record: ApiKeyRecord, now = new Date()): KeyState => keyState(record, now);
-
 /** Which keys a listing keeps. */
 export interface KeyFilter {
   status?: KeyState;
@@ -206,7 +203,7 @@ const readListing = async (ctx: OperatorContext, branchId: string, now: Date): P
   const used = (lastUsed as PromiseFulfilledResult<Map<string, string>>).value;
   return (records as PromiseFulfilledResult<ApiKeyRecord[]>).value.map((record) => ({
     ...record,
-    status: keyStatus(record, now),
+    status: keyState(record, now),
     last_used_at: used.get(record.key_id) ?? null,
   }));
 };
