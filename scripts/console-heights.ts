@@ -9,7 +9,7 @@
 import { startConsole } from '../lib/console/server';
 import { startLocalEnvironment } from '../lib/local/environment';
 import { createOperatorContext } from '../lib/operator/context';
-import { createKey } from '../lib/operator/operations';
+import { createKey } from '../lib/operator/keys';
 import { launchChromium } from './chromium';
 
 const KEYS = 70;
@@ -19,7 +19,7 @@ const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], l
 const chromium = await launchChromium();
 try {
   const branchId = stack.demoBranchId;
-  for (let i = 1; i <= KEYS; i++) await createKey(ctx, { branchId, scopes: 'read', name: `Till ${i}` });
+  for (let i = 1; i <= KEYS; i++) await createKey(ctx, { branchId, scopes: ['read'], name: `Till ${i}` });
   const page = await chromium.context.newPage();
   await page.goto(settings.url);
   const heights: Record<string, number> = {};
