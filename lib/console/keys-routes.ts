@@ -2,7 +2,7 @@
  * Routes of the "API keys" page: the list (search, status filter, pages), Create key, and each
  * key's actions, a confirmation page (GET) and the change (POST).
  */
-import { messageNaming, OperatorError } from '../operator/errors';
+import { OperatorError } from '../operator/errors';
 import { DEFAULT_GRACE, parseGrace } from '../operator/input';
 import { auditOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
 import { createKey, listKeys, rollKey, type KeyListing } from '../operator/keys';
@@ -235,8 +235,7 @@ const rollRoute: ConsoleRoute = {
       return page(await keysView(r, { created: { key, name: record.name, keyId: record.key_id, note } }));
     } catch (error) {
       if (!(error instanceof OperatorError)) throw error;
-      const alert = messageNaming(error, (field) => (field === 'grace' ? 'Grace period' : undefined));
-      return page(await keysView(r, { alert }), 409);
+      return page(await keysView(r, { alert: error.message }), 409);
     }
   },
 };
