@@ -6,8 +6,6 @@
  * rate is one that keeps rollups current), forces a GC and reports RSS and CPU time.
  */
 import autocannon from 'autocannon';
-import type { StoredData } from '../lib/local/string-store';
-import { LOCAL_STACK_NODE_FLAGS } from '../lib/local/launch';
 import { startChild } from './lib/child';
 import { round } from './lib/stats';
 
@@ -20,13 +18,10 @@ interface Ready {
 type Sample = NodeJS.MemoryUsage & {
   cpuMicros: number;
   delivered: number;
-  stored: StoredData;
   /** Committed bytes of V8's young and old generations. */
   generations: { young: number; old: number };
-  /** RSS after a forced GC as the load ended, before the stack went idle and gave memory back. */
+  /** RSS after a forced GC as the load ended. */
   rssAtLoadEnd: number;
-  /** Memory-reducing GCs the idle stack has run. */
-  idleReleases: number;
 };
 
 const settings = {
@@ -38,29 +33,8 @@ const settings = {
 
 const mb = (bytes: number) => round(bytes / 1024 / 1024, 1);
 
-/**
- * What the session holds per call, beside what its memory grew by: the characters of keys and
- * values the store gained (one byte each: ASCII keys, JSON values), in total and per table or
- * index, and the heap's growth, all per call.
- */
-const storedPerCall = (before: Sample, after: Sample, calls: number) => {
-  const perCall = (chars: number) => round(chars / calls, 0);
-  const parts = Object.entries(after.stored.byPart).map(([part, one]) => {
-    const was = before.stored.byPart[part] ?? { entries: 0, chars: 0 };
-    return [part, { entries: one.entries - was.entries, bytesPerCall: perCall(one.chars - was.chars) }] as const;
-  });
-  return {
-    storedBytesPerCall: perCall(after.stored.chars - before.stored.chars),
-    storedEntriesPerCall: round((after.stored.entries - before.stored.entries) / calls, 2),
-    storedByPart: Object.fromEntries(parts.filter(([, one]) => one.entries !== 0 || one.bytesPerCall !== 0)),
-    heapBytesPerCall: perCall(after.heapUsed - before.heapUsed),
-  };
-};
-
 export const runLocalStack = async () => {
-  // The Node flags `npm start` runs the stack with (lib/local/launch.ts), then BENCH_LOCAL_NODE_ARGS
-  // to compare settings: later flags win, so `--min-semi-space-size=0 --max-semi-space-size=0` is
-  // V8's default young generation.
+  // BENCH_LOCAL_NODE_ARGS: Node flags to compare settings.
   const nodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filter(Boolean);
   // The child gets PATH and HOME only (bench/lib/child.ts): pass on the settings meant for it.
   const childEnv = Object.fromEntries(
@@ -70,7 +44,7 @@ export const runLocalStack = async () => {
     ),
   );
   const stack = await startChild<Ready>('bench/children/local-stack.ts', childEnv, {
-    execArgv: ['--expose-gc', ...LOCAL_STACK_NODE_FLAGS, ...nodeArgs],
+    execArgv: ['--expose-gc', ...nodeArgs],
   });
   try {
     const { baseUrl, keys } = stack.ready;
@@ -112,8 +86,7 @@ export const runLocalStack = async () => {
       rssAtLoadEndBeforeMb: mb(before.rssAtLoadEnd),
       rssAtLoadEndAfterMb: mb(after.rssAtLoadEnd),
       rssAtLoadEndGrowthMb: mb(after.rssAtLoadEnd - before.rssAtLoadEnd),
-      idleReleases: after.idleReleases - before.idleReleases,
-      nodeFlags: [...LOCAL_STACK_NODE_FLAGS, ...nodeArgs].join(' '),
+      nodeFlags: nodeArgs.join(' ') || 'defaults',
       heapBeforeMb: mb(before.heapUsed),
       heapAfterMb: mb(after.heapUsed),
       heapTotalBeforeMb: mb(before.heapTotal),
@@ -126,7 +99,7 @@ export const runLocalStack = async () => {
       requestsPerSecond: round(requests / seconds, 0),
       cpuMsPerRequest: round((after.cpuMicros - before.cpuMicros) / 1000 / requests, 2),
       usageRecordsDelivered: after.delivered - before.delivered,
-      ...storedPerCall(before, after, requests),
+      heapBytesPerCall: round((after.heapUsed - before.heapUsed) / requests, 0),
       samples: samples.map((one) => ({
         rssMb: mb(one.rss),
         rssAtLoadEndMb: mb(one.rssAtLoadEnd),

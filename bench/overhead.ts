@@ -26,8 +26,7 @@ import { config, documentClient } from '../shared/lambda/runtime';
 import { createBareRequest } from './lib/bare';
 import { benchKey, ENDPOINTS, type EndpointName } from './lib/fixtures';
 import { createLayers } from './lib/layers';
-import { createResponder } from './lib/responder';
-import { useTransport } from '../lib/local/in-process-transport';
+import { createResponder, useTransport } from './lib/responder';
 import { percentile, round } from './lib/stats';
 
 const WARMUP = Number(process.env.BENCH_OVERHEAD_WARMUP ?? 800);

@@ -276,7 +276,7 @@ const localStackPart = async () => {
     local.rssGrowthMb <= TARGETS.localRssGrowthMb,
   );
   row(
-    `Local stack RSS as each load ends (after a forced GC, before the idle stack gives memory back: ${local.idleReleases} times), MB before → after`,
+    `Local stack RSS as each load ends (after a forced GC), MB before → after`,
     `${local.rssAtLoadEndBeforeMb} → ${local.rssAtLoadEndAfterMb} (${local.rssAtLoadEndGrowthMb < 0 ? '' : '+'}${local.rssAtLoadEndGrowthMb})`,
     // Held to the target too: memory a developer's machine gives the stack mid-session counts, not only once idle.
     `growth ≤ ${TARGETS.localRssGrowthMb}`,
@@ -294,12 +294,9 @@ const localStackPart = async () => {
     'for information',
     null,
   );
-  const parts = Object.entries(local.storedByPart)
-    .map(([part, one]) => `${part} ${one.bytesPerCall}`)
-    .join(', ');
   row(
-    `  Local stack data stored per call, bytes of keys and values (${parts}) → heap growth per call`,
-    `${local.storedBytesPerCall} → ${local.heapBytesPerCall}`,
+    '  Local stack heap growth per call, bytes',
+    String(local.heapBytesPerCall),
     'for information',
     null,
   );

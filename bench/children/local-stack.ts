@@ -1,16 +1,13 @@
 /**
  * The local stack as `npm start` runs it (lib/local/environment.ts): the embedded DynamoDB in
- * this process with the usage change feed inside it, the gateway with the real handlers, the
+ * this process with the usage change feed in front of it, the gateway with the real handlers, the
  * rollups aggregator fed by the change feed, and BENCH_KEYS keys (bench/lib/fixtures.ts). In a process of its own so its memory and CPU can be
  * sampled: `sample` waits for the change feed to deliver everything written so far (the rollups
- * are current), reads what the store holds, forces a full GC (with --expose-gc), notes RSS, waits
- * until the stack has gone idle and given memory back (lib/local/idle-release.ts), then reports
- * memory (with V8's young and old generations), CPU time, the store's contents and the feed's
- * figures. The benchmark starts it with the Node flags `npm start` uses (lib/local/launch.ts).
+ * are current), forces a full GC (with --expose-gc), then reports memory (with V8's young and
+ * old generations), CPU time and the feed's figures.
  */
 import { getHeapSpaceStatistics } from 'node:v8';
 import { startLocalEnvironment } from '../../lib/local/environment';
-import { IDLE_RELEASE_MS } from '../../lib/local/idle-release';
 import { createOperatorContext } from '../../lib/operator/context';
 import { createKey } from '../../lib/operator/keys';
 import { parseRateLimit } from '../../shared/domain/rate-limit';
@@ -43,38 +40,16 @@ serveParent(
   {
     sample: async () => {
       await environment.usageFeed.drain();
-      // Read before the GC: the walk's own garbage is gone by the time memory is sampled.
-      const stored = await environment.storedData();
       gc?.();
-      gc?.();
-      // RSS as the load ends, then as the stack stands once idle: its memory-reducing GC has run
-      // (lib/local/idle-release.ts), after IDLE_RELEASE_MS without a request (a bounded wait).
       const rssAtLoadEnd = process.memoryUsage.rss();
-      const released = environment.idleRelease.releases();
-      // The GCs above refill V8's page pool: an idle period starts now, even if one ended during
-      // the drain, so the reading below follows a release.
-      environment.idleRelease.touch();
-      for (
-        let wait = 0;
-        wait < IDLE_RELEASE_MS / 100 + 100 && environment.idleRelease.releases() === released;
-        wait += 1
-      ) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      if (environment.idleRelease.releases() === released) {
-        throw new Error('local stack: no idle release within the wait; the "once idle" reading would not be idle');
-      }
-      gc?.();
       const cpu = process.cpuUsage();
       return {
         gc: gc !== undefined,
         ...process.memoryUsage(),
         rssAtLoadEnd,
-        idleReleases: environment.idleRelease.releases(),
         generations: generations(),
         cpuMicros: cpu.user + cpu.system,
         delivered: environment.usageFeed.stats().delivered,
-        stored,
       };
     },
   },

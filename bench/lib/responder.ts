@@ -113,3 +113,8 @@ export const createResponder = (keysTable: string): Responder => {
     },
   };
 };
+
+/** Makes `client` (and every client built from the same DynamoDBClient) send through `responder`. */
+export const useTransport = (client: { config: unknown }, responder: Responder): void => {
+  (client.config as { requestHandler: unknown }).requestHandler = responder;
+};

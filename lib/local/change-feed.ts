@@ -1,14 +1,12 @@
 /**
- * The local change feed (docs/usage-rollups.md "Locally"): the embedded DynamoDB has no streams,
- * so the feed sees every write to the usage table, whoever makes it (the gateway, the CLI, a
- * script) — from inside the embedded DynamoDB (lib/local/write-capture.ts), or through a proxy in
- * front of an external one — and delivers them as DynamoDB stream events to the aggregator, as the
- * event source mapping does on AWS: in order, in batches (at most `batchSize` records, at most
- * `batchWindowMs` after the first), retried until they succeed.
+ * The local change feed (docs/usage-rollups.md "Locally"): neither dynalite nor an external
+ * DynamoDB without streams tells anyone of its writes, so the feed is a proxy in front of the
+ * store, the endpoint every tool is given. It sees every write to the usage table made through
+ * it (the gateway, the CLI, a script) and delivers them as DynamoDB stream events to the
+ * aggregator (./stream-delivery.ts).
  */
-import type { AddressInfo } from 'node:net';
-import { fromBrowser, refuse, type EmbeddedDynamo } from './dynamo';
-import { readBody } from './forward';
+import { fromBrowser, refuse } from './dynamo';
+import { forwardRequest, readBody } from './forward';
 import { listen } from './listen';
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import { DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
@@ -24,11 +22,6 @@ export interface ChangeFeedOptions extends Pick<
 > {
   /** The DynamoDB the proxy forwards to. */
   target: string;
-  /**
-   * The embedded DynamoDB to observe from inside instead (lib/local/write-capture.ts): no proxy,
-   * one HTTP hop per call; the feed's endpoint is the store's own.
-   */
-  store?: EmbeddedDynamo;
   /** The table whose writes are fed. */
   tableName: string;
   /** Its key attributes, partition key first (to turn an item into the stream record's `Keys`). */
@@ -41,6 +34,8 @@ export interface ChangeFeedOptions extends Pick<
   /** @default '127.0.0.1' */
   host?: string;
   onError?: (error: unknown) => void;
+  /** When the feed starts: its sequence numbers begin there. @default now */
+  startedAt?: Date;
 }
 
 export interface ChangeFeed {
@@ -48,10 +43,22 @@ export interface ChangeFeed {
   port: number;
   /** Resolves once everything observed so far has been delivered or set aside. */
   drain(): Promise<void>;
+  /** When the oldest change still to deliver was written (epoch ms); undefined when none is. */
+  oldestPending(): number | undefined;
   /** Delivered and set-aside changes and, per delivered change, the time from the write's response to its delivery. */
   stats(): DeliveryStats;
   close(): Promise<void>;
 }
+
+/**
+ * Sequence numbers that keep growing across restarts, as a stream's do: the feed's start in ms,
+ * then a counter, so a call after a restart is never at or below a watermark saved before it.
+ */
+export const sequenceFrom = (startedAt: Date) => {
+  const base = BigInt(startedAt.getTime()) * 10n ** 9n;
+  let count = 0n;
+  return (): string => (base + (count += 1n)).toString();
+};
 
 const WRITE_TARGET = /^DynamoDB_20120810\.(PutItem|BatchWriteItem|UpdateItem|DeleteItem)$/;
 
@@ -97,16 +104,21 @@ const changeObserver = ({
   keyAttributes,
   reader,
   delivery,
+  nextSequence,
 }: {
   tableName: string;
   keyAttributes: readonly string[];
   reader: DynamoDBClient;
   delivery: ShardedDelivery;
+  nextSequence: () => string;
 }) => {
   const keysOf = (item: Item): Item =>
     Object.fromEntries(keyAttributes.filter((name) => item[name]).map((name) => [name, item[name]!]));
   const observe = (eventName: StreamChange['eventName'], keys: Item, newImage?: Item) =>
-    delivery.push({ eventName, keys, ...(newImage ? { newImage } : {}) }, JSON.stringify(keys[keyAttributes[0]!]));
+    delivery.push(
+      { eventName, keys, ...(newImage ? { newImage } : {}), sequenceNumber: nextSequence() },
+      JSON.stringify(keys[keyAttributes[0]!]),
+    );
 
   /** The items a write puts into the table (what its before-images are read for). */
   const putsOf = (operation: string, input: Record<string, unknown>): Item[] => {
@@ -160,7 +172,7 @@ const changeObserver = ({
   return { keysOf, putsOf, changesOf };
 };
 
-/** Delivery as Lambda's: per shard, in order, retried from the first failure, set aside after the last attempt. */
+/** Per shard, in order, retried from the first failure, set aside after the last attempt. */
 const createDelivery = (options: ChangeFeedOptions, tableName: string, onError: (error: unknown) => void) =>
   new ShardedDelivery({
     tableArn: `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
@@ -214,8 +226,7 @@ const createWriter = (
     };
   };
 
-  return async (req: IncomingMessage, body: Buffer, operation: string | undefined): Promise<Answer> => {
-    if (!operation) return forwardTo(targetUrl, req, body);
+  return async (req: IncomingMessage, body: Buffer, operation: string): Promise<Answer> => {
     const input = parse(body);
     const keys = putsOf(operation, input).map(keysOf);
     return exclusive(
@@ -243,34 +254,9 @@ const createWriter = (
   };
 };
 
-/** The feed inside the embedded DynamoDB: each write reported where it is stored, as DynamoDB Streams records it. */
-const observeStore = (store: EmbeddedDynamo, delivery: ShardedDelivery, tableName: string, partitionKey: string) => {
-  const stop = store.observeWrites({
-    tableName,
-    observe: ({ keys, before, after }) => {
-      const eventName = after ? putEvent(before, after) : 'REMOVE';
-      if (!eventName) return;
-      delivery.push({ eventName, keys, ...(after ? { newImage: after } : {}) }, JSON.stringify(keys[partitionKey]));
-    },
-  });
-  return {
-    endpoint: store.endpoint,
-    port: store.port,
-    drain: () => delivery.drain(),
-    stats: () => delivery.stats(),
-    close: async () => {
-      stop();
-      delivery.close();
-    },
-  };
-};
-
 export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
   const { target, tableName, keyAttributes } = options;
   const onError = options.onError ?? (() => undefined);
-  if (options.store) {
-    return observeStore(options.store, createDelivery(options, tableName, onError), tableName, keyAttributes[0]!);
-  }
   const targetUrl = new URL(target);
   const reader = new DynamoDBClient({
     endpoint: target,
@@ -280,19 +266,23 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
 
   const delivery = createDelivery(options, tableName, onError);
 
-  const observer = changeObserver({ tableName, keyAttributes, reader, delivery });
+  const nextSequence = sequenceFrom(options.startedAt ?? new Date());
+  const observer = changeObserver({ tableName, keyAttributes, reader, delivery, nextSequence });
 
   const write = createWriter({ targetUrl, reader, tableName, onError }, observer);
 
+  let port = 0;
   const server: Server = createServer((req, res) => {
     // The same guard as the embedded DynamoDB's: no browser page, no rebound host name.
-    if (fromBrowser(req, (server.address() as AddressInfo).port)) {
+    if (fromBrowser(req, port)) {
       req.resume();
       return refuse(res);
     }
     void (async () => {
       const body = await readBody(req);
       const operation = WRITE_TARGET.exec(String(req.headers['x-amz-target'] ?? ''))?.[1];
+      // Reads, and writes that can't touch the fed table, pass straight through.
+      if (!operation || !body.includes(tableName)) return forwardRequest(targetUrl, req, res, body);
       const answer = await write(req, body, operation);
       res.writeHead(answer.statusCode, answer.headers);
       res.end(answer.body);
@@ -303,12 +293,13 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     });
   });
 
-  const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
+  port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
 
   return {
     endpoint: `http://${options.host ?? '127.0.0.1'}:${port}`,
     port,
     drain: () => delivery.drain(),
+    oldestPending: () => delivery.oldestPending(),
     stats: () => delivery.stats(),
     close: async () => {
       delivery.close();

@@ -3,23 +3,20 @@
  * tables from the shared definitions, demo data, a demo key, the local gateway serving the
  * same handlers the CDK stack deploys, and the usage change feed keeping the rollups.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createOperatorContext, operatorTableNames } from '../operator/context';
 import { seed } from '../operator/seed';
-import type { ChangeFeed } from './change-feed';
-import { startUsageChangeFeed } from './usage-change-feed';
+import { startUsageChangeFeed, type Recovery, type UsageChangeFeed } from './usage-change-feed';
 import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
 import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
-import { useEmbeddedStore } from './in-process-transport';
-import { idleRelease, type IdleRelease } from './idle-release';
-import type { StoredData } from './string-store';
 import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
 import { DEMO_SEED_FILE } from '../project-paths';
 import { tableDefinitions } from '../../shared/data/tables';
 import { LOCAL_API_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../local-defaults';
-
-const LOOPBACK = LOCAL_HOST;
 
 export { DEMO_SEED_FILE };
 
@@ -28,12 +25,14 @@ export interface LocalEnvironmentOptions {
   port?: number;
   /** @default '127.0.0.1' (env HOST) */
   host?: string;
-  /** Embedded DynamoDB port. @default 8000 (env DYNAMODB_PORT) */
+  /** The port of the DynamoDB endpoint (the change feed's). @default 8000 (env DYNAMODB_PORT) */
   dynamoPort?: number;
   /** Use this DynamoDB instead of starting one (env DYNAMODB_ENDPOINT). */
   dynamoEndpoint?: string;
-  /** Keep the embedded DynamoDB's data in this directory across restarts. */
+  /** Keep the embedded DynamoDB's data (and the key events) in this directory across restarts. */
   dataDir?: string;
+  /** Where the store and the key events go without `dataDir`. @default a new temporary directory, removed on close */
+  scratchDir?: string;
   /** @default seed/demo.json */
   seedFile?: string;
   staticFiles?: GatewayOptions['staticFiles'];
@@ -42,7 +41,8 @@ export interface LocalEnvironmentOptions {
 export interface LocalEnvironment {
   gateway: Gateway;
   /** Feeds the usage table's writes to the rollups aggregator (lib/local/change-feed.ts). */
-  usageFeed: ChangeFeed;
+  usageFeed: UsageChangeFeed;
+  /** The endpoint every tool is given: the change feed in front of the store. */
   dynamoEndpoint: string;
   demoKey: string;
   demoKeyId: string;
@@ -53,37 +53,28 @@ export interface LocalEnvironment {
   demoBranchId: string;
   /** Where key events go and which keys verify secret scanning reports (lib/local/key-events-setup.ts). */
   keyEvents: LocalKeyEventsSetup;
-  /** What the embedded DynamoDB holds in memory (undefined for an external one or a data directory). */
-  storedData(): Promise<StoredData | undefined>;
-  /** Requests the embedded DynamoDB served over HTTP (undefined for an external one). */
-  storeHttpRequests(): number | undefined;
-  /** Gives V8's unused pages back once the API goes idle (lib/local/idle-release.ts). */
-  idleRelease: IdleRelease;
+  /** What this start recounted after a run that stopped without applying every call. */
+  recovery: Recovery | undefined;
   close(): Promise<void>;
 }
 
-/** The embedded DynamoDB (unless an external one is named) and the usage table's change feed. */
+/**
+ * The embedded DynamoDB on a free loopback port (unless an external one is named) and, on the
+ * advertised port, the usage table's change feed in front of it: every tool's writes pass it.
+ */
 const startStoreAndFeed = async (
   options: LocalEnvironmentOptions,
-): Promise<{ dynamo: EmbeddedDynamo | undefined; feed: ChangeFeed }> => {
+  storeDir: string | undefined,
+): Promise<{ dynamo: EmbeddedDynamo | undefined; feed: UsageChangeFeed }> => {
   let dynamo: EmbeddedDynamo | undefined;
   try {
-    // The embedded DynamoDB takes the advertised port and feeds the usage table's writes from
-    // inside (lib/local/write-capture.ts): every write, whoever makes it, one HTTP hop. An external
-    // DynamoDB gets the feed's proxy in front of it instead. Both on loopback whatever HOST says:
-    // the database is for this machine's tools only.
-    if (!options.dynamoEndpoint) {
-      dynamo = await startEmbeddedDynamo({
-        port: options.dynamoPort ?? LOCAL_DYNAMODB_PORT,
-        ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-      });
-    }
+    if (!options.dynamoEndpoint) dynamo = await startEmbeddedDynamo(storeDir ? { dataDir: storeDir } : {});
     const feed = await startUsageChangeFeed({
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
-      ...(dynamo ? { store: dynamo } : {}),
       usageTable: operatorTableNames(process.env).usage,
-      host: LOOPBACK,
-      port: 0,
+      // On loopback whatever HOST says: the database is for this machine's tools only.
+      host: LOCAL_HOST,
+      port: options.dynamoPort ?? LOCAL_DYNAMODB_PORT,
       onError: (error) => process.stderr.write(`Usage change feed: ${(error as Error).message}\n`),
     });
     return { dynamo, feed };
@@ -101,21 +92,31 @@ const startStoreAndFeed = async (
 
 export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
   const host = options.host ?? LOCAL_HOST;
-  const { dynamo, feed } = await startStoreAndFeed(options);
+  const ownScratch = !options.dataDir && !options.scratchDir;
+  const scratch = options.dataDir ? undefined : (options.scratchDir ?? (await mkdtemp(join(tmpdir(), 'branch-api-'))));
+  const removeScratch = () => (ownScratch && scratch ? rm(scratch, { recursive: true, force: true }) : undefined);
+  let started;
+  try {
+    started = await startStoreAndFeed(options, options.dataDir ?? (scratch && join(scratch, 'store')));
+  } catch (error) {
+    await removeScratch();
+    throw error;
+  }
+  const { dynamo, feed } = started;
   const dynamoEndpoint = feed.endpoint;
 
   // The handlers read their configuration from the environment when they are imported.
   process.env.DYNAMODB_ENDPOINT = dynamoEndpoint;
   process.env.AWS_REGION ??= 'local';
   // Before the operator context and the handlers read them: the demo key's creation is an event too.
-  const keyEvents = setUpLocalKeyEvents(options.dataDir);
+  const keyEvents = setUpLocalKeyEvents(options.dataDir ?? scratch);
   const operator = createOperatorContext(process.env);
-  if (dynamo) useEmbeddedStore(operator.client, dynamo.transport);
   for (const { name, envVar } of tableDefinitions) process.env[envVar] = operator.tables[name];
 
   try {
     await ensureTables(operator.client, operator.tables);
     const seeded = await seed(operator, options.seedFile ?? DEMO_SEED_FILE);
+    const recovery = await feed.begin(operator);
     // The demo key's branch: the first of the seed file (which has at least one, or seed() refused it).
     const demoBranchId = seeded.branch_ids[0]!;
     const demoKey = await createDemoKey(operator, demoBranchId);
@@ -124,10 +125,6 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       host,
       ...(options.staticFiles ? { staticFiles: options.staticFiles } : {}),
     });
-    const idle = idleRelease();
-    gateway.server.on('request', idle.touch);
-    // The handlers' one client, loaded with them: in this process it needs no socket either.
-    if (dynamo) useEmbeddedStore((await import('../../shared/lambda/runtime')).documentClient, dynamo.transport);
     return {
       gateway,
       usageFeed: feed,
@@ -138,21 +135,20 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       revokedDemoKeyIds: demoKey.revokedKeyIds,
       demoBranchId,
       keyEvents,
-      storedData: async () => dynamo?.storedData(),
-      storeHttpRequests: () => dynamo?.httpRequests(),
-      idleRelease: idle,
+      recovery,
       close: async () => {
-        idle.close();
         await gateway.close();
         operator.close();
         await feed.close();
         await dynamo?.close();
+        await removeScratch();
       },
     };
   } catch (error) {
     operator.close();
     await feed.close();
     await dynamo?.close();
+    await removeScratch();
     throw error;
   }
 };

@@ -1,10 +1,12 @@
 /** `branch-api serve` / `npm start`: runs the local environment until Ctrl-C. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { offerNewLinks, untilStopped } from '../console/command';
 import { startConsole } from '../console/server';
 import { lines, terminal } from '../operator/terminal';
 import { serveDocs } from './docs';
 import { startLocalEnvironment, type LocalEnvironment } from './environment';
-import { followParent } from './launch';
 import { logFilePath, routeLogs } from './log-routing';
 
 export interface ServeOptions {
@@ -66,16 +68,30 @@ const bannerOf = (
   ]).text;
 };
 
+/** What a start recounted after a run that stopped without applying every call, or the repairs it could not make. */
+const recoveryOf = ({ recovery }: LocalEnvironment) => {
+  if (!recovery) return [];
+  const said = [
+    terminal`The last run stopped before its usage change feed had applied every call: the rollups since ${recovery.since} were recounted from the raw records (${recovery.calls} calls).`,
+  ];
+  for (const { branchId, error, repair } of recovery.failed) {
+    said.push(terminal`  ${branchId} could not be recounted (${error}); repair: ${repair}`);
+  }
+  return said;
+};
+
 export const serve = async (options: ServeOptions): Promise<void> => {
-  // Started by the launcher with the stack's Node flags (./launch.ts, bin/branch-api.js): stop with it.
-  followParent();
+  // Without --data-dir, the store, the key events and the logs go to a folder removed on stop.
+  const scratch = options.dataDir ? undefined : await mkdtemp(join(tmpdir(), 'branch-api-'));
+  const removeScratch = () => (scratch ? rm(scratch, { recursive: true, force: true }) : undefined);
   const logs = await routeLogs(
-    options.logFile ?? (await logFilePath(process.env, options.dataDir)),
+    options.logFile ?? (await logFilePath(process.env, options.dataDir ?? scratch)),
     options.verbose === true,
   );
   let environment;
   try {
     environment = await startLocalEnvironment({
+      ...(scratch ? { scratchDir: scratch } : {}),
       port: options.port,
       host: options.host,
       dynamoPort: options.dynamodbPort,
@@ -89,8 +105,11 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     process.stderr.write(`${terminal`error: ${message}`}\n`);
     process.exitCode = 1;
     await logs.close();
+    await removeScratch();
     return;
   }
+  const recovered = recoveryOf(environment);
+  if (recovered.length) process.stderr.write(lines([...recovered, terminal``]).text);
   const { demoBranchId } = environment;
   let settings;
   try {
@@ -109,6 +128,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     );
     process.exitCode = 1;
     await logs.close();
+    await removeScratch();
     return;
   }
   logs.print(bannerOf(options, environment, settings.url, logs.file));
@@ -116,6 +136,8 @@ export const serve = async (options: ServeOptions): Promise<void> => {
   const stopOffering = offerNewLinks(settings);
   await untilStopped(() => {
     stopOffering();
-    return Promise.all([settings.close(), environment.close()]).then(() => logs.close());
+    return Promise.all([settings.close(), environment.close()])
+      .then(() => logs.close())
+      .then(removeScratch);
   });
 };

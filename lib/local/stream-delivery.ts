@@ -1,15 +1,14 @@
 /**
- * Delivery of the local change feed's records, as the deployed event source mapping delivers a
- * DynamoDB stream (docs/usage-rollups.md "Locally"): records go to shards by partition key, each
- * shard numbers its records and delivers them in order, in batches, one batch at a time; a
- * partial-batch failure is retried from the first failed record, a failed batch is bisected,
- * and a record that still fails after `maxAttempts` deliveries alone is set aside (the
- * dead-letter store) so the records behind it keep flowing. Shards are independent: a record
- * being retried holds back only its own shard.
+ * Delivery of the local change feed's records to the aggregator (docs/usage-rollups.md
+ * "Locally"): only what the local stack needs of an event source mapping. Records go to shards by
+ * partition key; each shard delivers in order, in batches, one batch at a time; after a failure
+ * it retries from the first record not applied, and a record that fails `maxAttempts` deliveries
+ * is set aside (the dead-letter store) so the records behind it keep flowing. Lambda's own rules
+ * (bisecting, partial batch responses) are tested on the aggregator (test/rollups.test.ts).
  */
 import { createHash } from 'node:crypto';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { sequenceNumber, streamEvent, type StreamChange } from './stream-events';
+import { streamEvent, type StreamChange } from './stream-events';
 
 export interface DeliveryOptions {
   tableArn: string;
@@ -22,7 +21,7 @@ export interface DeliveryOptions {
   batchWindowMs?: number;
   /** Wait before the first redelivery; doubled for each further one, at most 2 s. @default 100 */
   retryDelayMs?: number;
-  /** Deliveries of a record alone before it is set aside. @default 3 */
+  /** Deliveries of a record before it is set aside. @default 3 */
   maxAttempts?: number;
   setAside: (change: StreamChange, reason: string) => Promise<void>;
   onError: (error: unknown) => void;
@@ -37,7 +36,7 @@ export interface DeliveryStats {
 
 type Entry = { change: StreamChange; observedAt: number };
 
-/** Lag samples kept: a ring, so a long session's feed holds at most this many (about 800 KB). */
+/** Lag samples kept: a ring, so a long session's feed holds at most this many. */
 export const MAX_LAGS_KEPT = 100_000;
 
 /** The shard a partition key value's records go to (as DynamoDB's stream keeps a key in one shard). */
@@ -48,11 +47,8 @@ export const DEFAULT_SHARDS = 4;
 
 interface Shard {
   queue: Entry[];
-  sequence: number;
   delivering: boolean;
   timer: NodeJS.Timeout | undefined;
-  /** Records per delivery: halved by each failed batch (bisecting), back to batchSize on success. */
-  limit: number;
   /** Failed deliveries of the record at the head of the queue. */
   attempts: number;
 }
@@ -64,7 +60,6 @@ export class ShardedDelivery {
   private readonly retryDelayMs: number;
   private readonly maxAttempts: number;
   private readonly counts: DeliveryStats = { delivered: 0, setAside: 0, lagsMs: [] };
-  /** Where the next lag sample goes once MAX_LAGS_KEPT are kept (the oldest one). */
   private nextLag = 0;
   private closed = false;
   private idle: (() => void)[] = [];
@@ -76,22 +71,16 @@ export class ShardedDelivery {
     this.maxAttempts = options.maxAttempts ?? 3;
     this.shards = Array.from({ length: options.shards ?? DEFAULT_SHARDS }, () => ({
       queue: [],
-      sequence: 0,
       delivering: false,
       timer: undefined,
-      limit: this.batchSize,
       attempts: 0,
     }));
   }
 
-  /** Queues a change on its partition key's shard, numbered in that shard's order. */
-  push(change: Omit<StreamChange, 'sequenceNumber'>, partitionKey: string): void {
-    const index = shardOf(partitionKey, this.shards.length);
-    const shard = this.shards[index]!;
-    shard.sequence += 1;
-    // Unique across shards too (as DynamoDB's are): the shard's number in the lowest digits.
-    const sequence = sequenceNumber(shard.sequence * this.shards.length + index);
-    shard.queue.push({ change: { ...change, sequenceNumber: sequence }, observedAt: performance.now() });
+  /** Queues a numbered change on its partition key's shard. */
+  push(change: StreamChange, partitionKey: string): void {
+    const shard = this.shards[shardOf(partitionKey, this.shards.length)]!;
+    shard.queue.push({ change, observedAt: performance.now() });
     this.schedule(shard);
   }
 
@@ -100,13 +89,19 @@ export class ShardedDelivery {
     return this.busy() ? new Promise<void>((resolve) => this.idle.push(resolve)) : Promise.resolve();
   }
 
+  /** When the oldest change still to deliver was observed (epoch ms); undefined when none is. */
+  oldestPending(): number | undefined {
+    const heads = this.shards.flatMap((s) => (s.queue[0] ? [s.queue[0].observedAt] : []));
+    return heads.length ? Date.now() - (performance.now() - Math.min(...heads)) : undefined;
+  }
+
   stats(): DeliveryStats {
     return { ...this.counts, lagsMs: [...this.counts.lagsMs] };
   }
 
   close(): void {
     this.closed = true;
-    for (const shard of this.shards) if (shard.timer) clearTimeout(shard.timer);
+    for (const shard of this.shards) clearTimeout(shard.timer);
     for (const resolve of this.idle) resolve();
     this.idle = [];
   }
@@ -126,8 +121,8 @@ export class ShardedDelivery {
     );
   }
 
-  /** Delivers one batch; returns how many records from its head are done. */
-  private async deliverOnce(shard: Shard, batch: Entry[]): Promise<number> {
+  /** Delivers one batch; returns how many records from its head were applied. */
+  private async deliverOnce(batch: Entry[]): Promise<number> {
     try {
       const event = streamEvent(
         batch.map((e) => e.change),
@@ -135,10 +130,7 @@ export class ShardedDelivery {
       );
       const failed = (await this.options.handler(event))?.batchItemFailures[0]?.itemIdentifier;
       if (failed === undefined) return batch.length;
-      const index = batch.findIndex((e) => e.change.sequenceNumber === failed);
-      // As Lambda does: checkpoint before the failed record, retry from it (alone: it is the culprit).
-      if (index >= 0) shard.limit = 1;
-      return Math.max(0, index);
+      return Math.max(0, batch.findIndex((e) => e.change.sequenceNumber === failed));
     } catch (error) {
       this.options.onError(error);
       return 0;
@@ -158,21 +150,18 @@ export class ShardedDelivery {
     this.counts.delivered += count;
   }
 
-  /** After a failed delivery: set the head aside once it has failed alone often enough, else wait and retry. */
-  private async afterFailure(shard: Shard, delivered: number): Promise<void> {
-    if (delivered > 0) shard.attempts = 0;
+  /** After a failed delivery: set the head aside once it has failed often enough, else wait to retry. */
+  private async afterFailure(shard: Shard): Promise<void> {
     shard.attempts += 1;
-    if (shard.limit === 1 && shard.attempts >= this.maxAttempts) {
+    if (shard.attempts >= this.maxAttempts) {
       const [head] = shard.queue.splice(0, 1);
       shard.attempts = 0;
-      shard.limit = this.batchSize;
       this.counts.setAside += 1;
       await this.options
         .setAside(head!.change, `failed ${this.maxAttempts} deliveries`)
         .catch((error: unknown) => this.options.onError(error));
       return;
     }
-    if (delivered === 0) shard.limit = Math.max(1, Math.ceil(shard.limit / 2));
     const delay = Math.min(2000, this.retryDelayMs * 2 ** (shard.attempts - 1));
     await new Promise((resolve) => setTimeout(resolve, delay));
   }
@@ -181,13 +170,13 @@ export class ShardedDelivery {
     shard.delivering = true;
     try {
       while (shard.queue.length > 0 && !this.closed) {
-        const batch = shard.queue.slice(0, shard.limit);
-        const delivered = await this.deliverOnce(shard, batch);
-        if (delivered > 0) this.done(shard, delivered);
-        if (delivered === batch.length) {
-          shard.limit = this.batchSize;
+        const batch = shard.queue.slice(0, this.batchSize);
+        const applied = await this.deliverOnce(batch);
+        if (applied > 0) {
+          this.done(shard, applied);
           shard.attempts = 0;
-        } else await this.afterFailure(shard, delivered);
+        }
+        if (applied < batch.length) await this.afterFailure(shard);
       }
     } finally {
       shard.delivering = false;
