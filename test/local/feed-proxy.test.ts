@@ -162,6 +162,8 @@ it('numbers records past every number of an earlier start, as a stream does acro
   const first = recording();
   feed = await feedInto(first.handler, { startedAt: new Date(Date.now() - 60_000) });
   for (let i = 0; i < 3; i += 1) await through().usage.put(aCall('br_feed_d'), 90);
+  await feed.drain();
+  expect(first.records).toHaveLength(3);
   await feed.close();
   writer!.close();
   writer = undefined;
