@@ -23,7 +23,7 @@ import { buildContext, buildEvent, LOCAL_STAGE } from './events';
 import { invokeFunction } from './invoke';
 import { PROJECT_ROOT } from '../project-paths';
 import { LOCAL_API_PORT, LOCAL_HOST } from '../local-defaults';
-import { answerOversizedHeaders, HEADER_LIMIT } from './header-limit';
+import { answerOversizedHeaders, HEADER_LIMIT, headersRefused } from './header-limit';
 
 export { PROJECT_ROOT };
 
@@ -161,6 +161,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
   };
 
   const server = createServer(HEADER_LIMIT, (request, response) => {
+    if (headersRefused(request)) return;
     handle(request, response).catch(() => {
       // The stack maps every error itself; this is only reached if a function crashes outright.
       if (!response.headersSent) send(response, errorResponse(internalError()));

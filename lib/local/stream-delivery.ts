@@ -130,7 +130,10 @@ export class ShardedDelivery {
       );
       const failed = (await this.options.handler(event))?.batchItemFailures[0]?.itemIdentifier;
       if (failed === undefined) return batch.length;
-      return Math.max(0, batch.findIndex((e) => e.change.sequenceNumber === failed));
+      return Math.max(
+        0,
+        batch.findIndex((e) => e.change.sequenceNumber === failed),
+      );
     } catch (error) {
       this.options.onError(error);
       return 0;

@@ -92,10 +92,7 @@ export const rollupsSetAside = (target: string, rollupsTable: string) => {
 /** Every branch that has keys (and so may have calls): a scan, as the local store is small. */
 const branchesWithKeys = async (ctx: OperatorContext): Promise<string[]> => {
   const found = new Set<string>();
-  const pages = paginateScan(
-    { client: ctx.client },
-    { TableName: ctx.tables.keys, ProjectionExpression: 'branch_id' },
-  );
+  const pages = paginateScan({ client: ctx.client }, { TableName: ctx.tables.keys, ProjectionExpression: 'branch_id' });
   for await (const page of pages) for (const item of page.Items ?? []) found.add(String(item.branch_id));
   return [...found].sort();
 };

@@ -2,7 +2,7 @@
  * The local gateway in-process: real HTTP requests become API Gateway v2 events for the same
  * handlers, routed by the shared route table; unmatched requests get the catch-all function.
  */
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { MAX_REQUEST_BODY_BYTES, startGateway, type Gateway } from '../../lib/local/gateway';
 import { MAX_REQUEST_HEADER_BYTES } from '../../shared/api/http/request-limits';
@@ -113,6 +113,22 @@ describe('request headers over API Gateway’s bound (MAX_REQUEST_HEADER_BYTES)'
       socket.on('error', reject);
     });
 
+  /** The same, written in chunks of 500 bytes, each after the answer to what came before could start. */
+  const exchangeSlowly = (request: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(gateway.port, '127.0.0.1', async () => {
+        for (let at = 0; at < request.length; at += 500) {
+          socket.write(request.slice(at, at + 500));
+          await new Promise((wait) => setImmediate(wait));
+        }
+      });
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (answer += chunk));
+      socket.on('end', () => resolve(answer));
+      socket.on('error', reject);
+    });
+
   it('a 20 KB bearer token is a 431 headers_too_large in the API’s error shape', async () => {
     const token = `wsk_${'a'.repeat(20 * 1024)}`;
     const answer = await exchange(`GET /api/v1/branch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
@@ -123,6 +139,37 @@ describe('request headers over API Gateway’s bound (MAX_REQUEST_HEADER_BYTES)'
     expect(JSON.parse(body)).toEqual({
       error: { code: 'headers_too_large', message: expect.stringMatching(/10240 bytes/), request_id: requestId },
     });
+  });
+
+  it('counts raw bytes, whitespace too: a 14 KB padded Authorization is a 431 and reaches no function', async () => {
+    const padded = `Authorization:${' '.repeat(14 * 1024)}Bearer ${key}`;
+    const answer = await exchange(`GET /api/v1/branch HTTP/1.1\r\nHost: x\r\n${padded}\r\n\r\n`);
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    // Spread over several lines, and sent a byte at a time: the same count.
+    const lines = Array.from({ length: 12 }, (_, i) => `X-Pad-${i}:${'\t'.repeat(1000)}x`).join('\r\n');
+    const slow = await exchangeSlowly(`GET /api/v1/branch HTTP/1.1\r\nHost: x\r\n${lines}\r\n\r\n`);
+    expect(slow.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    // One connection's requests under the bound are each counted from zero: 3 × 4 KB are served.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    for (let i = 0; i < 3; i += 1) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${gateway.baseUrl}/v1/branch`, {
+          agent,
+          headers: { authorization: `Bearer ${key}`, 'x-pad': 'p'.repeat(4096) },
+        });
+        req.on('socket', (socket) => sockets.add(socket));
+        req.on('response', (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(status).toBe(200);
+    }
+    expect(sockets.size).toBe(1);
+    agent.destroy();
   });
 
   it('headers just under the bound reach the function: a long token is 401 invalid_api_key', async () => {
