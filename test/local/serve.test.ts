@@ -4,13 +4,15 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { sign } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { LOCAL_STACK_NODE_FLAGS } from '../../lib/local/launch';
+import { dirname, join } from 'node:path';
+import { createOperatorContext } from '../../lib/operator/context';
+import { summarizeUsage } from '../../lib/operator/usage-rollups';
+import { hourOf } from '../../shared/domain/rollups';
 import { CLI, PROJECT_ROOT, runCli } from '../support/cli';
 import { expectToMatchContract } from '../support/contract';
 
@@ -83,57 +85,6 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
   const [code] = await serve.exited;
   expect({ code, stderr: code === 0 ? '' : serve.output().stderr }).toEqual({ code: 0, stderr: '' });
 });
-
-/** The processes whose parent is `pid`, with their command lines, read from Linux's /proc (no `ps` needed). */
-const childrenOf = (pid: number) =>
-  readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .flatMap((entry) => {
-      try {
-        // stat: "<pid> (<comm>) <state> <ppid> ...": the command name may hold spaces and parentheses.
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        if (ppid !== pid) return [];
-        const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
-        return [{ pid: Number(entry), args }];
-      } catch {
-        return []; // the process ended while it was read
-      }
-    });
-/** Asks up to `attempts` times, 100 ms apart, until `done` says yes; false if it never does. */
-const eventually = async (done: () => Promise<boolean>, attempts = 100) => {
-  for (let attempt = 0; attempt < attempts; attempt += 1) {
-    if (await done()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return false;
-};
-
-(process.platform === 'linux' ? it : it.skip)(
-  'runs the stack in a Node with its young generation fixed, which stops if the launcher is killed outright',
-  async () => {
-    const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0' });
-    running = serve.child;
-    const stdout = await serve.ready;
-    const baseUrl = /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!;
-    const [stack, ...more] = childrenOf(serve.child.pid!);
-    expect(more).toEqual([]);
-    for (const flag of LOCAL_STACK_NODE_FLAGS) expect(stack!.args.split(' ')).toContain(flag);
-    expect((await fetch(`${baseUrl}/v1/branch`)).status).toBe(401);
-
-    serve.child.kill('SIGKILL');
-    const gone = async () => {
-      try {
-        process.kill(stack!.pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    };
-    expect(await eventually(gone)).toBe(true);
-    await expect(fetch(`${baseUrl}/v1/branch`)).rejects.toThrow();
-  },
-);
 
 it('reports a busy port in one line, without a stack trace', async () => {
   const blocker = createServer();
@@ -327,4 +278,116 @@ it('revokes a key on a report signed with its own key pair, and writes the Key L
 
   serve.child.kill('SIGINT');
   expect((await serve.exited)[0]).toBe(0);
+});
+
+it('removes the temporary folders it made (store, logs, key events) on Ctrl-C, and keeps a named one', async () => {
+  const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0', KEY_EVENTS_FILE: '' });
+  running = serve.child;
+  const stdout = await serve.ready;
+  const logFile = /Logs: {6}(\S+)/.exec(stdout)![1]!;
+  const eventsFile = /Key events: (\S+)/.exec(stdout)![1]!;
+  const scratch = dirname(logFile);
+  expect([dirname(scratch), dirname(eventsFile)]).toEqual([tmpdir(), scratch]);
+  expect(readdirSync(scratch)).toEqual(expect.arrayContaining(['branch-api.log', 'events.jsonl', 'store']));
+  serve.child.kill('SIGINT');
+  expect((await serve.exited)[0]).toBe(0);
+  expect(existsSync(scratch)).toBe(false);
+
+  const dataDir = await mkdtemp(join(tmpdir(), 'branch-api-named-'));
+  try {
+    const named = startServe({ PORT: '0', DYNAMODB_PORT: '0', KEY_EVENTS_FILE: '' }, ['--data-dir', dataDir]);
+    running = named.child;
+    await named.ready;
+    named.child.kill('SIGINT');
+    expect((await named.exited)[0]).toBe(0);
+    expect(readdirSync(dataDir)).toEqual(expect.arrayContaining(['branch-api.log', 'events.jsonl']));
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+describe('usage totals across restarts (--data-dir)', () => {
+  const localTables = {
+    KEYS_TABLE: '',
+    USAGE_TABLE: '',
+    BRANCH_DATA_TABLE: '',
+    ROLLUPS_TABLE: '',
+    RATE_LIMITS_TABLE: '',
+    ACTIVITY_TABLE: '',
+  };
+  /** `npm start` on a data directory, with what a test needs of it. */
+  const run = async (dataDir: string) => {
+    const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0', ...localTables }, ['--data-dir', dataDir]);
+    running = serve.child;
+    const stdout = await serve.ready;
+    const baseUrl = /running at (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(stdout)![1]!;
+    const key = /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)![1]!;
+    const endpoint = /DynamoDB: {2}(http:\/\/\S+)/.exec(stdout)![1]!;
+    /** `count` calls with the demo key, all at once. */
+    const calls = (count: number) =>
+      Promise.all(
+        Array.from({ length: count }, () =>
+          fetch(`${baseUrl}/v1/branch`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text()),
+        ),
+      );
+    return { serve, calls, endpoint };
+  };
+  /** Raw usage records and the calls the rollups count, once the rollups stop moving. */
+  const totals = async (endpoint: string, made: number) => {
+    const ctx = createOperatorContext({ ...process.env, ...localTables, DYNAMODB_ENDPOINT: endpoint });
+    try {
+      const since = hourOf(Date.now() - 3_600_000);
+      let raw = 0;
+      let position: string | undefined;
+      do {
+        const page = await ctx.usage.query({
+          branchId: 'br_demo',
+          since: new Date(since),
+          limit: 1000,
+          ...(position ? { position } : {}),
+        });
+        raw += page.records.length;
+        position = page.nextPosition;
+      } while (position);
+      let counted = 0;
+      for (let read = 0; read < 200; read += 1) {
+        counted = (await summarizeUsage(ctx, { branchId: 'br_demo', since })).totals.calls;
+        if (counted >= made) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return { made, raw, counted };
+    } finally {
+      ctx.close();
+    }
+  };
+  let dataDir: string;
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'branch-api-restart-'));
+  });
+  afterEach(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('counts every call of a run after a restart: none is mistaken for one counted before', async () => {
+    const first = await run(dataDir);
+    await first.calls(40);
+    first.serve.child.kill('SIGINT');
+    expect((await first.serve.exited)[0]).toBe(0);
+    const second = await run(dataDir);
+    await second.calls(20);
+    expect(await totals(second.endpoint, 60)).toEqual({ made: 60, raw: 60, counted: 60 });
+    second.serve.child.kill('SIGINT');
+    expect((await second.serve.exited)[0]).toBe(0);
+  });
+
+  it('after a SIGKILL, the next start recounts what the feed had not applied, and says so', async () => {
+    const first = await run(dataDir);
+    await first.calls(40);
+    first.serve.child.kill('SIGKILL');
+    await first.serve.exited;
+    const second = await run(dataDir);
+    await second.calls(20);
+    expect(second.serve.output().stderr).toMatch(/stopped before its usage change feed had applied every call/);
+    expect(await totals(second.endpoint, 60)).toEqual({ made: 60, raw: 60, counted: 60 });
+    second.serve.child.kill('SIGINT');
+    expect((await second.serve.exited)[0]).toBe(0);
+  });
 });
