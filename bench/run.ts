@@ -294,12 +294,7 @@ const localStackPart = async () => {
     'for information',
     null,
   );
-  row(
-    '  Local stack heap growth per call, bytes',
-    String(local.heapBytesPerCall),
-    'for information',
-    null,
-  );
+  row('  Local stack heap growth per call, bytes', String(local.heapBytesPerCall), 'for information', null);
   return local;
 };
 

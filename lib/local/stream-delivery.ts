@@ -21,7 +21,7 @@ export interface DeliveryOptions {
   batchWindowMs?: number;
   /** Wait before the first redelivery; doubled for each further one, at most 2 s. @default 100 */
   retryDelayMs?: number;
-  /** Deliveries of a record before it is set aside. @default 3 */
+  /** Deliveries of a record before it is set aside. @default 5 */
   maxAttempts?: number;
   setAside: (change: StreamChange, reason: string) => Promise<void>;
   onError: (error: unknown) => void;
@@ -68,7 +68,7 @@ export class ShardedDelivery {
     this.batchSize = options.batchSize ?? 100;
     this.batchWindowMs = options.batchWindowMs ?? 200;
     this.retryDelayMs = options.retryDelayMs ?? 100;
-    this.maxAttempts = options.maxAttempts ?? 3;
+    this.maxAttempts = options.maxAttempts ?? 5;
     this.shards = Array.from({ length: options.shards ?? DEFAULT_SHARDS }, () => ({
       queue: [],
       delivering: false,

@@ -12,9 +12,7 @@ import type { StreamChange } from '../../lib/local/stream-events';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { ensureTables } from '../../lib/operator/tables';
 import type { UsageRecord } from '../../shared/domain/usage-record';
-import { USAGE_BY_KEY_INDEX, usageTable } from '../../shared/data/tables';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { usageShardOf } from '../../shared/data/repositories/usage-shards';
+import { usageTable } from '../../shared/data/tables';
 import { tableNames } from '../support/harness';
 
 let dynamo: EmbeddedDynamo;

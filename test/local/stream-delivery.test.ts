@@ -23,12 +23,14 @@ it(`keeps at most ${MAX_LAGS_KEPT} lag samples, the newest, while delivering eve
     },
   });
   const keys = marshall({ pk: 'p', sk: 's' });
-  for (let i = 0; i < MAX_LAGS_KEPT; i += 1) delivery.push({ eventName: 'INSERT', keys, sequenceNumber: String(i) }, 'p');
+  for (let i = 0; i < MAX_LAGS_KEPT; i += 1)
+    delivery.push({ eventName: 'INSERT', keys, sequenceNumber: String(i) }, 'p');
   await delivery.drain();
   expect(delivery.stats().lagsMs).toHaveLength(MAX_LAGS_KEPT);
   // Past the bound: the oldest samples give way, the count stays.
   const before = delivery.stats().lagsMs;
-  for (let i = MAX_LAGS_KEPT; i < total; i += 1) delivery.push({ eventName: 'INSERT', keys, sequenceNumber: String(i) }, 'p');
+  for (let i = MAX_LAGS_KEPT; i < total; i += 1)
+    delivery.push({ eventName: 'INSERT', keys, sequenceNumber: String(i) }, 'p');
   await delivery.drain();
   const { delivered, lagsMs } = delivery.stats();
   expect([delivered, handled, lagsMs.length]).toEqual([total, total, MAX_LAGS_KEPT]);
