@@ -36,7 +36,7 @@ const bannerOf = (
     ? terminal`external ${options.dynamodbEndpoint} behind the usage change feed`
     : options.dataDir
       ? terminal`embedded, data in ${options.dataDir}`
-      : 'embedded, in memory';
+      : 'embedded, in a temporary folder removed on stop';
   const earlier = revokedDemoKeyIds.length
     ? [terminal`  (revoked ${revokedDemoKeyIds.length} demo key(s) of earlier starts)`]
     : [];

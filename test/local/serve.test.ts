@@ -350,7 +350,7 @@ describe('usage totals across restarts (--data-dir)', () => {
         position = page.nextPosition;
       } while (position);
       let counted = 0;
-      for (let read = 0; read < 200; read += 1) {
+      for (let read = 0; read < 600; read += 1) {
         counted = (await summarizeUsage(ctx, { branchId: 'br_demo', since })).totals.calls;
         if (counted >= made) break;
         await new Promise((resolve) => setTimeout(resolve, 50));
