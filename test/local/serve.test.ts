@@ -299,7 +299,12 @@ it('removes the temporary folders it made (store, logs, key events) on Ctrl-C, a
     running = named.child;
     await named.ready;
     named.child.kill('SIGINT');
-    expect((await named.exited)[0]).toBe(0);
+    const [code, signal] = await named.exited;
+    expect({ code, signal, stderr: code === 0 ? '' : named.output().stderr }).toEqual({
+      code: 0,
+      signal: null,
+      stderr: '',
+    });
     expect(readdirSync(dataDir)).toEqual(expect.arrayContaining(['branch-api.log', 'events.jsonl']));
   } finally {
     await rm(dataDir, { recursive: true, force: true });
