@@ -131,13 +131,14 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     await removeScratch();
     return;
   }
-  logs.print(bannerOf(options, environment, settings.url, logs.file));
-
+  // Listening for Ctrl-C before the banner invites it: a quick one must find the handler.
   const stopOffering = offerNewLinks(settings);
-  await untilStopped(() => {
+  const stopped = untilStopped(() => {
     stopOffering();
     return Promise.all([settings.close(), environment.close()])
       .then(() => logs.close())
       .then(removeScratch);
   });
+  logs.print(bannerOf(options, environment, settings.url, logs.file));
+  await stopped;
 };
