@@ -15,6 +15,7 @@ import { summarizeUsage } from '../../lib/operator/usage-rollups';
 import { hourOf } from '../../shared/domain/rollups';
 import { CLI, PROJECT_ROOT, runCli } from '../support/cli';
 import { expectToMatchContract } from '../support/contract';
+import { normalizeBanner, readmeBlock } from '../support/readme';
 
 const startServe = (env: Record<string, string>, args: string[] = []) => {
   const child = spawn(process.execPath, [CLI, 'serve', ...args], {
@@ -66,6 +67,8 @@ it('serves the API with a working demo key and stops cleanly on Ctrl-C', async (
   expect(baseUrl).toBeDefined();
   expect(key).toBeDefined();
   expect(stdout).toMatch(/Settings console: http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]{43}\n/);
+  // The README shows this very banner.
+  expect(normalizeBanner(stdout)).toBe(normalizeBanner(readmeBlock('banner')));
   expect(stdout).toContain(`curl -s -H "Authorization: Bearer $BRANCH_API_KEY" ${baseUrl}/v1/branch`);
   // The key's value is printed once (in the export line), and it expires a day after the start.
   expect(stdout.split(key!)).toHaveLength(2);
