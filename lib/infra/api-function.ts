@@ -8,7 +8,13 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat, SourceMapMode, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import {
+  LogLevel,
+  NodejsFunction,
+  OutputFormat,
+  SourceMapMode,
+  type BundlingOptions,
+} from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
@@ -62,7 +68,12 @@ export const BUNDLING: BundlingOptions = {
     ],
   },
   forceDockerBundling: false,
+  // `cdk synth --quiet` shows warnings and errors only; `-c bundlingLogs=true` shows each bundle's size.
+  logLevel: LogLevel.WARNING,
 };
+
+/** The context option that asks esbuild for its summary (bundle sizes) during synth. */
+export const BUNDLING_LOGS_CONTEXT = 'bundlingLogs';
 
 /**
  * Memory: a handler holds under 100 MB, but Lambda gives CPU in proportion to memory (one full
@@ -151,7 +162,10 @@ export class ApiFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       tracing: lambda.Tracing.ACTIVE,
-      bundling: BUNDLING,
+      bundling: {
+        ...BUNDLING,
+        ...(String(this.node.tryGetContext(BUNDLING_LOGS_CONTEXT)) === 'true' ? { logLevel: LogLevel.INFO } : {}),
+      },
       environment: {
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
