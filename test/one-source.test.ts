@@ -13,7 +13,8 @@ import { PROJECT_ROOT } from '../lib/project-paths';
 import { LOCAL_API_PORT, LOCAL_HOST } from '../lib/local-defaults';
 import { LOCAL_STAGE } from '../lib/local/events';
 import { API_STAGE } from '../shared/api/routes';
-import { OPERATOR_TABLES, operatorTableOutput, TABLE_ENV } from '../shared/data/tables';
+import { OPERATOR_OUTPUTS } from '../lib/operator/target';
+import { OPERATOR_TABLES, TABLE_ENV, tableDefinitions } from '../shared/data/tables';
 import { WINDOW_SECONDS } from '../shared/domain/rate-limit';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../shared/domain/rollups';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../shared/domain/usage-record';
@@ -47,32 +48,35 @@ describe('retention defaults', () => {
   });
 });
 
-describe('the tables the operator tooling names', () => {
-  it('are the stack outputs, each described by the variable the CLI reads', () => {
-    const outputs = template.findOutputs('*');
-    for (const name of OPERATOR_TABLES) {
-      expect(outputs[operatorTableOutput(name)]).toMatchObject({ Description: TABLE_ENV[name] });
-    }
-    expect(Object.keys(outputs).filter((id) => id.endsWith('TableName'))).toHaveLength(OPERATOR_TABLES.length);
+describe('what the operator tooling reads of a deployed stack', () => {
+  it('is one list: every table the tooling names, and the key events bus', () => {
+    expect(OPERATOR_OUTPUTS.map(({ envVar }) => envVar).sort()).toEqual(
+      [...Object.values(TABLE_ENV), 'KEY_EVENT_BUS_NAME'].sort(),
+    );
+    expect(OPERATOR_TABLES.map((name) => TABLE_ENV[name]).sort()).toEqual(
+      tableDefinitions.map(({ envVar }) => envVar).sort(),
+    );
   });
 
-  it('the CLI reads each from that variable', () => {
+  it('each entry is a stack output, described by the variable the tooling reads, and no other output', () => {
+    const outputs = template.findOutputs('*');
+    for (const { output, envVar } of OPERATOR_OUTPUTS) {
+      expect(outputs[output]?.Description).toMatch(new RegExp(`^${envVar}: `));
+    }
+    expect(Object.keys(outputs).sort()).toEqual(['ApiBaseUrl', ...OPERATOR_OUTPUTS.map(({ output }) => output)].sort());
+  });
+
+  it('the CLI reads each table from its variable', () => {
     const env = Object.fromEntries(OPERATOR_TABLES.map((name) => [TABLE_ENV[name], `deployed-${name}`]));
     const names = operatorTableNames(env);
     for (const name of OPERATOR_TABLES) expect(names[name]).toBe(`deployed-${name}`);
   });
 
-  it('docs/deploy.md lists the same outputs and sets the same variables', () => {
+  it('docs/deploy.md lists the same outputs', () => {
     const deploy = readFileSync(join(PROJECT_ROOT, 'docs', 'deploy.md'), 'utf8');
-    for (const name of OPERATOR_TABLES) {
-      expect(deploy).toMatch(
-        new RegExp(`\\| \`${operatorTableOutput(name)}\` +\\| \`${TABLE_ENV[name]}\` for the CLI`),
-      );
+    for (const { output, envVar } of OPERATOR_OUTPUTS) {
+      expect(deploy).toMatch(new RegExp(`\\| \`${output}\` +\\| \`${envVar}\``));
     }
-    const exportLine = deploy.split('\n').find((line) => line.startsWith('export KEYS_TABLE='));
-    expect(exportLine?.replace(/^export /, '').split(' ')).toEqual(
-      OPERATOR_TABLES.map((name) => `${TABLE_ENV[name]}=<${operatorTableOutput(name)}>`),
-    );
   });
 });
 

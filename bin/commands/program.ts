@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, Help, type Option } from 'commander';
 import { escapeForTerminal } from '../../lib/operator/terminal';
+import { resolveTarget, type TargetOptions } from '../../lib/operator/target';
 import { addServeCommands } from './serve';
 import { addKeyCommands } from './keys';
 import { addUsageCommands } from './usage';
@@ -34,11 +35,19 @@ export const buildProgram = (jsonErrors = false): Command => {
     .addHelpText(
       'after',
       `
-Target: DYNAMODB_ENDPOINT (e.g. the one "npm start" prints) or, when unset, AWS
-with the default credentials and AWS_REGION. Table names: KEYS_TABLE,
+Target: DYNAMODB_ENDPOINT (e.g. the one "npm start" prints) or, when unset, a
+deployed stack with the default AWS credentials: --stack BranchApi-prod
+--region eu-west-1 (before the command) reads its outputs; or set KEYS_TABLE,
 USAGE_TABLE, BRANCH_DATA_TABLE, ROLLUPS_TABLE, RATE_LIMITS_TABLE, ACTIVITY_TABLE
-(a deployed stack's outputs); by default the local stack's names.`,
+and KEY_EVENT_BUS_NAME from them (docs/deploy.md).`,
     )
+    .option('--stack <name>', 'a deployed stack: read its outputs (DescribeStacks)')
+    .option('--region <region>', 'its region (sets AWS_REGION)')
+    .option('--outputs <file>', 'read the outputs from a "cdk deploy --outputs-file" file')
+    // The target's outputs become the environment every command and the console read.
+    .hook('preAction', async (command) => {
+      Object.assign(process.env, await resolveTarget(command.opts<TargetOptions>(), process.env));
+    })
     .showHelpAfterError('(run with --help for usage)')
     // `usage --branch …` (the log) and `usage summary --branch …` both have a --branch.
     .enablePositionalOptions()

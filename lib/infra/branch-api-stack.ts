@@ -10,7 +10,8 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { fallbackEntry, routes, tableAccessOf, type RouteId } from '../../shared/api/routes';
-import { OPERATOR_TABLES, operatorTableOutput, TABLE_ENV, tableDefinitions } from '../../shared/data/tables';
+import { OPERATOR_TABLES, operatorTableOutput, tableDefinitions } from '../../shared/data/tables';
+import { KEY_EVENT_BUS_OUTPUT, OPERATOR_OUTPUTS } from '../operator/target';
 import { DEFAULT_RATE_LIMIT, parseRateLimit } from '../../shared/domain/rate-limit';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../../shared/domain/usage-record';
 import { ApiFunction, FALLBACK_MEMORY_MB, FALLBACK_TIMEOUT } from './api-function';
@@ -325,22 +326,21 @@ export class BranchApiStack extends Stack {
     });
   }
 
-  /** The base URL, the table names the operator tooling reads, and the key events bus. */
+  /** The base URL, and everything the operator tooling reads (lib/operator/target.ts): one output each. */
   private addOutputs(): void {
     new CfnOutput(this, 'ApiBaseUrl', {
       value: this.api.baseUrl,
       description: '{base_url} of the API (the invoke URL of the `api` stage)',
     });
-    for (const name of OPERATOR_TABLES) {
-      new CfnOutput(this, operatorTableOutput(name), {
-        value: this.tables[name].tableName,
-        description: TABLE_ENV[name],
-      });
+    const values = new Map<string, string>([
+      ...OPERATOR_TABLES.map((name) => [operatorTableOutput(name), this.tables[name].tableName] as const),
+      [KEY_EVENT_BUS_OUTPUT.output, this.keyEvents.bus.eventBusName],
+    ]);
+    for (const { output, envVar, what } of OPERATOR_OUTPUTS) {
+      const value = values.get(output);
+      if (value === undefined) throw new Error(`No value for the operator output ${output}`);
+      new CfnOutput(this, output, { value, description: `${envVar}: ${what}` });
     }
-    new CfnOutput(this, 'KeyEventBusName', {
-      value: this.keyEvents.bus.eventBusName,
-      description: 'KEY_EVENT_BUS_NAME: key events (subscribe with rules; the operator tooling puts its own here)',
-    });
   }
 
   /** The deployer's topic, or one with their e-mail subscribed; none at all is a loud synth warning. */

@@ -7,6 +7,8 @@
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { routeKey, routes, tableAccessOf } from '../../shared/api/routes';
+import { OPERATOR_OUTPUTS } from '../operator/target';
+import { renderChecks } from '../verify/checks/index';
 import { BranchApiStack } from './branch-api-stack';
 
 export interface StackCounts {
@@ -49,7 +51,7 @@ export const markers = (name: string) => ({
 export const { start: COUNTS_START, end: COUNTS_END } = markers('counts');
 
 /** A table padded as Prettier pads it, so the generated block is stable under `prettier --check`. */
-const markdownTable = (rows: string[][]): string[] => {
+export const markdownTable = (rows: string[][]): string[] => {
   const widths = rows[0]!.map((_cell, i) => Math.max(3, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
   return [line(rows[0]!), line(widths.map((width) => '-'.repeat(width))), ...rows.slice(1).map(line)];
@@ -80,3 +82,35 @@ export const withGenerated = (text: string, name: string, block: string): string
 };
 
 export const withCounts = (text: string, block: string) => withGenerated(text, 'counts', block);
+
+/** The stack outputs the operator tooling reads (lib/operator/target.ts), as a table for docs/deploy.md. */
+export const renderOutputs = (start: string, end: string): string =>
+  [
+    start,
+    '',
+    ...markdownTable([
+      ['Output', 'Variable', 'What it names'],
+      ['`ApiBaseUrl`', '—', '`{base_url}`: `https://<id>.execute-api.<region>.amazonaws.com/api`'],
+      ...OPERATOR_OUTPUTS.map(({ output, envVar, what }) => [`\`${output}\``, `\`${envVar}\``, what]),
+    ]),
+    '',
+    end,
+  ].join('\n');
+
+/** Every generated block of each doc, rendered once: `current` gives a doc's text with them up to date. */
+export const generatedBlocks = () => {
+  const block = (name: string, render: (start: string, end: string) => string) => {
+    const { start, end } = markers(name);
+    return { name, text: render(start, end) };
+  };
+  const counts = { name: 'counts', text: renderCounts(stackCounts()) };
+  const deployOnly = [block('checks', renderChecks), block('outputs', renderOutputs)];
+  return {
+    /** `text` with its blocks current; undefined when one is missing. */
+    current: (doc: string, text: string): string | undefined =>
+      [counts, ...(doc.endsWith('deploy.md') ? deployOnly : [])].reduce<string | undefined>(
+        (next, { name, text: generated }) => next && withGenerated(next, name, generated),
+        text,
+      ),
+  };
+};

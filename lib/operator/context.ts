@@ -2,12 +2,11 @@
  * What the operator tooling (the settings-page side: CLI, console, library) talks to: the same
  * repositories the handlers use, on the embedded store or a deployed stack's tables.
  *
- * Target selection, from the environment:
- * - `DYNAMODB_ENDPOINT` set: that endpoint (e.g. the one `npm start` prints);
- * - otherwise AWS, with the default credential chain and `AWS_REGION`;
- * - table names from `KEYS_TABLE`, `USAGE_TABLE`, `BRANCH_DATA_TABLE`, `ROLLUPS_TABLE`, `RATE_LIMITS_TABLE`,
- *   `ACTIVITY_TABLE` (a deployed stack's outputs), defaulting to the local names;
- * - key events to the bus `KEY_EVENT_BUS_NAME` (a stack output) or the file `KEY_EVENTS_FILE`.
+ * Target selection, from the environment (which `--stack`/`--outputs` fill, lib/operator/target.ts):
+ * - `DYNAMODB_ENDPOINT` set: that endpoint (e.g. the one `npm start` prints), tables defaulting to
+ *   the local names, key events to the file `KEY_EVENTS_FILE`;
+ * - otherwise AWS, with the default credential chain and `AWS_REGION`, and every stack output the
+ *   tooling reads (`OPERATOR_OUTPUTS`: the table names and `KEY_EVENT_BUS_NAME`) set, or nothing runs.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConfigError, readDynamoDbSettings, readKeyEventSettings } from '../../shared/lambda/config';
@@ -17,6 +16,7 @@ import { createRepositories, type Repositories } from '../../shared/data/reposit
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
 import type { ActivityRepository } from '../../shared/data/repositories/activity';
 import { actorResolver } from './actor';
+import { assertDeployedTarget } from './target';
 import { LOCAL_TABLE_NAMES, tableDefinitions, type TableNames } from '../../shared/data/tables';
 
 type Env = Record<string, string | undefined>;
@@ -51,9 +51,10 @@ const stderrLogger: EmitterLogger = {
 export const createOperatorContext = (env: Env = process.env): OperatorContext => {
   if (!env.DYNAMODB_ENDPOINT?.trim() && !env.AWS_REGION?.trim() && !env.AWS_DEFAULT_REGION?.trim()) {
     throw new ConfigError(
-      'No target: set DYNAMODB_ENDPOINT for a local DynamoDB (npm start prints it), or AWS_REGION and the table names for a deployed stack',
+      'No target: set DYNAMODB_ENDPOINT for a local DynamoDB (npm start prints it), or run with --stack <stack name> --region <region> for a deployed stack',
     );
   }
+  assertDeployedTarget(env);
   const settings = readDynamoDbSettings(env);
   const tables = operatorTableNames(env);
   const client = createDocumentClient(settings, env);

@@ -80,6 +80,8 @@ export interface Assembly {
   /** The template's own Metadata section (the stack states `BranchApi.destroyData` there). */
   metadata: Json;
   resources: Record<string, Json>;
+  /** The template's Outputs section: output name → `{ Value, Description }`. */
+  outputs: Record<string, Json>;
   tables: TemplateTable[];
   functions: TemplateFunction[];
   routes: TemplateRoute[];
@@ -340,6 +342,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
     stack,
     metadata: (template?.Metadata ?? {}) as Json,
     resources,
+    outputs: (template?.Outputs ?? {}) as Record<string, Json>,
     tables: tablesOf(context),
     functions: functionsOf(context),
     routes: routesOf(context),

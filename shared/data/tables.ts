@@ -34,6 +34,8 @@ export const OPERATOR_TABLES = [
   'usage',
   'branchData',
   'rollups',
+  'rateLimits',
+  'activity',
 ] as const satisfies readonly (keyof TableNames)[];
 
 /** The stack output of a table the operator tooling names, e.g. `KeysTableName`. */

@@ -13,6 +13,7 @@ import { TEMPLATE_CHECKS } from '../../lib/verify/checks/index';
 import { readOpenApi, runTemplateChecks } from '../../lib/verify/checks/table';
 import { Resolver } from '../../lib/verify/assembly';
 import { checkTemplate } from '../../lib/verify/verify-assembly';
+import { OPERATOR_OUTPUTS } from '../../lib/operator/target';
 import { newApp } from '../cdk/support';
 
 type Resources = Record<string, { Type: string; Properties: any; DeletionPolicy?: string }>;
@@ -429,6 +430,36 @@ describe('each seeded kind of defect is reported by a line naming its check', ()
 
   it('covers at least 30 kinds', () => {
     expect(KINDS.length).toBeGreaterThanOrEqual(30);
+  });
+});
+
+describe('the outputs the operator tooling reads (the defect that shipped: no activity table output)', () => {
+  type WithOutputs = Template & { Outputs: Record<string, { Value: unknown }> };
+
+  it.each(OPERATOR_OUTPUTS.map(({ output, envVar }) => [output, envVar]))(
+    'an output removed (%s) is a line naming it and its variable',
+    (output, envVar) => {
+      const mutated = structuredClone(template) as WithOutputs;
+      delete mutated.Outputs[output];
+      expect(check(mutated)).toEqual([
+        {
+          check: 'operator-outputs',
+          resource: STACK,
+          reason: `no stack output ${output}: the operator tooling (--stack) finds no value for ${envVar}`,
+        },
+      ]);
+    },
+  );
+
+  it('a table output naming another table', () => {
+    const mutated = structuredClone(template) as WithOutputs;
+    mutated.Outputs.ActivityTableName!.Value = mutated.Outputs.KeysTableName!.Value;
+    expect(check(mutated)).toEqual([
+      expect.objectContaining({
+        check: 'operator-outputs',
+        reason: expect.stringMatching(/^stack output ActivityTableName does not name the activity table/),
+      }),
+    ]);
   });
 });
 

@@ -2,6 +2,7 @@
 import { alarmChecks } from './alarms';
 import { apiChecks } from './api';
 import { functionChecks } from './functions';
+import { outputChecks } from './outputs';
 import { streamChecks } from './stream';
 import type { TemplateCheck } from './table';
 import { tableChecks } from './tables';
@@ -12,6 +13,7 @@ export const TEMPLATE_CHECKS: readonly TemplateCheck[] = [
   ...streamChecks,
   ...tableChecks,
   ...alarmChecks,
+  ...outputChecks,
 ];
 
 /** The checks as a Markdown list for docs/deploy.md (`npm run docs:counts` writes it). */
