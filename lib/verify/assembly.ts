@@ -58,6 +58,8 @@ export interface EventSourceMapping {
   /** The table whose stream feeds the function. */
   tableLogicalId: string;
   batchSize: number;
+  /** Times Lambda delivers a failing batch again (MaximumRetryAttempts; absent: until the record expires). */
+  retryAttempts?: number;
   /** ARN of the on-failure destination (an SQS queue or SNS topic) the mapping sends failed batches to. */
   onFailure?: string;
   /** Event names its filter lets through (`INSERT`, …); absent: every event. */
@@ -281,6 +283,9 @@ const mappingsOf = (context: TemplateContext): EventSourceMapping[] =>
         functionLogicalId,
         tableLogicalId,
         batchSize: Number(properties.BatchSize ?? 100),
+        ...(Number.isInteger(properties.MaximumRetryAttempts) && properties.MaximumRetryAttempts >= 0
+          ? { retryAttempts: Number(properties.MaximumRetryAttempts) }
+          : {}),
         ...(onFailure ? { onFailure } : {}),
         ...(eventNames ? { eventNames } : {}),
       },

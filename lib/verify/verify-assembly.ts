@@ -129,6 +129,34 @@ const playScenario = async (run: Run) => {
   for (const host of hosts.values()) host.proxy.failWrites = false;
 };
 
+/** Redeliveries tried for a mapping without a bound (the `stream-retries` check reports it). */
+const UNBOUNDED_RETRIES = 10;
+
+type StreamRecord = { dynamodb?: { SequenceNumber?: string } };
+
+/**
+ * Delivers one batch as Lambda does with partial batch responses: a batch that fails is delivered
+ * again from its first failed record (the whole batch after a function error), up to the
+ * mapping's retry attempts. A consumer fails only if that does not get it through: a write that
+ * timed out on a busy machine is retried, as it would be on AWS. Returns the last failure.
+ */
+const deliver = async (consumer: FunctionHost, batch: StreamRecord[], retries: number) => {
+  let remaining = batch;
+  for (let attempt = 0; ; attempt += 1) {
+    const outcome = await consumer.invoke({ Records: remaining });
+    const failures = (outcome.result as { batchItemFailures?: { itemIdentifier?: string }[] } | undefined)
+      ?.batchItemFailures;
+    if (!outcome.error && !failures?.length) return undefined;
+    const failure = outcome.error ?? `${failures!.length} item failure(s)`;
+    if (attempt >= retries) return `${failure}, still after ${retries} redeliveries`;
+    const first = outcome.error
+      ? 0
+      : remaining.findIndex((record) => record.dynamodb?.SequenceNumber === failures![0]!.itemIdentifier);
+    // An identifier not in the batch: Lambda redelivers the whole batch.
+    remaining = remaining.slice(Math.max(first, 0));
+  }
+};
+
 /** Each stream consumer gets what was written to its table, as stream records; returns streams and destinations read. */
 const feedStreams = async ({ assembly, hosts, defects }: Run) => {
   await Promise.all([...hosts.values()].map((host) => host.proxy.settled()));
@@ -163,14 +191,8 @@ const feedStreams = async ({ assembly, hosts, defects }: Run) => {
       records.slice(i * batchSize, (i + 1) * batchSize),
     );
     for (const batch of [...batches, batches[0]!]) {
-      const outcome = await consumer.invoke({ Records: batch });
-      const failures = (outcome.result as { batchItemFailures?: unknown[] } | undefined)?.batchItemFailures ?? [];
-      if (outcome.error || failures.length > 0) {
-        defects.push({
-          resource: mapping.functionLogicalId,
-          reason: `a stream batch failed: ${outcome.error ?? `${failures.length} item failure(s)`}`,
-        });
-      }
+      const failure = await deliver(consumer, batch, mapping.retryAttempts ?? UNBOUNDED_RETRIES);
+      if (failure) defects.push({ resource: mapping.functionLogicalId, reason: `a stream batch failed: ${failure}` });
     }
   }
   return { streams, destinations };
