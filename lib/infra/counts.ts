@@ -10,6 +10,7 @@ import { routeKey, routes, tableAccessOf } from '../../shared/api/routes';
 import { OPERATOR_OUTPUTS } from '../operator/target';
 import { renderChecks } from '../verify/checks/index';
 import { BranchApiStack } from './branch-api-stack';
+import { costInputs, renderCost } from './cost';
 
 export interface StackCounts {
   functions: number;
@@ -22,9 +23,13 @@ export interface StackCounts {
 
 const TABLE_LABELS: Record<string, string> = { branchData: 'branch data', rateLimits: 'rate limits' };
 
-export const stackCounts = (): StackCounts => {
+/** The stack's template, synthesized without bundling (the counts and the cost read it). */
+export const synthesizedTemplate = (): Template => {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const template = Template.fromStack(new BranchApiStack(app, 'Counts'));
+  return Template.fromStack(new BranchApiStack(app, 'Counts'));
+};
+
+export const stackCounts = (template: Template = synthesizedTemplate()): StackCounts => {
   const count = (type: string) => Object.keys(template.findResources(type)).length;
   return {
     functions: count('AWS::Lambda::Function'),
@@ -98,13 +103,17 @@ export const renderOutputs = (start: string, end: string): string =>
   ].join('\n');
 
 /** Every generated block of each doc, rendered once: `current` gives a doc's text with them up to date. */
-export const generatedBlocks = () => {
+export const generatedBlocks = (template: Template = synthesizedTemplate()) => {
   const block = (name: string, render: (start: string, end: string) => string) => {
     const { start, end } = markers(name);
     return { name, text: render(start, end) };
   };
-  const counts = { name: 'counts', text: renderCounts(stackCounts()) };
-  const deployOnly = [block('checks', renderChecks), block('outputs', renderOutputs)];
+  const counts = { name: 'counts', text: renderCounts(stackCounts(template)) };
+  const deployOnly = [
+    block('checks', renderChecks),
+    block('outputs', renderOutputs),
+    block('cost', (start, end) => renderCost(costInputs(template.toJSON()), markdownTable, start, end)),
+  ];
   return {
     /** `text` with its blocks current; undefined when one is missing. */
     current: (doc: string, text: string): string | undefined =>

@@ -11,6 +11,7 @@ import {
   COUNTS_START,
   markers,
   renderCounts,
+  renderOutputs,
   stackCounts,
   withCounts,
   withGenerated,
@@ -41,6 +42,12 @@ describe('generated counts', () => {
     const text = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
     const { start, end } = markers('checks');
     expect(withGenerated(text, 'checks', renderChecks(start, end))).toBe(text);
+  });
+
+  it('list the stack outputs the operator tooling reads in docs/deploy.md', () => {
+    const text = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+    const { start, end } = markers('outputs');
+    expect(withGenerated(text, 'outputs', renderOutputs(start, end))).toBe(text);
   });
 
   it('are rewritten when stale, and a doc without markers is told apart', () => {
