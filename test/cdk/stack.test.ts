@@ -560,13 +560,17 @@ describe('alarms', () => {
 describe('outputs', () => {
   it('give the base URL ending in /api and the table names', () => {
     expect(Object.keys(template.findOutputs('*')).sort()).toEqual([
+      'ActivityTableName',
       'ApiBaseUrl',
       'BranchDataTableName',
       'KeyEventBusName',
       'KeysTableName',
+      'RateLimitsTableName',
       'RollupsTableName',
       'UsageTableName',
     ]);
+    template.hasOutput('ActivityTableName', { Value: { Ref: logicalId(stack.tables.activity) } });
+    template.hasOutput('RateLimitsTableName', { Value: { Ref: logicalId(stack.tables.rateLimits) } });
     template.hasOutput('RollupsTableName', { Value: { Ref: logicalId(stack.tables.rollups) } });
     template.hasOutput('ApiBaseUrl', {
       Value: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.api.httpApi), 'ApiEndpoint'] }, '/api']] },
