@@ -136,15 +136,17 @@ const xrayTraces = (calls: number) => {
   return (reservoir + (perSecond - reservoir) * ASSUMPTIONS.xrayRate) * SECONDS_PER_MONTH;
 };
 
+const p = PRICES;
+const a = ASSUMPTIONS;
+/** One line of the bill: `perMonth` at each volume. */
+const line = (item: string, math: string, perMonth: (calls: number) => number): CostLine => ({
+  item,
+  math,
+  dollars: VOLUMES.map(perMonth),
+});
+
 /** Each line of the bill at each volume: this stack (HTTP API, bearer keys in DynamoDB). */
 export const stackCost = (inputs: CostInputs): CostLine[] => {
-  const p = PRICES;
-  const a = ASSUMPTIONS;
-  const line = (item: string, math: string, perMonth: (calls: number) => number): CostLine => ({
-    item,
-    math,
-    dollars: VOLUMES.map(perMonth),
-  });
   const batchesPerCall = 1 / inputs.streamBatchSize;
   // Usage records kept for the retention period, in the table and its by-key index.
   const usageGb = (calls: number) => (calls * (inputs.usageRetentionDays / 30) * a.usageRecordBytes * 2) / GB;
@@ -207,42 +209,29 @@ export const stackCost = (inputs: CostInputs): CostLine[] => {
 };
 
 /** The same traffic on a REST API with API keys and usage plans: no key, counter or usage writes of ours. */
-export const nativeCost = (inputs: CostInputs): CostLine[] => {
-  const p = PRICES;
-  const a = ASSUMPTIONS;
-  const line = (item: string, math: string, perMonth: (calls: number) => number): CostLine => ({
-    item,
-    math,
-    dollars: VOLUMES.map(perMonth),
-  });
-  return [
-    line(
-      'API Gateway REST API',
-      `$${p.restApiPerMillion} per million requests`,
-      (n) => (n / 1e6) * p.restApiPerMillion,
-    ),
-    line(
-      'Lambda',
-      `1 invocation per call, ${a.endpointMs} ms at ${inputs.endpointMemoryMb} MB`,
-      (n) =>
-        (n / 1e6) * p.lambdaPerMillionRequests +
-        n * (inputs.endpointMemoryMb / 1024) * (a.endpointMs / 1000) * p.lambdaArmPerGbSecond,
-    ),
-    line(
-      'DynamoDB reads',
-      '0.5 read units per call (branch data only)',
-      (n) => ((n * 0.5) / 1e6) * p.dynamoReadPerMillionUnits,
-    ),
-    line(
-      'CloudWatch, X-Ray',
-      'the same alarms, logs and traces',
-      (n) =>
-        inputs.alarmMetrics * p.alarmMetricPerMonth +
-        ((n * a.logBytesPerCall) / GB) * p.logsIngestionPerGb +
-        (xrayTraces(n) / 1e6) * p.xrayPerMillionTracesRecorded,
-    ),
-  ];
-};
+export const nativeCost = (inputs: CostInputs): CostLine[] => [
+  line('API Gateway REST API', `$${p.restApiPerMillion} per million requests`, (n) => (n / 1e6) * p.restApiPerMillion),
+  line(
+    'Lambda',
+    `1 invocation per call, ${a.endpointMs} ms at ${inputs.endpointMemoryMb} MB`,
+    (n) =>
+      (n / 1e6) * p.lambdaPerMillionRequests +
+      n * (inputs.endpointMemoryMb / 1024) * (a.endpointMs / 1000) * p.lambdaArmPerGbSecond,
+  ),
+  line(
+    'DynamoDB reads',
+    '0.5 read units per call (branch data only)',
+    (n) => ((n * 0.5) / 1e6) * p.dynamoReadPerMillionUnits,
+  ),
+  line(
+    'CloudWatch, X-Ray',
+    'the same alarms, logs and traces',
+    (n) =>
+      inputs.alarmMetrics * p.alarmMetricPerMonth +
+      ((n * a.logBytesPerCall) / GB) * p.logsIngestionPerGb +
+      (xrayTraces(n) / 1e6) * p.xrayPerMillionTracesRecorded,
+  ),
+];
 
 const total = (lines: CostLine[]) => VOLUMES.map((_v, i) => lines.reduce((sum, line) => sum + line.dollars[i]!, 0));
 const money = (dollars: number) =>
