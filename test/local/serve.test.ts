@@ -162,6 +162,7 @@ it('keeps its data across restarts with --data-dir, with one active demo key', a
 it('uses an external DynamoDB when DYNAMODB_ENDPOINT is set', async () => {
   const serve = startServe({
     PORT: '0',
+    DYNAMODB_PORT: '0',
     DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
     KEYS_TABLE: `${process.env.KEYS_TABLE}-serve`,
     USAGE_TABLE: `${process.env.USAGE_TABLE}-serve`,
