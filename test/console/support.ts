@@ -46,7 +46,7 @@ export const useEnvironment = (): { env: Environment; ctx: OperatorContext } => 
 
 /** The local environment on this test file's tables, and a console over it. */
 export const startEnvironment = async (): Promise<Environment> => {
-  const stack = await startLocalEnvironment({ port: 0, dynamoEndpoint: process.env.DYNAMODB_ENDPOINT! });
+  const stack = await startLocalEnvironment({ port: 0, dynamoPort: 0, dynamoEndpoint: process.env.DYNAMODB_ENDPOINT! });
   const logged: string[] = [];
   const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], log: (line) => logged.push(line) });
   return {
