@@ -17,5 +17,5 @@ try {
 } catch (error) {
   // Help and version exit 0; commander has printed its own message already unless JSON was asked for.
   if (error instanceof CommanderError) process.exitCode = error.exitCode;
-  reportFailure(error, jsonErrors);
+  await reportFailure(error, jsonErrors);
 }

@@ -1,7 +1,5 @@
 /** `branch-api seed <file>` and `branch-api tables create`: the data the API serves, and its tables. */
 import type { Command } from 'commander';
-import { seed } from '../../lib/operator/seed';
-import { ensureTables } from '../../lib/operator/tables';
 import { lines, terminal } from '../../lib/operator/terminal';
 import { withProgress } from '../../lib/operator/progress';
 import { print, withContext, type JsonOption } from './kit';
@@ -14,6 +12,7 @@ export const addDataCommands = (program: Command): void => {
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, file: string, options: JsonOption) => {
+        const { seed } = await import('../../lib/operator/seed');
         const result = await withProgress('Seeding branches', (update) => seed(ctx, file, update));
         print(
           result,
@@ -32,6 +31,7 @@ export const addDataCommands = (program: Command): void => {
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: JsonOption) => {
+        const { ensureTables } = await import('../../lib/operator/tables');
         const created = await ensureTables(ctx.client, ctx.tables);
         const existing = Object.values(ctx.tables).filter((name) => !created.includes(name));
         print({ created, existing, tables: ctx.tables }, options, () =>

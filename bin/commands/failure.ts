@@ -7,7 +7,6 @@ import { CommanderError } from 'commander';
 import { messageNaming, OperatorError, type OperatorErrorCode, type OperatorField } from '../../lib/operator/errors';
 import { terminal, terminalSafeJson } from '../../lib/operator/terminal';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
-import { ConfigError } from '../../shared/lambda/config';
 
 /** Codes the CLI adds to the operator library's. */
 export const CLI_ERROR_CODES = [
@@ -48,7 +47,7 @@ const OPTION_OF_FIELD: Partial<Record<OperatorField, string>> = {
 const fieldOfFailure = (field: OperatorField): string =>
   OPTION_OF_FIELD[field]?.replace(/^--/, '').replaceAll('-', '_') ?? field;
 
-export const describeFailure = (error: unknown): Failure => {
+export const describeFailure = async (error: unknown): Promise<Failure> => {
   if (error instanceof OperatorError) {
     const message = messageNaming(error, (field) => OPTION_OF_FIELD[field]);
     return { code: error.code, message, ...(error.field ? { field: fieldOfFailure(error.field) } : {}) };
@@ -58,6 +57,8 @@ export const describeFailure = (error: unknown): Failure => {
       error.code === 'commander.help' ? 'a command is missing (run with --help for usage)' : error.message;
     return { code: 'usage_error', message: message.replace(/^error: /, '') };
   }
+  // Loaded here, not for every command: a ConfigError comes from this module, loaded already.
+  const { ConfigError } = await import('../../shared/lambda/config');
   if (error instanceof ConfigError) return { code: 'config_error', message: error.message };
   if (error instanceof DataStoreUnavailableError) {
     return {
@@ -75,13 +76,13 @@ export const describeFailure = (error: unknown): Failure => {
 };
 
 /** Writes the failure (commander has written its own, unless JSON errors were asked for) and sets the exit code. */
-export const reportFailure = (error: unknown, jsonErrors: boolean): void => {
+export const reportFailure = async (error: unknown, jsonErrors: boolean): Promise<void> => {
   if (error instanceof CommanderError) {
     if (error.exitCode === 0 || !jsonErrors) return;
   } else {
     process.exitCode = 1;
   }
-  const failure = describeFailure(error);
+  const failure = await describeFailure(error);
   process.stderr.write(
     jsonErrors ? `${terminalSafeJson({ error: failure }, 0)}\n` : `${terminal`error: ${failure.message}`}\n`,
   );

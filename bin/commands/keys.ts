@@ -1,27 +1,7 @@
 /** `branch-api keys …`: every key action (lib/operator/keys.ts), its options parsed here. */
 import { Option, type Command } from 'commander';
-import {
-  auditKeys,
-  createKey,
-  disableKey,
-  enableKey,
-  listActivity,
-  listKeys,
-  MAX_ACTIVITY_LIMIT,
-  revokeKey,
-  rollKey,
-  updateKey,
-  type KeyActionOutcome,
-  type KeySettings,
-} from '../../lib/operator/keys';
-import {
-  DEFAULT_GRACE,
-  parseAllowedIps,
-  parseGrace,
-  parseIsoDate,
-  parseRateLimitText,
-  parseScopes,
-} from '../../lib/operator/input';
+import type { KeyActionOutcome, KeySettings } from '../../lib/operator/keys';
+import { DEFAULT_GRACE, MAX_ACTIVITY_LIMIT } from '../../lib/operator/limits';
 import { OperatorError } from '../../lib/operator/errors';
 import { formatTable } from '../../lib/operator/format';
 import { lines, terminal, type TerminalText } from '../../lib/operator/terminal';
@@ -32,6 +12,9 @@ import { activityTable } from './tables';
 
 const SCOPES_HELP = 'comma-separated: read, write, webhooks, team:read, billing:read';
 const ALLOW_IP_HELP = 'only these IPv4/IPv6 addresses or CIDR blocks may use the key';
+
+/** The key actions, loaded when a command runs: `--help` needs none of them. */
+const keyActions = () => import('../../lib/operator/keys');
 
 /** A key's settings, one per line. */
 const settingsText = (record: ApiKeyRecord): TerminalText[] => [
@@ -74,13 +57,16 @@ const setOrUnset = <K extends keyof KeySettings, T>(
 ) => (value === undefined ? {} : { [name]: value === false ? null : parse(value) }) as Partial<Record<K, T | null>>;
 
 /** The options as typed settings (lib/operator/input.ts reads the text). */
-const settingsOf = (options: SettingsOptions): KeySettings => ({
-  ...(options.name !== undefined ? { name: options.name } : {}),
-  ...(options.scopes !== undefined ? { scopes: parseScopes(options.scopes) } : {}),
-  ...setOrUnset('expiresAt', options.expires, (v) => parseIsoDate(v, 'expires_at')),
-  ...setOrUnset('allowedIps', options.allowIp, parseAllowedIps),
-  ...setOrUnset('rateLimit', options.rateLimit, parseRateLimitText),
-});
+const settingsOf = async (options: SettingsOptions): Promise<KeySettings> => {
+  const { parseAllowedIps, parseIsoDate, parseRateLimitText, parseScopes } = await import('../../lib/operator/input');
+  return {
+    ...(options.name !== undefined ? { name: options.name } : {}),
+    ...(options.scopes !== undefined ? { scopes: parseScopes(options.scopes) } : {}),
+    ...setOrUnset('expiresAt', options.expires, (v) => parseIsoDate(v, 'expires_at')),
+    ...setOrUnset('allowedIps', options.allowIp, parseAllowedIps),
+    ...setOrUnset('rateLimit', options.rateLimit, parseRateLimitText),
+  };
+};
 
 interface CreateOptions extends JsonOption, SettingsOptions {
   branch: string;
@@ -100,7 +86,8 @@ const addCreate = (keys: Command): void => {
     .option('--json', 'JSON output')
     .action(
       withKeyAction(async (ctx, options: CreateOptions) => {
-        const { scopes = [], ...settings } = settingsOf(options);
+        const { scopes = [], ...settings } = await settingsOf(options);
+        const { createKey } = await keyActions();
         const { key, record } = await createKey(ctx, { branchId: options.branch, scopes, ...settings });
         print({ key, ...record }, options, () =>
           newKeyText(key, record, terminal`Created key ${record.key_id} for branch ${record.branch_id}`),
@@ -147,6 +134,7 @@ const addList = (keys: Command): void => {
           ...(options.status ? { status: options.status } : {}),
           ...(options.name ? { name: options.name } : {}),
         };
+        const { listKeys } = await keyActions();
         const listing = await listKeys(ctx, options.branch, new Date(), filter);
         const filtered = options.status !== undefined || options.name !== undefined;
         print(listing, options, () =>
@@ -202,7 +190,7 @@ const addUpdate = (keys: Command): void => {
     .option('--json', 'JSON output')
     .action(
       withKeyAction(async (ctx, keyId: string, options: SettingsOptions & JsonOption & { branch: string }) => {
-        const settings = settingsOf(options);
+        const settings = await settingsOf(options);
         if (Object.keys(settings).length === 0) {
           throw new OperatorError(
             'Nothing to change: give --name, --scopes, --rate-limit, --allow-ip or --expires',
@@ -210,6 +198,7 @@ const addUpdate = (keys: Command): void => {
             'key',
           );
         }
+        const { updateKey } = await keyActions();
         const outcome = await updateKey(ctx, { branchId: options.branch, keyId, ...settings });
         print(outcome, options, () =>
           lines([
@@ -232,6 +221,7 @@ const addStateActions = (keys: Command): void => {
     .option('--json', 'JSON output (changed: false when it was disabled already)')
     .action(
       withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+        const { disableKey } = await keyActions();
         const outcome = await disableKey(ctx, { branchId: options.branch, keyId });
         reportAction(outcome, options, 'Disabled', 'is already disabled');
       }),
@@ -245,6 +235,7 @@ const addStateActions = (keys: Command): void => {
     .option('--json', 'JSON output (changed: false when it was enabled already)')
     .action(
       withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+        const { enableKey } = await keyActions();
         reportAction(await enableKey(ctx, { branchId: options.branch, keyId }), options, 'Enabled', 'is not disabled');
       }),
     );
@@ -257,6 +248,7 @@ const addStateActions = (keys: Command): void => {
     .option('--json', 'JSON output (already_revoked: true when it was revoked before)')
     .action(
       withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+        const { revokeKey } = await keyActions();
         const record = await revokeKey(ctx, { branchId: options.branch, keyId });
         print(record, options, () =>
           record.already_revoked
@@ -277,6 +269,8 @@ const addRoll = (keys: Command): void => {
     .option('--json', 'JSON output')
     .action(
       withKeyAction(async (ctx, keyId: string, options: { branch: string; grace: string } & JsonOption) => {
+        const { parseGrace } = await import('../../lib/operator/input');
+        const { rollKey } = await keyActions();
         const graceMs = parseGrace(options.grace);
         const { key, record, previous } = await rollKey(ctx, { keyId, branchId: options.branch, graceMs });
         print({ key, ...record, previous }, options, () =>
@@ -301,6 +295,7 @@ const addAudit = (keys: Command): void => {
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: { branch: string } & JsonOption) => {
+        const { auditKeys } = await keyActions();
         const report = await auditKeys(ctx, { branchId: options.branch });
         print(report, options, () =>
           report.keys.length === 0
@@ -329,6 +324,7 @@ const addActivity = (keys: Command): void => {
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: { branch: string; key?: string; limit: number } & JsonOption) => {
+        const { listActivity } = await keyActions();
         const entries = await listActivity(ctx, {
           branchId: options.branch,
           limit: options.limit,

@@ -4,8 +4,7 @@
  * so stored values cannot drive the terminal.
  */
 import { InvalidArgumentError } from 'commander';
-import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
-import { readKeyEventSettings } from '../../shared/lambda/config';
+import type { OperatorContext } from '../../lib/operator/context';
 import { terminalSafeJson, type TerminalText } from '../../lib/operator/terminal';
 
 export interface JsonOption {
@@ -33,10 +32,14 @@ export const port = (value: string) => {
   return Number(value);
 };
 
-/** Runs an operator command with a context that is always closed. */
+/**
+ * Runs an operator command with a context that is always closed. The context (and with it the
+ * AWS SDK) loads when a command runs, so `--help` and `--version` stay quick.
+ */
 export const withContext =
   <Args extends unknown[]>(action: (ctx: OperatorContext, ...args: Args) => Promise<void>) =>
   async (...args: Args): Promise<void> => {
+    const { createOperatorContext } = await import('../../lib/operator/context');
     const ctx = createOperatorContext(process.env);
     try {
       await action(ctx, ...args);
@@ -53,6 +56,7 @@ export const withKeyAction =
   <Args extends unknown[]>(action: (ctx: OperatorContext, ...args: Args) => Promise<void>) =>
   async (...args: Args): Promise<void> => {
     await withContext(action)(...args);
+    const { readKeyEventSettings } = await import('../../shared/lambda/config');
     const settings = readKeyEventSettings(process.env);
     if (!settings.busName && !settings.file) process.stderr.write(`${NO_KEY_EVENTS_WARNING}\n`);
   };

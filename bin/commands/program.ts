@@ -1,14 +1,16 @@
 /** The `branch-api` program: its commands (this folder), help and error output. */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, Help, type Option } from 'commander';
 import { escapeForTerminal } from '../../lib/operator/terminal';
-import { resolveTarget, type TargetOptions } from '../../lib/operator/target';
+import type { TargetOptions } from '../../lib/operator/target';
+import { PROJECT_ROOT } from '../../lib/project-paths';
 import { addServeCommands } from './serve';
 import { addKeyCommands } from './keys';
 import { addUsageCommands } from './usage';
 import { addDataCommands } from './data';
 
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+const { version } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
   version: string;
 };
 
@@ -46,6 +48,7 @@ and KEY_EVENT_BUS_NAME from them (docs/deploy.md).`,
     .option('--outputs <file>', 'read the outputs from a "cdk deploy --outputs-file" file')
     // The target's outputs become the environment every command and the console read.
     .hook('preAction', async (command) => {
+      const { resolveTarget } = await import('../../lib/operator/target');
       Object.assign(process.env, await resolveTarget(command.opts<TargetOptions>(), process.env));
     })
     .showHelpAfterError('(run with --help for usage)')

@@ -1,8 +1,8 @@
 /** `branch-api serve` (the local stack, `npm start`) and `branch-api console` (the settings pages). */
 import { Option, type Command } from 'commander';
-import { serve } from '../../lib/local/serve';
-import { DEMO_SEED_FILE } from '../../lib/local/environment';
-import { runConsoleCommand } from '../../lib/console/command';
+import type { ServeOptions } from '../../lib/local/serve';
+import type { ConsoleCommandOptions } from '../../lib/console/command';
+import { DEMO_SEED_FILE } from '../../lib/project-paths';
 import { LOCAL_API_PORT, LOCAL_CONSOLE_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../../lib/local-defaults';
 import { port } from './kit';
 
@@ -34,7 +34,8 @@ export const addServeCommands = (program: Command): void => {
       ).env('LOG_FILE'),
     )
     .option('--verbose', 'write request and aggregator logs to the terminal too (default: to the log file only)')
-    .action(serve);
+    // The stack and the console load when their command runs, not for every command.
+    .action(async (options: ServeOptions) => (await import('../../lib/local/serve')).serve(options));
 
   program
     .command('console')
@@ -46,5 +47,7 @@ export const addServeCommands = (program: Command): void => {
       ),
     )
     .option('--branch <id...>', 'branches to list on the home page')
-    .action(runConsoleCommand);
+    .action(async (options: ConsoleCommandOptions) =>
+      (await import('../../lib/console/command')).runConsoleCommand(options),
+    );
 };

@@ -9,9 +9,9 @@ import { formatTable } from '../../lib/operator/format';
 import { withProgress } from '../../lib/operator/progress';
 import { outputWidth } from './kit';
 import { lines as joinLines, terminal, type TerminalText } from '../../lib/operator/terminal';
-import { rebuildRollups, type RebuildResult } from '../../lib/operator/usage-rebuild';
-import { replayUsageLog, type ReplayResult } from '../../lib/operator/usage-replay';
-import { summarizeUsage, type SetAsideReport, type UsageRollupSummary } from '../../lib/operator/usage-rollups';
+import type { RebuildResult } from '../../lib/operator/usage-rebuild';
+import type { ReplayResult } from '../../lib/operator/usage-replay';
+import type { SetAsideReport, UsageRollupSummary } from '../../lib/operator/usage-rollups';
 
 interface JsonOption {
   json?: boolean;
@@ -94,6 +94,7 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
           ctx,
           options: { branch: string; key?: string; since?: string; until?: string; by: 'hour' | 'day' } & JsonOption,
         ) => {
+          const { summarizeUsage } = await import('../../lib/operator/usage-rollups');
           const summary = await summarizeUsage(ctx, {
             branchId: options.branch,
             by: options.by,
@@ -117,6 +118,7 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
     .action(
       withContext(
         async (ctx, options: { branch: string; key?: string; since: string; until?: string } & JsonOption) => {
+          const { rebuildRollups } = await import('../../lib/operator/usage-rebuild');
           const result = await withProgress('Rebuilding rollups: hours', (update) =>
             rebuildRollups(ctx, {
               branchId: options.branch,
@@ -140,6 +142,7 @@ export const addUsageRollupCommands = (usage: Command, { withContext, print }: C
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, file: string, options: { fromLine?: number } & JsonOption) => {
+        const { replayUsageLog } = await import('../../lib/operator/usage-replay');
         const result = await withProgress('Replaying usage records: lines read', (update) =>
           replayUsageLog(ctx, file, {
             onProgress: (p: { lines: number }) => update(p.lines),

@@ -1,10 +1,9 @@
 /** `branch-api usage` (the log and a summary of the period) and its rollup subcommands. */
 import type { Command } from 'commander';
 import { OperatorError } from '../../lib/operator/errors';
-import { MAX_USAGE_LIMIT, readUsage } from '../../lib/operator/usage';
+import { MAX_USAGE_LIMIT } from '../../lib/operator/limits';
 import { lines, terminal } from '../../lib/operator/terminal';
 import { addUsageRollupCommands, formatSetAside } from './usage-rollups';
-import { setAsideReport } from '../../lib/operator/usage-rollups';
 import { kit, outputWidth, positiveInt, print, withContext, type JsonOption } from './kit';
 import { usageTable } from './tables';
 
@@ -30,6 +29,8 @@ export const addUsageCommands = (program: Command): void => {
         if (options.branch === undefined) {
           throw new OperatorError("required option '--branch <id>' not specified", 'invalid_input', 'branch');
         }
+        const { readUsage } = await import('../../lib/operator/usage');
+        const { setAsideReport } = await import('../../lib/operator/usage-rollups');
         const { records, summary } = await readUsage(ctx, {
           branchId: options.branch,
           limit: options.limit,

@@ -36,6 +36,7 @@ import {
 } from './security';
 import { USAGE_ROUTES } from './usage-routes';
 import { LOCAL_CONSOLE_PORT } from '../local-defaults';
+import { PROJECT_ROOT } from '../project-paths';
 
 type Env = Record<string, string | undefined>;
 
@@ -75,7 +76,8 @@ export interface SettingsConsole {
 const packageFile = (pkg: string, entry: string, file: string): Buffer =>
   readFileSync(join(dirname(createRequire(import.meta.filename).resolve(`${pkg}${entry}`)), file));
 
-const ownFile = (file: string): Buffer => readFileSync(join(import.meta.dirname, 'assets', file));
+// From the root, not from this file: the CLI runs a build of it in dist/ (scripts/build.mjs).
+const ownFile = (file: string): Buffer => readFileSync(join(PROJECT_ROOT, 'lib', 'console', 'assets', file));
 const JS = 'text/javascript; charset=utf-8';
 const CSS = 'text/css; charset=utf-8';
 

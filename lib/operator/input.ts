@@ -8,7 +8,7 @@ import { InvalidCidrError, parseAllowlist } from '../../shared/domain/cidr';
 import { InvalidRateLimitError, parseRateLimit, type RateLimit } from '../../shared/domain/rate-limit';
 import { SCOPES, ScopeSchema, type Scope } from '../../shared/domain/schemas';
 import { invalidInput, OperatorError, type OperatorField } from './errors';
-import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_GRACE_MS } from './keys';
+import { DURATION_UNITS, MAX_GRACE_MS } from './limits';
 
 const ISO_8601 =
   /^(?<year>\d{4})-(?<month>\d{2})-(?<day>\d{2})(?:T(?<hour>\d{2}):(?<minute>\d{2})(?::(?<second>\d{2})(?:\.(?<fraction>\d{1,9}))?)?(?<offset>Z|(?<sign>[+-])(?<offsetHours>\d{2}):?(?<offsetMinutes>\d{2}))?)?$/;
@@ -119,8 +119,7 @@ export const parseRateLimitText = (value: string): RateLimit => {
   }
 };
 
-/** `keys roll` without `--grace`, as written: `24h`. */
-export const DEFAULT_GRACE = `${DEFAULT_GRACE_MS / DURATION_UNITS.h}h`;
+export { DEFAULT_GRACE } from './limits';
 
 /** `30s`, `15m`, `24h`, `7d` → milliseconds; `0` ends the old key at once. */
 export const parseGrace = (value: string): number => {

@@ -23,16 +23,7 @@ import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import type { OperatorContext } from './context';
 import { invalidInput, OperatorError } from './errors';
 import { auditOf, type KeyAudit } from './key-audit';
-
-export const DURATION_UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-/** How long a rolled key keeps working unless the roll says otherwise. */
-export const DEFAULT_GRACE_MS = 24 * DURATION_UNITS.h;
-/** Longest grace period a roll accepts. */
-export const MAX_GRACE_MS = 365 * DURATION_UNITS.d;
-/** Longest key name accepted. */
-export const MAX_NAME_LENGTH = 200;
-/** Most entries one activity read returns. */
-export const MAX_ACTIVITY_LIMIT = 1000;
+import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_ACTIVITY_LIMIT, MAX_GRACE_MS, MAX_NAME_LENGTH } from './limits';
 
 /** A key's settings, as a key is created with them or changed to them. */
 export interface KeySettings {

@@ -7,6 +7,7 @@ import type { OperatorContext } from './context';
 import { invalidInput } from './errors';
 import { parseIsoDate } from './input';
 import { requireBranch, requireKeyOfBranch } from './keys';
+import { MAX_USAGE_LIMIT } from './limits';
 
 export interface UsageRequest {
   branchId: string;
@@ -46,7 +47,6 @@ export const summarize = (
   };
 };
 
-export const MAX_USAGE_LIMIT = 10_000;
 /** Most calls the summary of `usage` reads (status and time only): about 100 pages of the usage table. */
 export const MAX_SUMMARY_CALLS = 200_000;
 
