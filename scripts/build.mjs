@@ -3,12 +3,13 @@
  * command runs JavaScript instead of compiling TypeScript at every call. Runs on install
  * (`prepare`), before `npm start` (`prestart`), and in the tests' global setup; about a second.
  */
+import { writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
 
-await build({
+const { metafile } = await build({
   absWorkingDir: root,
   entryPoints: { cli: 'bin/cli.ts' },
   outdir: 'dist',
@@ -25,4 +26,7 @@ await build({
   packages: 'external',
   sourcemap: 'linked',
   logLevel: 'warning',
+  metafile: true,
 });
+// What each file of the build imports, and how: test/cli/build.test.ts checks what `--version` loads.
+writeFileSync(join(root, 'dist', 'meta.json'), JSON.stringify(metafile));
