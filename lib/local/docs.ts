@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { LOCAL_STAGE } from './events';
-import { OPENAPI_FILE } from '../project-paths';
+import { OPENAPI_FILE, PROJECT_ROOT } from '../project-paths';
 
 export interface DocsResponse {
   statusCode: number;
@@ -20,7 +20,7 @@ export interface DocsResponse {
 export { OPENAPI_FILE };
 
 const swaggerUiDir = (): string =>
-  dirname(createRequire(join(import.meta.dirname, 'docs.ts')).resolve('swagger-ui-dist/package.json'));
+  dirname(createRequire(join(PROJECT_ROOT, 'package.json')).resolve('swagger-ui-dist/package.json'));
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 

@@ -6,7 +6,6 @@
 import { listen } from './listen';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
 import type { ApiContext } from '../../shared/api/middlewares';
 import { errorBody, internalError, payloadTooLarge, type ApiError } from '../../shared/api/errors';
 import { COMMON_HEADERS, jsonResponse, type ApiEvent, type ApiResponse } from '../../shared/api/http/response';
@@ -21,11 +20,9 @@ import {
 } from '../../shared/api/routes';
 import { buildContext, buildEvent, LOCAL_STAGE } from './events';
 import { invokeFunction } from './invoke';
-import { PROJECT_ROOT } from '../project-paths';
+import { loadHandler } from './functions';
 import { LOCAL_API_PORT, LOCAL_HOST } from '../local-defaults';
 import { answerOversizedHeaders, HEADER_LIMIT, headersRefused } from './header-limit';
-
-export { PROJECT_ROOT };
 
 type LambdaFunction = (event: ApiEvent, context: ApiContext) => Promise<ApiResponse>;
 
@@ -63,11 +60,9 @@ interface LoadedFunctions {
 
 /** Imports every handler once, as a Lambda container would at init. */
 const loadFunctions = async (): Promise<LoadedFunctions> => {
-  const load = async (entry: string) =>
-    ((await import(join(PROJECT_ROOT, entry))) as { handler: LambdaFunction }).handler;
   const byRoute = new Map<AnyRouteDefinition, LambdaFunction>();
-  for (const route of [...routes, secretScanningRoute]) byRoute.set(route, await load(route.entry));
-  return { byRoute, fallback: await load(fallbackEntry) };
+  for (const route of [...routes, secretScanningRoute]) byRoute.set(route, await loadHandler(route.entry));
+  return { byRoute, fallback: await loadHandler(fallbackEntry) };
 };
 
 /** Repeated headers joined with commas, as API Gateway does (Node would drop repeated Authorization). */

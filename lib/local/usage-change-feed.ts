@@ -7,7 +7,6 @@
 import { DeleteCommand, GetCommand, PutCommand, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { join } from 'node:path';
 import { createDocumentClient } from '../../shared/data/dynamodb';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
 import { usageTable } from '../../shared/data/tables';
@@ -20,7 +19,7 @@ import { rebuildRollups } from '../operator/usage-rebuild';
 import { usageRetentionDays } from '../operator/usage-rollups';
 import { startChangeFeed, type ChangeFeed, type ChangeFeedOptions } from './change-feed';
 import { buildContext } from './events';
-import { PROJECT_ROOT } from './gateway';
+import { loadHandler } from './functions';
 import { invokeFunction } from './invoke';
 import type { StreamChange } from './stream-events';
 
@@ -126,7 +125,7 @@ export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Pro
     tableName,
     keyAttributes: [usageTable.partitionKey.name, usageTable.sortKey!.name],
     handler: async (event) => {
-      aggregator ??= import(join(PROJECT_ROOT, AGGREGATOR_ENTRY)).then((m: { handler: StreamHandler }) => m.handler);
+      aggregator ??= loadHandler<StreamHandler>(AGGREGATOR_ENTRY);
       return invokeFunction(await aggregator, event, buildContext('branch-api-aggregate-usage'));
     },
     setAside: store.setAside,

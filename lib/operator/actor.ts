@@ -4,7 +4,6 @@
  * against AWS. Never a credential: only the user name or the principal's ARN.
  */
 import { userInfo } from 'node:os';
-import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 
 type Env = Record<string, string | undefined>;
 
@@ -17,7 +16,9 @@ export const osUser = (): string => {
   }
 };
 
+/** STS is loaded here, on first use: against a local target, and for reads, it never is. */
 const callerArn = async (region: string): Promise<string> => {
+  const { GetCallerIdentityCommand, STSClient } = await import('@aws-sdk/client-sts');
   const sts = new STSClient({ region, maxAttempts: 3 });
   try {
     const { Arn } = await sts.send(new GetCallerIdentityCommand({}));
