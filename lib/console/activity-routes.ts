@@ -5,23 +5,29 @@
  */
 import type { ActivityChange, ActivityEntry } from '../../shared/domain/key-activity';
 import { listActivity } from '../operator/keys';
-import { html, type Html } from './html';
+import { html, type Html, type HtmlValue } from './html';
 import { notFound, queryValue } from './http';
-import { branchPath, cardCell, headerRow, layout, time } from './layout';
+import { branchPath, cardCell, headerRow, layout, textWithTimes, time } from './layout';
 import { page, type ConsoleRoute } from './routes';
 
 /** Entries the page shows: the newest ones (the CLI's `keys activity --limit` reads further back). */
 export const ACTIVITY_PAGE_SIZE = 100;
 
-const shown = (value: unknown): string =>
-  value === null || value === undefined ? 'none' : Array.isArray(value) ? value.join(', ') : String(value);
+const shown = (value: unknown): HtmlValue =>
+  value === null || value === undefined
+    ? 'none'
+    : Array.isArray(value)
+      ? value.join(', ')
+      : textWithTimes(String(value));
 
 const changesCell = (changes: Record<string, ActivityChange>, details: Record<string, string> | undefined): Html => {
   const rows = [
     ...Object.entries(changes).map(
       ([field, c]) => html`<li><code>${field}</code>: ${shown(c.before)} → ${shown(c.after)}</li>`,
     ),
-    ...Object.entries(details ?? {}).map(([name, value]) => html`<li><code>${name}</code>: ${value}</li>`),
+    ...Object.entries(details ?? {}).map(
+      ([name, value]) => html`<li><code>${name}</code>: ${textWithTimes(value)}</li>`,
+    ),
   ];
   return rows.length
     ? html`<ul class="findings">

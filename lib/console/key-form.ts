@@ -10,12 +10,13 @@ import { parseAllowedIps, parseIsoDate, parseRateLimitText, scopeList } from '..
 import type { KeySettings } from '../operator/keys';
 import { html, type Html } from './html';
 import { fieldError, hidden, textField, type FormError } from './layout';
+import { wallTimeToUtc } from './zone';
 
 /** What the form holds, as typed: a refused form is shown again with these values. */
 export interface KeyFormValues {
   name?: string;
   scopes?: string[];
-  /** `datetime-local` text, read as UTC. */
+  /** `datetime-local` text in UTC (typed in the reader's zone, converted by readKeyForm). */
   expires?: string;
   allowIps?: string;
   rateLimit?: string;
@@ -28,7 +29,7 @@ export const KEY_FORM_FIELDS = ['name', 'scopes', 'expires', 'allowIps', 'rateLi
 export const readKeyForm = (form: URLSearchParams): KeyFormValues => ({
   name: form.get('name') ?? '',
   scopes: form.getAll('scopes'),
-  expires: form.get('expires') ?? '',
+  expires: wallTimeToUtc(form.get('expires') ?? '', form.get('zone')),
   allowIps: form.get('allow_ips') ?? '',
   rateLimit: form.get('rate_limit') ?? '',
 });
@@ -65,7 +66,7 @@ export const formError = (error: OperatorError): FormError => {
 const textSettings = {
   name: (value: string): KeySettings => ({ name: value }),
   scopes: (values: readonly string[]): KeySettings => ({ scopes: scopeList(values) }),
-  // The `datetime-local` field has no zone: read as UTC, as its label says.
+  // UTC by now: readKeyForm converted it from the zone the page sent (or took it as UTC).
   expires: (value: string): KeySettings => ({
     expiresAt: value.trim() ? parseIsoDate(value.trim(), 'expires_at') : null,
   }),
@@ -112,28 +113,29 @@ const scopesField = (values: KeyFormValues, error: FormError | undefined): Html 
 const LIMIT_FIELDS: {
   id: string;
   name: string;
-  label: string;
+  label: Html;
   value: 'expires' | 'allowIps' | 'rateLimit';
   extra: Html;
 }[] = [
   {
     id: 'key-expires',
     name: 'expires',
-    label: 'Expires (UTC; empty: never)',
+    // assets/console.js names the reader's zone here and sends it with the form.
+    label: html`Expires (<span data-zone>UTC</span>; empty: never)`,
     value: 'expires',
-    extra: html`type="datetime-local"`,
+    extra: html`type="datetime-local" data-utc`,
   },
   {
     id: 'key-allow-ips',
     name: 'allow_ips',
-    label: 'Allowed IPs (addresses or CIDR blocks, comma-separated; empty: any)',
+    label: html`Allowed IPs (addresses or CIDR blocks, comma-separated; empty: any)`,
     value: 'allowIps',
     extra: html`placeholder="203.0.113.0/24, 2001:db8::1"`,
   },
   {
     id: 'key-rate-limit',
     name: 'rate_limit',
-    label: 'Rate limit (N/s, N/min or N/h; empty: the default)',
+    label: html`Rate limit (N/s, N/min or N/h; empty: the default)`,
     value: 'rateLimit',
     extra: html`placeholder="20/s"`,
   },

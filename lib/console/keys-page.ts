@@ -11,7 +11,17 @@ import type { AuditFinding } from '../operator/key-audit';
 import type { KeyListing } from '../operator/keys';
 import { html, type Html, type HtmlValue } from './html';
 import { keyForm, type KeyFormValues } from './key-form';
-import { branchPath, cardCell, hidden, keyPath, layout, time, withQuery, type FormError } from './layout';
+import {
+  branchPath,
+  cardCell,
+  hidden,
+  keyPath,
+  layout,
+  textWithTimes,
+  time,
+  withQuery,
+  type FormError,
+} from './layout';
 
 /** A key as the keys page shows it: its listing and, for an active key, its audit findings. */
 export interface KeyRow extends KeyListing {
@@ -37,7 +47,7 @@ const findingsCell = (k: KeyRow): HtmlValue => {
   return html`<details class="findings">
     <summary aria-label="${count} of key ${k.name} (${k.key_id})">${count}</summary>
     <ul>
-      ${k.findings!.map((finding) => html`<li><code>${finding.code}</code>: ${finding.message}</li>`)}
+      ${k.findings!.map((finding) => html`<li><code>${finding.code}</code>: ${textWithTimes(finding.message)}</li>`)}
     </ul>
   </details>`;
 };
@@ -158,7 +168,7 @@ const createdPanel = (created: NonNullable<KeysPageInput['created']>): Html =>
     <p>
       <small>Key <code>${created.keyId}</code> (${created.name}).</small>
     </p>
-    ${created.note ? html`<p role="status">${created.note}</p>` : ''}
+    ${created.note ? html`<p role="status">${textWithTimes(created.note)}</p>` : ''}
   </article>`;
 
 const createPanel = (input: KeysPageInput): Html =>

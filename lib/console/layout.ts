@@ -20,15 +20,39 @@ export const withQuery = (path: string, query: Record<string, string | undefined
 };
 
 /**
- * A time: UTC in the page (`2026-11-23 01:26 UTC`), rewritten to the reader's time zone by
- * assets/console.js, with the UTC instant on hover (`title`) either way. `seconds` for a call's time.
+ * A time: UTC in the page (`2026-11-23 01:26 UTC`), rewritten to the reader's time zone, named,
+ * by assets/console.js, with the UTC instant on hover (`title`) either way. `seconds` for a
+ * call's time; `utcDay` for a day counted in UTC (the rollups' days), shown as that UTC date.
  */
-export const time = (iso: string | null | undefined, empty = '—', { seconds = false } = {}): HtmlValue =>
+export const time = (
+  iso: string | null | undefined,
+  empty = '—',
+  { seconds = false, utcDay = false } = {},
+): HtmlValue =>
   iso
-    ? html`<time datetime="${iso}" title="${iso}" ${seconds ? html`data-seconds` : ''}
-        >${iso.slice(0, seconds ? 19 : 16).replace('T', ' ')} UTC</time
+    ? html`<time
+        datetime="${iso}"
+        title="${iso}"
+        ${seconds ? html`data-seconds` : ''}
+        ${utcDay ? html`data-utc-day` : ''}
+        >${utcDay ? `${iso.slice(0, 10)} (UTC day)` : `${iso.slice(0, seconds ? 19 : 16).replace('T', ' ')} UTC`}</time
       >`
     : empty;
+
+/** An ISO 8601 UTC instant inside a message (`expires at 2026-11-30T09:00:00.000Z`). */
+const ISO_INSTANT = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z/g;
+
+/** A message from the operator library with each instant in it shown as every other time. */
+export const textWithTimes = (text: string): Html => {
+  const parts: HtmlValue[] = [];
+  let from = 0;
+  for (const match of text.matchAll(ISO_INSTANT)) {
+    parts.push(text.slice(from, match.index), time(match[0]));
+    from = match.index + match[0].length;
+  }
+  parts.push(text.slice(from));
+  return html`${parts}`;
+};
 
 /** A recorded path that wraps after a `/`, not in the middle of a word. */
 export const pathText = (path: string): Html =>
@@ -60,7 +84,7 @@ export const fieldError = (id: string, name: string, error: FormError | undefine
 export const textField = (input: {
   id: string;
   name: string;
-  label: string;
+  label: HtmlValue;
   value: string;
   error: FormError | undefined;
   extra?: Html;

@@ -102,7 +102,7 @@ const chartTable = (chart: UsageChart): Html =>
     <table id="usage-chart-table" class="compact">
       <thead>
         <tr>
-          <th scope="col">${chart.bucket === 'hour' ? 'Hour' : 'Day'} starting</th>
+          <th scope="col">${chart.bucket === 'hour' ? 'Hour starting' : 'Day (UTC)'}</th>
           ${STATUS_CLASSES.map((cls) => html`<th scope="col">${cls}</th>`)}
         </tr>
       </thead>
@@ -110,7 +110,7 @@ const chartTable = (chart: UsageChart): Html =>
         ${chart.starts.map(
           (start, i) =>
             html`<tr>
-              <th scope="row">${time(start)}</th>
+              <th scope="row">${time(start, '—', { utcDay: chart.bucket === 'day' })}</th>
               ${STATUS_CLASSES.map((cls) => html`<td>${chart.counts[cls][i]}</td>`)}
             </tr>`,
         )}

@@ -345,6 +345,14 @@ describeIfChromium('settings console in Chromium', () => {
         expect(text).toMatch(new RegExp(`\\b${there.getUTCDate()},`));
         expect(text).toContain('GMT+5:30');
       }
+      // Days are the rollups' UTC days, and say so.
+      await page.goto(`${env.console.origin}/branches/${branch()}/usage?period=7d&bucket=day`);
+      await page.getByText('Chart data as a table').click();
+      expect(await page.locator('#usage-chart-table thead th').first().textContent()).toBe('Day (UTC)');
+      const days = await page.locator('#usage-chart-table tbody th time').allTextContents();
+      expect(days).toHaveLength(8);
+      for (const day of days) expect(day).toMatch(/^[A-Z][a-z]{2} \d{1,2}, \d{4} \(UTC\)$/);
+      await audited();
     });
   });
 
@@ -395,6 +403,45 @@ describeIfChromium('settings console in Chromium', () => {
           (name) => name.startsWith('Revoke key demo key') && name.endsWith(`(${env.stack.demoKeyId})`),
         ),
       ).toBe(true);
+    });
+
+    it('reads the expiry in the reader’s zone, names the zone, and shows it back as typed', async () => {
+      await page.goto(`${env.console.origin}/branches/${branch()}/keys`);
+      await page.getByRole('button', { name: 'Create key' }).click();
+      // The reader is in Kolkata (UTC+5:30): the field says so, and 09:00 typed is 03:30 UTC.
+      const expires = page.getByLabel(/^Expires/);
+      expect(await page.locator('label[for="key-expires"]').textContent()).toContain('your time, GMT+5:30');
+      await page.getByLabel('Name', { exact: true }).fill('zoned expiry');
+      await expires.fill('2030-01-31T09:00');
+      await page.getByRole('button', { name: 'Create this key' }).click();
+      await page.locator('#new-key-value').waitFor();
+      const record = (await ctx.keys.listByBranch(branch())).find((k) => k.name === 'zoned expiry')!;
+      expect(record.expires_at).toBe('2030-01-31T03:30:00.000Z');
+      // Its row shows that instant in the reader's zone, with the UTC instant on hover.
+      const shown = page.getByRole('row', { name: /zoned expiry/ }).locator('td[data-label="Expires"] time');
+      expect(await shown.textContent()).toMatch(/Jan 31, 2030, 09:00 AM GMT\+5:30/);
+      expect(await shown.getAttribute('title')).toBe('2030-01-31T03:30:00.000Z (UTC)');
+
+      // Edit shows 09:00 again, and saving another field leaves the expiry where it was.
+      await page.goto(`${env.console.origin}/branches/${branch()}/keys/${record.key_id}/edit`);
+      expect(await page.getByLabel(/^Expires/).inputValue()).toBe('2030-01-31T09:00');
+      await page.getByLabel(/Rate limit/).fill('9/min');
+      await page.getByRole('button', { name: 'Save key “zoned expiry”' }).click();
+      await page.getByRole('status').filter({ hasText: 'is updated' }).waitFor();
+      expect((await ctx.keys.getById(record.key_id))?.expires_at).toBe('2030-01-31T03:30:00.000Z');
+
+      // A new expiry, typed in Kolkata too; the Activity page shows before and after as every other time.
+      await page.goto(`${env.console.origin}/branches/${branch()}/keys/${record.key_id}/edit`);
+      await page.getByLabel(/^Expires/).fill('2030-02-01T10:15');
+      await page.getByRole('button', { name: 'Save key “zoned expiry”' }).click();
+      await page.getByRole('status').filter({ hasText: 'is updated' }).waitFor();
+      expect((await ctx.keys.getById(record.key_id))?.expires_at).toBe('2030-02-01T04:45:00.000Z');
+      await page.goto(`${env.console.origin}/branches/${branch()}/activity?key=${record.key_id}`);
+      const changed = page.locator('#activity tbody tr').first().locator('td[data-label="What changed"] time');
+      expect(await changed.allTextContents()).toEqual([
+        expect.stringMatching(/Jan 31, 2030, 09:00 AM GMT\+5:30/),
+        expect.stringMatching(/Feb 1, 2030, 10:15 AM GMT\+5:30/),
+      ]);
     });
 
     it('renders a hostile recorded path as text: no script runs, escapes are visible', async () => {

@@ -1,7 +1,7 @@
 /**
  * The Create key form's fields as the console reads them (raw form POSTs with a real session):
- * optional expiry in UTC, scopes from checkboxes, errors shown in the page with the status the
- * operator library's checks give.
+ * optional expiry (UTC, or in the zone the page sends), scopes from checkboxes, errors shown in
+ * the page with the status the operator library's checks give.
  */
 import { listKeys } from '../../lib/operator/keys';
 import { openSession, rawRequest, useEnvironment } from './support';
@@ -29,6 +29,34 @@ it('creates a key with several scopes and an expiry read as UTC', async () => {
   expect(response.status).toBe(200);
   const key = (await listKeys(ctx, setup.env.stack.demoBranchId)).find((k) => k.name === 'expiring');
   expect(key).toMatchObject({ scopes: ['read', 'billing:read'], expires_at: '2030-01-31T23:59:00.000Z' });
+});
+
+it.each([
+  ['Europe/Paris', '2030-01-31T09:00', '2030-01-31T08:00:00.000Z'],
+  ['Europe/Paris', '2030-07-01T09:00', '2030-07-01T07:00:00.000Z'],
+  ['Asia/Kolkata', '2030-01-31T02:00', '2030-01-30T20:30:00.000Z'],
+  ['UTC', '2030-01-31T09:00', '2030-01-31T09:00:00.000Z'],
+])('reads an expiry typed in the zone its page sends (%s, %s)', async (zone, typed, stored) => {
+  const name = `expiring ${zone} ${typed}`;
+  const response = await createKeyForm([
+    ['name', name],
+    ['scopes', 'read'],
+    ['expires', typed],
+    ['zone', zone],
+  ]);
+  expect(response.status).toBe(200);
+  const key = (await listKeys(ctx, setup.env.stack.demoBranchId)).find((k) => k.name === name);
+  expect(key?.expires_at).toBe(stored);
+});
+
+it('refuses a time zone that does not exist with a 400', async () => {
+  const response = await createKeyForm([
+    ['scopes', 'read'],
+    ['expires', '2030-01-31T09:00'],
+    ['zone', 'Mars/Olympus'],
+  ]);
+  expect(response.status).toBe(400);
+  expect(response.body).toContain('No time zone');
 });
 
 const invalid: { fields: [string, string][]; message: string; input?: string }[] = [
@@ -130,7 +158,10 @@ describe('Roll and the audit column', () => {
     const grace = Date.parse(previous!.expires_at!) - Date.now();
     expect(grace).toBeGreaterThan(23.9 * 3_600_000);
     expect(grace).toBeLessThanOrEqual(24 * 3_600_000);
-    expect(response.body).toContain(`Key ${record.key_id} keeps working until ${previous!.expires_at}`);
+    // The end of the grace period is a time like every other: the reader's zone, the UTC instant on hover.
+    expect(response.body).toMatch(
+      new RegExp(`Key ${record.key_id} keeps working until <time\\s+datetime="${previous!.expires_at}"`),
+    );
   });
 
   it('refuses to roll a revoked, expired or already rolled key with the library message, and an unknown key with a 404', async () => {

@@ -1,7 +1,7 @@
 /* global document, navigator, window */
 // The settings console's behaviour, served as a file so the Content-Security-Policy needs no
-// inline script: times in the reader's time zone, focus on the first field in error, the copy
-// button of a new key, and the usage chart (Chart.js, from its package).
+// inline script: times in the reader's time zone (the expiry typed in it too), focus on the
+// first field in error, the copy button of a new key, and the usage chart (Chart.js).
 'use strict';
 
 // One format for every time: the reader's zone, named; the UTC instant stays in the title.
@@ -25,12 +25,65 @@ var localSecond = new Intl.DateTimeFormat(undefined, {
   timeZoneName: 'short',
 });
 
+// A day the rollups count in UTC: that UTC date, labelled so.
+var utcDay = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
+
+var formatTime = function (element, instant) {
+  if (element.hasAttribute('data-utc-day')) return utcDay.format(instant) + ' (UTC)';
+  return (element.hasAttribute('data-seconds') ? localSecond : localTime).format(instant);
+};
+
 var localiseTimes = function () {
   document.querySelectorAll('time[datetime]').forEach(function (element) {
     var instant = new Date(element.getAttribute('datetime'));
     if (isNaN(instant.getTime())) return;
-    element.textContent = (element.hasAttribute('data-seconds') ? localSecond : localTime).format(instant);
+    element.textContent = formatTime(element, instant);
     element.title = instant.toISOString() + ' (UTC)';
+  });
+};
+
+var pad = function (n) {
+  return String(n).padStart(2, '0');
+};
+
+// The reader's zone as the times name it ("GMT+5:30").
+var zoneName = function (instant) {
+  var part = localTime.formatToParts(instant).find(function (p) {
+    return p.type === 'timeZoneName';
+  });
+  return part ? part.value : 'your time';
+};
+
+// A datetime-local field sent in UTC (`data-utc`) shown and typed in the reader's zone: its
+// value becomes local wall time, its label names the zone, and the form says which zone it is
+// in (`zone`), so the console reads it there. Without this script the field stays UTC.
+var localiseTimeFields = function () {
+  document.querySelectorAll('input[type="datetime-local"][data-utc]').forEach(function (input) {
+    var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (!zone || !input.form) return;
+    if (input.value) {
+      var instant = new Date(input.value + 'Z');
+      if (!isNaN(instant.getTime())) {
+        input.value =
+          instant.getFullYear() +
+          '-' +
+          pad(instant.getMonth() + 1) +
+          '-' +
+          pad(instant.getDate()) +
+          'T' +
+          pad(instant.getHours()) +
+          ':' +
+          pad(instant.getMinutes());
+      }
+    }
+    var zoneField = document.createElement('input');
+    zoneField.type = 'hidden';
+    zoneField.name = 'zone';
+    zoneField.value = zone;
+    input.form.appendChild(zoneField);
+    var label = input.labels && input.labels[0];
+    var zoneText = label && label.querySelector('[data-zone]');
+    if (zoneText) zoneText.textContent = 'your time, ' + zoneName(new Date());
   });
 };
 
@@ -68,7 +121,9 @@ var usageChart = function () {
   var colours = { '2xx': '#2e7d32', '3xx': '#1565c0', '4xx': '#ef6c00', '5xx': '#c62828' };
   var bucketLabel = new Intl.DateTimeFormat(
     undefined,
-    chart.bucket === 'hour' ? { month: 'short', day: 'numeric', hour: '2-digit' } : { month: 'short', day: 'numeric' },
+    chart.bucket === 'hour'
+      ? { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' }
+      : { month: 'short', day: 'numeric', timeZone: 'UTC' },
   );
   new window.Chart(canvas, {
     type: 'bar',
@@ -84,7 +139,10 @@ var usageChart = function () {
       animation: false,
       maintainAspectRatio: false,
       scales: {
-        x: { stacked: true, title: { display: true, text: chart.bucket === 'hour' ? 'Hour (your time)' : 'Day' } },
+        x: {
+          stacked: true,
+          title: { display: true, text: chart.bucket === 'hour' ? 'Hour (your time)' : 'Day (UTC)' },
+        },
         y: { stacked: true, beginAtZero: true, title: { display: true, text: 'Calls' }, ticks: { precision: 0 } },
       },
     },
@@ -93,6 +151,7 @@ var usageChart = function () {
 
 document.addEventListener('DOMContentLoaded', function () {
   localiseTimes();
+  localiseTimeFields();
   var invalid = document.querySelector('[aria-invalid="true"]');
   if (invalid) invalid.focus();
   copyButtons();
