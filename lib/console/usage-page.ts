@@ -4,6 +4,7 @@
  * with a CSV export of exactly what the filters select.
  */
 import { html, jsonBlock, type Html } from './html';
+import { MAX_QUERY_VALUE_LENGTH } from './http';
 import { branchPath, cardCell, headerRow, layout, pathText, time, withQuery } from './layout';
 import {
   LOG_SCAN_LIMIT,
@@ -31,7 +32,25 @@ export interface UsagePageInput {
   scanned: number;
   cursor?: string;
   nextCursor?: string;
+  /** Positions of the newer pages this one was reached through, the nearest first. */
+  newer?: string[];
 }
+
+/**
+ * The "Newer calls" trail: the positions of the pages before this one ride in the links
+ * (`newer`), as many as fit in a query value (MAX_QUERY_VALUE_LENGTH); past them the link
+ * goes to the newest calls.
+ */
+export const newerTrail = (positions: readonly string[]): string[] => {
+  const kept: string[] = [];
+  let length = 0;
+  for (const position of positions) {
+    length += position.length + 1;
+    if (length > MAX_QUERY_VALUE_LENGTH) break;
+    kept.push(position);
+  }
+  return kept;
+};
 
 const select = (
   id: string,
@@ -180,20 +199,29 @@ const chartSection = (input: UsagePageInput): Html => {
   </section>`;
 };
 
+/** A call's whole record, in a panel that opens over the rows below (wide enough for the request id). */
 const callDetails = (r: LoggedCall, keyName: string): Html =>
   html`<details class="call">
     <summary aria-label="Details of call ${r.request_id}">Details</summary>
     <dl>
       <dt>Request id</dt>
-      <dd><code>${r.request_id}</code></dd>
+      <dd><code class="request-id">${r.request_id}</code></dd>
       <dt>Key</dt>
       <dd>${keyName} <code>${r.key_id}</code></dd>
+      <dt>Request</dt>
+      <dd>${r.method} <code class="path">${pathText(r.path)}</code></dd>
       <dt>Route</dt>
       <dd><code>${r.route}</code></dd>
-      <dt>Path</dt>
-      <dd><code class="path">${pathText(r.path)}</code></dd>
-      <dt>Time (UTC)</dt>
-      <dd><code>${r.timestamp}</code></dd>
+      <dt>Status</dt>
+      <dd>${r.status}</dd>
+      <dt>Latency</dt>
+      <dd>${r.response_time_ms} ms</dd>
+      <dt>Caller IP</dt>
+      <dd>${r.source_ip ?? 'not recorded'}</dd>
+      <dt>Time</dt>
+      <dd>
+        ${time(r.timestamp, '—', { seconds: true })} <small><code>${r.timestamp}</code></small>
+      </dd>
     </dl>
   </details>`;
 
@@ -218,6 +246,33 @@ const logTable = (input: UsagePageInput): Html => {
       })}
     </tbody>
   </table>`;
+};
+
+/** Newer and older calls: the older page carries this page's position on its trail back. */
+const logPager = (usagePath: string, filters: Record<string, string | undefined>, input: UsagePageInput): Html => {
+  const newer = input.newer ?? [];
+  const [previous, ...rest] = newer;
+  const newerLink = previous
+    ? withQuery(usagePath, { ...filters, cursor: previous, newer: rest.join('.') })
+    : withQuery(usagePath, filters);
+  const trail = input.cursor ? newerTrail([input.cursor, ...newer]) : [];
+  return html`<nav aria-label="Log pages">
+    <ul>
+      ${input.cursor ? html`<li><a href="${newerLink}" rel="prev">Newer calls</a></li>` : ''}
+      ${
+        input.nextCursor
+          ? html`<li>
+              <a
+                href="${withQuery(usagePath, { ...filters, cursor: input.nextCursor, newer: trail.join('.') })}"
+                rel="next"
+                >Older calls</a
+              >
+            </li>`
+          : ''
+      }
+      ${newer.length > 0 ? html`<li><a href="${withQuery(usagePath, filters)}">Newest calls</a></li>` : ''}
+    </ul>
+  </nav>`;
 };
 
 const logSection = (input: UsagePageInput): Html => {
@@ -254,16 +309,7 @@ const logSection = (input: UsagePageInput): Html => {
         ? html`<p><small>This page looked at ${input.scanned} calls; older matches are on the next page.</small></p>`
         : ''
     }
-    <nav aria-label="Log pages">
-      <ul>
-        ${input.cursor ? html`<li><a href="${withQuery(usagePath, filters)}">Newest calls</a></li>` : ''}
-        ${
-          input.nextCursor
-            ? html`<li><a href="${withQuery(usagePath, { ...filters, cursor: input.nextCursor })}">Older calls</a></li>`
-            : ''
-        }
-      </ul>
-    </nav>
+    ${logPager(usagePath, filters, input)}
   </section>`;
 };
 

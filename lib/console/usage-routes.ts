@@ -65,6 +65,7 @@ const usageRoute: ConsoleRoute = {
   handle: async (r) => {
     const { keys, filters } = await usageFilters(r);
     const cursor = queryValue(r.query, 'cursor');
+    const newer = (queryValue(r.query, 'newer') ?? '').split('.').filter(Boolean);
     // The log first: a bad cursor fails before the chart's larger read starts.
     const log = await loadUsageLog(r.ctx, filters, cursor);
     const chart = await loadUsageChart(r.ctx, filters);
@@ -77,6 +78,7 @@ const usageRoute: ConsoleRoute = {
         chart,
         log: log.records,
         scanned: log.scanned,
+        newer,
         ...(filters.keyId ? { keyId: filters.keyId } : {}),
         ...(filters.status ? { status: filters.status } : {}),
         ...(filters.route ? { route: filters.route } : {}),

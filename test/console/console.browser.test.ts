@@ -468,11 +468,11 @@ describeIfChromium('settings console in Chromium', () => {
       expect(await page.locator('main img').count()).toBe(0);
     });
 
-    it('pages through the log, newest first', async () => {
+    it('pages through the log, newest first, to older calls and back to newer ones', async () => {
       const { record } = await ctx.keys.create({ branchId: branch(), scopes: ['read'], name: 'paged' });
       const now = Date.now();
       await ctx.usage.putBatch(
-        Array.from({ length: 60 }, (_, i) => ({
+        Array.from({ length: 120 }, (_, i) => ({
           key_id: record.key_id,
           branch_id: branch(),
           method: 'GET',
@@ -480,22 +480,75 @@ describeIfChromium('settings console in Chromium', () => {
           route: 'GET /v1/members',
           status: 200,
           response_time_ms: i,
-          timestamp: new Date(now - (60 - i) * 1000).toISOString(),
-          request_id: `req-page-${String(i).padStart(2, '0')}`,
+          timestamp: new Date(now - (120 - i) * 1000).toISOString(),
+          request_id: `req-page-${String(i).padStart(3, '0')}`,
         })),
         1,
       );
       await page.goto(`${env.console.origin}/branches/${branch()}/usage?key=${record.key_id}`);
       const ids = () =>
         page.locator('#usage-log tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-request-id')));
-      const first = await ids();
-      expect(first).toHaveLength(50);
-      expect(first[0]).toBe('req-page-59');
-      await page.getByRole('link', { name: 'Older calls' }).click();
-      expect(await ids()).toEqual(Array.from({ length: 10 }, (_, i) => `req-page-${String(9 - i).padStart(2, '0')}`));
-      expect(await page.getByRole('link', { name: 'Older calls' }).count()).toBe(0);
-      await page.getByRole('link', { name: 'Newest calls' }).click();
-      expect((await ids())[0]).toBe('req-page-59');
+      const link = (name: string) => page.getByRole('navigation', { name: 'Log pages' }).getByRole('link', { name });
+      const pageOf = (newest: number, count: number) =>
+        Array.from({ length: count }, (_, i) => `req-page-${String(newest - i).padStart(3, '0')}`);
+      expect(await ids()).toEqual(pageOf(119, 50));
+      expect(await link('Newer calls').count()).toBe(0);
+      await link('Older calls').click();
+      expect(await ids()).toEqual(pageOf(69, 50));
+      await link('Older calls').click();
+      expect(await ids()).toEqual(pageOf(19, 20));
+      expect(await link('Older calls').count()).toBe(0);
+      await link('Newer calls').click();
+      expect(await ids()).toEqual(pageOf(69, 50));
+      await link('Newer calls').click();
+      expect(await ids()).toEqual(pageOf(119, 50));
+      expect(await link('Newer calls').count()).toBe(0);
+      await link('Older calls').click();
+      await link('Older calls').click();
+      await link('Newest calls').click();
+      expect(await ids()).toEqual(pageOf(119, 50));
+    });
+
+    it('shows a call’s whole record in a panel wide enough to read, the request id on one line', async () => {
+      const { record } = await ctx.keys.create({ branchId: branch(), scopes: ['read'], name: 'detailed' });
+      const requestId = '6f1c2a4e-3b5d-4c7e-9a8b-0d1e2f3a4b5c';
+      await ctx.usage.put(
+        {
+          key_id: record.key_id,
+          branch_id: branch(),
+          method: 'GET',
+          path: '/api/v1/payment-providers/pp_123',
+          route: 'GET /v1/payment-providers/{id}',
+          status: 200,
+          response_time_ms: 12.5,
+          timestamp: new Date().toISOString(),
+          request_id: requestId,
+          source_ip: '203.0.113.7',
+        },
+        1,
+      );
+      await page.goto(`${env.console.origin}/branches/${branch()}/usage?key=${record.key_id}`);
+      await page.getByLabel(`Details of call ${requestId}`).click();
+      const panel = page.locator(`tr[data-request-id="${requestId}"] details dl`);
+      const text = (await panel.textContent())!.replace(/\s+/g, ' ');
+      for (const part of [
+        requestId,
+        `detailed ${record.key_id}`,
+        'GET /api/v1/payment-providers/pp_123',
+        'GET /v1/payment-providers/{id}',
+        '200',
+        '12.5 ms',
+        '203.0.113.7',
+      ])
+        expect(text).toContain(part);
+      const lines = await page
+        .locator(`tr[data-request-id="${requestId}"] .request-id`)
+        .evaluate((code) => code.getClientRects().length);
+      expect(lines).toBe(1);
+      const box = (await panel.boundingBox())!;
+      expect(box.width).toBeGreaterThanOrEqual(400);
+      expect(box.x).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width).toBeLessThanOrEqual(1280);
     });
 
     // Last: it leaves the branch with more than one page of keys. It waits on conditions, never on
