@@ -12,6 +12,7 @@ import {
   disableKey,
   enableKey,
   listActivity,
+  listActivityPage,
   revokeKey,
   rollKey,
   updateKey,
@@ -234,6 +235,38 @@ describe('activity', () => {
       code: 'unknown_key',
       field: 'key_id',
     });
+  });
+});
+
+describe('activity pages', () => {
+  it('pages older and newer by position, newest first, and refuses a position it did not give', async () => {
+    const { keyId } = await newKey();
+    for (let i = 0; i < 2; i += 1) {
+      await disableKey(ctx, { branchId, keyId });
+      await enableKey(ctx, { branchId, keyId });
+    }
+    const all = (await listActivity(ctx, { branchId, keyId })).map((entry) => entry.action);
+    expect(all).toEqual(['enabled', 'disabled', 'enabled', 'disabled', 'created']);
+    const actions = (page: { entries: { action: string }[] }) => page.entries.map((entry) => entry.action);
+
+    const first = await listActivityPage(ctx, { branchId, keyId, limit: 2 });
+    expect([actions(first), first.newer]).toEqual([all.slice(0, 2), undefined]);
+    const second = await listActivityPage(ctx, { branchId, keyId, limit: 2, before: first.older! });
+    expect(actions(second)).toEqual(all.slice(2, 4));
+    const third = await listActivityPage(ctx, { branchId, keyId, limit: 2, before: second.older! });
+    expect([actions(third), third.older]).toEqual([all.slice(4), undefined]);
+    // And back, a page at a time, to the newest (which has no newer page).
+    const backToSecond = await listActivityPage(ctx, { branchId, keyId, limit: 2, after: third.newer! });
+    expect(backToSecond).toEqual(second);
+    const backToFirst = await listActivityPage(ctx, { branchId, keyId, limit: 2, after: second.newer! });
+    expect(backToFirst).toEqual(first);
+
+    for (const position of ['not a position', `${first.older}x y`, 'x'.repeat(400)]) {
+      expect(await codeOf(listActivityPage(ctx, { branchId, keyId, before: position }))).toEqual({
+        code: 'invalid_input',
+        field: 'position',
+      });
+    }
   });
 });
 

@@ -4,14 +4,14 @@
  * through the operator library (`listActivity`, the same as `keys activity`).
  */
 import type { ActivityChange, ActivityEntry } from '../../shared/domain/key-activity';
-import { listActivity } from '../operator/keys';
+import { listActivityPage } from '../operator/keys';
 import { html, type Html, type HtmlValue } from './html';
 import { notFound, queryValue } from './http';
-import { branchPath, cardCell, headerRow, layout, textWithTimes, time } from './layout';
+import { branchPath, cardCell, headerRow, layout, textWithTimes, time, withQuery } from './layout';
 import { page, type ConsoleRoute } from './routes';
 
-/** Entries the page shows: the newest ones (the CLI's `keys activity --limit` reads further back). */
-export const ACTIVITY_PAGE_SIZE = 100;
+/** Entries a page shows, as the usage log: newer and older pages link to the rest. */
+export const ACTIVITY_PAGE_SIZE = 50;
 
 const shown = (value: unknown): HtmlValue =>
   value === null || value === undefined
@@ -41,6 +41,9 @@ interface ActivityPageInput {
   keys: { key_id: string; name: string }[];
   keyId?: string;
   entries: ActivityEntry[];
+  /** Positions of the pages beside this one (lib/operator/keys.ts listActivityPage). */
+  newer?: string;
+  older?: string;
 }
 
 const keyFilter = (input: ActivityPageInput): Html =>
@@ -69,7 +72,7 @@ const activityTable = (entries: ActivityEntry[]): Html =>
     <tbody>
       ${entries.map(
         (e) =>
-          html`<tr>
+          html`<tr data-activity-id="${e.activity_id}">
             <th scope="row">${time(e.at)}</th>
             ${cardCell('Action', html`<strong>${e.action}</strong>`)}
             ${cardCell('Key', html`${e.key_name} <small><code>${e.key_id}</code></small>`)}
@@ -79,6 +82,17 @@ const activityTable = (entries: ActivityEntry[]): Html =>
       )}
     </tbody>
   </table>`;
+
+const activityPager = ({ branchId, keyId, newer, older }: ActivityPageInput): Html => {
+  const path = branchPath(branchId, 'activity');
+  return html`<nav aria-label="Activity pages">
+    <ul>
+      ${newer ? html`<li><a href="${withQuery(path, { key: keyId, after: newer })}" rel="prev">Newer actions</a></li>` : ''}
+      ${older ? html`<li><a href="${withQuery(path, { key: keyId, before: older })}" rel="next">Older actions</a></li>` : ''}
+      ${newer ? html`<li><a href="${withQuery(path, { key: keyId })}">Newest actions</a></li>` : ''}
+    </ul>
+  </nav>`;
+};
 
 export const activityPage = (input: ActivityPageInput): string =>
   layout({
@@ -95,7 +109,8 @@ export const activityPage = (input: ActivityPageInput): string =>
               No key actions yet. Creating, editing, disabling, enabling, rolling or revoking a key on the
               <a href="${branchPath(input.branchId, 'keys')}">API keys</a> page records it here.
             </p>`
-      }`,
+      }
+      ${activityPager(input)}`,
   });
 
 const activityRoute: ConsoleRoute = {
@@ -107,12 +122,25 @@ const activityRoute: ConsoleRoute = {
     const keys = await r.ctx.keys.listByBranch(branchId);
     if (keyId !== undefined && !keys.some((k) => k.key_id === keyId))
       throw notFound(`Branch ${branchId} has no key ${keyId}.`);
-    const entries = await listActivity(r.ctx, {
+    const before = queryValue(r.query, 'before');
+    const after = queryValue(r.query, 'after');
+    const { entries, newer, older } = await listActivityPage(r.ctx, {
       branchId,
       limit: ACTIVITY_PAGE_SIZE,
       ...(keyId !== undefined ? { keyId } : {}),
+      ...(before !== undefined ? { before } : {}),
+      ...(after !== undefined ? { after } : {}),
     });
-    return page(activityPage({ branchId, keys, entries, ...(keyId !== undefined ? { keyId } : {}) }));
+    return page(
+      activityPage({
+        branchId,
+        keys,
+        entries,
+        ...(keyId !== undefined ? { keyId } : {}),
+        ...(newer !== undefined ? { newer } : {}),
+        ...(older !== undefined ? { older } : {}),
+      }),
+    );
   },
 };
 

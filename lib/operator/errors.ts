@@ -31,6 +31,8 @@ export type OperatorField =
   | 'until'
   | 'by'
   | 'limit'
+  /** A page's place in the activity log (the console's newer and older pages). */
+  | 'position'
   | 'from_line';
 
 /** Bad operator input (or a refused operation): a one-line message for a person, no stack. */

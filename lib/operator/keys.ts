@@ -17,6 +17,7 @@ import {
 } from '../../shared/domain/key-record';
 import type { KeyActionResult, KeyRef } from '../../shared/data/repositories/keys';
 import type { ActivityEntry } from '../../shared/domain/key-activity';
+import type { ActivityPage } from '../../shared/data/repositories/activity';
 import { SCOPES, type Scope } from '../../shared/domain/schemas';
 import { keyState, type KeyState } from '../../shared/domain/key-state';
 import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
@@ -377,23 +378,44 @@ export interface ActivityRequest {
   keyId?: string;
   /** How many entries, newest first. @default 50 */
   limit?: number;
+  /** The entries older than this position (a page's `older`). */
+  before?: string;
+  /** The entries newer than this position (a page's `newer`). */
+  after?: string;
 }
 
+/** A position is an entry's place in the log: `<time>#<key id>#<version>`. */
+const ACTIVITY_POSITION = /^\d{4}-\d{2}-\d{2}T[\d:.]+Z#[^\s#]+#\d+$/;
+
 /**
- * The newest key actions of a branch (or one of its keys). Entries a failed copy left on key
- * items are copied first, so the log never disagrees with the keys (docs/decisions.md "Key activity").
+ * A page of the key actions of a branch (or one of its keys), newest first, with the positions
+ * of the pages beside it. Entries a failed copy left on key items are copied first, so the log
+ * never disagrees with the keys (docs/decisions.md "Key activity").
  */
-export const listActivity = async (ctx: OperatorContext, request: ActivityRequest): Promise<ActivityEntry[]> => {
+export const listActivityPage = async (ctx: OperatorContext, request: ActivityRequest): Promise<ActivityPage> => {
   const limit = request.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ACTIVITY_LIMIT) {
     throw invalidInput('limit', ` must be a whole number from 1 to ${MAX_ACTIVITY_LIMIT}`);
   }
+  for (const field of ['before', 'after'] as const) {
+    const position = request[field];
+    if (position !== undefined && (position.length > 300 || !ACTIVITY_POSITION.test(position)))
+      throw invalidInput('position', ' is not a position in the activity log');
+  }
+  if (request.before !== undefined && request.after !== undefined)
+    throw invalidInput('position', ' is either before or after, not both');
   await requireBranch(ctx, request.branchId);
   if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
   await ctx.keys.flushActivity(request.branchId);
-  return ctx.activity.list({
+  return ctx.activity.page({
     branchId: request.branchId,
     limit,
     ...(request.keyId !== undefined ? { keyId: request.keyId } : {}),
+    ...(request.before !== undefined ? { before: request.before } : {}),
+    ...(request.after !== undefined ? { after: request.after } : {}),
   });
 };
+
+/** The newest key actions of a branch (or one of its keys): a page's entries. */
+export const listActivity = async (ctx: OperatorContext, request: ActivityRequest): Promise<ActivityEntry[]> =>
+  (await listActivityPage(ctx, request)).entries;

@@ -7,6 +7,7 @@
  */
 import type { Page } from 'playwright-core';
 import { createOperatorContext } from '../../lib/operator/context';
+import { listActivity } from '../../lib/operator/keys';
 import { auditPage } from '../../scripts/console-audit';
 import { launchChromium, type ChromiumSession } from '../../scripts/chromium';
 import { describeIfChromium, startEnvironment, type Environment } from './support';
@@ -576,5 +577,23 @@ describeIfChromium('settings console in Chromium', () => {
       expect(await rows.count()).toBe(total - 50);
       expect(await page.getByRole('row', { name: /demo key/ }).count()).toBe(1); // the oldest
     }, 90_000); // a safety net for seeding on a busy machine, not a wait
+
+    // After the one above: the branch has more than 50 key actions.
+    it('pages the activity like the log: newer and older actions', async () => {
+      const all = (await listActivity(ctx, { branchId: branch(), limit: 1000 })).map((e) => e.activity_id);
+      expect(all.length).toBeGreaterThan(50);
+      await page.goto(`${env.console.origin}/branches/${branch()}/activity`);
+      const ids = () =>
+        page.locator('#activity tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-activity-id')));
+      const link = (name: string) =>
+        page.getByRole('navigation', { name: 'Activity pages' }).getByRole('link', { name });
+      expect(await ids()).toEqual(all.slice(0, 50));
+      expect(await link('Newer actions').count()).toBe(0);
+      await link('Older actions').click();
+      expect(await ids()).toEqual(all.slice(50, 100));
+      await link('Newer actions').click();
+      expect(await ids()).toEqual(all.slice(0, 50));
+      expect(await link('Newer actions').count()).toBe(0);
+    });
   });
 });

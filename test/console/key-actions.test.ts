@@ -132,7 +132,7 @@ it('lists every action on the Activity page, newest first, with who did it and w
 
   const page = await get(`/branches/${branch()}/activity?key=${record.key_id}`);
   expect(page.status).toBe(200);
-  const rows = [...page.body.matchAll(/<tr>\s*<th scope="row">([\s\S]*?)<\/tr>/g)].map((m) => text(m[1]!));
+  const rows = [...page.body.matchAll(/<tr[^>]*>\s*<th scope="row">([\s\S]*?)<\/tr>/g)].map((m) => text(m[1]!));
   expect(rows.map((row) => /(created|updated|disabled|enabled|revoked)/.exec(row)?.[1])).toEqual([
     'revoked',
     'enabled',

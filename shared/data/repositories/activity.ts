@@ -13,6 +13,22 @@ export interface ActivityQuery {
   limit: number;
 }
 
+export interface ActivityPageQuery extends ActivityQuery {
+  /** Entries older than this position. */
+  before?: string;
+  /** Entries newer than this position. */
+  after?: string;
+}
+
+/** A page of entries, newest first, and where the pages next to it start. */
+export interface ActivityPage {
+  entries: ActivityEntry[];
+  /** Position for the newer page (`after`); absent on the newest. */
+  newer?: string;
+  /** Position for the older page (`before`); absent on the oldest. */
+  older?: string;
+}
+
 /** The table's sort key: time first, so a branch's (or a key's) entries read newest first. */
 const sortKeyOf = (entry: ActivityEntry): string => `${entry.at}#${entry.activity_id}`;
 
@@ -34,22 +50,56 @@ export class ActivityRepository extends DynamoRepository {
   }
 
   /** The newest `limit` entries of a branch, or of one of its keys (entries of other branches excluded). */
-  async list({ branchId, keyId, limit }: ActivityQuery): Promise<ActivityEntry[]> {
+  async list(query: ActivityQuery): Promise<ActivityEntry[]> {
+    return (await this.page(query)).entries;
+  }
+
+  /**
+   * A page of `limit` entries, newest first: the newest, those just older than `before`, or those
+   * just newer than `after` (positions a page gave as `older` / `newer`). One Query, of `limit` + 1
+   * items to tell whether there are more.
+   */
+  async page({ branchId, keyId, limit, before, after }: ActivityPageQuery): Promise<ActivityPage> {
+    const bound = after !== undefined ? ' AND sk > :bound' : before !== undefined ? ' AND sk < :bound' : '';
+    const boundValue = after ?? before;
     const { items } = await this.queryItems(
       {
         ...(keyId === undefined
-          ? { KeyConditionExpression: 'branch_id = :branch', ExpressionAttributeValues: { ':branch': branchId } }
+          ? {
+              KeyConditionExpression: `branch_id = :branch${bound}`,
+              ExpressionAttributeValues: {
+                ':branch': branchId,
+                ...(boundValue === undefined ? {} : { ':bound': boundValue }),
+              },
+            }
           : {
               IndexName: ACTIVITY_BY_KEY_INDEX,
-              KeyConditionExpression: 'key_id = :key',
+              KeyConditionExpression: `key_id = :key${bound}`,
               // Key ids are unique across branches; the filter only keeps a mistaken id from leaking.
               FilterExpression: 'branch_id = :branch',
-              ExpressionAttributeValues: { ':key': keyId, ':branch': branchId },
+              ExpressionAttributeValues: {
+                ':key': keyId,
+                ':branch': branchId,
+                ...(boundValue === undefined ? {} : { ':bound': boundValue }),
+              },
             }),
-        ScanIndexForward: false,
+        // Newer entries are read oldest first from `after`, then turned around.
+        ScanIndexForward: after !== undefined,
       },
-      limit,
+      limit + 1,
     );
-    return items.map(toEntry);
+    const more = items.length > limit;
+    const shown = items.slice(0, limit);
+    if (after !== undefined) shown.reverse();
+    // A position comes from a shown entry, so the other side of it has entries too.
+    const hasNewer = after !== undefined ? more : before !== undefined;
+    const hasOlder = after !== undefined ? true : more;
+    const first = shown[0];
+    const last = shown.at(-1);
+    return {
+      entries: shown.map(toEntry),
+      ...(hasNewer && first ? { newer: String(first.sk) } : {}),
+      ...(hasOlder && last ? { older: String(last.sk) } : {}),
+    };
   }
 }
