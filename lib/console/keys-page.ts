@@ -187,8 +187,19 @@ const createPanel = (input: KeysPageInput): Html =>
     </section>
   </details>`;
 
+/**
+ * Search and status filter. With the console's script they apply as they change (it fetches the
+ * page and swaps in its `keys-results`, so typing keeps the focus) and the button hides; without
+ * it, the button sends the form.
+ */
 const filterForm = ({ branchId, filters }: KeysPageInput): Html =>
-  html`<form method="get" action="${branchPath(branchId, 'keys')}" class="filters" role="search">
+  html`<form
+    method="get"
+    action="${branchPath(branchId, 'keys')}"
+    class="filters"
+    role="search"
+    data-auto-filter="keys-results"
+  >
     <label for="filter-q"
       >Search name or id <input id="filter-q" name="q" type="search" value="${filters.q ?? ''}"
     /></label>
@@ -202,6 +213,7 @@ const filterForm = ({ branchId, filters }: KeysPageInput): Html =>
       </select></label
     >
     <button type="submit">Filter keys</button>
+    <p class="visually-hidden" role="status" data-filter-status></p>
   </form>`;
 
 const keysCaption = ({ keys, total, page, branchId, filters }: KeysPageInput): Html => {
@@ -298,8 +310,8 @@ export const keysPage = (input: KeysPageInput): string =>
       ${input.created ? createdPanel(input.created) : ''}
       ${input.notice ? html`<p role="status" class="notice">${input.notice}</p>` : ''}
       ${input.alert ? html`<p role="alert" class="error">${input.alert}</p>` : ''} ${createPanel(input)}
-      ${input.branchTotal > 0 ? filterForm(input) : ''} ${input.keys.length ? keysTable(input) : emptyState(input)}
-      ${keysPager(input)}`,
+      ${input.branchTotal > 0 ? filterForm(input) : ''}
+      <div id="keys-results">${input.keys.length ? keysTable(input) : emptyState(input)} ${keysPager(input)}</div>`,
   });
 
 export const confirmPage = (input: {

@@ -1,7 +1,8 @@
 /* global document, navigator, window */
 // The settings console's behaviour, served as a file so the Content-Security-Policy needs no
 // inline script: times in the reader's time zone (the expiry typed in it too), focus on the
-// first field in error, the copy button of a new key, and the usage chart (Chart.js).
+// first field in error, the copy button of a new key, filters that apply as they change, and
+// the usage chart (Chart.js).
 'use strict';
 
 // One format for every time: the reader's zone, named; the UTC instant stays in the title.
@@ -33,8 +34,8 @@ var formatTime = function (element, instant) {
   return (element.hasAttribute('data-seconds') ? localSecond : localTime).format(instant);
 };
 
-var localiseTimes = function () {
-  document.querySelectorAll('time[datetime]').forEach(function (element) {
+var localiseTimes = function (root) {
+  (root || document).querySelectorAll('time[datetime]').forEach(function (element) {
     var instant = new Date(element.getAttribute('datetime'));
     if (isNaN(instant.getTime())) return;
     element.textContent = formatTime(element, instant);
@@ -149,11 +150,60 @@ var usageChart = function () {
   });
 };
 
+// A filter form that applies as it changes (`data-auto-filter`: the id of the part of the page
+// it refreshes): the page is fetched with the form's query and that part swapped in, so the
+// search field keeps its focus. Its submit button is only for a browser without this script.
+var autoFilters = function () {
+  document.querySelectorAll('form[data-auto-filter]').forEach(function (form) {
+    var regionId = form.getAttribute('data-auto-filter');
+    var button = form.querySelector('button[type="submit"]');
+    var status = form.querySelector('[data-filter-status]');
+    var timer;
+    var latest = 0;
+    if (button) button.hidden = true;
+    var apply = function () {
+      var url = form.action + '?' + new window.URLSearchParams(new window.FormData(form)).toString();
+      var ticket = (latest += 1);
+      window
+        .fetch(url, { credentials: 'same-origin', headers: { Accept: 'text/html' } })
+        .then(function (response) {
+          if (!response.ok) throw new Error(String(response.status));
+          return response.text();
+        })
+        .then(function (text) {
+          if (ticket !== latest) return;
+          var fresh = new window.DOMParser().parseFromString(text, 'text/html').getElementById(regionId);
+          var region = document.getElementById(regionId);
+          if (!fresh || !region) return window.location.assign(url);
+          region.replaceWith(document.importNode(fresh, true));
+          localiseTimes(document.getElementById(regionId));
+          window.history.replaceState(null, '', url);
+          var summary = document.querySelector('#' + regionId + ' caption, #' + regionId + ' .empty');
+          if (status && summary) status.textContent = summary.textContent.replace(/\s+/g, ' ').trim();
+        })
+        .catch(function () {
+          // The page says what went wrong (a 400 for a value too long, a lost session).
+          window.location.assign(url);
+        });
+    };
+    form.addEventListener('input', function () {
+      window.clearTimeout(timer);
+      timer = window.setTimeout(apply, 250);
+    });
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      window.clearTimeout(timer);
+      apply();
+    });
+  });
+};
+
 document.addEventListener('DOMContentLoaded', function () {
   localiseTimes();
   localiseTimeFields();
   var invalid = document.querySelector('[aria-invalid="true"]');
   if (invalid) invalid.focus();
   copyButtons();
+  autoFilters();
   usageChart();
 });
