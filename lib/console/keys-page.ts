@@ -41,16 +41,18 @@ const rollLinks = (k: KeyRow): HtmlValue =>
         >`
     : '';
 
-/** An active key's audit findings, folded under its name: only when there are some. */
-const findingsCell = (k: KeyRow): HtmlValue => {
-  const count = `${k.findings!.length} audit finding${k.findings!.length === 1 ? '' : 's'}`;
-  return html`<details class="findings">
-    <summary aria-label="${count} of key ${k.name} (${k.key_id})">${count}</summary>
-    <ul>
-      ${k.findings!.map((finding) => html`<li><code>${finding.code}</code>: ${textWithTimes(finding.message)}</li>`)}
-    </ul>
-  </details>`;
+/** An active key's audit findings, counted in its row; the findings themselves open in its menu. */
+const findingsCount = (k: KeyRow): HtmlValue => {
+  if (k.findings === undefined) return '–';
+  if (k.findings.length === 0) return 'none';
+  return html`<span class="finding-count">${k.findings.length} finding${k.findings.length === 1 ? '' : 's'}</span>`;
 };
+
+const findingsList = (findings: readonly AuditFinding[]): Html =>
+  html`<p><strong>Audit findings</strong></p>
+    <ul class="findings">
+      ${findings.map((finding) => html`<li><code>${finding.code}</code>: ${textWithTimes(finding.message)}</li>`)}
+    </ul>`;
 
 /**
  * The keys table's columns, in order (the first is the row header): one line per key on a
@@ -74,7 +76,7 @@ export const KEY_COLUMNS: KeyColumn[] = [
   },
   { header: 'Last used', cell: (k) => time(k.last_used_at, 'never') },
   { header: 'Expires', cell: (k) => time(k.expires_at, 'never') },
-  { header: 'Audit', cell: (k) => (k.findings === undefined ? '–' : k.findings.length ? findingsCell(k) : 'none') },
+  { header: 'Audit', cell: findingsCount },
 ];
 
 export interface KeyAction {
@@ -241,13 +243,15 @@ const keysPager = ({ branchId, page, total, filters }: KeysPageInput): HtmlValue
   </nav>`;
 };
 
-/** A key's actions behind one menu button, so a row stays one line; each link names its key. */
+/** A key's audit findings and actions behind one menu button, so a row stays one line; each link names its key. */
 const actionsCell = (branchId: string, key: KeyRow): Html => {
   const actions = KEY_ACTIONS.filter((a) => a.applies(key));
-  if (actions.length === 0) return html`—`;
+  const findings = key.findings ?? [];
+  if (actions.length === 0 && findings.length === 0) return html`—`;
   return html`<details class="menu">
     <summary aria-label="Actions for key ${key.name} (${key.key_id})">Actions</summary>
     <div class="actions">
+      ${findings.length ? findingsList(findings) : ''}
       ${actions.map(
         (a) =>
           html`<a
