@@ -1,7 +1,7 @@
 /**
  * What the console's browser tests and screenshot script check on every page: axe-core's
- * violations (serious and critical ones fail) and the page's width against the window's (no
- * sideways scrolling).
+ * violations (serious and critical ones fail), the page's width against the window's (no
+ * sideways scrolling) and, on a phone, controls smaller than 44 × 44 px.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -87,3 +87,19 @@ export const auditPage = async (page: Page): Promise<PageAudit> => {
     duplicateNames: await duplicateControlNames(page),
   };
 };
+
+/**
+ * Controls outside running text (a paragraph's links) smaller than 44 × 44 px (WCAG 2.5.5), as
+ * `TAG "name" W×H`; a checkbox's target is its label (clicking it ticks the box).
+ */
+export const smallTargets = (page: Page): Promise<string[]> =>
+  page.locator('a, button, select, input:not([type="hidden"]), summary').evaluateAll((controls) =>
+    controls
+      .filter((c) => !c.closest('p, small') && c.getClientRects().length > 0)
+      .map((c) => ({ c, box: (c.closest('label:has(> input[type="checkbox"])') ?? c).getBoundingClientRect() }))
+      .filter(({ box }) => box.width < 44 || box.height < 44)
+      .map(
+        ({ c, box }) =>
+          `${c.tagName} "${(c.getAttribute('aria-label') ?? c.textContent ?? '').trim().slice(0, 40)}" ${Math.round(box.width)}×${Math.round(box.height)}`,
+      ),
+  );

@@ -8,7 +8,7 @@
 import type { Page } from 'playwright-core';
 import { createOperatorContext } from '../../lib/operator/context';
 import { listActivity } from '../../lib/operator/keys';
-import { auditPage } from '../../scripts/console-audit';
+import { auditPage, smallTargets } from '../../scripts/console-audit';
 import { launchChromium, type ChromiumSession } from '../../scripts/chromium';
 import { describeIfChromium, startEnvironment, type Environment } from './support';
 
@@ -42,21 +42,8 @@ describeIfChromium('settings console in Chromium', () => {
       duplicateNames: [],
     });
     expect(audit.scrollWidth).toBeLessThanOrEqual(audit.innerWidth);
-    if (audit.innerWidth < 1024) expect(await smallTargets()).toEqual([]);
+    if (audit.innerWidth < 1024) expect(await smallTargets(page)).toEqual([]);
   };
-  /** Controls outside running text (a paragraph's links) smaller than 44 × 44 px on a phone (WCAG 2.5.5). */
-  const smallTargets = () =>
-    page.locator('a, button, select, input:not([type="hidden"]), summary').evaluateAll((controls) =>
-      controls
-        .filter((c) => !c.closest('p, small') && c.getClientRects().length > 0)
-        // A checkbox's target is its label (clicking it ticks the box).
-        .map((c) => ({ c, box: (c.closest('label:has(> input[type="checkbox"])') ?? c).getBoundingClientRect() }))
-        .filter(({ box }) => box.width < 44 || box.height < 44)
-        .map(
-          ({ c, box }) =>
-            `${c.tagName} "${(c.getAttribute('aria-label') ?? c.textContent ?? '').trim().slice(0, 40)}" ${Math.round(box.width)}×${Math.round(box.height)}`,
-        ),
-    );
   /** Opens a key's action menu, then follows one of its actions. */
   const keyAction = async (label: string, name: string, keyId: string) => {
     await page
