@@ -2,9 +2,9 @@
  * Screenshots of the settings console for the README: starts the local environment (embedded
  * DynamoDB, demo data, gateway) and a console on free ports, adds a few keys, makes real calls
  * through the gateway, loads a day of generated calls and edits, disables and enables a key, then
- * saves the "API keys" page (with a key just created through the form), the "API usage" page and
- * the "Activity" page from Debian's Chromium at 1280 px (docs/console-*.png) and 390 px
- * (docs/console-*-phone.png). Prints each page's scrollWidth and axe-core's findings; fails if a
+ * saves the "API keys" page (with a key just created through the form), the "API usage" page (and
+ * a call's details at 1280 px) and the "Activity" page from Debian's Chromium at 1280 px
+ * (docs/console-*.png) and 390 px (docs/console-*-phone.png). Prints each page's scrollWidth and axe-core's findings; fails if a
  * page scrolls sideways, has a serious or critical axe violation, requested anything outside the
  * console or logged an error. Not part of `npm test`.
  *
@@ -113,6 +113,12 @@ try {
       (globalThis as { Chart?: { getChart(id: string): unknown } }).Chart?.getChart('usage-chart'),
     );
     await shoot('usage', width, false);
+    if (width === LAPTOP) {
+      // A call's whole record, opened from the log.
+      await page.locator('details.call > summary').first().click();
+      await page.locator('details.call[open] dl').scrollIntoViewIfNeeded();
+      await shoot('usage-call', width, false);
+    }
 
     await page.goto(`${settings.origin}/branches/${branchId}/activity`);
     await shoot('activity', width, false);

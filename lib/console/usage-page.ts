@@ -5,7 +5,7 @@
  */
 import { html, jsonBlock, type Html } from './html';
 import { MAX_QUERY_VALUE_LENGTH } from './http';
-import { branchPath, cardCell, headerRow, layout, pathText, time, withQuery } from './layout';
+import { branchPath, cardCell, headerRow, ipText, layout, pathText, time, withQuery } from './layout';
 import {
   LOG_SCAN_LIMIT,
   RAW_COUNT_LIMIT,
@@ -240,7 +240,7 @@ const logTable = (input: UsagePageInput): Html => {
           ${cardCell('Key', name)}
           ${cardCell('Request', html`${r.method} <code class="path">${pathText(r.path)}</code>`)}
           ${cardCell('Status', html`<span class="status status-${String(r.status).slice(0, 1)}xx">${r.status}</span>`)}
-          ${cardCell('ms', r.response_time_ms)} ${cardCell('Caller IP', r.source_ip ?? '—')}
+          ${cardCell('ms', r.response_time_ms)} ${cardCell('Caller IP', r.source_ip ? ipText(r.source_ip) : '—')}
           ${cardCell('Detail', callDetails(r, name))}
         </tr>`;
       })}
