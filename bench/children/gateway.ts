@@ -1,20 +1,6 @@
-/**
- * The local gateway (lib/local/gateway.ts) with the real handlers, in a process of its own so its
- * memory can be sampled: `memory` forces a full GC when --expose-gc is given, then reports
- * process.memoryUsage().
- */
+/** The local gateway with the real handlers (lib/local/gateway.ts), in a process of its own; sends its base URL. */
 import { startGateway } from '../../lib/local/gateway';
-import { serveParent } from '../lib/child';
 
-const gc = (globalThis as { gc?: () => void }).gc;
 const gateway = await startGateway({ port: 0 });
-serveParent(
-  { baseUrl: gateway.baseUrl },
-  {
-    memory: () => {
-      gc?.();
-      gc?.();
-      return { gc: gc !== undefined, ...process.memoryUsage() };
-    },
-  },
-);
+process.send?.({ baseUrl: gateway.baseUrl });
+process.on('SIGTERM', () => void gateway.close().then(() => process.exit(0)));

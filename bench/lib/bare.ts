@@ -1,11 +1,10 @@
 /**
- * The baseline request of the benchmark: the same SDK calls a request of the service makes, with
- * the same inputs, and nothing else: the key GetItem (by a hash given, so no hashing and no format
- * check), the rate-limit counter's UpdateItem alongside the data read for the path (as the
- * service runs them), the usage PutItem with the same attributes in its write shard (its response
- * time measured, as the spec asks of any implementation), and a JSON body.
- * No Middy, no middleware, no validation, no error mapping, no deadline. Shared by the in-process
- * overhead part and the bare HTTP harness, so both compare against the very same calls.
+ * The bare request the service is compared with: the same SDK calls a request of the service
+ * makes, with the same inputs, and nothing else: the key GetItem (by a hash given), the rate-limit
+ * counter's UpdateItem alongside the data read for the path, the usage PutItem in its write shard
+ * (its response time measured, as the spec asks), and a JSON body. No Middy, no middleware, no
+ * validation. Shared by the own-overhead part and the bare HTTP server, so both compare with the
+ * very same calls.
  */
 import {
   GetCommand,
@@ -16,8 +15,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { usageShardOf } from '../../shared/data/repositories/usage-shards';
 import { responseTimeMs } from '../../shared/domain/usage-record';
-import type { ApiTableNames } from '../../shared/lambda/config';
-import { ACTIVE_PROVIDERS_INDEX } from '../../shared/data/tables';
+import { ACTIVE_PROVIDERS_INDEX, type ApiTableNames } from '../../shared/data/tables';
 
 const PROVIDER_PATH = '/v1/payment-providers/';
 /** As the handlers ask: one item more than the default page of 50. */

@@ -1,5 +1,5 @@
 /**
- * Builds a function bundle with the esbuild options the CDK stack uses: BUNDLING from
+ * Builds a bundle with the esbuild options the CDK stack uses: BUNDLING from
  * lib/infra/api-function.ts, translated the way NodejsFunction turns it into esbuild arguments
  * (bundle, platform node, outfile index.mjs for ESM, minify, source map mode, sources content,
  * main fields, external modules, `esbuildArgs` such as `--alias`), run in the project root.
@@ -61,27 +61,17 @@ export interface Bundle {
 }
 
 /**
- * bench/overhead.ts as one bundle built like the functions (minified ESM, the SDK's ESM build
- * inside, no keepNames), so the overhead measured is that of the code as it ships: run through
- * tsx instead, our code carries tsx's name-keeping wrappers and the SDK is its CommonJS build,
- * 6–10 µs a request more (docs/performance.md). lib/project-paths.ts finds the checkout from its
- * own folder, which a bundle elsewhere does not have: it is told.
+ * Bundles `entry` (relative to the project root) into `outdir/<name>/index.mjs`. lib/project-paths.ts
+ * finds the checkout from its own folder, which a bundle elsewhere does not have: it is told.
  */
-export const buildOverheadBundle = async (outdir: string): Promise<string> => {
-  const options = esbuildOptions('bench/overhead.ts', outdir);
-  await build({
-    ...options,
-    define: { ...options.define, 'import.meta.dirname': JSON.stringify(join(PROJECT_ROOT, 'lib')) },
-  });
-  return options.outfile!;
-};
-
-/** Bundles `entry` (relative to the project root) into `outdir/<name>/index.mjs`. */
 export const buildBundle = async (name: string, entry: string, outdir: string): Promise<Bundle> => {
   const dir = join(outdir, name);
   mkdirSync(dir, { recursive: true });
   const options = esbuildOptions(entry, dir);
-  await build(options);
+  await build({
+    ...options,
+    define: { ...options.define, 'import.meta.dirname': JSON.stringify(join(PROJECT_ROOT, 'lib')) },
+  });
   const file = options.outfile!;
   return { name, file, bytes: statSync(file).size };
 };

@@ -1,6 +1,6 @@
 /**
- * What every part of the benchmark serves and asks for: the demo branch of seed/demo.json, one
- * `read` key for it, and the four endpoint requests (paths relative to {base_url}).
+ * What every part of the benchmark serves and asks for: the demo branch of seed/demo.json, a
+ * `read` key for the canned DynamoDB, and one request per route (paths relative to {base_url}).
  */
 import { readFileSync } from 'node:fs';
 import { generateApiKey, hashApiKey } from '../../shared/domain/api-key';
@@ -10,51 +10,34 @@ import { routeKey, routes, type RouteId } from '../../shared/api/routes';
 
 export { PROJECT_ROOT };
 
-export const seedFile = DEMO_SEED_FILE;
-export const demoBranch: SeedBranch = (JSON.parse(readFileSync(seedFile, 'utf8')) as SeedFile).branches[0]!;
-/** An active provider of the demo branch (GET /v1/payment-providers/{id}). */
-export const providerId = demoBranch.payment_providers.find((provider) => provider.active)!.id;
-
-export type EndpointName = RouteId;
+export const demoBranch: SeedBranch = (JSON.parse(readFileSync(DEMO_SEED_FILE, 'utf8')) as SeedFile).branches[0]!;
+const providerId = demoBranch.payment_providers.find((provider) => provider.active)!.id;
 
 export interface Endpoint {
-  name: EndpointName;
+  name: RouteId;
   /** Relative to {base_url}. */
   path: string;
   routeKey: string;
   pathParameters?: Record<string, string>;
 }
 
-/** One request per route of the route table; the one path parameter is the demo provider's id. */
-export const ENDPOINTS: readonly Endpoint[] = routes.map((route) => {
-  const pathParameters = route.path.includes('{id}') ? { id: providerId } : undefined;
-  return {
-    name: route.id,
-    path: route.path.replace('{id}', providerId),
-    routeKey: routeKey(route),
-    ...(pathParameters ? { pathParameters } : {}),
-  };
-});
+/** One request per route of the route table; the one path parameter is an active demo provider. */
+export const ENDPOINTS: readonly Endpoint[] = routes.map((route) => ({
+  name: route.id,
+  path: route.path.replace('{id}', providerId),
+  routeKey: routeKey(route),
+  ...(route.path.includes('{id}') ? { pathParameters: { id: providerId } } : {}),
+}));
 
-/**
- * Keys a load spreads its requests over, each with BENCH_KEY_RATE_LIMIT: the largest limit still
- * counted call by call (shared/domain/rate-limit.ts LEASE_ABOVE; above it a key counts in blocks
- * and skips most counter writes), so every request makes the deployment's four calls, and 4 keys
- * admit 2,000 requests/s, well above the fastest load here. The deployment's default (50/s) would
- * need 12 or more keys for these rates, each another rollup item per batch for the aggregator:
- * docs/capacity.md "Local stack" gives that figure too.
- */
-export const BENCH_KEYS = 4;
-export const BENCH_KEY_RATE_LIMIT = '500/s';
-
-/** A key value and its stored record, for the canned responder (the e2e parts create a real one). */
+/** A key value and its stored record, for the canned DynamoDB (bench/lib/responder.ts). */
 export const benchKey = (() => {
   const value = generateApiKey();
+  const hash = hashApiKey(value);
   return {
     value,
-    hash: hashApiKey(value),
+    hash,
     item: {
-      key_hash: hashApiKey(value),
+      key_hash: hash,
       key_id: 'key_bench0000000000000000',
       branch_id: demoBranch.id,
       name: 'bench key',
@@ -65,7 +48,7 @@ export const benchKey = (() => {
   };
 })();
 
-/** The branch-data items as BranchDataRepository.putBranch stores them. */
+/** The branch-data items as the seed stores them. */
 export const branchItems = (() => {
   const { members, payment_providers: providers, ...details } = demoBranch;
   const base = { branch_id: demoBranch.id };
@@ -77,3 +60,21 @@ export const branchItems = (() => {
       .map((provider) => ({ ...base, sk: `PROVIDER#${provider.id}`, ...provider, active_provider_id: provider.id })),
   };
 })();
+
+/** What Lambda gives a function of the stack: credentials in the environment, tables, Powertools. */
+export const LAMBDA_ENV: Record<string, string> = {
+  AWS_REGION: 'eu-west-1',
+  AWS_ACCESS_KEY_ID: 'AKIDBENCHMARK00000000',
+  AWS_SECRET_ACCESS_KEY: 'bench-secret-access-key',
+  AWS_SESSION_TOKEN: 'bench-session-token',
+  AWS_LAMBDA_FUNCTION_NAME: 'branch-api-bench',
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '512',
+  AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
+  KEYS_TABLE: 'bench-keys',
+  USAGE_TABLE: 'bench-usage',
+  BRANCH_DATA_TABLE: 'bench-branch-data',
+  RATE_LIMITS_TABLE: 'bench-rate-limits',
+  POWERTOOLS_SERVICE_NAME: 'branch-api',
+  POWERTOOLS_METRICS_NAMESPACE: 'BranchApi',
+  POWERTOOLS_LOG_LEVEL: 'INFO',
+};

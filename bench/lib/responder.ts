@@ -1,15 +1,16 @@
 /**
- * An in-process DynamoDB transport: an SDK request handler that answers every call at once with
- * canned DynamoDB JSON. Only the network hop is replaced; everything the SDK does per call still
- * runs (serialize, endpoint, sign, retry bookkeeping, deserialize, unmarshall). With the
- * database's latency gone, what remains is CPU: this isolates the request path's own cost, and
- * a bare function given the same responder isolates the SDK's share of it.
+ * A DynamoDB that answers at once: an HTTP server on loopback answering every call a request
+ * makes with canned DynamoDB JSON. The SDK does all its work per call (serialize, sign,
+ * deserialize, unmarshall) and the database's latency is gone, so what a request costs beyond
+ * the same calls made bare is the service's own work.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { benchKey, branchItems } from './fixtures';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
-/** Plain JSON → DynamoDB attribute values (enough for the fixtures: strings, numbers, booleans, lists, maps). */
+/** Plain JSON → DynamoDB attribute values (strings, numbers, booleans, lists, maps: the fixtures' types). */
 const toAttribute = (value: Json): Record<string, unknown> => {
   if (typeof value === 'string') return { S: value };
   if (typeof value === 'number') return { N: String(value) };
@@ -18,98 +19,72 @@ const toAttribute = (value: Json): Record<string, unknown> => {
   if (Array.isArray(value)) return { L: value.map(toAttribute) };
   return { M: toItem(value) };
 };
-const toItem = (item: { [key: string]: Json }) =>
-  Object.fromEntries(Object.entries(item).map(([name, value]) => [name, toAttribute(value)]));
-
-const decoder = new TextDecoder();
-const encode = (body: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(body));
-const itemBody = (item: object | undefined) => encode(item ? { Item: toItem(item as { [key: string]: Json }) } : {});
-const queryBody = (items: object[]) =>
-  encode({
-    Items: items.map((item) => toItem(item as { [key: string]: Json })),
-    Count: items.length,
-    ScannedCount: items.length,
-  });
-
-interface HttpRequestLike {
-  headers: Record<string, string>;
-  body?: unknown;
-}
+const toItem = (item: object) =>
+  Object.fromEntries(Object.entries(item as Record<string, Json>).map(([name, value]) => [name, toAttribute(value)]));
 
 export interface Responder {
-  handle(request: HttpRequestLike): Promise<{ response: unknown }>;
-  updateHttpClientConfig(): void;
-  httpHandlerConfigs(): Record<string, never>;
-  destroy(): void;
-  metadata: { handlerProtocol: string };
-  /** Calls answered, by operation. */
-  readonly calls: Record<string, number>;
-  /** Operations it could not answer: each one sent a request down an error path. */
-  readonly unanswered: readonly string[];
+  endpoint: string;
+  /** Calls it could not answer: a request that made one went down an error path. */
+  unanswered: string[];
+  close(): Promise<void>;
 }
 
 /**
- * A responder for every call a request makes: the bench key is known (any other key hash gets no
- * item), the demo branch's items are served, the rate-limit counter's UpdateItem answers a count
- * of 1, PutItem succeeds. Anything else is an error, recorded in `unanswered`.
+ * Answers the bench key's GetItem (any other key hash: no item), the demo branch's items, the
+ * counter's UpdateItem (a count of 1: the limiter admits) and PutItem; anything else is a 400,
+ * recorded in `unanswered`.
  */
-export const createResponder = (keysTable: string): Responder => {
+export const startResponder = async (keysTable: string): Promise<Responder> => {
   const keysMarker = `"TableName":"${keysTable}"`;
   const bodies = {
-    key: itemBody(benchKey.item),
-    noItem: encode({}),
-    branch: itemBody(branchItems.branch),
-    members: queryBody(branchItems.members),
-    providers: queryBody(branchItems.activeProviders),
-    providerById: branchItems.activeProviders.map((item) => [`"${item.sk}"`, itemBody(item)] as const),
-    put: encode({}),
-    // The counter at the first call of its window: the limiter admits, as it would at low load.
-    counted: encode({ Attributes: { count: { N: '1' } } }),
+    key: JSON.stringify({ Item: toItem(benchKey.item) }),
+    none: '{}',
+    branch: JSON.stringify({ Item: toItem(branchItems.branch) }),
+    members: JSON.stringify({ Items: branchItems.members.map(toItem), Count: branchItems.members.length }),
+    providers: JSON.stringify({
+      Items: branchItems.activeProviders.map(toItem),
+      Count: branchItems.activeProviders.length,
+    }),
+    providerById: branchItems.activeProviders.map((item) => [`"${item.sk}"`, JSON.stringify({ Item: toItem(item) })]),
+    counted: JSON.stringify({ Attributes: { count: { N: '1' } } }),
   };
-  const calls: Record<string, number> = {};
-  const unanswered: string[] = [];
-  const answer = (operation: string, body: string): Uint8Array => {
+  const answer = (operation: string, body: string): string | undefined => {
     switch (operation) {
       case 'GetItem':
-        if (body.includes(keysMarker)) return body.includes(benchKey.hash) ? bodies.key : bodies.noItem;
-        if (body.includes('"PROVIDER#')) {
-          return bodies.providerById.find(([sk]) => body.includes(sk))?.[1] ?? bodies.noItem;
-        }
+        if (body.includes(keysMarker)) return body.includes(benchKey.hash) ? bodies.key : bodies.none;
+        if (body.includes('"PROVIDER#')) return bodies.providerById.find(([sk]) => body.includes(sk!))?.[1];
         return bodies.branch;
       case 'Query':
         return body.includes('"IndexName"') ? bodies.providers : bodies.members;
       case 'PutItem':
-        return bodies.put;
+        return bodies.none;
       case 'UpdateItem':
         return bodies.counted;
       default:
-        // The service would swallow this (fail open, usage error log): recorded so the bench fails.
-        unanswered.push(operation);
-        throw new Error(`The bench responder does not answer ${operation}`);
+        return undefined;
     }
   };
+  const unanswered: string[] = [];
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const target = request.headers['x-amz-target'];
+      const operation = typeof target === 'string' ? target.slice(target.indexOf('.') + 1) : '';
+      const body = answer(operation, Buffer.concat(chunks).toString());
+      if (body === undefined) unanswered.push(operation);
+      response.writeHead(body === undefined ? 400 : 200, { 'Content-Type': 'application/x-amz-json-1.0' });
+      response.end(body ?? JSON.stringify({ __type: 'ValidationException', message: `bench: no ${operation}` }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
   return {
-    calls,
+    endpoint: `http://127.0.0.1:${port}`,
     unanswered,
-    metadata: { handlerProtocol: 'http/1.1' },
-    updateHttpClientConfig: () => undefined,
-    httpHandlerConfigs: () => ({}),
-    destroy: () => undefined,
-    handle: (request) => {
-      const target = request.headers['x-amz-target'] ?? '';
-      const operation = target.slice(target.indexOf('.') + 1);
-      calls[operation] = (calls[operation] ?? 0) + 1;
-      const raw = request.body;
-      const body = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? decoder.decode(raw) : String(raw ?? '');
-      // A fresh copy per response: the SDK re-prototypes the body it is given.
-      const payload = new Uint8Array(answer(operation, body));
-      return Promise.resolve({
-        response: {
-          statusCode: 200,
-          headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'bench' },
-          body: payload,
-        },
-      });
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
     },
   };
 };
