@@ -24,10 +24,19 @@ interface Event {
 export const handler = middy(async ({ table, key, item }: Event) => {
   const { Item } = await client.send(new GetCommand({ TableName: table, Key: key }));
   await client.send(
-    new UpdateCommand({ TableName: table, Key: key, UpdateExpression: 'ADD hits :one', ExpressionAttributeValues: { ':one': 1 } }),
+    new UpdateCommand({
+      TableName: table,
+      Key: key,
+      UpdateExpression: 'ADD hits :one',
+      ExpressionAttributeValues: { ':one': 1 },
+    }),
   );
   const { Items } = await client.send(
-    new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': key.pk } }),
+    new QueryCommand({
+      TableName: table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': key.pk },
+    }),
   );
   await client.send(new PutCommand({ TableName: table, Item: item }));
   return { statusCode: 200, body: JSON.stringify({ Item, Items }) };

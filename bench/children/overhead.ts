@@ -51,7 +51,9 @@ const request = (endpoint: Endpoint): [ApiEvent, Context] => [
 const full = async (endpoint: Endpoint, [event, context]: [ApiEvent, Context]) => {
   const response = await (modules[endpoint.name].handler as Fn)(event, context);
   if (response.statusCode !== 200 || response.headers?.RateLimit === undefined) {
-    throw new Error(`${endpoint.name} answered ${response.statusCode} ${JSON.stringify(response.headers)}: ${response.body}`);
+    throw new Error(
+      `${endpoint.name} answered ${response.statusCode} ${JSON.stringify(response.headers)}: ${response.body}`,
+    );
   }
 };
 const bare = async (endpoint: Endpoint, [event]: [ApiEvent, Context]) => {

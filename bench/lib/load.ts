@@ -14,7 +14,11 @@ export const LOAD_KEY_RATE_LIMIT = '500/s';
 export const requestsFor = (baseUrl: string, keys: readonly string[], paths = ENDPOINTS.map((one) => one.path)) => {
   const stage = new URL(baseUrl).pathname;
   return keys.flatMap((key) =>
-    paths.map((path) => ({ method: 'GET' as const, path: `${stage}${path}`, headers: { authorization: `Bearer ${key}` } })),
+    paths.map((path) => ({
+      method: 'GET' as const,
+      path: `${stage}${path}`,
+      headers: { authorization: `Bearer ${key}` },
+    })),
   );
 };
 
@@ -42,7 +46,9 @@ export const load = async (baseUrl: string, run: LoadRun): Promise<{ ok: number;
     if (run.onResponse) instance.on('response', () => run.onResponse!((answered += 1)));
   });
   if (result.errors > 0 || result.non2xx > 0 || (run.amount !== undefined && result['2xx'] !== run.amount)) {
-    throw new Error(`load on ${baseUrl}: ${result['2xx']} 2xx, ${result.non2xx} other answers, ${result.errors} errors`);
+    throw new Error(
+      `load on ${baseUrl}: ${result['2xx']} 2xx, ${result.non2xx} other answers, ${result.errors} errors`,
+    );
   }
   return { ok: result['2xx'], seconds: result.duration };
 };

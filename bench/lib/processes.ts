@@ -156,7 +156,8 @@ export const startChild = <Ready>(script: string, env: Record<string, string>): 
     });
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
-    const failed = (code: number | null) => reject(new Error(`${script} exited (${code}) before it was ready: ${stderr}`));
+    const failed = (code: number | null) =>
+      reject(new Error(`${script} exited (${code}) before it was ready: ${stderr}`));
     child.once('exit', failed);
     child.once('message', (ready: Ready) => {
       child.off('exit', failed);

@@ -50,8 +50,11 @@ export const startLocalStack = async (): Promise<LocalStack> => {
 export const createKeys = (dynamoEndpoint: string, count: number, rateLimit: string): string[] =>
   Array.from({ length: count }, (_, i) => {
     const { stdout } = runCli(
-      ['keys', 'create', '--branch', demoBranch.id, '--scopes', 'read', '--name', `bench ${i + 1}`]
-        .concat(['--rate-limit', rateLimit, '--json']),
+      ['keys', 'create', '--branch', demoBranch.id, '--scopes', 'read', '--name', `bench ${i + 1}`].concat([
+        '--rate-limit',
+        rateLimit,
+        '--json',
+      ]),
       { DYNAMODB_ENDPOINT: dynamoEndpoint },
     );
     return (JSON.parse(stdout) as { key: string }).key;

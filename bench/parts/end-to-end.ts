@@ -48,7 +48,12 @@ const latencyPairs = async (gateway: string, bare: string, keys: readonly string
     for (let i = 0; i < WARMUP_PAIRS + PAIRS; i += 1) {
       const key = keys[i % keys.length]!;
       const one = async (side: 'gateway' | 'bare') => {
-        const ms = await timedGet(agents[side === 'gateway' ? 0 : 1]!, `${side === 'gateway' ? gateway : bare}${path}`, key, side === 'gateway');
+        const ms = await timedGet(
+          agents[side === 'gateway' ? 0 : 1]!,
+          `${side === 'gateway' ? gateway : bare}${path}`,
+          key,
+          side === 'gateway',
+        );
         if (i >= WARMUP_PAIRS) times[side].push(ms);
       };
       for (const side of i % 2 === 0 ? (['gateway', 'bare'] as const) : (['bare', 'gateway'] as const)) await one(side);
@@ -57,7 +62,11 @@ const latencyPairs = async (gateway: string, bare: string, keys: readonly string
     for (const agent of agents) agent.destroy();
   }
   const p50 = { gateway: percentile(times.gateway, 50), bare: percentile(times.bare, 50) };
-  return { gatewayP50Ms: round(p50.gateway, 2), bareP50Ms: round(p50.bare, 2), ratio: round(p50.gateway / p50.bare, 2) };
+  return {
+    gatewayP50Ms: round(p50.gateway, 2),
+    bareP50Ms: round(p50.bare, 2),
+    ratio: round(p50.gateway / p50.bare, 2),
+  };
 };
 
 export const runEndToEnd = async (): Promise<PartResult> => {
