@@ -30,7 +30,7 @@ export const runNode = (args: string[], env: Record<string, string> = {}, { quie
     env: cleanEnv(env),
     encoding: 'utf8',
     stdio: ['ignore', quiet ? 'ignore' : 'pipe', 'pipe'],
-    timeout: 120_000,
+    timeout: 300_000,
   });
   const ms = performance.now() - start;
   if (result.status !== 0) {
