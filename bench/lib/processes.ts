@@ -107,8 +107,15 @@ export const getOk = async (url: string, headers: Record<string, string> = {}, e
   return body;
 };
 
+export interface Resident {
+  /** VmRSS: all resident pages, files mapped into memory included. */
+  rss: number;
+  /** RssAnon: the process's own memory (heap, stacks), no file pages. */
+  anon: number;
+}
+
 /** Resident memory of a process and all its descendants, in bytes (Linux /proc). */
-export const treeRss = (pid: number): number => {
+export const treeRss = (pid: number): Resident => {
   const parents = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -125,16 +132,18 @@ export const treeRss = (pid: number): number => {
   for (let i = 0; i < tree.length; i += 1) {
     for (const [child, parent] of parents) if (parent === tree[i]) tree.push(child);
   }
-  let bytes = 0;
+  const total = { rss: 0, anon: 0 };
   for (const one of tree) {
     try {
-      const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${one}/status`, 'utf8'))?.[1];
-      bytes += Number(kb ?? 0) * 1024;
+      const status = readFileSync(`/proc/${one}/status`, 'utf8');
+      const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
+      total.rss += kb('VmRSS');
+      total.anon += kb('RssAnon');
     } catch {
       // Ended in between: it holds nothing any more.
     }
   }
-  return bytes;
+  return total;
 };
 
 export interface Child<Ready> {

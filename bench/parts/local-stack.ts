@@ -33,8 +33,8 @@ export const runLocalStack = async (stack: LocalStack, keys: readonly string[]):
   await load(stack.baseUrl, { connections: CONNECTIONS, amount: WARMUP, requests });
 
   let answered = 0;
-  const samples = [{ answered, rss: treeRss(pid) }];
-  const sampler = setInterval(() => samples.push({ answered, rss: treeRss(pid) }), SAMPLE_MS);
+  const samples = [{ answered, ...treeRss(pid) }];
+  const sampler = setInterval(() => samples.push({ answered, ...treeRss(pid) }), SAMPLE_MS);
   let seconds: number;
   try {
     ({ seconds } = await load(stack.baseUrl, {
@@ -47,7 +47,7 @@ export const runLocalStack = async (stack: LocalStack, keys: readonly string[]):
     clearInterval(sampler);
   }
   const loadEnded = performance.now();
-  samples.push({ answered, rss: treeRss(pid) });
+  samples.push({ answered, ...treeRss(pid) });
 
   // Every call made to this stack: its first 200, the warm-up and the run.
   const calls = stack.callsMade + WARMUP + REQUESTS;
@@ -60,10 +60,16 @@ export const runLocalStack = async (stack: LocalStack, keys: readonly string[]):
   const currentAfterS = round((performance.now() - loadEnded) / 1000, 1);
 
   const secondHalf = samples.filter((one) => one.answered >= REQUESTS / 2);
-  const bytesPerRequest = slope(
-    secondHalf.map((one) => one.answered),
-    secondHalf.map((one) => one.rss),
-  );
+  const mbPer10k = (pick: 'rss' | 'anon') =>
+    round(
+      (slope(
+        secondHalf.map((one) => one.answered),
+        secondHalf.map((one) => one[pick]),
+      ) *
+        10_000) /
+        MB,
+      2,
+    );
   const figures = {
     connections: CONNECTIONS,
     warmup: WARMUP,
@@ -72,7 +78,8 @@ export const runLocalStack = async (stack: LocalStack, keys: readonly string[]):
     rollupsCurrentAfterS: currentAfterS,
     rssStartMb: round(samples[0]!.rss / MB, 1),
     rssEndMb: round(samples.at(-1)!.rss / MB, 1),
-    rssSlopeMbPer10k: round((bytesPerRequest * 10_000) / MB, 2),
+    rssSlopeMbPer10k: mbPer10k('rss'),
+    anonSlopeMbPer10k: mbPer10k('anon'),
     samples: samples.length,
   };
   return {
@@ -85,7 +92,7 @@ export const runLocalStack = async (stack: LocalStack, keys: readonly string[]):
         met: figures.requestsPerSecond >= LOCAL_RPS,
       },
       {
-        figure: `Local stack: RSS slope over the second half, MB per 10,000 requests (RSS ${figures.rssStartMb} → ${figures.rssEndMb} MB over the run)`,
+        figure: `Local stack: RSS slope over the second half, MB per 10,000 requests (of it anonymous memory ${figures.anonSlopeMbPer10k}; RSS ${figures.rssStartMb} → ${figures.rssEndMb} MB over the run)`,
         measured: String(figures.rssSlopeMbPer10k),
         target: `≤ ${RSS_SLOPE_MB_PER_10K}`,
         met: figures.rssSlopeMbPer10k <= RSS_SLOPE_MB_PER_10K,
