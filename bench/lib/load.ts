@@ -46,9 +46,8 @@ export const load = async (baseUrl: string, run: LoadRun): Promise<{ ok: number;
     if (run.onResponse) instance.on('response', () => run.onResponse!((answered += 1)));
   });
   if (result.errors > 0 || result.non2xx > 0 || (run.amount !== undefined && result['2xx'] !== run.amount)) {
-    throw new Error(
-      `load on ${baseUrl}: ${result['2xx']} 2xx, ${result.non2xx} other answers, ${result.errors} errors`,
-    );
+    const statuses = Object.entries(result.statusCodeStats ?? {}).map(([status, one]) => `${one.count} × ${status}`);
+    throw new Error(`load on ${baseUrl}: ${statuses.join(', ')}, ${result.errors} errors, ${result.timeouts} timeouts`);
   }
   return { ok: result['2xx'], seconds: result.duration };
 };
