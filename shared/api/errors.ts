@@ -14,7 +14,7 @@ import { MAX_REQUEST_HEADER_BYTES } from './http/request-limits';
 
 /**
  * 10240 → "10,240". Not toLocaleString('en'): at module load that loads ICU's locale data, the
- * largest single item of the functions' import time (docs/performance.md "Import time").
+ * largest single item of the functions' import time (docs/performance.md, cold start).
  */
 const withThousands = (value: number): string => String(value).replace(/\B(?=(\d{3})+$)/g, ',');
 

@@ -94,7 +94,7 @@ export const createKeyEventEmitter = (settings: KeyEventSettings, logger: Emitte
   if (settings.busName) {
     const { busName, region } = settings;
     // Made at the first event sent, not at import: most containers never send one, and configuring
-    // the client took a share of every cold start (docs/performance.md "Import time").
+    // the client took a share of every cold start (docs/performance.md, cold start).
     let client: EventBridgeClient | undefined;
     const create = () =>
       new EventBridgeClient({
