@@ -12,7 +12,7 @@ import type { PartResult } from '../lib/report';
 import { median, round } from '../lib/stats';
 
 export const IMPORT_RATIO = 1.1;
-const RUNS = Number(process.env.BENCH_IMPORT_RUNS ?? 15);
+const RUNS = 15;
 
 /**
  * Imports the bundle, checks it exports a handler, prints the import's wall time and CPU time

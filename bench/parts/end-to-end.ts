@@ -18,10 +18,10 @@ import { percentile, round } from '../lib/stats';
 
 export const LATENCY_RATIO = 1.1;
 export const THROUGHPUT_RATIO = 0.9;
-const PAIRS = Number(process.env.BENCH_E2E_PAIRS ?? 400);
+const PAIRS = 300;
 const WARMUP_PAIRS = 30;
-const ROUNDS = 4;
-const ROUND_SECONDS = Number(process.env.BENCH_E2E_SECONDS ?? 3);
+const ROUNDS = 8;
+const ROUND_SECONDS = 2;
 const CONNECTIONS = 8;
 
 /** One GET over a keep-alive connection: its time in ms. Fails unless 200, and on the gateway counted by the limiter. */

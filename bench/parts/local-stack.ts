@@ -14,7 +14,7 @@ export const LOCAL_RPS = 200;
 /** "No growth": the slope over the run's second half, in MB per 10,000 requests, within noise. */
 export const RSS_SLOPE_MB_PER_10K = 2;
 const WARMUP = 2_000;
-const REQUESTS = Number(process.env.BENCH_LOCAL_REQUESTS ?? 20_000);
+const REQUESTS = 20_000;
 const CONNECTIONS = 8;
 const SAMPLE_MS = 250;
 const ROLLUPS_WAIT_MS = 30_000;
