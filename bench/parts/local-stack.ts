@@ -11,8 +11,11 @@ import type { LocalStack } from '../lib/stack';
 import { round, slope } from '../lib/stats';
 
 export const LOCAL_RPS = 200;
-/** "No growth": the slope over the run's second half, in MB per 10,000 requests, within noise. */
-export const RSS_SLOPE_MB_PER_10K = 2;
+/**
+ * "No growth" within noise, in MB per 10,000 requests: a call's records (about 1.4 KB) held in
+ * memory would show as 14; the garbage between two collections moves the slope by a few.
+ */
+export const RSS_SLOPE_MB_PER_10K = 5;
 const WARMUP = 2_000;
 const REQUESTS = 20_000;
 const CONNECTIONS = 8;
