@@ -36,7 +36,12 @@ describe('an event', () => {
       source: 'branch-api',
       'detail-type': 'Key Revoked',
       time: '2030-01-02T03:04:05.000Z',
-      detail: { ...subject, actor: 'alice', time: '2030-01-02T03:04:05.000Z' },
+      detail: {
+        ...subject,
+        event_id: 'key_1#revoked#2030-01-02T03:04:05.000Z',
+        actor: 'alice',
+        time: '2030-01-02T03:04:05.000Z',
+      },
     });
     expect(Object.values(KEY_EVENT_TYPES)).toEqual([
       'Key Created',
@@ -67,13 +72,13 @@ describe('the JSON-lines file', () => {
     expect(errors).toEqual([]);
   });
 
-  it('that cannot be written never fails the action: each event is logged for replay', async () => {
+  it('that cannot be written never rejects: each event is logged and handed back as unsent', async () => {
     const logged: Array<[string, Record<string, unknown>]> = [];
     const emitter = fileKeyEvents(join(tempFile(), 'no-such-dir', 'events.jsonl'), {
       error: (message, extra) => logged.push([message, extra]),
     });
     const event = keyEvent('updated', subject, 'alice');
-    await expect(emitter.emit([event])).resolves.toBeUndefined();
+    await expect(emitter.emit([event])).resolves.toEqual([event]);
     expect(logged).toEqual([[KEY_EVENT_NOT_SENT, expect.objectContaining({ key_event: event })]]);
   });
 });
@@ -144,10 +149,9 @@ describe('EventBridge', () => {
     try {
       const first = keyEvent('created', subject, 'alice');
       const second = keyEvent('revoked', subject, 'alice');
-      await eventBridgeKeyEvents(endpoint.client, 'key-events', { error: (_m, extra) => logged.push(extra) }).emit([
-        first,
-        second,
-      ]);
+      const unsent = await eventBridgeKeyEvents(endpoint.client, 'key-events', {
+        error: (_m, extra) => logged.push(extra),
+      }).emit([first, second]);
       // Call 1 fails whole; call 2 sends the first and refuses the second; call 3 refuses it again.
       expect(endpoint.calls.map((entries) => entries.map((entry) => entry.DetailType))).toEqual([
         ['Key Created', 'Key Revoked'],
@@ -156,6 +160,7 @@ describe('EventBridge', () => {
       ]);
       expect(endpoint.calls).toHaveLength(KEY_EVENT_ATTEMPTS);
       expect(logged.map((extra) => extra.key_event)).toEqual([second]);
+      expect(unsent).toEqual([second]);
     } finally {
       await endpoint.close();
     }

@@ -86,6 +86,7 @@ describe('a leaked live key', () => {
           start: record.start,
           actor: 'github-secret-scanning',
           time: expect.any(String),
+          event_id: `${record.key_id}#${record.version! + 1}`,
           url: 'https://github.com/octo/repo/blob/abc/config.js',
           source: 'content',
         },

@@ -39,9 +39,10 @@ export const port = (value: string) => {
 export const withContext =
   <Args extends unknown[]>(action: (ctx: OperatorContext, ...args: Args) => Promise<void>) =>
   async (...args: Args): Promise<void> => {
-    const { createOperatorContext } = await import('../../lib/operator/context');
+    const { createOperatorContext, finishKeyActions } = await import('../../lib/operator/context');
     const ctx = createOperatorContext(process.env);
     try {
+      await finishKeyActions(ctx);
       await action(ctx, ...args);
     } finally {
       ctx.close();

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createOperatorContext, operatorTableNames } from '../operator/context';
+import { createOperatorContext, finishKeyActions, operatorTableNames } from '../operator/context';
 import { seed } from '../operator/seed';
 import { startUsageChangeFeed, type Recovery, type UsageChangeFeed } from './usage-change-feed';
 import { ensureTables } from '../operator/tables';
@@ -115,6 +115,7 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
 
   try {
     await ensureTables(operator.client, operator.tables);
+    await finishKeyActions(operator);
     const seeded = await seed(operator, options.seedFile ?? DEMO_SEED_FILE);
     const recovery = await feed.begin(operator);
     // The demo key's branch: the first of the seed file (which has at least one, or seed() refused it).

@@ -10,7 +10,12 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConfigError, readDynamoDbSettings, readKeyEventSettings } from '../../shared/lambda/config';
-import { createKeyEventEmitter, type EmitterLogger, type KeyEventEmitter } from '../../shared/data/key-events';
+import {
+  createKeyEventEmitter,
+  noKeyEvents,
+  type EmitterLogger,
+  type KeyEventEmitter,
+} from '../../shared/data/key-events';
 import { createDocumentClient } from '../../shared/data/dynamodb';
 import { createRepositories, type Repositories } from '../../shared/data/repositories';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
@@ -48,6 +53,8 @@ const stderrLogger: EmitterLogger = {
     process.stderr.write(`${JSON.stringify({ level: 'ERROR', message, ...extra, error: String(extra.error) })}\n`),
 };
 
+const stderrWarning = (message: string) => process.stderr.write(`warning: ${message}\n`);
+
 export const createOperatorContext = (env: Env = process.env): OperatorContext => {
   if (!env.DYNAMODB_ENDPOINT?.trim() && !env.AWS_REGION?.trim() && !env.AWS_DEFAULT_REGION?.trim()) {
     throw new ConfigError(
@@ -72,4 +79,18 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
     client,
     close: () => client.destroy(),
   };
+};
+
+/**
+ * Finishes the key actions a killed process left pending on a local target (docs/decisions.md "Key
+ * events"): entries copied, events sent. Only with somewhere to send them; never fails the caller.
+ */
+export const finishKeyActions = async (ctx: OperatorContext): Promise<void> => {
+  if (!ctx.endpoint || ctx.keyEvents === noKeyEvents) return;
+  try {
+    const { unsent } = await ctx.keys.finishAllPending();
+    if (unsent > 0) stderrWarning(`${unsent} key events could not be sent yet; the next command or start sends them`);
+  } catch (error) {
+    stderrWarning(`unfinished key actions were not checked: ${(error as Error).message}`);
+  }
 };

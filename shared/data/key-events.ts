@@ -1,7 +1,7 @@
 /**
  * Where key events go (docs/decisions.md "Key events"): an EventBridge bus deployed, a JSON-lines
- * file locally. Emitting never fails the action that caused it: a failed send is retried, then
- * logged at error level ("Key event not sent") for replay.
+ * file locally. Emitting never rejects: a failed send is retried, then logged at error level
+ * ("Key event not sent") and handed back, so a key action's entry stays pending until it is sent.
  */
 import { appendFile } from 'node:fs/promises';
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
@@ -9,12 +9,17 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { KeyEvent } from '../domain/key-events';
 
 export interface KeyEventEmitter {
-  /** Sends the events; resolves whatever happens (never rejects). */
-  emit(events: readonly KeyEvent[]): Promise<void>;
+  /** Sends the events; resolves to the ones that could not be sent (never rejects). */
+  emit(events: readonly KeyEvent[]): Promise<readonly KeyEvent[]>;
 }
 
 export interface EmitterLogger {
   error(message: string, extra: Record<string, unknown>): void;
+}
+
+/** A key action refused because the event of the key's previous action could not be sent yet. */
+export class KeyEventNotSentError extends Error {
+  override name = 'KeyEventNotSentError';
 }
 
 /** Attempts per event, first included. */
@@ -27,7 +32,7 @@ const PUT_EVENTS_BATCH = 10;
 /** Sends events through `send` (which returns the ones that failed), retrying those, logging what is left. */
 const withRetries =
   (send: (events: readonly KeyEvent[]) => Promise<readonly KeyEvent[]>, logger: EmitterLogger) =>
-  async (events: readonly KeyEvent[]): Promise<void> => {
+  async (events: readonly KeyEvent[]): Promise<readonly KeyEvent[]> => {
     let pending = events;
     let lastError: unknown;
     for (let attempt = 0; attempt < KEY_EVENT_ATTEMPTS && pending.length > 0; attempt += 1) {
@@ -38,9 +43,11 @@ const withRetries =
       }
     }
     for (const event of pending) logger.error(KEY_EVENT_NOT_SENT, { key_event: event, error: lastError });
+    return pending;
   };
 
-export const noKeyEvents: KeyEventEmitter = { emit: async () => undefined };
+/** No destination: nothing to send, so nothing is left unsent (the tooling warns that events go nowhere). */
+export const noKeyEvents: KeyEventEmitter = { emit: async () => [] };
 
 /** Appends one JSON line per event to `path`. */
 export const fileKeyEvents = (path: string, logger: EmitterLogger): KeyEventEmitter => ({

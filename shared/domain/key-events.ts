@@ -30,6 +30,11 @@ export interface KeyEventSubject {
 }
 
 export interface KeyEventDetail extends KeyEventSubject {
+  /**
+   * What consumers de-duplicate by: the same event sent twice has the same id. A key action's is
+   * its activity id (`<key id>#<version>`), the others' `<key id>#<kind>#<time>`.
+   */
+  event_id: string;
   /** Who did it: an operator identity, `github-secret-scanning`, or `branch-api` for the service itself. */
   actor: string;
   /** When it happened, ISO 8601 UTC. */
@@ -49,6 +54,7 @@ export interface KeyEvent {
 /** The actor of what the service does by itself (rate limit reached, expiring). */
 export const SERVICE_ACTOR = 'branch-api';
 
+/** @param extra what the kind adds; an `event_id` in it replaces the default one. */
 export const keyEvent = (
   kind: KeyEventKind,
   key: KeyEventSubject,
@@ -62,6 +68,7 @@ export const keyEvent = (
     'detail-type': KEY_EVENT_TYPES[kind],
     time,
     detail: {
+      event_id: `${key.key_id}#${kind}#${time}`,
       ...extra,
       key_id: key.key_id,
       branch_id: key.branch_id,
@@ -75,7 +82,8 @@ export const keyEvent = (
 
 /**
  * The event of a key action, from its activity entry (shared/domain/key-activity.ts): the same
- * actor and time, and the entry's details (a leak report's url and source, a roll's other key).
+ * actor and time, the entry's details (a leak report's url and source, a roll's other key), and
+ * the entry's id as the event's, so every send of it is recognisably the same event.
  */
 export const keyEventOfAction = (entry: ActivityEntry, start: string): KeyEvent =>
   keyEvent(
@@ -83,7 +91,7 @@ export const keyEventOfAction = (entry: ActivityEntry, start: string): KeyEvent 
     { key_id: entry.key_id, branch_id: entry.branch_id, name: entry.key_name, start },
     entry.actor,
     new Date(entry.at),
-    entry.details ?? {},
+    { ...entry.details, event_id: entry.activity_id },
   );
 
 /**

@@ -1,9 +1,10 @@
 /**
- * The keys table: every key action as one conditional write on the version read, with its
- * activity entry and key event (docs/decisions.md "Key activity", "Key events"). The hot-path
- * lookup is KeyReader (key-reader.ts).
+ * The keys table: every key action as one conditional write on the version read, carrying its
+ * activity entry until the entry is copied and its key event sent (docs/decisions.md "Key
+ * activity", "Key events"). The hot-path lookup is KeyReader (key-reader.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import {
   DeleteCommand,
   paginateScan,
@@ -28,7 +29,7 @@ import { keyState, msUntilExpiry, type KeyState } from '../../domain/key-state';
 import type { Scope } from '../../domain/schemas';
 import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
-import type { KeyEventEmitter } from '../key-events';
+import { KeyEventNotSentError, noKeyEvents, type KeyEventEmitter } from '../key-events';
 import { KEYS_BY_BRANCH_INDEX, KEYS_BY_ID_INDEX } from '../tables';
 import type { ActivityRepository } from './activity';
 import { KeyReader, toRecord, type StoredKey } from './key-reader';
@@ -160,15 +161,15 @@ export class KeysRepository extends DynamoRepository {
   private readonly reader: KeyReader;
 
   /**
-   * @param activity where action entries are copied; without it (the API functions) they stay on
-   * the key item until the operator tooling next acts on the key or reads the activity.
+   * @param activity where action entries are copied; without it they stay on the key item for
+   * a repository that has it to finish (the next action, an activity read, a sweep, the stream).
    * @param keyEvents where each action's key event goes; sending never fails the action.
    */
   constructor(
     client: DynamoDBDocumentClient,
     tableName: string,
     private readonly activity?: ActivityRepository,
-    private readonly keyEvents?: KeyEventEmitter,
+    private readonly keyEvents: KeyEventEmitter = noKeyEvents,
   ) {
     super(client, tableName);
     this.reader = new KeyReader(client, tableName);
@@ -429,17 +430,55 @@ export class KeysRepository extends DynamoRepository {
   }
 
   /**
-   * Copies every entry still pending on a branch's keys, so the activity read next agrees with
-   * the keys; a failed copy fails the read. Returns how many there were.
+   * Finishes every entry still pending on a branch's keys, so the activity read next agrees with
+   * the keys; a failed copy fails the read, an unsent event leaves its entry pending. Returns how
+   * many there were.
    */
   async flushActivity(branchId: string): Promise<number> {
     if (!this.activity) return 0;
     const pending = (await this.listStored(branchId)).filter((stored) => stored.pending_activity);
-    for (const { pending_activity: entry, key_hash: keyHash } of pending) {
-      await this.activity.put(entry!);
-      await this.clearPending(entry!, keyHash).catch(() => undefined); // copied; clearing is tidiness
-    }
+    for (const stored of pending) await this.finish(stored.pending_activity!, stored.key_hash, stored.start);
     return pending.length;
+  }
+
+  /**
+   * Finishes the entry pending on one key item, read strongly consistent: nothing when there is
+   * none (finished already, or the key deleted).
+   * @returns whether an entry was pending, and whether its event is now sent
+   * @throws when the copy to the activity table fails
+   */
+  async finishPending(keyHash: string): Promise<{ pending: boolean; sent: boolean }> {
+    const stored = await this.reader.getStored(keyHash);
+    if (!stored?.pending_activity) return { pending: false, sent: false };
+    return { pending: true, sent: await this.finish(stored.pending_activity, keyHash, stored.start) };
+  }
+
+  /**
+   * Finishes every entry pending anywhere in the table (the local stack's start and operator
+   * commands: docs/decisions.md "Key events"). A Scan of the whole table, filtered to items that
+   * carry one: its reads grow with the number of keys, so it is never run on a request path.
+   * @returns how many were pending and how many of their events are still unsent
+   */
+  async finishAllPending(): Promise<{ pending: number; unsent: number }> {
+    const pages = paginateScan(
+      { client: this.client },
+      { TableName: this.tableName, FilterExpression: 'attribute_exists(pending_activity)', ConsistentRead: true },
+    );
+    const found: StoredKey[] = [];
+    try {
+      await this.run('Scan', async () => {
+        for await (const page of pages) found.push(...((page.Items ?? []) as StoredKey[]));
+      });
+    } catch (error) {
+      // No keys table yet (a fresh local DynamoDB before `tables create`): nothing is pending.
+      if ((error as Error).cause instanceof ResourceNotFoundException) return { pending: 0, unsent: 0 };
+      throw error;
+    }
+    let unsent = 0;
+    for (const stored of found) {
+      if (!(await this.finish(stored.pending_activity!, stored.key_hash, stored.start))) unsent += 1;
+    }
+    return { pending: found.length, unsent };
   }
 
   private async findStoredById(keyId: string): Promise<StoredKey | undefined> {
@@ -495,7 +534,7 @@ export class KeysRepository extends DynamoRepository {
   /**
    * One key action as one conditional write on the version read: the change and its activity entry
    * (`pending_activity`) land together or not at all, and a concurrent action fails this one with
-   * ConditionNotMetError. An entry left by an earlier action is copied out first.
+   * ConditionNotMetError. An entry left by an earlier action is finished first.
    */
   private async applyAction(
     stored: StoredKey,
@@ -542,28 +581,47 @@ export class KeysRepository extends DynamoRepository {
     return { record: toRecord(Attributes as StoredKey), entry };
   }
 
-  /** Copies an entry left on a key item to the activity table; a failure fails the caller. */
-  private async settle(stored: StoredKey): Promise<void> {
-    if (stored.pending_activity && this.activity) await this.activity.put(stored.pending_activity);
-  }
-
   /**
-   * Sends the action's key event, then copies its entry to the activity table and clears it from the
-   * item. Best effort: the action has happened and its entry is on the item, so a failure only delays
-   * the copy to the next action on the key or the next activity read (`flushActivity`).
+   * Finishes an entry an earlier action left on the item before this action replaces it, so it is
+   * never lost: a failed copy or an unsent event fails this action (nothing written).
    */
-  private async publish(entry: ActivityEntry, keyHash: string, record: ApiKeyRecord): Promise<void> {
-    await this.keyEvents?.emit([keyEventOfAction(entry, record.start)]);
-    if (!this.activity) return;
-    try {
-      await this.activity.put(entry);
-      await this.clearPending(entry, keyHash);
-    } catch {
-      // Left pending on the key item; copied later (see above).
+  private async settle(stored: StoredKey): Promise<void> {
+    const entry = stored.pending_activity;
+    if (entry && !(await this.finish(entry, stored.key_hash, stored.start))) {
+      throw new KeyEventNotSentError(`The key's previous action (${entry.action}) has no event sent yet; try again`);
     }
   }
 
-  /** Removes a copied entry from its key item, unless a later action has replaced it. */
+  /**
+   * Finishes the action's entry at once. Best effort: the action has happened and its entry is on
+   * the item, so a failure only leaves it to the next finisher (docs/decisions.md "Key events").
+   */
+  private async publish(entry: ActivityEntry, keyHash: string, record: ApiKeyRecord): Promise<void> {
+    await this.finish(entry, keyHash, record.start).catch(() => undefined);
+  }
+
+  /**
+   * Copies an entry to the activity table (an idempotent put), sends its event (the entry's id is
+   * the event's), then clears it from the item unless a later action replaced it. Without an
+   * activity table, or with the event unsent, the entry stays pending for the next finisher.
+   * @returns whether the event was sent
+   * @throws when the copy fails
+   */
+  private async finish(entry: ActivityEntry, keyHash: string, start: string): Promise<boolean> {
+    // The event is sent even when the copy failed: a leak's event should not wait for the log.
+    const copyFailure = await this.activity?.put(entry).then(
+      () => undefined,
+      (error: unknown) => ({ error }),
+    );
+    const unsent = await this.keyEvents.emit([keyEventOfAction(entry, start)]);
+    if (copyFailure) throw copyFailure.error;
+    if (unsent.length > 0) return false;
+    // Copied and sent: an entry left by a failed clear is only finished again, under the same event id.
+    if (this.activity) await this.clearPending(entry, keyHash).catch(() => undefined);
+    return true;
+  }
+
+  /** Removes a finished entry from its key item, unless a later action has replaced it. */
   private async clearPending(entry: ActivityEntry, keyHash: string): Promise<void> {
     await this.run('UpdateItem', () =>
       this.client.send(
