@@ -3,17 +3,14 @@
  * then logged for replay, and "rate limit reached" once per key per hour per container, through the
  * real functions on the embedded DynamoDB.
  */
-import { createServer, type IncomingMessage } from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { KEY_EVENT_ATTEMPTS, KEY_EVENT_NOT_SENT, eventBridgeKeyEvents, fileKeyEvents } from '../shared/data/key-events';
 import { keyEvent, KEY_EVENT_TYPES, OncePerPeriod } from '../shared/domain/key-events';
 import { createKey, expectError, invoke, loadService, setUpBranches } from './support/harness';
 import { readEventsFile } from './support/secret-scanning';
+import { eventBridgeEndpoint } from './support/event-bridge';
 import { mainBranch } from './support/fixtures';
 import { createOperatorContext } from '../lib/operator/context';
 import {
@@ -82,29 +79,6 @@ describe('the JSON-lines file', () => {
     expect(logged).toEqual([[KEY_EVENT_NOT_SENT, expect.objectContaining({ key_event: event })]]);
   });
 });
-
-/** A stand-in EventBridge endpoint for the real SDK client: answers each PutEvents as `answer` says. */
-const eventBridgeEndpoint = async (answer: (call: number, entries: unknown[]) => { status: number; body: unknown }) => {
-  const calls: Array<Record<string, any>[]> = [];
-  const server = createServer(async (request: IncomingMessage, response) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const entries = JSON.parse(Buffer.concat(chunks).toString('utf8')).Entries as Record<string, any>[];
-    calls.push(entries);
-    const { status, body } = answer(calls.length, entries);
-    response.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' });
-    response.end(JSON.stringify(body));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const client = new EventBridgeClient({
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    maxAttempts: 1,
-  });
-  return { client, calls, close: () => new Promise((resolve) => server.close(resolve)) };
-};
 
 describe('EventBridge', () => {
   it('puts each event on the bus with source branch-api, its detail-type and its detail as JSON', async () => {

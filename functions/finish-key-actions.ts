@@ -1,0 +1,45 @@
+/**
+ * Finishes key actions from the keys table's stream (docs/decisions.md "Key events"): the event
+ * source passes only records whose new image carries a pending entry; each is read again
+ * (consistent) and, if still pending, copied to the activity table, its event sent, and cleared. A
+ * crash of the function that acted is thus caught up here. The first record that can't be finished
+ * is answered as a batch item failure, so Lambda retries from it.
+ */
+import middy from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { createDocumentClient } from '../shared/data/dynamodb';
+import { createKeyEventEmitter } from '../shared/data/key-events';
+import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
+import { keysTable } from '../shared/data/tables';
+import { readDynamoDbSettings, readKeyEventSettings, readTableNames } from '../shared/lambda/config';
+import { logger } from '../shared/lambda/observability';
+
+const tables = readTableNames(process.env, ['keys', 'activity']);
+const client = createDocumentClient(readDynamoDbSettings(process.env));
+const keys = new KeysRepository(
+  client,
+  tables.keys,
+  new ActivityRepository(client, tables.activity),
+  createKeyEventEmitter(readKeyEventSettings(process.env), logger),
+);
+
+/** Whether the record's key has no entry left unfinished (none, or one now copied and sent). */
+const finished = async (record: DynamoDBRecord): Promise<boolean> => {
+  const keyHash = record.dynamodb?.Keys?.[keysTable.partitionKey.name]?.S;
+  if (!keyHash) return true;
+  try {
+    const { pending, sent } = await keys.finishPending(keyHash);
+    return !pending || sent;
+  } catch (error) {
+    logger.error('Key action not finished', { key_id: record.dynamodb?.NewImage?.key_id?.S, error });
+    return false;
+  }
+};
+
+export const handler = middy(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+  for (const record of event.Records) {
+    if (!(await finished(record))) return { batchItemFailures: [{ itemIdentifier: record.dynamodb!.SequenceNumber! }] };
+  }
+  return { batchItemFailures: [] };
+}).use(injectLambdaContext(logger, { resetKeys: true }));
