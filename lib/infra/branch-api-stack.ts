@@ -19,6 +19,7 @@ import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
 import { Monitoring } from './monitoring';
 import { UsageAggregation } from './usage-aggregation';
+import { KeyActionsStream } from './key-actions-stream';
 import { KeyEvents } from './key-events';
 import { SecretScanning } from './secret-scanning';
 
@@ -81,7 +82,7 @@ export interface BranchApiStackProps extends StackProps {
   /**
    * Concurrent executions reserved per function, so the API and the aggregator can't starve each
    * other (nor anything else in the account). The total must leave the account's 100 unreserved.
-   * @default { endpoint: 100, fallback: 20, aggregator: 5 }
+   * @default { endpoint: 100, fallback: 20, aggregator: 5, secretScanning: 5, keyExpiry: 1, keyActions: 2 }
    */
   readonly reservedConcurrency?: Partial<ReservedConcurrency>;
   /**
@@ -102,6 +103,8 @@ export interface ReservedConcurrency {
   readonly secretScanning: number;
   /** The daily Key Expiring run: one at a time. */
   readonly keyExpiry: number;
+  /** The key actions finisher on the keys table's stream: one concurrent batch per shard. */
+  readonly keyActions: number;
 }
 
 export const DEFAULT_RESERVED_CONCURRENCY: ReservedConcurrency = {
@@ -110,6 +113,7 @@ export const DEFAULT_RESERVED_CONCURRENCY: ReservedConcurrency = {
   aggregator: 5,
   secretScanning: 5,
   keyExpiry: 1,
+  keyActions: 2,
 };
 
 /** Thrown for props that can't make a working stack; the message names the prop and the value. */
@@ -190,7 +194,8 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
     reservedConcurrency.fallback +
     reservedConcurrency.aggregator +
     reservedConcurrency.secretScanning +
-    reservedConcurrency.keyExpiry;
+    reservedConcurrency.keyExpiry +
+    reservedConcurrency.keyActions;
   if (reserved > RESERVABLE_CONCURRENCY) {
     fail(
       `reservedConcurrency reserves ${reserved} in all; an account keeps 100 of its default 1,000 unreserved, so at most ${RESERVABLE_CONCURRENCY}`,
@@ -229,6 +234,8 @@ export class BranchApiStack extends Stack {
   readonly keyEvents: KeyEvents;
   /** POST /security/secret-scanning (lib/infra/secret-scanning.ts). */
   readonly secretScanning: SecretScanning;
+  /** The keys table's stream finishing key actions (lib/infra/key-actions-stream.ts). */
+  readonly keyActionsStream: KeyActionsStream;
 
   constructor(scope: Construct, id: string, props: BranchApiStackProps = {}) {
     const settings = resolveStackSettings(props);
@@ -299,6 +306,14 @@ export class BranchApiStack extends Stack {
       ...functionOptions,
       ...alarmTopic,
     });
+    this.keyActionsStream = new KeyActionsStream(this, 'KeyActionsStream', {
+      keysTable: this.tables.keys,
+      activityTable: this.tables.activity,
+      keyEvents: this.keyEvents,
+      reservedConcurrency: reserved.keyActions,
+      ...functionOptions,
+      ...alarmTopic,
+    });
 
     this.monitoring = this.monitor(settings, alarmTopic);
     this.addOutputs();
@@ -314,6 +329,7 @@ export class BranchApiStack extends Stack {
         Aggregator: this.usageAggregation.function,
         SecretScanning: this.secretScanning.function,
         KeyExpiry: this.keyEvents.expiry,
+        KeyActions: this.keyActionsStream.function,
       }),
       tables: Object.fromEntries(
         tableDefinitions.map((definition) => [

@@ -66,7 +66,7 @@ export const renderCounts = (counts: StackCounts): string =>
   [
     COUNTS_START,
     '',
-    `The stack: **${counts.functions} functions** (${counts.routes} endpoints, the catch-all, the rollups aggregator, the secret scanning report, the daily key expiry run), ` +
+    `The stack: **${counts.functions} functions** (${counts.routes} endpoints, the catch-all, the rollups aggregator, the secret scanning report, the daily key expiry run, the key actions finisher on the keys stream), ` +
       `**${counts.tables} DynamoDB tables**, **${counts.alarms} alarms**, ${counts.routes} routes and \`$default\`.`,
     '',
     ...markdownTable([

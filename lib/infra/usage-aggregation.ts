@@ -7,20 +7,20 @@
  * errors, throttles, duration and unreadable records are alarmed by lib/infra/monitoring.ts.
  */
 import { Duration, Validations } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { TABLE_ENV } from '../../shared/lambda/config';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/domain/rollups';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import { ApiFunction } from './api-function';
+import { deadLetterQueue, thresholdAlarm } from './stream-consumer';
 
 /** The stream events the aggregator handles: a usage record is only ever inserted (shared/lambda/usage-stream.ts). */
 export const AGGREGATED_EVENT_NAMES = ['INSERT'] as const;
@@ -143,7 +143,10 @@ export class UsageAggregation extends Construct {
     super(scope, id);
     const settings = settingsOf(props);
     this.function = this.aggregator(props, settings.retentionDays);
-    this.deadLetterQueue = this.queue();
+    this.deadLetterQueue = deadLetterQueue(
+      this,
+      'what it holds (stream batch pointers) is alarmed on and recoverable with `branch-api usage rebuild`.',
+    );
     this.eventSource = this.streamSource(props.usageTable, settings);
     this.function.function.addEventSource(this.eventSource);
     Validations.of(this.function.role).acknowledge({
@@ -178,21 +181,6 @@ export class UsageAggregation extends Construct {
     return fn;
   }
 
-  private queue(): sqs.Queue {
-    const queue = new sqs.Queue(this, 'DeadLetterQueue', {
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-    Validations.of(queue).acknowledge({
-      id: 'AwsSolutions-SQS3',
-      reason:
-        'This queue is itself the dead-letter destination of the rollups event source mapping; what it holds ' +
-        '(stream batch pointers) is alarmed on and recoverable with `branch-api usage rebuild`.',
-    });
-    return queue;
-  }
-
   /** Inserted usage records only, in batches; a failing batch is split, retried, then dead-lettered. */
   private streamSource(usageTable: dynamodb.ITable, settings: AggregationSettings): DynamoEventSource {
     return new DynamoEventSource(usageTable, {
@@ -209,39 +197,24 @@ export class UsageAggregation extends Construct {
   }
 
   private pipelineAlarms(maxIteratorAge: Duration, topic?: sns.ITopic) {
-    this.alarm(
-      'IteratorAge',
-      this.function.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
-      maxIteratorAge.toMilliseconds(),
-      `The rollups aggregator is more than ${maxIteratorAge.toHumanString()} behind the usage table's stream.`,
-      topic,
-    );
-    this.alarm(
-      'DeadLetters',
-      this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-        statistic: 'Maximum',
+    this.alarms.push(
+      thresholdAlarm(this, 'IteratorAge', {
+        metric: this.function.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
+        threshold: maxIteratorAge.toMilliseconds(),
+        description: `The rollups aggregator is more than ${maxIteratorAge.toHumanString()} behind the usage table's stream.`,
+        topic,
       }),
-      0,
-      'Usage stream batches failed past their retries and are in the dead-letter queue; ' +
-        'rebuild the rollups of their period (docs/usage-rollups.md).',
-      topic,
+      thresholdAlarm(this, 'DeadLetters', {
+        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(1),
+          statistic: 'Maximum',
+        }),
+        threshold: 0,
+        description:
+          'Usage stream batches failed past their retries and are in the dead-letter queue; ' +
+          'rebuild the rollups of their period (docs/usage-rollups.md).',
+        topic,
+      }),
     );
-  }
-
-  private alarm(id: string, metric: cloudwatch.IMetric, threshold: number, description: string, topic?: sns.ITopic) {
-    const alarm = new cloudwatch.Alarm(this, id, {
-      metric,
-      threshold,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      alarmDescription: description,
-    });
-    if (topic) {
-      alarm.addAlarmAction(new actions.SnsAction(topic));
-      alarm.addOkAction(new actions.SnsAction(topic));
-    }
-    this.alarms.push(alarm);
   }
 }

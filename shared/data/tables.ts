@@ -89,6 +89,8 @@ export const keysTable: TableDefinition = {
     },
     { indexName: KEYS_BY_ID_INDEX, partitionKey: { name: 'key_id', type: 'S' } },
   ],
+  // Finishes key actions a crashed function left pending (docs/decisions.md "Key events").
+  stream: 'NEW_IMAGE',
 };
 
 /** The rollups table's per-key index: the same layout as the usage table's. */

@@ -24,9 +24,9 @@ const block = renderCounts(counts);
 
 describe('generated counts', () => {
   it('come from the stack and the code', () => {
-    // One function per route, the catch-all, the aggregator, the secret scanning report and the
-    // daily key expiry run; one table per definition.
-    expect(counts.functions).toBe(routes.length + 4);
+    // One function per route, the catch-all, the aggregator, the secret scanning report, the daily
+    // key expiry run and the key actions finisher; one table per definition.
+    expect(counts.functions).toBe(routes.length + 5);
     expect(counts.tables).toBe(tableDefinitions.length);
     expect(counts.alarms).toBeGreaterThan(counts.functions * 3);
     // The key lookup, the rate-limit counter, the usage record and the route's own read.

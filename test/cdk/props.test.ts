@@ -18,13 +18,20 @@ describe('stack props', () => {
       defaultRateLimit: '50/s',
       logLevel: 'INFO',
       serverErrorRatePercent: 5,
-      reservedConcurrency: { endpoint: 100, fallback: 20, aggregator: 5, secretScanning: 5, keyExpiry: 1 },
+      reservedConcurrency: {
+        endpoint: 100,
+        fallback: 20,
+        aggregator: 5,
+        secretScanning: 5,
+        keyExpiry: 1,
+        keyActions: 2,
+      },
     });
   });
 
   it('refuse reserved concurrency an account cannot give, and a malformed alarm e-mail', () => {
     expect(() => resolveStackSettings({ reservedConcurrency: { endpoint: 300 } })).toThrow(
-      /reserves 1231 in all; .* at most 900/,
+      /reserves 1233 in all; .* at most 900/,
     );
     expect(() => resolveStackSettings({ reservedConcurrency: { aggregator: 0 } })).toThrow(
       /reservedConcurrency.aggregator must be a positive integer, got 0/,
@@ -47,8 +54,9 @@ describe('stack props', () => {
       DefaultRouteSettings: { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 },
     });
     const logGroups = Object.values(resourcesOfType(template, 'AWS::Logs::LogGroup'));
-    // Eight functions' (the rollups aggregator, the secret scanning report, the key expiry run) and the API's.
-    expect(logGroups).toHaveLength(9);
+    // Nine functions' (with the rollups aggregator, the secret scanning report, the key expiry run and the key
+    // actions finisher) and the API's.
+    expect(logGroups).toHaveLength(10);
     expect(new Set(logGroups.map((group) => group.Properties.RetentionInDays))).toEqual(new Set([7]));
     const functions = Object.values(resourcesOfType(template, 'AWS::Lambda::Function'));
     expect(functions.every((fn) => fn.Properties.Environment.Variables.POWERTOOLS_LOG_LEVEL === 'DEBUG')).toBe(true);

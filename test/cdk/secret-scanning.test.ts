@@ -82,7 +82,7 @@ describe('the key events bus', () => {
     template.hasOutput('KeyEventBusName', { Value: { Ref: eventBus } });
   });
 
-  it('takes events only from the functions that emit: the API functions, the report and the daily run', () => {
+  it('takes events only from the functions that emit: the API functions, the report, the daily run and the key actions finisher', () => {
     const emitters = Object.values(resourcesOfType(template, 'AWS::IAM::Policy'))
       .filter((policy) =>
         asArray(policy.Properties.PolicyDocument.Statement).some((statement: any) =>
@@ -94,6 +94,7 @@ describe('the key events bus', () => {
       ...Object.values(stack.functions).map((fn) => logicalId(fn.role)),
       logicalId(stack.secretScanning.function.role),
       logicalId(stack.keyEvents.expiry.role),
+      logicalId(stack.keyActionsStream.function.role),
     ];
     expect(emitters.sort()).toEqual(expected.sort());
     expect(emitters).not.toContain(logicalId(stack.fallback.role));

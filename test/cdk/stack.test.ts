@@ -77,8 +77,8 @@ describe('HTTP API', () => {
 });
 
 describe('functions', () => {
-  it('are eight: one per route, the fallback, the rollups aggregator, the secret scanning report and the daily key expiry run', () => {
-    template.resourceCountIs('AWS::Lambda::Function', routes.length + 4);
+  it('are nine: one per route, the fallback, the rollups aggregator, the secret scanning report, the daily key expiry run and the key actions finisher', () => {
+    template.resourceCountIs('AWS::Lambda::Function', routes.length + 5);
     expect(stack.fallback.node.id).toBe('Fallback');
     expect(fallbackEntry).toBe('functions/fallback.ts');
   });
@@ -440,10 +440,10 @@ describe('alarms', () => {
 
   it('cover the API, every function, every table and index, and usage writes, and send nothing without a topic', () => {
     // API 5xx rate, 4xx rate, 429 rate and p99; errors, throttles and duration near the timeout of every
-    // function (routes, fallback, aggregator, secret scanning, key expiry); every table and index; usage writes, rate-limit
-    // counters, unreadable and failed stream records; the rollups pipeline's iterator age and dead letters.
+    // function (routes, fallback, aggregator, secret scanning, key expiry, key actions); every table and index; usage
+    // writes, rate-limit counters, unreadable and failed stream records; both stream pipelines' iterator age and dead letters.
     const tablesAndIndexes = tableDefinitions.reduce((n, table) => n + 1 + table.indexes.length, 0);
-    expect(Object.keys(alarms)).toHaveLength(4 + 3 * (routes.length + 4) + tablesAndIndexes + 4 + 2);
+    expect(Object.keys(alarms)).toHaveLength(4 + 3 * (routes.length + 5) + tablesAndIndexes + 4 + 2 + 2);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',

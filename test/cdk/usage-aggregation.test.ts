@@ -23,7 +23,9 @@ describe('the usage table stream', () => {
   });
 
   it('feeds the aggregator inserted records only, in batches, split on error, retried a bounded number of times for a bounded age, then dead-lettered', () => {
-    const mappings = Object.values(resourcesOfType(template, 'AWS::Lambda::EventSourceMapping'));
+    const mappings = Object.values(resourcesOfType(template, 'AWS::Lambda::EventSourceMapping')).filter(
+      (mapping) => mapping.Properties.EventSourceArn['Fn::GetAtt'][0] === usage,
+    );
     expect(mappings).toHaveLength(1);
     expect(mappings[0]!.Properties).toEqual({
       FunctionName: { Ref: logicalId(aggregation.function.function) },
@@ -101,7 +103,9 @@ describe('the dead-letter queue', () => {
 describe('alarms', () => {
   const alarmOf = (metricName: string) =>
     Object.values(resourcesOfType(template, 'AWS::CloudWatch::Alarm')).find(
-      (alarm) => alarm.Properties.MetricName === metricName,
+      (alarm) =>
+        alarm.Properties.MetricName === metricName &&
+        JSON.stringify(alarm.Properties.Dimensions).includes('UsageAggregation'),
     )!.Properties;
 
   it('fire when the aggregator is more than 60 s behind the stream', () => {
@@ -125,8 +129,10 @@ describe('alarms', () => {
 
   it('notify the alarm topic when there is one', () => {
     const withTopic = buildStack({ alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:ops' }).template;
-    const alarms = Object.values(resourcesOfType(withTopic, 'AWS::CloudWatch::Alarm')).filter((alarm) =>
-      ['IteratorAge', 'ApproximateNumberOfMessagesVisible'].includes(alarm.Properties.MetricName),
+    const alarms = Object.values(resourcesOfType(withTopic, 'AWS::CloudWatch::Alarm')).filter(
+      (alarm) =>
+        ['IteratorAge', 'ApproximateNumberOfMessagesVisible'].includes(alarm.Properties.MetricName) &&
+        JSON.stringify(alarm.Properties.Dimensions).includes('UsageAggregation'),
     );
     expect(alarms).toHaveLength(2);
     for (const alarm of alarms) {

@@ -1,0 +1,124 @@
+/**
+ * Key events at least once, deployed (docs/decisions.md "Key events"): the keys table's stream
+ * feeds functions/finish-key-actions.ts, which finishes the entry of an action whose function
+ * died after its key write. Only records whose new image carries a pending entry invoke it. A
+ * failing batch is split, retried a bounded number of times, then its pointer goes to a
+ * dead-letter queue (the entries stay on their key items for the next finisher). Alarms on the
+ * queue and on the iterator age; the function's errors, throttles and duration by monitoring.ts.
+ */
+import { Duration, Validations } from 'aws-cdk-lib';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { TABLE_ENV } from '../../shared/data/tables';
+import { ApiFunction } from './api-function';
+import type { KeyEvents } from './key-events';
+import { deadLetterQueue, thresholdAlarm } from './stream-consumer';
+
+export const KEY_ACTIONS_ENTRY = 'functions/finish-key-actions.ts';
+/** The records that invoke it: an action's write carries its entry; the entry's clearing does not. */
+export const PENDING_ENTRY_PATTERN = {
+  dynamodb: { NewImage: { pending_activity: { M: { activity_id: { S: [{ exists: true }] } } } } },
+};
+/** Behind the stream by more than this, key events go out late: alarmed. */
+const MAX_ITERATOR_AGE = Duration.seconds(60);
+
+export interface KeyActionsStreamProps {
+  /** The keys table; it must have a stream (NEW_IMAGE). */
+  readonly keysTable: dynamodb.ITable;
+  readonly activityTable: dynamodb.ITable;
+  /** The bus the function sends the actions' events to. */
+  readonly keyEvents: KeyEvents;
+  readonly reservedConcurrency: number;
+  /** @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
+  /** @default 'INFO' */
+  readonly logLevel?: string;
+  /** @default - no alarm actions */
+  readonly alarmTopic?: sns.ITopic;
+}
+
+export class KeyActionsStream extends Construct {
+  readonly function: ApiFunction;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly eventSource: DynamoEventSource;
+  readonly alarms: cloudwatch.Alarm[];
+
+  constructor(scope: Construct, id: string, props: KeyActionsStreamProps) {
+    super(scope, id);
+    if (!props.keysTable.tableStreamArn) throw new Error('KeyActionsStream: the keys table has no stream');
+    this.function = new ApiFunction(this, 'Finisher', {
+      entry: KEY_ACTIONS_ENTRY,
+      // A batch of ten: per record a GetItem, a PutItem, PutEvents and an UpdateItem, each bounded.
+      timeout: Duration.seconds(30),
+      reservedConcurrency: props.reservedConcurrency,
+      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
+      ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
+      environment: {
+        [TABLE_ENV.keys]: props.keysTable.tableName,
+        [TABLE_ENV.activity]: props.activityTable.tableName,
+      },
+    });
+    // The calls finishPending makes (shared/data/repositories/keys.ts): no Query, no index.
+    const { role } = this.function;
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        resources: [props.keysTable.tableArn],
+      }),
+    );
+    role.addToPolicy(
+      new iam.PolicyStatement({ actions: ['dynamodb:PutItem'], resources: [props.activityTable.tableArn] }),
+    );
+    props.keyEvents.emitFrom([this.function]);
+
+    this.deadLetterQueue = deadLetterQueue(
+      this,
+      'its entries stay pending on their key items, finished by the key\u2019s next action or an activity read.',
+    );
+    this.eventSource = new DynamoEventSource(props.keysTable, {
+      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      batchSize: 10,
+      maxBatchingWindow: Duration.seconds(1),
+      bisectBatchOnError: true,
+      retryAttempts: 10,
+      maxRecordAge: Duration.hours(6),
+      reportBatchItemFailures: true,
+      filters: [lambda.FilterCriteria.filter(PENDING_ENTRY_PATTERN)],
+      onFailure: new SqsDlq(this.deadLetterQueue),
+    });
+    this.function.function.addEventSource(this.eventSource);
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'X-Ray tracing actions, and dynamodb:ListStreams that the stream event source needs, support no ' +
+        'resource-level permissions; the stream read actions name the keys table stream.',
+    });
+
+    this.alarms = [
+      thresholdAlarm(this, 'IteratorAge', {
+        metric: this.function.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
+        threshold: MAX_ITERATOR_AGE.toMilliseconds(),
+        description: `Key events are more than ${MAX_ITERATOR_AGE.toHumanString()} behind the keys table's stream.`,
+        topic: props.alarmTopic,
+      }),
+      thresholdAlarm(this, 'DeadLetters', {
+        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(1),
+          statistic: 'Maximum',
+        }),
+        threshold: 0,
+        description:
+          'Key actions could not be finished past their retries (their events unsent, see the "Key event not sent" ' +
+          'log); the entries stay on their keys: reading the branch\u2019s activity finishes them (docs/decisions.md "Key events").',
+        topic: props.alarmTopic,
+      }),
+    ];
+  }
+}
