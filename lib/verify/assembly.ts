@@ -62,8 +62,8 @@ export interface EventSourceMapping {
   retryAttempts?: number;
   /** ARN of the on-failure destination (an SQS queue or SNS topic) the mapping sends failed batches to. */
   onFailure?: string;
-  /** Event names its filter lets through (`INSERT`, …); absent: every event. */
-  eventNames?: string[];
+  /** The patterns of its filter (a record passes when one matches); absent: every record. */
+  filters?: Json[];
 }
 
 export interface AlarmMetric {
@@ -164,15 +164,30 @@ export class Resolver {
   }
 }
 
-/** Event names an event source mapping's filter lets through; undefined when it has no readable filter. */
-export const filterEventNames = (properties: Json): string[] | undefined => {
+/** The patterns of an event source mapping's filter; undefined when it has no readable filter. */
+export const filterPatterns = (properties: Json): Json[] | undefined => {
   try {
     const filters = asArray<Json>(properties.FilterCriteria?.Filters);
-    if (filters.length === 0) return undefined;
-    return filters.flatMap((filter) => asArray<string>((JSON.parse(String(filter.Pattern)) as Json).eventName));
+    return filters.length === 0 ? undefined : filters.map((filter) => JSON.parse(String(filter.Pattern)) as Json);
   } catch {
     return undefined;
   }
+};
+
+/**
+ * Whether a value matches a filter pattern as Lambda's event filtering does, for what its filters
+ * use here: nested fields, a list of exact values, `{ "exists": … }`.
+ */
+export const matchesPattern = (pattern: unknown, value: unknown): boolean => {
+  if (Array.isArray(pattern)) {
+    return pattern.some((rule: unknown) =>
+      rule !== null && typeof rule === 'object' && 'exists' in rule
+        ? (value !== undefined) === (rule as { exists: boolean }).exists
+        : rule === value,
+    );
+  }
+  if (pattern === null || typeof pattern !== 'object') return false;
+  return Object.entries(pattern).every(([name, inner]) => matchesPattern(inner, (value as Json | undefined)?.[name]));
 };
 
 /** Stack artifacts of the assembly's manifest, with their template files. */
@@ -276,7 +291,7 @@ const mappingsOf = (context: TemplateContext): EventSourceMapping[] =>
     const [tableLogicalId, attribute] = asArray<string>(properties.EventSourceArn?.['Fn::GetAtt']);
     if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
     const onFailure = resolver.resolve(properties.DestinationConfig?.OnFailure?.Destination);
-    const eventNames = filterEventNames(properties);
+    const filters = filterPatterns(properties);
     return [
       {
         logicalId,
@@ -287,7 +302,7 @@ const mappingsOf = (context: TemplateContext): EventSourceMapping[] =>
           ? { retryAttempts: Number(properties.MaximumRetryAttempts) }
           : {}),
         ...(onFailure ? { onFailure } : {}),
-        ...(eventNames ? { eventNames } : {}),
+        ...(filters ? { filters } : {}),
       },
     ];
   });

@@ -60,7 +60,11 @@ export const metricsOfLine = (line: string): EmittedMetric[] => {
 const EMBEDDED_DYNAMODB_DEADLINE_MS = 8000;
 
 /** Exactly what Lambda gives the function: its runtime's variables, then the template's own. */
-const environmentOf = (fn: TemplateFunction, dynamoEndpoint: string): Record<string, string> => ({
+const environmentOf = (
+  fn: TemplateFunction,
+  dynamoEndpoint: string,
+  eventsEndpoint?: string,
+): Record<string, string> => ({
   PATH: process.env.PATH ?? '',
   // What the Lambda runtime sets.
   AWS_REGION: LOCAL_REGION,
@@ -88,6 +92,8 @@ const environmentOf = (fn: TemplateFunction, dynamoEndpoint: string): Record<str
   // a deadline a busy machine keeps: what is verified is the wiring, not the embedded store's speed.
   DYNAMODB_ENDPOINT: dynamoEndpoint,
   DYNAMODB_DEADLINE_MS: String(EMBEDDED_DYNAMODB_DEADLINE_MS),
+  // Key events go to the run's stand-in bus (lib/verify/event-bus.ts), not to AWS.
+  ...(eventsEndpoint ? { AWS_ENDPOINT_URL_EVENTBRIDGE: eventsEndpoint } : {}),
 });
 
 /** The Lambda context object of one invocation. */
@@ -157,15 +163,19 @@ const invoker =
       child.send({ id, event, context: contextOf(fn, id) });
     });
 
-/** @param streamed tables with a stream (name → key attribute names), whose changes the proxy captures. */
+/**
+ * @param streamed tables with a stream (name → key attribute names), whose changes the proxy captures.
+ * @param eventsEndpoint where the function's EventBridge client sends (AWS_ENDPOINT_URL_EVENTBRIDGE)
+ */
 export const startFunction = async (
   fn: TemplateFunction,
   dynamoEndpoint: string,
   streamed?: ReadonlyMap<string, readonly string[]>,
+  eventsEndpoint?: string,
 ): Promise<FunctionHost> => {
   const proxy = await startRecordingProxy(dynamoEndpoint, streamed);
   const child: ChildProcess = fork(RUNNER, [fn.codeDir, fn.handler, String(fn.timeoutSeconds)], {
-    env: environmentOf(fn, proxy.endpoint),
+    env: environmentOf(fn, proxy.endpoint, eventsEndpoint),
     execArgv: [],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -10,7 +10,14 @@ import { createRepositories, type Repositories } from '../../shared/data/reposit
 import type { CreateKeyInput } from '../../shared/data/repositories/keys';
 import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
 import { readSeedFile } from '../operator/seed';
-import { LOCAL_REGION, type Assembly, type Json, type TemplateRoute, type TemplateTable } from './assembly';
+import {
+  LOCAL_REGION,
+  matchesPattern,
+  type Assembly,
+  type Json,
+  type TemplateRoute,
+  type TemplateTable,
+} from './assembly';
 import type { CapturedWrite } from './recording-proxy';
 import { DEMO_SEED_FILE, OPENAPI_FILE } from '../project-paths';
 import { REPORT_ROUTE_KEY, reportCases, type Signer } from './leak-scenario';
@@ -219,15 +226,11 @@ export const buildScenario = async (
 };
 
 /**
- * The stream records DynamoDB would deliver for the captured writes to one table, kept to the
- * event names the mapping's filter lets through, then one record that is not an item of the table
- * (what the consumer counts as unreadable and must not fail its batch on).
+ * The stream records DynamoDB would deliver for the captured writes to one table, kept to those
+ * the mapping's filter lets through, then one record that is not an item of the table (what the
+ * consumer counts as unreadable and must not fail its batch on).
  */
-export const streamRecordsOf = (
-  changes: readonly CapturedWrite[],
-  table: TemplateTable,
-  eventNames?: readonly string[],
-) => {
+export const streamRecordsOf = (changes: readonly CapturedWrite[], table: TemplateTable, filters?: readonly Json[]) => {
   const viewType = String(table.properties.StreamSpecification?.StreamViewType ?? 'NEW_IMAGE');
   const records = changes
     .filter((write) => write.table === table.name)
@@ -250,7 +253,7 @@ export const streamRecordsOf = (
         StreamViewType: viewType,
       },
     }));
-  const passed = records.filter((record) => !eventNames || eventNames.includes(record.eventName));
+  const passed = records.filter((record) => !filters || filters.some((pattern) => matchesPattern(pattern, record)));
   if (passed.length === 0) return passed;
   const odd = passed[passed.length - 1]!;
   return [

@@ -17,7 +17,9 @@ import { readAssembly, LOCAL_REGION, Resolver, type Assembly, type TemplateRoute
 import { checkAlarms, checkIam, type Defect } from './checks';
 import { TEMPLATE_CHECKS } from './checks/index';
 import { readOpenApi, runTemplateChecks } from './checks/table';
+import { startEventBusStandIn, type EventBusStandIn } from './event-bus';
 import { startFunction, type FunctionHost } from './function-host';
+import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
 import {
   checkKeyEventGrants,
   scheduledEvent,
@@ -61,11 +63,33 @@ interface Run {
   served: Map<string, TemplateRoute>;
   /** Signs secret scanning reports with the run's own key pair (lib/verify/leak-scenario.ts). */
   signed: Signer;
+  /** The scenario's own writes (its keys, as the operator tooling leaves them), fed to the streams too. */
+  scenario: RecordingProxy;
+  /** Where the functions put key events (lib/verify/event-bus.ts). */
+  eventBus: EventBusStandIn;
 }
+
+const localClient = (endpoint: string) =>
+  new DynamoDBClient({
+    endpoint,
+    region: LOCAL_REGION,
+    credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
+  });
+
+/** Tables with a stream (name → key attribute names), whose changes the recording proxies capture. */
+const streamedTables = (assembly: Assembly) =>
+  new Map(
+    assembly.tables
+      .filter((table) => table.streamArn)
+      .map((table) => [
+        table.name,
+        ((table.properties.KeySchema ?? []) as { AttributeName: string }[]).map((key) => key.AttributeName),
+      ]),
+  );
 
 /** Every route with every documented error, then each successful call again with its writes failing. */
 const playScenario = async (run: Run) => {
-  const { assembly, raw, hosts, defects, served } = run;
+  const { assembly, hosts, defects, served } = run;
   const tables = tableNamesOf(assembly);
   if (!tables) {
     defects.push({
@@ -74,7 +98,10 @@ const playScenario = async (run: Run) => {
     });
     return;
   }
-  const { cases, limitedKey } = await buildScenario(raw, tables, assembly, run.signed);
+  const scenarioClient = localClient(run.scenario.endpoint);
+  const { cases, limitedKey } = await buildScenario(scenarioClient, tables, assembly, run.signed).finally(() =>
+    scenarioClient.destroy(),
+  );
   const match = routeMatcher(assembly.routes);
   const call = async (one: Case, note = '') => {
     const selected = match(one.method, one.path);
@@ -158,9 +185,10 @@ const deliver = async (consumer: FunctionHost, batch: StreamRecord[], retries: n
 };
 
 /** Each stream consumer gets what was written to its table, as stream records; returns streams and destinations read. */
-const feedStreams = async ({ assembly, hosts, defects }: Run) => {
-  await Promise.all([...hosts.values()].map((host) => host.proxy.settled()));
-  const changes = [...hosts.values()].flatMap((host) => host.proxy.writes).sort((a, b) => (a.at < b.at ? -1 : 1));
+const feedStreams = async ({ assembly, hosts, defects, scenario }: Run) => {
+  const proxies = [scenario, ...[...hosts.values()].map((host) => host.proxy)];
+  await Promise.all(proxies.map((proxy) => proxy.settled()));
+  const changes = proxies.flatMap((proxy) => proxy.writes).sort((a, b) => (a.at < b.at ? -1 : 1));
   const streams = new Map<string, string[]>();
   const destinations = new Map<string, string[]>();
   const add = (map: Map<string, string[]>, id: string, value: string) => map.set(id, [...(map.get(id) ?? []), value]);
@@ -171,7 +199,7 @@ const feedStreams = async ({ assembly, hosts, defects }: Run) => {
     add(streams, mapping.functionLogicalId, table.streamArn ?? `${table.arn}/stream/*`);
     const consumer = hosts.get(mapping.functionLogicalId);
     if (!consumer || consumer.importError) continue;
-    const records = streamRecordsOf(changes, table, mapping.eventNames);
+    const records = streamRecordsOf(changes, table, mapping.filters);
     if (records.length === 0) {
       defects.push({
         resource: mapping.logicalId,
@@ -268,13 +296,18 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
   }
   const defects: Defect[] = checkTemplate(assembly, dir);
   const dynamo = await startEmbeddedDynamo();
-  const raw = new DynamoDBClient({
-    endpoint: dynamo.endpoint,
-    region: LOCAL_REGION,
-    credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
-  });
+  const raw = localClient(dynamo.endpoint);
   const signed = useOwnSigningKey(assembly.functions);
-  const run: Run = { assembly, raw, hosts: new Map(), defects, served: new Map(), signed };
+  const run: Run = {
+    assembly,
+    raw,
+    hosts: new Map(),
+    defects,
+    served: new Map(),
+    signed,
+    scenario: await startRecordingProxy(dynamo.endpoint, streamedTables(assembly)),
+    eventBus: await startEventBusStandIn(),
+  };
   let unused: string[] = [];
   try {
     await phase(run, 'creating the tables', () => createTables(run));
@@ -307,6 +340,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
   } finally {
     // Every function process and every proxied call ends before the embedded DynamoDB closes.
     await Promise.all([...run.hosts.values()].map((host) => host.close()));
+    await Promise.all([run.scenario.close(), run.eventBus.close()]);
     raw.destroy();
     await dynamo.close();
   }
@@ -346,12 +380,8 @@ const runScheduled = async ({ assembly, hosts, defects }: Run) => {
   }
 };
 
-const startFunctions = async ({ assembly, hosts, defects }: Run, endpoint: string) => {
-  const keyNamesOf = (properties: Record<string, unknown>) =>
-    ((properties.KeySchema ?? []) as { AttributeName: string }[]).map((key) => key.AttributeName);
-  const streamed = new Map(
-    assembly.tables.filter((table) => table.streamArn).map((table) => [table.name, keyNamesOf(table.properties)]),
-  );
+const startFunctions = async ({ assembly, hosts, defects, eventBus }: Run, endpoint: string) => {
+  const streamed = streamedTables(assembly);
   for (const fn of assembly.functions) {
     for (const [name, value] of Object.entries(fn.environment)) {
       if (value === undefined) {
@@ -361,7 +391,7 @@ const startFunctions = async ({ assembly, hosts, defects }: Run, endpoint: strin
         });
       }
     }
-    const host = await startFunction(fn, endpoint, streamed);
+    const host = await startFunction(fn, endpoint, streamed, eventBus.endpoint);
     hosts.set(fn.logicalId, host);
     if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });
   }

@@ -271,7 +271,30 @@ const KINDS: [string, (r: Resources) => void, string, string, RegExp][] = [
     (r) => (mapping(r).FilterCriteria.Filters[0].Pattern = '{"eventName":["REMOVE"]}'),
     'stream-filter',
     'UsageAggregation',
-    /REMOVE, expected INSERT/,
+    /filter \{"eventName":\["REMOVE"\]\}, expected \{"eventName":\["INSERT"\]\}/,
+  ],
+  [
+    'the key actions filter removed (every write of a key invokes the finisher)',
+    (r) => delete props(r, MAPPING, 'KeyActionsStream').FilterCriteria,
+    'stream-filter',
+    'KeyActionsStream',
+    /no readable filter: every record invokes the function, not only key items carrying a pending/,
+  ],
+  [
+    'the key actions filter on the wrong attribute',
+    (r) =>
+      (props(r, MAPPING, 'KeyActionsStream').FilterCriteria.Filters[0].Pattern =
+        '{"dynamodb":{"NewImage":{"revoked_at":{"S":[{"exists":true}]}}}}'),
+    'stream-filter',
+    'KeyActionsStream',
+    /revoked_at.*, expected .*pending_activity/,
+  ],
+  [
+    'the keys stream mapping deleted',
+    (r) => delete r[id(r, MAPPING, 'KeyActionsStream')],
+    'stream-consumed',
+    'TablesKeys',
+    /feeds no function/,
   ],
   [
     'the stream mapping deleted',

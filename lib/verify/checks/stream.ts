@@ -4,9 +4,25 @@
  * partial batch failures, splits failing batches, retries a bounded number of times, sends what
  * still fails to a destination that exists, and is only invoked for the events the code handles.
  */
+import { PENDING_ENTRY_PATTERN } from '../../infra/key-actions-stream';
 import { AGGREGATED_EVENT_NAMES, MAX_BATCHING_WINDOW_SECONDS } from '../../infra/usage-aggregation';
-import { filterEventNames, type Json } from '../assembly';
+import { tableDefinitions, type TableNames } from '../../../shared/data/tables';
+import { filterPatterns, type Json } from '../assembly';
 import { defect, resourcesOf, targetOf, type CheckContext, type TemplateCheck } from './table';
+import { tableOf } from './tables';
+
+/** Each streamed table's consumer is invoked only for what its code handles. */
+const EXPECTED_FILTERS: Partial<Record<keyof TableNames, { pattern: Json; handles: string }>> = {
+  usage: {
+    pattern: { eventName: [...AGGREGATED_EVENT_NAMES] },
+    handles: 'inserted usage records (TTL deletions do not invoke it)',
+  },
+  keys: { pattern: PENDING_ENTRY_PATTERN, handles: 'key items carrying a pending activity entry' },
+};
+
+/** The definition of the table a mapping reads, by the template's table for each definition. */
+const definitionRead = (context: CheckContext, props: Json) =>
+  tableDefinitions.find((definition) => tableOf(context, definition)?.[0] === targetOf(props.EventSourceArn));
 
 const mappingsOf = (context: CheckContext) =>
   resourcesOf(context.assembly, 'AWS::Lambda::EventSourceMapping').filter(([, props]) =>
@@ -133,13 +149,19 @@ export const streamChecks: readonly TemplateCheck[] = [
   failureQueue,
   mappingCheck(
     'stream-filter',
-    `only the events the aggregator handles invoke it (eventName ${AGGREGATED_EVENT_NAMES.join(', ')}; TTL deletions do not)`,
-    (props) => {
-      const names = filterEventNames(props);
-      if (!names) return 'no readable filter on eventName: TTL deletions and every other event invoke the function';
-      return JSON.stringify([...names].sort()) === JSON.stringify([...AGGREGATED_EVENT_NAMES].sort())
+    `only the records its code handles invoke a consumer: ${Object.values(EXPECTED_FILTERS)
+      .map((expected) => expected.handles)
+      .join('; ')}`,
+    (props, context) => {
+      const name = definitionRead(context, props)?.name;
+      const expected = name && EXPECTED_FILTERS[name];
+      if (!expected) return undefined;
+      const patterns = filterPatterns(props);
+      if (!patterns) return `no readable filter: every record invokes the function, not only ${expected.handles}`;
+      const found = patterns.map((pattern) => JSON.stringify(pattern)).join(' or ');
+      return found === JSON.stringify(expected.pattern)
         ? undefined
-        : `filter on eventName ${names.join(', ')}, expected ${AGGREGATED_EVENT_NAMES.join(', ')}`;
+        : `filter ${found}, expected ${JSON.stringify(expected.pattern)}`;
     },
   ),
 ];

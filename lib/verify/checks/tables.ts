@@ -10,7 +10,7 @@ import type { Json } from '../assembly';
 import { asList, defect, resourcesOf, targetOf, type CheckContext, type TemplateCheck } from './table';
 
 /** The template's table for a definition: the one functions are told about, else by construct id. */
-const tableOf = (context: CheckContext, definition: TableDefinition): [string, Json] | undefined => {
+export const tableOf = (context: CheckContext, definition: TableDefinition): [string, Json] | undefined => {
   const { resources } = context.assembly;
   for (const [, fn] of resourcesOf(context.assembly, 'AWS::Lambda::Function')) {
     const id = targetOf(fn.Environment?.Variables?.[definition.envVar]);
