@@ -19,7 +19,7 @@ import { Construct } from 'constructs';
 import { TABLE_ENV } from '../../shared/data/tables';
 import { ApiFunction } from './api-function';
 import type { KeyEvents } from './key-events';
-import { deadLetterQueue, thresholdAlarm } from './stream-consumer';
+import { deadLetterQueue, streamAlarms } from './stream-consumer';
 
 export const KEY_ACTIONS_ENTRY = 'functions/finish-key-actions.ts';
 /** The records that invoke it: an action's write carries its entry; the entry's clearing does not. */
@@ -101,24 +101,15 @@ export class KeyActionsStream extends Construct {
         'resource-level permissions; the stream read actions name the keys table stream.',
     });
 
-    this.alarms = [
-      thresholdAlarm(this, 'IteratorAge', {
-        metric: this.function.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
-        threshold: MAX_ITERATOR_AGE.toMilliseconds(),
-        description: `Key events are more than ${MAX_ITERATOR_AGE.toHumanString()} behind the keys table's stream.`,
-        topic: props.alarmTopic,
-      }),
-      thresholdAlarm(this, 'DeadLetters', {
-        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period: Duration.minutes(1),
-          statistic: 'Maximum',
-        }),
-        threshold: 0,
-        description:
-          'Key actions could not be finished past their retries (their events unsent, see the "Key event not sent" ' +
-          'log); the entries stay on their keys: reading the branch\u2019s activity finishes them (docs/decisions.md "Key events").',
-        topic: props.alarmTopic,
-      }),
-    ];
+    this.alarms = streamAlarms(this, {
+      consumer: this.function.function,
+      deadLetterQueue: this.deadLetterQueue,
+      maxIteratorAge: MAX_ITERATOR_AGE,
+      lagDescription: `Key events are more than ${MAX_ITERATOR_AGE.toHumanString()} behind the keys table's stream.`,
+      deadLettersDescription:
+        'Key actions could not be finished past their retries (their events unsent, see the "Key event not sent" ' +
+        'log); the entries stay on their keys: reading the branch\u2019s activity finishes them (docs/decisions.md "Key events").',
+      topic: props.alarmTopic,
+    });
   }
 }

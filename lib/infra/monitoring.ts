@@ -199,19 +199,37 @@ export class Monitoring extends Construct {
     metric: cloudwatch.IMetric,
     options: { threshold: number; description: string; evaluationPeriods?: number },
   ): void {
-    const alarm = new cloudwatch.Alarm(this, id, {
-      metric,
-      threshold: options.threshold,
-      evaluationPeriods: options.evaluationPeriods ?? 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      // No traffic, no failures: missing data is not a breach.
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      alarmDescription: options.description,
-    });
-    if (this.alarmTopic) {
-      alarm.addAlarmAction(new actions.SnsAction(this.alarmTopic));
-      alarm.addOkAction(new actions.SnsAction(this.alarmTopic));
-    }
-    this.alarms.push(alarm);
+    this.alarms.push(thresholdAlarm(this, id, { metric, ...options, topic: this.alarmTopic }));
   }
 }
+
+/**
+ * An alarm when `metric` goes above `threshold` (for `evaluationPeriods`, default 1), notifying
+ * `topic` when it fires and when it recovers.
+ */
+export const thresholdAlarm = (
+  scope: Construct,
+  id: string,
+  props: {
+    metric: cloudwatch.IMetric;
+    threshold: number;
+    description: string;
+    evaluationPeriods?: number;
+    topic?: sns.ITopic | undefined;
+  },
+): cloudwatch.Alarm => {
+  const alarm = new cloudwatch.Alarm(scope, id, {
+    metric: props.metric,
+    threshold: props.threshold,
+    evaluationPeriods: props.evaluationPeriods ?? 1,
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    // No traffic, no failures: missing data is not a breach.
+    treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    alarmDescription: props.description,
+  });
+  if (props.topic) {
+    alarm.addAlarmAction(new actions.SnsAction(props.topic));
+    alarm.addOkAction(new actions.SnsAction(props.topic));
+  }
+  return alarm;
+};

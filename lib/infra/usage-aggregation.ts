@@ -20,7 +20,7 @@ import { TABLE_ENV } from '../../shared/lambda/config';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/domain/rollups';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import { ApiFunction } from './api-function';
-import { deadLetterQueue, thresholdAlarm } from './stream-consumer';
+import { deadLetterQueue, streamAlarms } from './stream-consumer';
 
 /** The stream events the aggregator handles: a usage record is only ever inserted (shared/lambda/usage-stream.ts). */
 export const AGGREGATED_EVENT_NAMES = ['INSERT'] as const;
@@ -155,7 +155,18 @@ export class UsageAggregation extends Construct {
         'X-Ray tracing actions, and dynamodb:ListStreams that the stream event source needs, support no ' +
         'resource-level permissions; the stream read actions name the usage table stream.',
     });
-    this.pipelineAlarms(settings.maxIteratorAge, props.alarmTopic);
+    this.alarms.push(
+      ...streamAlarms(this, {
+        consumer: this.function.function,
+        deadLetterQueue: this.deadLetterQueue,
+        maxIteratorAge: settings.maxIteratorAge,
+        lagDescription: `The rollups aggregator is more than ${settings.maxIteratorAge.toHumanString()} behind the usage table's stream.`,
+        deadLettersDescription:
+          'Usage stream batches failed past their retries and are in the dead-letter queue; ' +
+          'rebuild the rollups of their period (docs/usage-rollups.md).',
+        topic: props.alarmTopic,
+      }),
+    );
   }
 
   /** The aggregator function, allowed the one table call it makes. */
@@ -194,27 +205,5 @@ export class UsageAggregation extends Construct {
       filters: [lambda.FilterCriteria.filter({ eventName: lambda.FilterRule.isEqual(AGGREGATED_EVENT_NAMES[0]) })],
       onFailure: new SqsDlq(this.deadLetterQueue),
     });
-  }
-
-  private pipelineAlarms(maxIteratorAge: Duration, topic?: sns.ITopic) {
-    this.alarms.push(
-      thresholdAlarm(this, 'IteratorAge', {
-        metric: this.function.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
-        threshold: maxIteratorAge.toMilliseconds(),
-        description: `The rollups aggregator is more than ${maxIteratorAge.toHumanString()} behind the usage table's stream.`,
-        topic,
-      }),
-      thresholdAlarm(this, 'DeadLetters', {
-        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period: Duration.minutes(1),
-          statistic: 'Maximum',
-        }),
-        threshold: 0,
-        description:
-          'Usage stream batches failed past their retries and are in the dead-letter queue; ' +
-          'rebuild the rollups of their period (docs/usage-rollups.md).',
-        topic,
-      }),
-    );
   }
 }

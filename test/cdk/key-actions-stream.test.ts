@@ -3,7 +3,7 @@
  * records that carry a pending entry; batching, bisect, bounded retries, batch item failures,
  * dead-letter queue), the function and its least-privilege role, the alarms.
  */
-import { buildStack, logicalId, resourcesOfType, asArray } from './support';
+import { buildStack, logicalId, resourcesOfType, roleGrants } from './support';
 
 const { stack, template } = buildStack();
 const finisher = stack.keyActionsStream;
@@ -49,16 +49,8 @@ it('may GetItem and UpdateItem keys, PutItem activity, PutEvents on the bus, rea
     ACTIVITY_TABLE: { Ref: activity },
     KEY_EVENT_BUS_NAME: { Ref: logicalId(stack.keyEvents.bus) },
   });
-  const statements = Object.values(resourcesOfType(template, 'AWS::IAM::Policy'))
-    .filter((policy) =>
-      policy.Properties.Roles.some((role: { Ref: string }) => role.Ref === logicalId(finisher.function.role)),
-    )
-    .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
-  const allowed = (action: string) =>
-    statements
-      .filter((s: { Action: string | string[] }) => asArray(s.Action).includes(action))
-      .flatMap((s: { Resource: unknown }) => asArray(s.Resource));
-  expect([...new Set(statements.flatMap((s: { Action: string | string[] }) => asArray(s.Action)))].sort()).toEqual([
+  const { actions, allowed } = roleGrants(template, finisher.function.role);
+  expect(actions).toEqual([
     'dynamodb:DescribeStream',
     'dynamodb:GetItem',
     'dynamodb:GetRecords',

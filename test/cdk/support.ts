@@ -46,3 +46,16 @@ export const resourcesOfType = (template: Template, type: string): Record<string
   template.findResources(type) as Record<string, Resource>;
 
 export const asArray = <T>(value: T | T[]): T[] => (Array.isArray(value) ? value : [value]);
+
+/** What a role's policies allow: its actions (sorted, once each) and the resources of one action. */
+export const roleGrants = (template: Template, role: IConstruct) => {
+  type Statement = { Action: string | string[]; Resource: unknown };
+  const statements: Statement[] = Object.values(resourcesOfType(template, 'AWS::IAM::Policy'))
+    .filter((policy) => policy.Properties.Roles.some((ref: { Ref: string }) => ref.Ref === logicalId(role)))
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
+  return {
+    actions: [...new Set(statements.flatMap((s) => asArray(s.Action)))].sort(),
+    allowed: (action: string) =>
+      statements.filter((s) => asArray(s.Action).includes(action)).flatMap((s) => asArray(s.Resource)),
+  };
+};

@@ -7,7 +7,7 @@ import { Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { UsageAggregation, type UsageAggregationProps } from '../../lib/infra/usage-aggregation';
-import { asArray, buildStack, logicalId, newApp, resourcesOfType } from './support';
+import { buildStack, logicalId, newApp, resourcesOfType, roleGrants } from './support';
 
 const { stack, template } = buildStack();
 const aggregation = stack.usageAggregation;
@@ -56,16 +56,7 @@ describe('the aggregator function', () => {
   });
 
   it('may GetItem and UpdateItem the rollups, read the usage stream and send to its queue: nothing else', () => {
-    const statements = Object.values(resourcesOfType(template, 'AWS::IAM::Policy'))
-      .filter((policy) =>
-        policy.Properties.Roles.some((role: { Ref: string }) => role.Ref === logicalId(aggregation.function.role)),
-      )
-      .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
-    const allowed = (action: string) =>
-      statements
-        .filter((s: { Action: string | string[] }) => asArray(s.Action).includes(action))
-        .flatMap((s: { Resource: unknown }) => asArray(s.Resource));
-    const actions = [...new Set(statements.flatMap((s: { Action: string | string[] }) => asArray(s.Action)))].sort();
+    const { actions, allowed } = roleGrants(template, aggregation.function.role);
     expect(actions).toEqual([
       'dynamodb:DescribeStream',
       'dynamodb:GetItem',
