@@ -92,15 +92,18 @@ interface ShardedRead {
  */
 const SHARD_QUERIES_IN_FLIGHT = 32;
 
-export class UsageRepository extends DynamoRepository {
-  private readonly gate = pLimit(SHARD_QUERIES_IN_FLIGHT);
-
+/** The endpoints' one call on the usage table: the chain's usage record (shared/api/middlewares/record-usage.ts). */
+export class UsageRecorder extends DynamoRepository {
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
     await this.run('PutItem', () =>
       this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
     );
   }
+}
+
+export class UsageRepository extends UsageRecorder {
+  private readonly gate = pLimit(SHARD_QUERIES_IN_FLIGHT);
 
   /** Stores many records with BatchWriteItem (bulk loads, benchmarks). */
   putBatch(records: readonly UsageRecord[], retentionDays: number): Promise<void> {
