@@ -1,6 +1,6 @@
 /** `branch-api keys …`: every key action (lib/operator/keys.ts), its options parsed here. */
 import { Option, type Command } from 'commander';
-import type { KeyActionOutcome, KeySettings } from '../../lib/operator/keys';
+import type { KeySettings } from '../../lib/operator/keys';
 import { DEFAULT_GRACE, MAX_ACTIVITY_LIMIT } from '../../lib/operator/limits';
 import { OperatorError } from '../../lib/operator/errors';
 import { formatTable } from '../../lib/operator/format';
@@ -166,19 +166,16 @@ const addList = (keys: Command): void => {
     );
 };
 
-const reportAction = (outcome: KeyActionOutcome, options: JsonOption, done: string, unchanged: string): void =>
-  print(outcome, options, () =>
-    outcome.changed
-      ? terminal`${done} key ${outcome.key.key_id} (branch ${outcome.key.branch_id})`
-      : terminal`Key ${outcome.key.key_id} (branch ${outcome.key.branch_id}) ${unchanged}; nothing changed`,
-  );
+/** `keys <name> <key_id> --branch <id>`: a command that acts on one key. */
+const keyCommand = (keys: Command, name: string, description: string): Command =>
+  keys
+    .command(name)
+    .description(description)
+    .argument('<key_id>', 'the key id (key_...)')
+    .requiredOption('--branch <id>', 'branch the key belongs to');
 
 const addUpdate = (keys: Command): void => {
-  keys
-    .command('update')
-    .description("Change a live key's settings (from its next call)")
-    .argument('<key_id>', 'the key id (key_...)')
-    .requiredOption('--branch <id>', 'branch the key belongs to')
+  keyCommand(keys, 'update', "Change a live key's settings (from its next call)")
     .option('--name <label>', 'new label')
     .option('--scopes <list>', SCOPES_HELP)
     .option('--rate-limit <N/unit>', 'calls allowed per s, min or h, e.g. 20/s')
@@ -212,39 +209,41 @@ const addUpdate = (keys: Command): void => {
     );
 };
 
+/** Disable and enable: one call each, reported alike. */
+const STATE_ACTIONS = [
+  {
+    name: 'disable',
+    description: 'Disable a key: its calls get 401 disabled_api_key until it is enabled',
+    action: 'disableKey',
+    done: 'Disabled',
+    unchanged: 'is already disabled',
+  },
+  {
+    name: 'enable',
+    description: 'Enable a disabled key again',
+    action: 'enableKey',
+    done: 'Enabled',
+    unchanged: 'is not disabled',
+  },
+] as const;
+
 const addStateActions = (keys: Command): void => {
-  keys
-    .command('disable')
-    .description('Disable a key: its calls get 401 disabled_api_key until it is enabled')
-    .argument('<key_id>', 'the key id (key_...)')
-    .requiredOption('--branch <id>', 'branch the key belongs to')
-    .option('--json', 'JSON output (changed: false when it was disabled already)')
-    .action(
-      withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
-        const { disableKey } = await keyActions();
-        const outcome = await disableKey(ctx, { branchId: options.branch, keyId });
-        reportAction(outcome, options, 'Disabled', 'is already disabled');
-      }),
-    );
+  for (const { name, description, action, done, unchanged } of STATE_ACTIONS) {
+    keyCommand(keys, name, description)
+      .option('--json', `JSON output (changed: false when it was ${name}d already)`)
+      .action(
+        withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+          const outcome = await (await keyActions())[action](ctx, { branchId: options.branch, keyId });
+          print(outcome, options, () =>
+            outcome.changed
+              ? terminal`${done} key ${outcome.key.key_id} (branch ${outcome.key.branch_id})`
+              : terminal`Key ${outcome.key.key_id} (branch ${outcome.key.branch_id}) ${unchanged}; nothing changed`,
+          );
+        }),
+      );
+  }
 
-  keys
-    .command('enable')
-    .description('Enable a disabled key again')
-    .argument('<key_id>', 'the key id (key_...)')
-    .requiredOption('--branch <id>', 'branch the key belongs to')
-    .option('--json', 'JSON output (changed: false when it was enabled already)')
-    .action(
-      withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
-        const { enableKey } = await keyActions();
-        reportAction(await enableKey(ctx, { branchId: options.branch, keyId }), options, 'Enabled', 'is not disabled');
-      }),
-    );
-
-  keys
-    .command('revoke')
-    .description('Revoke a key: refused from the next request on (again: exit 0)')
-    .argument('<key_id>', 'the key id (key_...)')
-    .requiredOption('--branch <id>', 'branch the key belongs to')
+  keyCommand(keys, 'revoke', 'Revoke a key: refused from the next request on (again: exit 0)')
     .option('--json', 'JSON output (already_revoked: true when it was revoked before)')
     .action(
       withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
@@ -260,11 +259,7 @@ const addStateActions = (keys: Command): void => {
 };
 
 const addRoll = (keys: Command): void => {
-  keys
-    .command('roll')
-    .description('Replace a key: a new key with its settings; the old one works for a grace period')
-    .argument('<key_id>', 'the key id (key_...)')
-    .requiredOption('--branch <id>', 'branch the key belongs to')
+  keyCommand(keys, 'roll', 'Replace a key: a new key with its settings; the old one works for a grace period')
     .option('--grace <duration>', 'how long the old key keeps working: 30s, 15m, 24h, 7d, 0', DEFAULT_GRACE)
     .option('--json', 'JSON output')
     .action(

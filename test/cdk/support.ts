@@ -59,3 +59,21 @@ export const roleGrants = (template: Template, role: IConstruct) => {
       statements.filter((s) => asArray(s.Action).includes(action)).flatMap((s) => asArray(s.Resource)),
   };
 };
+
+/** What the role of every stream consumer holds beside its own calls: its stream, its logs and traces, its dead letters. */
+const STREAM_CONSUMER_ACTIONS = [
+  'dynamodb:DescribeStream',
+  'dynamodb:GetRecords',
+  'dynamodb:GetShardIterator',
+  'dynamodb:ListStreams',
+  'logs:CreateLogStream',
+  'logs:PutLogEvents',
+  'sqs:GetQueueAttributes',
+  'sqs:GetQueueUrl',
+  'sqs:SendMessage',
+  'xray:PutTelemetryRecords',
+  'xray:PutTraceSegments',
+];
+
+/** A stream consumer's actions with its own calls, sorted as roleGrants lists them. */
+export const streamConsumerActions = (...own: string[]): string[] => [...STREAM_CONSUMER_ACTIONS, ...own].sort();
