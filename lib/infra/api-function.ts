@@ -126,6 +126,15 @@ export interface ApiFunctionProps {
   readonly environment?: Readonly<Record<string, string>>;
 }
 
+/** The log settings a construct hands on to each of its functions. */
+export type FunctionLogging = Pick<ApiFunctionProps, 'logRetention' | 'logLevel'>;
+
+/** The log settings given and no others: an absent one keeps ApiFunction's default. */
+export const loggingOf = ({ logRetention, logLevel }: FunctionLogging): FunctionLogging => ({
+  ...(logRetention !== undefined ? { logRetention } : {}),
+  ...(logLevel !== undefined ? { logLevel } : {}),
+});
+
 /** A function of the API with its log group and a role that has nothing until it is given something. */
 export class ApiFunction extends Construct {
   readonly function: NodejsFunction;

@@ -12,12 +12,11 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { TABLE_ENV } from '../../shared/data/tables';
-import { ApiFunction } from './api-function';
+import { ApiFunction, loggingOf, type FunctionLogging } from './api-function';
 import type { KeyEvents } from './key-events';
 import { deadLetterQueue, streamAlarms } from './stream-consumer';
 
@@ -29,17 +28,13 @@ export const PENDING_ENTRY_PATTERN = {
 /** Behind the stream by more than this, key events go out late: alarmed. */
 const MAX_ITERATOR_AGE = Duration.seconds(60);
 
-export interface KeyActionsStreamProps {
+export interface KeyActionsStreamProps extends FunctionLogging {
   /** The keys table; it must have a stream (NEW_IMAGE). */
   readonly keysTable: dynamodb.ITable;
   readonly activityTable: dynamodb.ITable;
   /** The bus the function sends the actions' events to. */
   readonly keyEvents: KeyEvents;
   readonly reservedConcurrency: number;
-  /** @default logs.RetentionDays.ONE_MONTH */
-  readonly logRetention?: logs.RetentionDays;
-  /** @default 'INFO' */
-  readonly logLevel?: string;
   /** @default - no alarm actions */
   readonly alarmTopic?: sns.ITopic;
 }
@@ -58,8 +53,7 @@ export class KeyActionsStream extends Construct {
       // A batch of ten: per record a GetItem, a PutItem, PutEvents and an UpdateItem, each bounded.
       timeout: Duration.seconds(30),
       reservedConcurrency: props.reservedConcurrency,
-      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
-      ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
+      ...loggingOf(props),
       environment: {
         [TABLE_ENV.keys]: props.keysTable.tableName,
         [TABLE_ENV.activity]: props.activityTable.tableName,

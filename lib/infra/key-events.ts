@@ -8,17 +8,16 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { KEYS_BY_ID_INDEX, TABLE_ENV } from '../../shared/data/tables';
-import { ApiFunction } from './api-function';
+import { ApiFunction, loggingOf, type FunctionLogging } from './api-function';
 
 /** The handler of the daily "Key Expiring" run. */
 export const KEY_EXPIRY_ENTRY = 'functions/key-expiry-events.ts';
 /** The environment variable naming the bus to a function that emits. */
 export const KEY_EVENT_BUS_ENV = 'KEY_EVENT_BUS_NAME';
 
-export interface KeyEventsProps {
+export interface KeyEventsProps extends FunctionLogging {
   /** Concurrent executions reserved for the daily run (ReservedConcurrency.keyExpiry). */
   readonly reservedConcurrency: number;
   /** The keys table the daily run scans. */
@@ -28,10 +27,6 @@ export interface KeyEventsProps {
    * @default 06:00 UTC every day
    */
   readonly schedule?: events.Schedule;
-  /** @default logs.RetentionDays.ONE_MONTH */
-  readonly logRetention?: logs.RetentionDays;
-  /** @default 'INFO' */
-  readonly logLevel?: string;
 }
 
 export class KeyEvents extends Construct {
@@ -51,8 +46,7 @@ export class KeyEvents extends Construct {
       // A Scan of the keys table and one conditional write per expiring key.
       timeout: Duration.minutes(5),
       reservedConcurrency: props.reservedConcurrency,
-      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
-      ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
+      ...loggingOf(props),
     });
     const { tableArn, tableName } = props.keysTable;
     this.expiry.function.addEnvironment(TABLE_ENV.keys, tableName);

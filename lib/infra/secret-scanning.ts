@@ -7,12 +7,11 @@ import { Duration } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { secretScanningRoute } from '../../shared/api/routes';
 import { GITHUB_SECRET_SCANNING_KEYS_URL } from '../../shared/data/secret-scanning-keys';
 import { TABLE_ENV } from '../../shared/data/tables';
-import { ApiFunction, type ApiTables } from './api-function';
+import { ApiFunction, loggingOf, type ApiTables, type FunctionLogging } from './api-function';
 
 /**
  * A 1 MB report names about 6,400 well-formed tokens, one DynamoDB call or more each; their SDK
@@ -21,7 +20,7 @@ import { ApiFunction, type ApiTables } from './api-function';
  */
 export const SECRET_SCANNING_TIMEOUT = Duration.seconds(28);
 
-export interface SecretScanningProps {
+export interface SecretScanningProps extends FunctionLogging {
   /** Concurrent executions reserved for the report endpoint (ReservedConcurrency.secretScanning). */
   readonly reservedConcurrency: number;
   readonly tables: ApiTables;
@@ -33,10 +32,6 @@ export interface SecretScanningProps {
    * @default GitHub's, https://api.github.com/meta/public_keys/secret_scanning
    */
   readonly keysUrl?: string;
-  /** @default logs.RetentionDays.ONE_MONTH */
-  readonly logRetention?: logs.RetentionDays;
-  /** @default 'INFO' */
-  readonly logLevel?: string;
 }
 
 export class SecretScanning extends Construct {
@@ -49,8 +44,7 @@ export class SecretScanning extends Construct {
       environment: { SECRET_SCANNING_KEYS_URL: props.keysUrl ?? GITHUB_SECRET_SCANNING_KEYS_URL },
       reservedConcurrency: props.reservedConcurrency,
       timeout: SECRET_SCANNING_TIMEOUT,
-      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
-      ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
+      ...loggingOf(props),
     }).bindTables(props.tables, props.usageRetentionDays, secretScanningRoute.access, props.defaultRateLimit);
     // The `leaked` activity entries go to the activity table at once.
     this.function.function.addEnvironment(TABLE_ENV.activity, props.tables.activity.tableName);

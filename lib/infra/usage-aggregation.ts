@@ -12,14 +12,13 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { TABLE_ENV } from '../../shared/lambda/config';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/domain/rollups';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
-import { ApiFunction } from './api-function';
+import { ApiFunction, loggingOf, type FunctionLogging } from './api-function';
 import { deadLetterQueue, streamAlarms } from './stream-consumer';
 
 /** The stream events the aggregator handles: a usage record is only ever inserted (shared/lambda/usage-stream.ts). */
@@ -29,7 +28,7 @@ export const MAX_BATCHING_WINDOW_SECONDS = 60;
 /** The aggregator's timeout: applying a batch is a few dozen UpdateItems in parallel, each within the SDK deadline. */
 export const AGGREGATOR_TIMEOUT = Duration.seconds(30);
 
-export interface UsageAggregationProps {
+export interface UsageAggregationProps extends FunctionLogging {
   /** The usage table; it must have a stream (NEW_IMAGE). */
   readonly usageTable: dynamodb.ITable;
   readonly rollupsTable: dynamodb.ITable;
@@ -65,15 +64,6 @@ export interface UsageAggregationProps {
    * @default Duration.seconds(60)
    */
   readonly maxIteratorAge?: Duration;
-  /**
-   * @default logs.RetentionDays.ONE_MONTH
-   */
-  readonly logRetention?: logs.RetentionDays;
-  /**
-   * Powertools log level.
-   * @default 'INFO'
-   */
-  readonly logLevel?: string;
   /**
    * Topic notified when an alarm fires and when it recovers.
    * @default - no alarm actions
@@ -175,8 +165,7 @@ export class UsageAggregation extends Construct {
       entry: AGGREGATOR_ENTRY,
       timeout: AGGREGATOR_TIMEOUT,
       reservedConcurrency: props.reservedConcurrency,
-      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
-      ...(props.logLevel !== undefined ? { logLevel: props.logLevel } : {}),
+      ...loggingOf(props),
       environment: {
         [TABLE_ENV.rollups]: props.rollupsTable.tableName,
         ROLLUP_RETENTION_DAYS: String(retentionDays),

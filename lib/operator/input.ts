@@ -99,25 +99,23 @@ export const scopeList = (names: readonly string[]): Scope[] => {
   return [...new Set(names as Scope[])];
 };
 
+/** A domain parser whose refusal (an error of `refusal`) becomes an invalid `field`. */
+const namingField =
+  <T>(field: OperatorField, parse: (value: string) => T, refusal: new (message: string) => Error) =>
+  (value: string): T => {
+    try {
+      return parse(value);
+    } catch (error) {
+      if (error instanceof refusal) throw invalidInput(field, `: ${error.message}`);
+      throw error;
+    }
+  };
+
 /** `203.0.113.0/24, 2001:db8::1` → canonical CIDR entries; an empty entry (`a,,b`) is refused as a typo. */
-export const parseAllowedIps = (value: string): string[] => {
-  try {
-    return parseAllowlist(value);
-  } catch (error) {
-    if (error instanceof InvalidCidrError) throw invalidInput('allowed_ips', `: ${error.message}`);
-    throw error;
-  }
-};
+export const parseAllowedIps = namingField('allowed_ips', parseAllowlist, InvalidCidrError);
 
 /** `N/s`, `N/min` or `N/h`. */
-export const parseRateLimitText = (value: string): RateLimit => {
-  try {
-    return parseRateLimit(value);
-  } catch (error) {
-    if (error instanceof InvalidRateLimitError) throw invalidInput('rate_limit', `: ${error.message}`);
-    throw error;
-  }
-};
+export const parseRateLimitText = namingField('rate_limit', parseRateLimit, InvalidRateLimitError);
 
 export { DEFAULT_GRACE } from './limits';
 
