@@ -43,10 +43,9 @@ export const STUBBED_CREDENTIAL_PROVIDERS = [
 ] as const;
 
 /**
- * esbuild settings shared by the stack and the bundle test. ESM with the AWS SDK inside needs
- * `mainFields: module,main`: with esbuild's default (`main` first) the SDK's CommonJS build is
- * bundled and fails at import with `Dynamic require of "node:https" is not supported`.
- * Local bundling runs esbuild in the project root, so the alias path is relative to it.
+ * esbuild settings of the stack and the bundle test. `mainFields: module,main`: with `main` first the
+ * SDK's CommonJS build is bundled and fails at import (`Dynamic require of "node:https"`). Local
+ * bundling runs in the project root, so the alias paths are relative to it.
  */
 export const BUNDLING: BundlingOptions = {
   format: OutputFormat.ESM,
@@ -76,13 +75,8 @@ export const BUNDLING: BundlingOptions = {
 export const BUNDLING_LOGS_CONTEXT = 'bundlingLogs';
 
 /**
- * Memory: a handler holds under 100 MB, but Lambda gives CPU in proportion to memory (one full
- * vCPU at 1,769 MB), and a cold start is CPU-bound: parsing a ~350 KB bundle and building the
- * SDK client. 512 MB keeps that short at a small cost, since a warm request is mostly waiting
- * on DynamoDB. Timeout: a request makes at most three DynamoDB calls in sequence (key GetItem,
- * branch-data GetItem or Query, usage PutItem), each bounded by the SDK deadline of 2 s with
- * its retries, so 6 s of I/O at worst; 10 s leaves room for a cold start and is well under
- * API Gateway's 30 s integration limit.
+ * Memory buys CPU, and a cold start is CPU-bound. The timeout covers a request's DynamoDB calls in
+ * sequence, each within its SDK deadline, plus a cold start, under API Gateway's 30 s limit.
  */
 export const ENDPOINT_MEMORY_MB = 512;
 export const ENDPOINT_TIMEOUT = Duration.seconds(10);
@@ -192,10 +186,9 @@ export class ApiFunction extends Construct {
   }
 
   /**
-   * Points the function at the three tables and grants exactly the calls of `access` (from the
-   * route table, shared/api/routes.ts `tableAccessOf`): each action on the table or on the one index
-   * it names. Explicit statements, not table.grant(): that adds `<table>/index/*` for tables with
-   * indexes, and a wider action set than the handler uses.
+   * Points the function at the tables and grants exactly the calls of `access` (routes.ts
+   * `tableAccessOf`), each on its table or index. Not table.grant(): that adds `<table>/index/*`
+   * and more actions than the handler uses.
    */
   bindTables(
     tables: ApiTables,

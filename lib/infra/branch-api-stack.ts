@@ -28,13 +28,9 @@ export type PowertoolsLogLevel = (typeof POWERTOOLS_LOG_LEVELS)[number];
 
 export interface BranchApiStackProps extends StackProps {
   /**
-   * The stage's default route throttle. It applies to **each route** on its own (five routes
-   * with `$default`), not to the API as a whole; it is the outer guard against aggregate
-   * overload, while each key's own limit (`defaultRateLimit`, `keys create --rate-limit`) keeps one
-   * branch from taking the others' share. Sized for many branches: 1,000 requests/s per route is
-   * 20 keys at the 50/s default each on one route, and all five routes together (5,000/s) stay
-   * within half of the account's regional API Gateway quota (10,000/s) and, at ~20-30 ms per warm
-   * request, well within the default 1,000 Lambda concurrency. See docs/deploy.md "Limits".
+   * The stage's default throttle, applied to **each route** on its own: the outer guard against
+   * aggregate overload, where each key's own limit keeps one branch from taking the others' share
+   * (sized in docs/deploy.md "Limits").
    * @default { rateLimit: 1000, burstLimit: 2000 }
    */
   readonly throttle?: Partial<StageThrottle>;

@@ -86,8 +86,6 @@ export const withGenerated = (text: string, name: string, block: string): string
   return text.slice(0, start) + block + text.slice(end + close.length);
 };
 
-export const withCounts = (text: string, block: string) => withGenerated(text, 'counts', block);
-
 /** The stack outputs the operator tooling reads (lib/operator/target.ts), as a table for docs/deploy.md. */
 export const renderOutputs = (start: string, end: string): string =>
   [

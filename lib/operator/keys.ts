@@ -181,10 +181,15 @@ const matches = (key: KeyListing, { status, name }: KeyFilter): boolean =>
   (name === undefined || key.name.toLowerCase().includes(name.toLowerCase()));
 
 /**
- * The branch's keys, newest first, and when each was last used (the rollups' last-used items):
- * three independent reads (the branch, its keys, its last-used items), made at once.
+ * The branch's keys that `filter` keeps, newest first, and when each was last used (the rollups'
+ * last-used items): three independent reads (the branch, its keys, its last-used items), made at once.
  */
-const readListing = async (ctx: OperatorContext, branchId: string, now: Date): Promise<KeyListing[]> => {
+export const listKeys = async (
+  ctx: OperatorContext,
+  branchId: string,
+  now = new Date(),
+  filter: KeyFilter = {},
+): Promise<KeyListing[]> => {
   const [branch, records, lastUsed] = await Promise.allSettled([
     requireBranch(ctx, branchId),
     ctx.keys.listByBranch(branchId),
@@ -193,29 +198,9 @@ const readListing = async (ctx: OperatorContext, branchId: string, now: Date): P
   // The branch check's refusal first, whichever read failed first: the same answer every time.
   for (const read of [branch, records, lastUsed]) if (read.status === 'rejected') throw read.reason;
   const used = (lastUsed as PromiseFulfilledResult<Map<string, string>>).value;
-  return (records as PromiseFulfilledResult<ApiKeyRecord[]>).value.map((record) => ({
-    ...record,
-    status: keyState(record, now),
-    last_used_at: used.get(record.key_id) ?? null,
-  }));
-};
-
-export const listKeys = async (
-  ctx: OperatorContext,
-  branchId: string,
-  now = new Date(),
-  filter: KeyFilter = {},
-): Promise<KeyListing[]> => (await readListing(ctx, branchId, now)).filter((key) => matches(key, filter));
-
-/** One page of a branch's keys, newest first, with how many there are. */
-export const listKeyPage = async (
-  ctx: OperatorContext,
-  branchId: string,
-  page: { offset: number; limit: number },
-  now = new Date(),
-): Promise<{ keys: KeyListing[]; total: number }> => {
-  const keys = await readListing(ctx, branchId, now);
-  return { keys: keys.slice(page.offset, page.offset + page.limit), total: keys.length };
+  return (records as PromiseFulfilledResult<ApiKeyRecord[]>).value
+    .map((record) => ({ ...record, status: keyState(record, now), last_used_at: used.get(record.key_id) ?? null }))
+    .filter((key) => matches(key, filter));
 };
 
 const REFUSED_BECAUSE: Record<KeyState, string> = {

@@ -12,10 +12,7 @@
 import type { Scope } from '../domain/schemas';
 import { MAX_REQUEST_HEADER_BYTES } from './http/request-limits';
 
-/**
- * 10240 → "10,240". Not toLocaleString('en'): at module load that loads ICU's locale data, the
- * largest single item of the functions' import time (docs/performance.md, cold start).
- */
+/** 10240 → "10,240". Not toLocaleString('en'): at module load it would load ICU's locale data. */
 const withThousands = (value: number): string => String(value).replace(/\B(?=(\d{3})+$)/g, ',');
 
 export const AUTH_REALM = 'branch-api';

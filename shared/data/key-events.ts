@@ -100,8 +100,7 @@ export interface KeyEventSettings {
 export const createKeyEventEmitter = (settings: KeyEventSettings, logger: EmitterLogger): KeyEventEmitter => {
   if (settings.busName) {
     const { busName, region } = settings;
-    // Made at the first event sent, not at import: most containers never send one, and configuring
-    // the client took a share of every cold start (docs/performance.md, cold start).
+    // Made at the first event sent, not at import: most containers never send one.
     let client: EventBridgeClient | undefined;
     const create = () =>
       new EventBridgeClient({

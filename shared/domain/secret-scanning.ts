@@ -19,7 +19,6 @@ export const KEY_IDENTIFIER_HEADER = 'github-public-key-identifier';
 export const PublicKeysDocumentSchema = z.object({
   public_keys: z.array(z.object({ key_identifier: z.string(), key: z.string(), is_current: z.optional(z.boolean()) })),
 });
-export type PublicKeysDocument = z.infer<typeof PublicKeysDocumentSchema>;
 
 /** One reported match; `url` and `source` say where GitHub found it. Extra fields are ignored. */
 const ReportedTokenSchema = z.object({

@@ -13,7 +13,6 @@ import {
   renderCounts,
   renderOutputs,
   stackCounts,
-  withCounts,
   withGenerated,
 } from '../../lib/infra/counts';
 import { renderChecks } from '../../lib/verify/checks/index';
@@ -35,7 +34,7 @@ describe('generated counts', () => {
 
   it.each(['README.md', 'docs/deploy.md'])('are current in %s (npm run docs:counts)', (doc) => {
     const text = readFileSync(join(ROOT, doc), 'utf8');
-    expect(withCounts(text, block)).toBe(text);
+    expect(withGenerated(text, 'counts', block)).toBe(text);
   });
 
   it('list every offline check of the verifier in docs/deploy.md', () => {
@@ -52,7 +51,7 @@ describe('generated counts', () => {
 
   it('are rewritten when stale, and a doc without markers is told apart', () => {
     const stale = `intro\n${COUNTS_START}\nThe stack: **5 functions**\n${COUNTS_END}\nrest\n`;
-    expect(withCounts(stale, block)).toBe(`intro\n${block}\nrest\n`);
-    expect(withCounts('no markers', block)).toBeUndefined();
+    expect(withGenerated(stale, 'counts', block)).toBe(`intro\n${block}\nrest\n`);
+    expect(withGenerated('no markers', 'counts', block)).toBeUndefined();
   });
 });
