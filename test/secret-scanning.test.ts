@@ -95,7 +95,7 @@ describe('a leaked live key', () => {
     expect(readFileSync(eventsFile, 'utf8')).not.toContain(key);
     // The `leaked` activity entry: who, where, what changed.
     const activity = new ActivityRepository(fixtureClient, tableNames.activity);
-    expect(await activity.list({ branchId: mainBranch.id, keyId: record.key_id, limit: 10 })).toContainEqual(
+    expect((await activity.page({ branchId: mainBranch.id, keyId: record.key_id, limit: 10 })).entries).toContainEqual(
       expect.objectContaining({
         action: 'leaked',
         actor: 'github-secret-scanning',
@@ -170,7 +170,9 @@ describe('each token on its own', () => {
     expectError(await branchCall(leaked.key), 401, 'revoked_api_key');
     expectError(await branchCall(other.key), 401, 'revoked_api_key');
     const activity = new ActivityRepository(fixtureClient, tableNames.activity);
-    expect(await activity.list({ branchId: mainBranch.id, keyId: leaked.record.key_id, limit: 10 })).toContainEqual(
+    expect(
+      (await activity.page({ branchId: mainBranch.id, keyId: leaked.record.key_id, limit: 10 })).entries,
+    ).toContainEqual(
       expect.objectContaining({
         action: 'leaked',
         details: { url: url.slice(0, MAX_REPORTED_URL_CHARS), source: source.slice(0, MAX_REPORTED_SOURCE_CHARS) },

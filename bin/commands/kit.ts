@@ -67,5 +67,3 @@ export const NO_KEY_EVENTS_WARNING =
   'KeyEventBusName output), or KEY_EVENTS_FILE to a file for a local run (npm start prints one)';
 
 export const dash = (value: string | null | undefined) => value ?? '-';
-
-export const kit = { withContext, print };

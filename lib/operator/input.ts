@@ -5,7 +5,7 @@
  * docs/decisions.md, "Operator input".
  */
 import { InvalidCidrError, parseAllowlist } from '../../shared/domain/cidr';
-import { InvalidRateLimitError, parseRateLimit, type RateLimit } from '../../shared/domain/rate-limit';
+import { InvalidRateLimitError, parseRateLimit } from '../../shared/domain/rate-limit';
 import { SCOPES, ScopeSchema, type Scope } from '../../shared/domain/schemas';
 import { invalidInput, OperatorError, type OperatorField } from './errors';
 import { DURATION_UNITS, MAX_GRACE_MS } from './limits';

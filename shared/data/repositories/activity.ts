@@ -49,11 +49,6 @@ export class ActivityRepository extends DynamoRepository {
     );
   }
 
-  /** The newest `limit` entries of a branch, or of one of its keys (entries of other branches excluded). */
-  async list(query: ActivityQuery): Promise<ActivityEntry[]> {
-    return (await this.page(query)).entries;
-  }
-
   /**
    * A page of `limit` entries, newest first: the newest, those just older than `before`, or those
    * just newer than `after` (positions a page gave as `older` / `newer`). One Query, of `limit` + 1
