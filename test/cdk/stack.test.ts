@@ -168,6 +168,17 @@ describe('functions', () => {
 
 describe('tables', () => {
   const tables = resourcesOfType(template, 'AWS::DynamoDB::Table');
+  /** Point-in-time recovery and deletion protection on; kept when the stack goes or the table is replaced. */
+  const expectKept = (table: object) =>
+    expect(table).toMatchObject({
+      Properties: {
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        DeletionProtectionEnabled: true,
+      },
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+    });
+
   const tableOf = (definition: TableDefinition) => {
     const construct = {
       Keys: stack.tables.keys,
@@ -214,11 +225,7 @@ describe('tables', () => {
     expect(keys.Properties.GlobalSecondaryIndexes.map((index: any) => index.KeySchema[0].AttributeName)).toContain(
       'branch_id',
     );
-    expect(keys.Properties).toMatchObject({
-      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
-      DeletionProtectionEnabled: true,
-    });
-    expect(keys).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    expectKept(keys);
   });
 
   it('usage: by branch write shard and timestamp, indexed by key shard, with TTL; point-in-time recovery; retained and deletion-protected', () => {
@@ -229,11 +236,7 @@ describe('tables', () => {
     ]);
     expect(usage.Properties.GlobalSecondaryIndexes[0].KeySchema[0].AttributeName).toBe('key_pk');
     expect(usage.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at_epoch', Enabled: true });
-    expect(usage.Properties).toMatchObject({
-      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
-      DeletionProtectionEnabled: true,
-    });
-    expect(usage).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    expectKept(usage);
   });
 
   it('branch data: by branch and sort key; point-in-time recovery; retained and deletion-protected', () => {
@@ -242,11 +245,7 @@ describe('tables', () => {
       { AttributeName: 'branch_id', KeyType: 'HASH' },
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ]);
-    expect(branchData.Properties).toMatchObject({
-      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
-      DeletionProtectionEnabled: true,
-    });
-    expect(branchData).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    expectKept(branchData);
   });
 
   it('rate limits: by pk only, no index, with TTL; deleted with the stack', () => {
