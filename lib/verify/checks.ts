@@ -5,7 +5,7 @@
  */
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Assembly, type Statement, type TemplateAlarm } from './assembly';
 import type { EmittedMetric } from './function-host';
-import type { DynamoOperation } from './recording-proxy';
+import { arnOf, type DynamoOperation } from './recording-proxy';
 
 export interface Defect {
   /** Logical id of the resource at fault. */
@@ -21,11 +21,8 @@ const pattern = (glob: string, flags = ''): RegExp =>
 const actionMatches = (granted: string, action: string) => pattern(granted, 'i').test(action);
 const resourceMatches = (granted: string, arn: string) => pattern(granted).test(arn);
 
-/** The ARN IAM checks for one operation: the table's, or its index's. */
-export const arnOf = (operation: DynamoOperation): string =>
-  `arn:aws:dynamodb:${LOCAL_REGION}:${LOCAL_ACCOUNT}:table/${operation.table}${operation.index ? `/index/${operation.index}` : ''}`;
-
-const allows = (statements: readonly Statement[], action: string, arn: string) =>
+/** Whether the statements allow `action` on the resource `arn` (wildcards as IAM reads them). */
+export const allows = (statements: readonly Statement[], action: string, arn: string) =>
   statements.some(
     (statement) =>
       statement.actions.some((granted) => actionMatches(granted, action)) &&

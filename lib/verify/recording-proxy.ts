@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { forwardRequest, readBody } from '../local/forward';
-import { LOCAL_REGION, type Json } from './assembly';
+import { LOCAL_ACCOUNT, LOCAL_REGION, type Json } from './assembly';
 
 export interface DynamoOperation {
   /** e.g. `dynamodb:Query`. */
@@ -58,8 +58,21 @@ const asArray = (value: unknown): Json[] => (Array.isArray(value) ? (value as Js
 
 const WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
 
-/** The tables (and index) one DynamoDB request names. */
-const operationsOf = (action: string, body: Json): DynamoOperation[] => {
+/** The ARN IAM checks for one operation: the table's, or its index's. */
+export const arnOf = (operation: DynamoOperation): string =>
+  `arn:aws:dynamodb:${LOCAL_REGION}:${LOCAL_ACCOUNT}:table/${operation.table}${operation.index ? `/index/${operation.index}` : ''}`;
+
+/** What IAM checks for each item of a transaction: the item's own action (a Put is dynamodb:PutItem). */
+const TRANSACT_ITEM_ACTIONS: Record<string, string> = {
+  Put: 'dynamodb:PutItem',
+  Update: 'dynamodb:UpdateItem',
+  Delete: 'dynamodb:DeleteItem',
+  ConditionCheck: 'dynamodb:ConditionCheckItem',
+  Get: 'dynamodb:GetItem',
+};
+
+/** The actions IAM is asked to allow for one DynamoDB request, each with its table (and index). */
+export const operationsOf = (action: string, body: Json): DynamoOperation[] => {
   const name = `dynamodb:${action}`;
   if (typeof body.TableName === 'string') {
     return [{ action: name, table: body.TableName, ...(body.IndexName ? { index: String(body.IndexName) } : {}) }];
@@ -69,7 +82,10 @@ const operationsOf = (action: string, body: Json): DynamoOperation[] => {
   }
   if (Array.isArray(body.TransactItems)) {
     return body.TransactItems.flatMap((entry: Json) =>
-      Object.values(entry).map((operation: Json) => ({ action: name, table: String(operation?.TableName) })),
+      Object.entries<Json>(entry).map(([kind, operation]) => ({
+        action: TRANSACT_ITEM_ACTIONS[kind] ?? name,
+        table: String(operation?.TableName),
+      })),
     );
   }
   return [{ action: name, table: '*' }];
@@ -78,6 +94,8 @@ const operationsOf = (action: string, body: Json): DynamoOperation[] => {
 export interface RecordingProxy {
   endpoint: string;
   operations: DynamoOperation[];
+  /** Operations the policy (`allows`) refused, answered with AccessDeniedException. */
+  denied: DynamoOperation[];
   writes: CapturedWrite[];
   /**
    * While true, every write is throttled (ProvisionedThroughputExceededException, the fault the
@@ -102,6 +120,23 @@ const refuseWrite = (response: ServerResponse) => {
     }),
   );
 };
+
+/**
+ * What DynamoDB answers a request its caller's policy does not allow (the SDK reads the name after
+ * `#`): the first refused operation, worded as IAM words it.
+ */
+const denyRequest = (response: ServerResponse, operation: DynamoOperation, arn: string) => {
+  response.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' });
+  response.end(
+    JSON.stringify({
+      __type: 'com.amazon.coral.service#AccessDeniedException',
+      Message: `User: ${VERIFY_PRINCIPAL} is not authorized to perform: ${operation.action} on resource: ${arn} because no identity-based policy allows the ${operation.action} action`,
+    }),
+  );
+};
+
+/** The principal the verifier's stand-ins answer for (STS GetCallerIdentity, denials). */
+export const VERIFY_PRINCIPAL = `arn:aws:sts::${LOCAL_ACCOUNT}:assumed-role/verify-operator/verify`;
 
 /** The action (`Query`, …) and parsed body of one DynamoDB request. */
 const parseRequest = (request: IncomingMessage, body: Buffer): { action: string; parsed: Json } => {
@@ -170,10 +205,13 @@ const captureChanges = async (
 /**
  * @param streamed tables that have a stream, with their key attribute names: each change to them
  * is captured with its old and new image, read around the write (calls are sequential here).
+ * @param allows when given, a policy: a request with an operation it refuses is answered
+ * AccessDeniedException, as DynamoDB answers one its caller's IAM policy does not allow.
  */
 export const startRecordingProxy = async (
   upstream: string,
   streamed: ReadonlyMap<string, readonly string[]> = new Map(),
+  allows?: (action: string, arn: string) => boolean,
 ): Promise<RecordingProxy> => {
   const target = new URL(upstream);
   const { imageOf, destroy } = imageReader(upstream);
@@ -181,6 +219,7 @@ export const startRecordingProxy = async (
   const proxy: RecordingProxy = {
     endpoint: '',
     operations: [],
+    denied: [],
     writes: [],
     failWrites: false,
     settled,
@@ -189,7 +228,13 @@ export const startRecordingProxy = async (
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const body = await readBody(request);
     const { action, parsed } = parseRequest(request, body);
-    proxy.operations.push(...operationsOf(action, parsed));
+    const operations = operationsOf(action, parsed);
+    proxy.operations.push(...operations);
+    const refused = allows && operations.find((operation) => !allows(operation.action, arnOf(operation)));
+    if (refused) {
+      proxy.denied.push(refused);
+      return denyRequest(response, refused, arnOf(refused));
+    }
     if (proxy.failWrites && WRITE_ACTIONS.has(action)) return refuseWrite(response);
     const at = process.hrtime.bigint();
     const touched = touchedBy(action, parsed, streamed);

@@ -1,0 +1,328 @@
+/**
+ * The offline proof of the operator tooling (docs/deploy.md "Operator permissions"): every operator
+ * command of the built CLI and the console's key and usage pages, given only what a deployed stack
+ * gives an operator. The outputs, as DescribeStacks answers them, go in a `--outputs` file, with no
+ * table or bus variable in the environment; the operator policy (lib/operator/grants.ts) is enforced
+ * in front of the embedded DynamoDB and the event bus stand-in, which refuse what it does not allow
+ * as AWS does, and so is each command's own list of grants. Whatever a command was refused, or
+ * failed with, is a `DEFECT [operator-proof]` line.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pLimit from 'p-limit';
+import { TABLE_ENV } from '../../shared/data/tables';
+import { OPERATOR_OUTPUTS } from '../operator/target';
+import {
+  OPERATOR_GRANTS,
+  operatorPolicy,
+  policyFor,
+  type OperatorCommand,
+  type PolicyDocument,
+} from '../operator/grants';
+import { PROJECT_ROOT } from '../project-paths';
+import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly } from './assembly';
+import { allows as statementsAllow, type Defect } from './checks';
+import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
+import { startRecordingProxy } from './recording-proxy';
+
+export const OPERATOR_PROOF_CHECK = 'operator-proof';
+
+/** The stack's outputs as DescribeStacks answers them: each output's value, resolved to this run's names. */
+export const stackOutputs = (assembly: Assembly): Record<string, string> => {
+  const resolver = new Resolver(assembly.resources);
+  return Object.fromEntries(
+    Object.entries(assembly.outputs).flatMap(([name, output]) => {
+      const value = resolver.resolve(output?.Value);
+      return value === undefined ? [] : [[name, value]];
+    }),
+  );
+};
+
+export interface OperatorProofInput {
+  assembly: Assembly;
+  /** The embedded DynamoDB holding the stack's tables. */
+  dynamoEndpoint: string;
+  /** A branch of the tables' data. */
+  branchId: string;
+  /** What the operator is handed: by default every output of the stack. */
+  outputs?: Record<string, string>;
+  /** The operator's policy: by default the one lib/operator/grants.ts generates. */
+  policy?: PolicyDocument;
+}
+
+export interface OperatorProofReport {
+  defects: Defect[];
+  /** CLI commands run and console pages fetched. */
+  commands: number;
+  pages: number;
+  /** DynamoDB and EventBridge requests checked against the policy. */
+  requests: number;
+  /** What each command asked (`dynamodb:Query on KeysTableName index by-branch`, `events:PutEvents on …`). */
+  operations: Partial<Record<OperatorCommand, string[]>>;
+}
+
+/** Commands run at once: the machine's cores are the verifier's too. */
+const CONCURRENCY = 2;
+const COMMAND_TIMEOUT_MS = 120_000;
+const CLI = join(PROJECT_ROOT, 'bin', 'branch-api.js');
+
+/** The variables a deployed operator does not have: every output's, every table's, the local target's, AWS's own. */
+const isTargetVariable = (name: string) =>
+  name.startsWith('AWS_') ||
+  ['DYNAMODB_ENDPOINT', 'KEY_EVENTS_FILE', ...Object.values(TABLE_ENV)].includes(name) ||
+  OPERATOR_OUTPUTS.some(({ envVar }) => envVar === name);
+
+/** Why a command failed, as it said it: its error (a line, or JSON with --json), or an error-level log line. */
+const failureOf = (code: number | null, stderr: string, stdout = ''): string | undefined => {
+  const said = stderr.split('\n').flatMap((line): { error?: string; logged?: string }[] => {
+    if (line.startsWith('error: ')) return [{ error: line.slice('error: '.length) }];
+    try {
+      const entry = JSON.parse(line) as { level?: string; message?: string; error?: { message?: string } | string };
+      if (typeof entry.error === 'object') return [{ error: String(entry.error.message) }];
+      return entry.level === 'ERROR' ? [{ logged: `${entry.message}${entry.error ? ` (${entry.error})` : ''}` }] : [];
+    } catch {
+      return [];
+    }
+  });
+  const logged = said.find((line) => line.logged)?.logged;
+  if (code === 0) return logged;
+  const last = (text: string) => text.trim().split('\n').at(-1);
+  return (
+    said.find((line) => line.error)?.error ??
+    logged ??
+    `exited ${code ?? 'on a signal'}: ${last(stderr) || last(stdout)}`
+  );
+};
+
+/** A child's output as it comes, and its exit. */
+const watch = (child: ChildProcess) => {
+  const output = { stdout: '', stderr: '' };
+  child.stdout?.on('data', (chunk: Buffer) => (output.stdout += chunk.toString('utf8')));
+  child.stderr?.on('data', (chunk: Buffer) => (output.stderr += chunk.toString('utf8')));
+  const timer = setTimeout(() => child.kill('SIGKILL'), COMMAND_TIMEOUT_MS);
+  const exited = once(child, 'close').then(([code]) => {
+    clearTimeout(timer);
+    return code as number | null;
+  });
+  return { output, exited };
+};
+
+/** A log line of a call whose usage record was not stored, as the functions log it. */
+const replayLine = (keyId: string, branchId: string, at: Date) => ({
+  level: 'ERROR',
+  message: 'Usage record not stored',
+  usage_record: {
+    key_id: keyId,
+    branch_id: branchId,
+    method: 'GET',
+    path: '/v1/branch',
+    route: 'GET /v1/branch',
+    status: 200,
+    response_time_ms: 12,
+    timestamp: at.toISOString(),
+    request_id: `operator-proof-${at.getTime()}`,
+  },
+});
+
+interface Outcome {
+  labels: OperatorCommand[];
+  failure?: string;
+}
+
+export const runOperatorProof = async (input: OperatorProofInput): Promise<OperatorProofReport> => {
+  const { assembly, dynamoEndpoint, branchId } = input;
+  const everyOutput = stackOutputs(assembly);
+  const values = { Region: LOCAL_REGION, Account: LOCAL_ACCOUNT, ...everyOutput };
+  const policy = policyFor(input.policy ?? operatorPolicy(), values);
+  const grantsOf = (label: OperatorCommand) => policyFor(operatorPolicy({ [label]: OPERATOR_GRANTS[label] }), values);
+  // A resource's ARN, told by the output that names it: `…:table/<KeysTableName>/index/by-branch`.
+  const named = (arn: string) => {
+    const [, name = arn, index] = /[:/](?:table|event-bus)\/([^/]+)(?:\/index\/(.+))?$/.exec(arn) ?? [];
+    const output = OPERATOR_OUTPUTS.find(({ output }) => everyOutput[output] === name)?.output ?? name;
+    return `${output}${index ? ` index ${index}` : ''}`;
+  };
+  const refusals = new Map<string, Set<OperatorCommand>>();
+  const refuse = (label: OperatorCommand, reason: string) =>
+    refusals.set(reason, (refusals.get(reason) ?? new Set()).add(label));
+  const operations: OperatorProofReport['operations'] = {};
+  let requests = 0;
+
+  const dir = mkdtempSync(join(tmpdir(), 'operator-proof-'));
+  const outputsFile = join(dir, 'outputs.json');
+  writeFileSync(outputsFile, JSON.stringify({ [assembly.stack]: input.outputs ?? everyOutput }));
+  const target = ['--outputs', outputsFile, '--region', LOCAL_REGION];
+  const identity = await startCallerIdentityStandIn();
+  const baseEnv = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !isTargetVariable(name))),
+    AWS_ACCESS_KEY_ID: 'verify',
+    AWS_SECRET_ACCESS_KEY: 'verify',
+    AWS_ENDPOINT_URL_STS: identity.endpoint,
+    AWS_EC2_METADATA_DISABLED: 'true',
+    // Rebuild waits this long for stream records still on their way; the embedded run has none.
+    ROLLUP_MAX_LAG_SECONDS: '1',
+  };
+
+  /**
+   * Runs `work` with DynamoDB and the bus behind the policy and the grants of the command it names
+   * (`use` switches, for the console's pages); a request either refuses is AccessDeniedException.
+   */
+  const guarded = async (
+    first: OperatorCommand,
+    work: (env: NodeJS.ProcessEnv, use: (label: OperatorCommand) => void) => Promise<string | undefined>,
+  ): Promise<Outcome> => {
+    let current = first;
+    const labels = new Set([first]);
+    const allows = (action: string, arn: string) => {
+      requests += 1;
+      const asked = `${action} on ${named(arn)}`;
+      (operations[current] ??= []).includes(asked) || operations[current]!.push(asked);
+      if (!statementsAllow(policy, action, arn)) {
+        refuse(current, `denied ${asked} (${arn}): the operator policy does not allow it`);
+        return false;
+      }
+      if (!statementsAllow(grantsOf(current), action, arn)) {
+        refuse(current, `asked ${asked}, which its grants in lib/operator/grants.ts do not list`);
+        return false;
+      }
+      return true;
+    };
+    const dynamo = await startRecordingProxy(dynamoEndpoint, new Map(), allows);
+    const bus = await startEventBusStandIn(allows);
+    try {
+      const env = {
+        ...baseEnv,
+        AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+        AWS_ENDPOINT_URL_EVENTBRIDGE: bus.endpoint,
+      };
+      const failure = await work(env, (label) => labels.add((current = label)));
+      return { labels: [...labels], ...(failure ? { failure } : {}) };
+    } finally {
+      await Promise.all([dynamo.close(), bus.close()]);
+    }
+  };
+
+  const limit = pLimit(CONCURRENCY);
+  const outcomes: Outcome[] = [];
+  /** Runs one command; its `--json` answer, parsed, when it worked. */
+  const command = (label: OperatorCommand, args: string[]) =>
+    limit(async () => {
+      let answer: Record<string, unknown> | undefined;
+      const outcome = await guarded(label, async (env) => {
+        const child = spawn(process.execPath, [CLI, ...target, ...args], { cwd: PROJECT_ROOT, env });
+        const { output, exited } = watch(child);
+        const code = await exited;
+        if (code === 0 && args.includes('--json')) answer = JSON.parse(output.stdout) as Record<string, unknown>;
+        return failureOf(code, output.stderr, output.stdout);
+      });
+      outcomes.push(outcome);
+      return answer;
+    });
+
+  /** `branch-api console` started as an operator starts it; its launch link opened, then each page. */
+  const consolePages = (pages: Partial<Record<OperatorCommand, string>>) =>
+    limit(async () => {
+      const outcome = await guarded('console keys page', async (env, use) => {
+        const args = [...target, 'console', '--port', '0', '--branch', branchId];
+        const child = spawn(process.execPath, [CLI, ...args], { cwd: PROJECT_ROOT, env });
+        const { output, exited } = watch(child);
+        const link = await Promise.race([
+          exited.then(() => undefined),
+          new Promise<string>((resolve) =>
+            child.stdout.on('data', () => {
+              const found = /Settings console: (\S+)/.exec(output.stdout);
+              if (found) resolve(found[1]!);
+            }),
+          ),
+        ]);
+        if (!link) return failureOf(await exited, output.stderr);
+        try {
+          const cookie = (await fetch(link, { redirect: 'manual' })).headers.get('set-cookie')?.split(';')[0] ?? '';
+          for (const [label, path] of Object.entries(pages) as [OperatorCommand, string][]) {
+            use(label);
+            const answer = await fetch(new URL(path, link), { headers: { cookie } });
+            await answer.text();
+            if (answer.status !== 200) {
+              const logged = output.stderr.trim().split('\n').at(-1) ?? '';
+              outcomes.push({ labels: [label], failure: `GET ${path} answered ${answer.status}: ${logged}` });
+            }
+          }
+          return undefined;
+        } finally {
+          child.kill('SIGTERM');
+          await exited;
+        }
+      });
+      outcomes.push(outcome);
+    });
+
+  const branch = ['--branch', branchId];
+  const hour = 3600_000;
+  const now = Date.now();
+  const since = new Date(Math.floor(now / hour) * hour - 3 * hour).toISOString();
+  const pages = {
+    'console keys page': `/branches/${encodeURIComponent(branchId)}/keys`,
+    'console usage page': `/branches/${encodeURIComponent(branchId)}/usage`,
+  } satisfies Partial<Record<OperatorCommand, string>>;
+  // A key to act on: the one `keys create` makes (a placeholder when it could not), expiring
+  // within days so that `keys audit` sends its Key Expiring event.
+  const keyChain = async () => {
+    const expires = new Date(now + 72 * hour).toISOString();
+    const created = await command('keys create', [
+      'keys',
+      'create',
+      ...branch,
+      '--scopes',
+      'read',
+      '--expires',
+      expires,
+      '--json',
+    ]);
+    const keyId = String(created?.key_id ?? 'key_0000000000000000');
+    const usageChain = async () => {
+      const log = join(dir, 'usage.log');
+      writeFileSync(log, `${JSON.stringify(replayLine(keyId, branchId, new Date(now - 1.5 * hour)))}\n`);
+      await command('usage replay', ['usage', 'replay', log]);
+      await command('usage rebuild', ['usage', 'rebuild', ...branch, '--since', since]);
+      await command('usage', ['usage', ...branch, '--key', keyId]);
+    };
+    const keyActions = async () => {
+      await command('keys update', ['keys', 'update', keyId, ...branch, '--name', 'operator proof']);
+      await command('keys disable', ['keys', 'disable', keyId, ...branch]);
+      await command('keys enable', ['keys', 'enable', keyId, ...branch]);
+      await command('keys audit', ['keys', 'audit', ...branch]);
+      const rolled = await command('keys roll', ['keys', 'roll', keyId, ...branch, '--grace', '0', '--json']);
+      await command('keys revoke', ['keys', 'revoke', String(rolled?.key_id ?? keyId), ...branch]);
+      await command('keys activity', ['keys', 'activity', ...branch]);
+    };
+    await Promise.all([usageChain(), keyActions()]);
+  };
+  try {
+    await Promise.all([
+      keyChain(),
+      command('keys list', ['keys', 'list', ...branch]),
+      command('usage summary', ['usage', 'summary', ...branch, '--since', since]),
+      consolePages(pages),
+    ]);
+  } finally {
+    await identity.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  for (const { labels, failure } of outcomes) {
+    if (failure) for (const label of labels) refuse(label, `failed: ${failure}`);
+  }
+  return {
+    // One line per distinct reason, naming every command that met it (a missing output fails them all alike).
+    defects: [...refusals].map(([reason, labels]) => ({
+      check: OPERATOR_PROOF_CHECK,
+      resource: [...labels].join(', '),
+      reason,
+    })),
+    commands: outcomes.length - 1,
+    pages: Object.keys(pages).length,
+    requests,
+    operations,
+  };
+};
