@@ -1,6 +1,7 @@
 /**
  * `npm run verify:assembly [-- <cdk.out dir>] [--stack <name>] [--json]`: runs the synthesized
- * assembly as deployed and checks its wiring (lib/verify/verify-assembly.ts). Without a directory
+ * assembly as deployed and checks its wiring (lib/verify/verify-assembly.ts), then the operator
+ * tooling on its outputs alone (the CLI built first, as the operator runs it). Without a directory
  * it synthesizes first. One line per defect, then a summary; exit 1 on any defect.
  */
 import { spawnSync } from 'node:child_process';
@@ -32,11 +33,18 @@ if (!dir) {
   }
 }
 
+// The operator proof runs the built CLI (bin/branch-api.js → dist/): built from this checkout.
+if (spawnSync(process.execPath, [join(import.meta.dirname, 'build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] }).status !== 0) {
+  process.stderr.write('error: the CLI build failed\n');
+  process.exit(1);
+}
+
 const report = await verifyAssembly(dir, stack).finally(() => {
   if (synthesized) rmSync(synthesized, { recursive: true, force: true });
 });
 if (json) {
-  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  const { observed: _observed, ...shown } = report;
+  process.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
 } else {
   for (const defect of report.defects)
     process.stdout.write(
@@ -56,6 +64,10 @@ if (json) {
         }`,
     ),
     `Granted DynamoDB actions never used: ${report.unusedGrants.length}`,
+    report.operatorProof
+      ? `Operator proof: ${report.operatorProof.commands} CLI commands and ${report.operatorProof.pages} console pages on the stack outputs alone, ` +
+        `${report.operatorProof.requests} requests checked against the operator policy`
+      : 'Operator proof: not run',
     report.defects.length === 0 ? 'No defects.' : `${report.defects.length} defect(s).`,
   ];
   process.stdout.write(`${lines.map(escapeForTerminal).join('\n')}\n`);

@@ -22,7 +22,7 @@ import {
   type OperatorCommand,
   type PolicyDocument,
 } from '../operator/grants';
-import { PROJECT_ROOT } from '../project-paths';
+import { CLI_FILE, PROJECT_ROOT } from '../project-paths';
 import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly } from './assembly';
 import { allows as statementsAllow, type Defect } from './checks';
 import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
@@ -67,7 +67,6 @@ export interface OperatorProofReport {
 /** Commands run at once: the machine's cores are the verifier's too. */
 const CONCURRENCY = 2;
 const COMMAND_TIMEOUT_MS = 120_000;
-const CLI = join(PROJECT_ROOT, 'bin', 'branch-api.js');
 
 /** The variables a deployed operator does not have: every output's, every table's, the local target's, AWS's own. */
 const isTargetVariable = (name: string) =>
@@ -206,18 +205,20 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
 
   const limit = pLimit(CONCURRENCY);
   const outcomes: Outcome[] = [];
+  let commands = 0;
   /** Runs one command; its `--json` answer, parsed, when it worked. */
   const command = (label: OperatorCommand, args: string[]) =>
     limit(async () => {
       let answer: Record<string, unknown> | undefined;
       const outcome = await guarded(label, async (env) => {
-        const child = spawn(process.execPath, [CLI, ...target, ...args], { cwd: PROJECT_ROOT, env });
+        const child = spawn(process.execPath, [CLI_FILE, ...target, ...args], { cwd: PROJECT_ROOT, env });
         const { output, exited } = watch(child);
         const code = await exited;
         if (code === 0 && args.includes('--json')) answer = JSON.parse(output.stdout) as Record<string, unknown>;
         return failureOf(code, output.stderr, output.stdout);
       });
       outcomes.push(outcome);
+      commands += 1;
       return answer;
     });
 
@@ -226,7 +227,7 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
     limit(async () => {
       const outcome = await guarded('console keys page', async (env, use) => {
         const args = [...target, 'console', '--port', '0', '--branch', branchId];
-        const child = spawn(process.execPath, [CLI, ...args], { cwd: PROJECT_ROOT, env });
+        const child = spawn(process.execPath, [CLI_FILE, ...args], { cwd: PROJECT_ROOT, env });
         const { output, exited } = watch(child);
         const link = await Promise.race([
           exited.then(() => undefined),
@@ -320,7 +321,7 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
       resource: [...labels].join(', '),
       reason,
     })),
-    commands: outcomes.length - 1,
+    commands,
     pages: Object.keys(pages).length,
     requests,
     operations,

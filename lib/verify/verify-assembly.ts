@@ -14,7 +14,11 @@ import { API_TABLES, TABLE_ENV } from '../../shared/data/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
 import { readAssembly, LOCAL_REGION, Resolver, type Assembly, type TemplateRoute } from './assembly';
-import { checkAlarms, checkIam, type Defect } from './checks';
+import { checkAlarms, checkIam, type Defect, type IamUse } from './checks';
+import type { EmittedMetric } from './function-host';
+import { runOperatorProof, type OperatorProofInput, type OperatorProofReport } from './operator-proof';
+import { readSeedFile } from '../operator/seed';
+import { DEMO_SEED_FILE } from '../project-paths';
 import { TEMPLATE_CHECKS } from './checks/index';
 import { readOpenApi, runTemplateChecks } from './checks/table';
 import { startEventBusStandIn, type EventBusStandIn } from './event-bus';
@@ -40,8 +44,39 @@ export interface VerifyReport {
   alarms: number;
   /** Offline checks run (lib/verify/checks/). */
   checks: number;
+  /** The operator tooling run on the stack outputs alone (lib/verify/operator-proof.ts). */
+  operatorProof?: Omit<OperatorProofReport, 'defects'>;
+  /** What the run saw, which `checkObserved` reads: each function's calls, the metrics emitted. */
+  observed: Observed;
   elapsedMs: number;
 }
+
+export interface Observed {
+  uses: IamUse[];
+  metrics: EmittedMetric[];
+}
+
+export interface VerifyOptions {
+  /** What the operator proof hands over and enforces (the seeded defects of its tests); false: no proof. */
+  operatorProof?: Pick<OperatorProofInput, 'outputs' | 'policy'> | false;
+}
+
+/**
+ * What the run saw, checked against the template: each call against its function's role, the key
+ * events grants, each alarm against the metrics emitted. Pure: a changed template is checked
+ * against the same observations without another run.
+ */
+export const checkObserved = (assembly: Assembly, observed: Observed): { defects: Defect[]; unused: string[] } => {
+  const iam = checkIam(assembly, observed.uses);
+  return {
+    defects: [
+      ...iam.defects,
+      ...checkKeyEventGrants(assembly),
+      ...checkAlarms(assembly, assembly.alarms, observed.metrics),
+    ],
+    unused: iam.unused,
+  };
+};
 
 const message = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
@@ -274,7 +309,11 @@ const phase = async <T>(run: Run, name: string, work: () => Promise<T>): Promise
   }
 };
 
-export const verifyAssembly = async (dir: string, stackName?: string): Promise<VerifyReport> => {
+export const verifyAssembly = async (
+  dir: string,
+  stackName?: string,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> => {
   const started = performance.now();
   let assembly: Assembly;
   try {
@@ -291,6 +330,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
       unusedGrants: [],
       alarms: 0,
       checks: 0,
+      observed: { uses: [], metrics: [] },
       elapsedMs: 0,
     };
   }
@@ -309,6 +349,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
     eventBus: await startEventBusStandIn(),
   };
   let unused: string[] = [];
+  const report: Pick<VerifyReport, 'observed' | 'operatorProof'> = { observed: { uses: [], metrics: [] } };
   try {
     await phase(run, 'creating the tables', () => createTables(run));
     await phase(run, 'starting the functions', () => startFunctions(run, dynamo.endpoint));
@@ -316,27 +357,38 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
     await phase(run, 'the scheduled runs', () => runScheduled(run));
     const fed = await phase(run, 'the stream feed', () => feedStreams(run));
     await phase(run, 'the route wiring check', async () => checkRouteWiring(run));
+    const observed: Observed = {
+      uses: [...run.hosts.values()].map((host) => ({
+        functionLogicalId: host.fn.logicalId,
+        ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
+        operations: host.proxy.operations,
+        streams: fed?.streams.get(host.fn.logicalId) ?? [],
+        destinations: fed?.destinations.get(host.fn.logicalId) ?? [],
+      })),
+      metrics: [...run.hosts.values()].flatMap((host) => host.metrics),
+    };
+    report.observed = observed;
     await phase(run, 'the IAM and alarm checks', async () => {
-      const iam = checkIam(
-        assembly,
-        [...run.hosts.values()].map((host) => ({
-          functionLogicalId: host.fn.logicalId,
-          ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
-          operations: host.proxy.operations,
-          streams: fed?.streams.get(host.fn.logicalId) ?? [],
-          destinations: fed?.destinations.get(host.fn.logicalId) ?? [],
-        })),
-      );
-      unused = iam.unused;
-      defects.push(...iam.defects, ...checkKeyEventGrants(assembly));
-      defects.push(
-        ...checkAlarms(
-          assembly,
-          assembly.alarms,
-          [...run.hosts.values()].flatMap((host) => host.metrics),
-        ),
-      );
+      const checked = checkObserved(assembly, observed);
+      unused = checked.unused;
+      defects.push(...checked.defects);
     });
+    if (options.operatorProof !== false) {
+      const proofOptions = options.operatorProof ?? {};
+      const proof = await phase(run, 'the operator proof', async () =>
+        runOperatorProof({
+          assembly,
+          dynamoEndpoint: dynamo.endpoint,
+          branchId: (await readSeedFile(DEMO_SEED_FILE)).branches[0]!.id,
+          ...proofOptions,
+        }),
+      );
+      if (proof) {
+        const { defects: found, ...summary } = proof;
+        defects.push(...found);
+        report.operatorProof = summary;
+      }
+    }
   } finally {
     // Every function process and every proxied call ends before the embedded DynamoDB closes.
     await Promise.all([...run.hosts.values()].map((host) => host.close()));
@@ -353,6 +405,7 @@ export const verifyAssembly = async (dir: string, stackName?: string): Promise<V
     unusedGrants: unused,
     alarms: assembly.alarms.length,
     checks: TEMPLATE_CHECKS.length,
+    ...report,
     elapsedMs: performance.now() - started,
   };
 };

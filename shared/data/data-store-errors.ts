@@ -13,6 +13,13 @@ export class DataStoreUnavailableError extends Error {
 /** Any other database failure (misconfiguration, validation): a bug or an ops problem. */
 export class DataStoreError extends Error {
   override name = 'DataStoreError';
+  /** The table of the request that failed, when known: the operator's messages name it. */
+  readonly table?: string;
+
+  constructor(message: string, options?: ErrorOptions & { table?: string }) {
+    super(message, options);
+    if (options?.table !== undefined) this.table = options.table;
+  }
 }
 
 /**

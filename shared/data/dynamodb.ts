@@ -114,14 +114,14 @@ export const isUnavailableError = (error: unknown): boolean => {
 };
 
 /** Wraps an SDK failure in a domain error; the original is kept as `cause` for the logs only. */
-export const translateDynamoError = (error: unknown, operation: string): Error => {
+export const translateDynamoError = (error: unknown, operation: string, table?: string): Error => {
   const name = (error as SdkErrorLike | null)?.name ?? 'UnknownError';
   if (name === 'ConditionalCheckFailedException') {
     return new ConditionNotMetError(`DynamoDB ${operation}: condition not met`, { cause: error });
   }
   return isUnavailableError(error)
     ? new DataStoreUnavailableError(`DynamoDB ${operation} unavailable: ${name}`, { cause: error })
-    : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, { cause: error });
+    : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, { cause: error, ...(table ? { table } : {}) });
 };
 
 type Item = Record<string, unknown>;
@@ -149,7 +149,7 @@ export abstract class DynamoRepository {
     try {
       return await call();
     } catch (error) {
-      throw translateDynamoError(error, operation);
+      throw translateDynamoError(error, operation, this.tableName);
     }
   }
 
