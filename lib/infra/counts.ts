@@ -8,6 +8,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { routeKey, routes, tableAccessOf } from '../../shared/api/routes';
 import { OPERATOR_OUTPUTS } from '../operator/target';
+import { renderOperatorPolicy } from '../operator/grants';
 import { renderChecks } from '../verify/checks/index';
 import { BranchApiStack } from './branch-api-stack';
 import { costInputs, renderCost } from './cost';
@@ -110,6 +111,7 @@ export const generatedBlocks = (template: Template = synthesizedTemplate()) => {
   const deployOnly = [
     block('checks', renderChecks),
     block('outputs', renderOutputs),
+    block('policy', renderOperatorPolicy),
     block('cost', (start, end) => renderCost(costInputs(template.toJSON()), markdownTable, start, end)),
   ];
   return {

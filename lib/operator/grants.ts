@@ -195,6 +195,32 @@ export const policyFor = (
     source: statement.Sid,
   }));
 
-/** The policy as a JSON block for docs/deploy.md (`npm run docs:counts` writes it). */
-export const renderOperatorPolicy = (start: string, end: string): string =>
-  [start, '', '```json', JSON.stringify(operatorPolicy(), null, 2), '```', '', end].join('\n');
+/** Prettier's width for the docs: a list that fits on its line stays on it, as Prettier prints JSON. */
+const PRINT_WIDTH = 120;
+
+const jsonList = (indent: string, key: string, values: readonly string[]): string => {
+  const inline = `${indent}"${key}": ${JSON.stringify(values).replaceAll('","', '", "')}`;
+  if (inline.length + 1 <= PRINT_WIDTH) return inline;
+  return [
+    `${indent}"${key}": [`,
+    values.map((value) => `${indent}  ${JSON.stringify(value)}`).join(',\n'),
+    `${indent}]`,
+  ].join('\n');
+};
+
+/** The policy as a JSON block for docs/deploy.md (`npm run docs:counts` writes it), laid out as Prettier keeps it. */
+export const renderOperatorPolicy = (start: string, end: string): string => {
+  const policy = operatorPolicy();
+  const statements = policy.Statement.map((statement) =>
+    [
+      '    {',
+      `      "Sid": ${JSON.stringify(statement.Sid)},`,
+      `      "Effect": "${statement.Effect}",`,
+      `${jsonList('      ', 'Action', statement.Action)},`,
+      jsonList('      ', 'Resource', statement.Resource),
+      '    }',
+    ].join('\n'),
+  );
+  const json = ['{', `  "Version": "${policy.Version}",`, '  "Statement": [', statements.join(',\n'), '  ]', '}'];
+  return [start, '', '```json', ...json, '```', '', end].join('\n');
+};
