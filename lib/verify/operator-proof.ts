@@ -225,7 +225,9 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
   /** `branch-api console` started as an operator starts it; its launch link opened, then each page. */
   const consolePages = (pages: Partial<Record<OperatorCommand, string>>) =>
     limit(async () => {
-      const outcome = await guarded('console keys page', async (env, use) => {
+      const labels = Object.keys(pages) as OperatorCommand[];
+      let started = false;
+      const outcome = await guarded(labels[0]!, async (env, use) => {
         const args = [...target, 'console', '--port', '0', '--branch', branchId];
         const child = spawn(process.execPath, [CLI_FILE, ...args], { cwd: PROJECT_ROOT, env });
         const { output, exited } = watch(child);
@@ -239,6 +241,7 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
           ),
         ]);
         if (!link) return failureOf(await exited, output.stderr);
+        started = true;
         try {
           const cookie = (await fetch(link, { redirect: 'manual' })).headers.get('set-cookie')?.split(';')[0] ?? '';
           for (const [label, path] of Object.entries(pages) as [OperatorCommand, string][]) {
@@ -256,7 +259,8 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
           await exited;
         }
       });
-      outcomes.push(outcome);
+      // A console that did not start failed every page.
+      outcomes.push(started ? outcome : { ...outcome, labels });
     });
 
   const branch = ['--branch', branchId];

@@ -351,7 +351,7 @@ export const verifyAssembly = async (
   let unused: string[] = [];
   const report: Pick<VerifyReport, 'observed' | 'operatorProof'> = { observed: { uses: [], metrics: [] } };
   try {
-    await phase(run, 'creating the tables', () => createTables(run));
+    await phase(run, 'creating the tables', () => createTemplateTables(run.raw, assembly));
     await phase(run, 'starting the functions', () => startFunctions(run, dynamo.endpoint));
     await phase(run, 'the scenario', () => playScenario(run));
     await phase(run, 'the scheduled runs', () => runScheduled(run));
@@ -410,7 +410,8 @@ export const verifyAssembly = async (
   };
 };
 
-const createTables = async ({ assembly, raw }: Run) => {
+/** The template's tables on the embedded DynamoDB, each with its own key schema and indexes. */
+export const createTemplateTables = async (raw: DynamoDBClient, assembly: Assembly): Promise<void> => {
   for (const table of assembly.tables) {
     const { KeySchema, AttributeDefinitions, GlobalSecondaryIndexes } = table.properties;
     await raw.send(
