@@ -1,13 +1,20 @@
 /**
  * `npm run verify:assembly` on a real synthesized assembly (bundled by the stack's own esbuild
- * settings): the project as it is passes, and each seeded defect in a mutated copy of the template
- * is reported with the resource at fault.
+ * settings): the project as it is passes, operator proof included, and each seeded defect in a
+ * mutated copy of the template is reported with the resource at fault. The whole run happens
+ * once; a defect the run's checks find from what it saw (IAM, alarms, key events grants) is seeded
+ * into a copy of the template checked against the same observations, one the code's run must show
+ * (loading, routing, stream feeding) gets a run of its own, several seeded together where they
+ * are independent, and a function that fails to load is started alone.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BranchApiStack } from '../../lib/infra/branch-api-stack';
-import { verifyAssembly, type VerifyReport } from '../../lib/verify/verify-assembly';
+import { OPERATOR_GRANTS } from '../../lib/operator/grants';
+import { assemblyOf, readAssembly } from '../../lib/verify/assembly';
+import { startFunction } from '../../lib/verify/function-host';
+import { checkObserved, verifyAssembly, type VerifyReport } from '../../lib/verify/verify-assembly';
 import { newApp } from '../cdk/support';
 
 const STACK = 'Verify';
@@ -30,18 +37,36 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** A copy of the assembly with its template changed by `mutate`, verified. */
-const verifyMutated = async (
-  mutate: (template: Template, dir: string) => void,
-  parent = root,
-): Promise<VerifyReport> => {
+/** A copy of the assembly with its template changed by `mutate`; its directory. */
+const mutatedCopy = (mutate: (template: Template, dir: string) => void, parent = root): string => {
   const copy = mkdtempSync(join(parent, 'mutated-'));
   cpSync(assembly, copy, { recursive: true });
   const file = join(copy, `${STACK}.template.json`);
   const template = JSON.parse(readFileSync(file, 'utf8')) as Template;
   mutate(template, copy);
   writeFileSync(file, JSON.stringify(template));
-  return verifyAssembly(copy);
+  return copy;
+};
+
+/** A copy of the assembly with its template changed by `mutate`, run by the verifier (no operator proof). */
+const verifyMutated = async (mutate: (template: Template, dir: string) => void): Promise<VerifyReport> =>
+  verifyAssembly(mutatedCopy(mutate), undefined, { operatorProof: false });
+
+/** The defects the run's own checks find in a changed template, against what the one run saw. */
+const checkMutated = (mutate: (template: Template) => void) => {
+  const copy = structuredClone(template);
+  mutate(copy);
+  return checkObserved(assemblyOf(STACK, copy, assembly), report.observed).defects;
+};
+
+/** One function of a changed copy, started alone: what its loading reports. */
+const loadMutated = async (prefix: string, mutate: (template: Template, dir: string) => void, parent = root) => {
+  const dir = mutatedCopy(mutate, parent);
+  const fn = readAssembly(dir).functions.find((candidate) => candidate.logicalId.startsWith(prefix))!;
+  // Never called: a function that fails to load makes no call.
+  const host = await startFunction(fn, 'http://127.0.0.1:9');
+  await host.close();
+  return host.importError;
 };
 
 /** What the run found (IAM, alarms against emitted metrics, answers), without the offline checks' lines. */
@@ -102,18 +127,24 @@ describe('the project as it is', () => {
     ]);
     expect(report.unusedGrants).toEqual([]);
   });
+
+  it('ran every operator command and console page on the stack outputs alone, refused nothing', () => {
+    expect(report.operatorProof).toEqual(
+      expect.objectContaining({ commands: 13, pages: 2, requests: expect.any(Number) }),
+    );
+    expect(Object.keys(report.operatorProof!.operations).sort()).toEqual(Object.keys(OPERATOR_GRANTS).sort());
+  });
 });
 
-describe('seeded defects are reported', () => {
-  it('an index ARN dropped from a role', async () => {
-    let policy = '';
-    const mutated = await verifyMutated((template) => {
-      policy = idOf(template, 'AWS::IAM::Policy', 'ListPaymentProvidersRoleDefaultPolicy');
+describe('seeded defects are reported from what the run saw', () => {
+  it('an index ARN dropped from a role', () => {
+    const defects = checkMutated((template) => {
+      const policy = idOf(template, 'AWS::IAM::Policy', 'ListPaymentProvidersRoleDefaultPolicy');
       const statements = template.Resources[policy]!.Properties.PolicyDocument.Statement as any[];
       const query = statements.find((statement) => statement.Action === 'dynamodb:Query');
       query.Resource = { 'Fn::GetAtt': [query.Resource['Fn::Join'][1][0]['Fn::GetAtt'][0], 'Arn'] };
     });
-    expect(mutated.defects).toEqual(
+    expect(defects).toEqual(
       expect.arrayContaining([
         {
           resource: expect.stringMatching(/^ListPaymentProvidersFunction/),
@@ -123,29 +154,14 @@ describe('seeded defects are reported', () => {
         },
       ]),
     );
-  }, 60_000);
+  });
 
-  it('a table variable removed from a function', async () => {
-    const mutated = await verifyMutated((template) => {
-      const fn = idOf(template, 'AWS::Lambda::Function', 'GetBranchFunction');
-      delete template.Resources[fn]!.Properties.Environment.Variables.KEYS_TABLE;
-    });
-    expect(mutated.defects).toEqual(
-      expect.arrayContaining([
-        {
-          resource: expect.stringMatching(/^GetBranchFunction/),
-          reason: expect.stringMatching(/fails to load: ConfigError: Missing required environment variable KEYS_TABLE/),
-        },
-      ]),
-    );
-  }, 60_000);
-
-  it("an alarm's custom namespace renamed", async () => {
-    const mutated = await verifyMutated((template) => {
+  it("an alarm's custom namespace renamed", () => {
+    const defects = checkMutated((template) => {
       const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringUsageRecordWriteFailed');
       template.Resources[alarm]!.Properties.Namespace = 'BranchApiRenamed';
     });
-    expect(runDefects(mutated)).toEqual([
+    expect(defects).toEqual([
       {
         resource: expect.stringMatching(/^MonitoringUsageRecordWriteFailed/),
         reason: expect.stringMatching(
@@ -153,14 +169,14 @@ describe('seeded defects are reported', () => {
         ),
       },
     ]);
-  }, 60_000);
+  });
 
-  it('an extra write granted', async () => {
-    const mutated = await verifyMutated((template) => {
+  it('an extra write granted', () => {
+    const defects = checkMutated((template) => {
       const keys = idOf(template, 'AWS::DynamoDB::Table', 'TablesKeys');
       allow(template, 'GetBranchRoleDefaultPolicy', 'dynamodb:DeleteItem', keys);
     });
-    expect(mutated.defects).toEqual([
+    expect(defects).toEqual([
       {
         resource: expect.stringMatching(/^GetBranchRoleDefaultPolicy/),
         reason: expect.stringMatching(
@@ -168,10 +184,10 @@ describe('seeded defects are reported', () => {
         ),
       },
     ]);
-  }, 60_000);
+  });
 
-  it('a key events grant dropped from a sender, and one given to a function that sends none', async () => {
-    const mutated = await verifyMutated((template) => {
+  it('a key events grant dropped from a sender, and one given to a function that sends none', () => {
+    const defects = checkMutated((template) => {
       const sender = idOf(template, 'AWS::IAM::Policy', 'GetBranchRoleDefaultPolicy');
       const statements = template.Resources[sender]!.Properties.PolicyDocument.Statement as { Action: unknown }[];
       template.Resources[sender]!.Properties.PolicyDocument.Statement = statements.filter(
@@ -184,7 +200,7 @@ describe('seeded defects are reported', () => {
         idOf(template, 'AWS::Events::EventBus', 'KeyEventsBus'),
       );
     });
-    expect(mutated.defects).toEqual([
+    expect(defects).toEqual([
       {
         resource: expect.stringMatching(/^GetBranchFunction/),
         reason: expect.stringMatching(
@@ -196,30 +212,13 @@ describe('seeded defects are reported', () => {
         reason: 'events:PutEvents is granted but no function with this role sends key events',
       },
     ]);
-  }, 60_000);
+  });
 
-  it('the catch-all route removed', async () => {
-    const mutated = await verifyMutated((template) => {
-      const route = Object.keys(template.Resources).find(
-        (id) =>
-          template.Resources[id]!.Type === 'AWS::ApiGatewayV2::Route' &&
-          template.Resources[id]!.Properties.RouteKey === '$default',
-      );
-      delete template.Resources[route!];
-    });
-    expect(mutated.defects).toEqual(
-      expect.arrayContaining([
-        { resource: STACK, reason: 'no route serves GET /v1/verify-no-such-path' },
-        { resource: STACK, reason: expect.stringMatching(/^no route serves DELETE \/v1\//) },
-      ]),
-    );
-  }, 60_000);
-
-  it("a table's throttling watched but not its index's", async () => {
-    const mutated = await verifyMutated((template) => {
+  it("a table's throttling watched but not its index's", () => {
+    const defects = checkMutated((template) => {
       delete template.Resources[idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringKeysIndexbybranchThrottles')];
     });
-    expect(mutated.defects).toEqual(
+    expect(defects).toEqual(
       ['ReadThrottleEvents', 'WriteThrottleEvents'].map((metric) => ({
         resource: expect.stringMatching(/^MonitoringKeysTableThrottles/),
         reason: expect.stringMatching(
@@ -227,34 +226,137 @@ describe('seeded defects are reported', () => {
         ),
       })),
     );
-  }, 60_000);
+  });
 
-  it('an AWS-service alarm without the dimension AWS publishes the metric with', async () => {
-    const mutated = await verifyMutated((template) => {
+  it('an AWS-service alarm without the dimension AWS publishes the metric with', () => {
+    const defects = checkMutated((template) => {
       const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringGetBranchErrors');
       template.Resources[alarm]!.Properties.Dimensions = [{ Name: 'Function', Value: 'x' }];
     });
-    expect(runDefects(mutated)).toEqual([
+    expect(defects).toEqual([
       {
         resource: expect.stringMatching(/^MonitoringGetBranchErrors/),
         reason: expect.stringMatching(/AWS publishes it with dimensions \{FunctionName\}/),
       },
     ]);
-  }, 60_000);
+  });
+
+  it("a stream consumer whose role can't send to its mapping's dead-letter queue", () => {
+    const defects = checkMutated((template) => {
+      const policy = idOf(template, 'AWS::IAM::Policy', 'UsageAggregationAggregatorRoleDefaultPolicy');
+      const document = template.Resources[policy]!.Properties.PolicyDocument;
+      document.Statement = (document.Statement as any[]).filter(
+        (statement) => !JSON.stringify(statement.Action).includes('sqs:SendMessage'),
+      );
+    });
+    expect(defects).toEqual([
+      {
+        resource: expect.stringMatching(/^UsageAggregationAggregatorFunction/),
+        reason: expect.stringMatching(
+          /sends failed batches to arn:aws:sqs:.*DeadLetterQueue\w+, but its role does not allow sqs:SendMessage/,
+        ),
+      },
+    ]);
+  });
 });
 
-describe('the route wiring', () => {
-  it('a route integrated with the function of another route is named by the usage record its call left', async () => {
-    const mutated = await verifyMutated((template) => {
+describe('the code runs with what Lambda has, nothing more', () => {
+  it('a table variable removed from a function fails its loading', async () => {
+    const importError = await loadMutated('GetBranchFunction', (template) => {
+      const fn = idOf(template, 'AWS::Lambda::Function', 'GetBranchFunction');
+      delete template.Resources[fn]!.Properties.Environment.Variables.KEYS_TABLE;
+    });
+    expect(importError).toMatch(/^ConfigError: Missing required environment variable KEYS_TABLE/);
+  }, 30_000);
+
+  it('reports a bundle that imports a package it does not contain, even where the project has it', async () => {
+    // Inside the project, as cdk.out is: plain Node resolution would find zod in the project's
+    // node_modules, which Lambda does not have.
+    const parent = mkdtempSync(join(__dirname, '..', '..', 'node_modules', '.cache-verify-'));
+    try {
+      const importError = await loadMutated(
+        'FallbackFunction',
+        (template, dir) => {
+          const fallback = idOf(template, 'AWS::Lambda::Function', 'FallbackFunction');
+          const asset = template.Resources[fallback]!.Properties.Code.S3Key.replace(/\.zip$/, '');
+          writeFileSync(
+            join(dir, `asset.${asset}`, 'index.mjs'),
+            "import { z } from 'zod';\nexport const handler = async () => z.never();\n",
+          );
+        },
+        parent,
+      );
+      expect(importError).toMatch(/^Error: package "zod" is not in the asset/);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
+
+describe('seeded defects the run itself shows, in one run', () => {
+  let mutated: VerifyReport;
+
+  beforeAll(async () => {
+    mutated = await verifyMutated((template) => {
+      // The catch-all route removed.
+      const route = Object.keys(template.Resources).find(
+        (id) =>
+          template.Resources[id]!.Type === 'AWS::ApiGatewayV2::Route' &&
+          template.Resources[id]!.Properties.RouteKey === '$default',
+      );
+      delete template.Resources[route!];
+      // A route integrated with the function of another route.
       const integration = idOf(template, 'AWS::ApiGatewayV2::Integration', 'ApiHttpApiGETv1branchGetBranch');
       const members = idOf(template, 'AWS::Lambda::Function', 'ListMembersFunction');
       template.Resources[integration]!.Properties.IntegrationUri = { 'Fn::GetAtt': [members, 'Arn'] };
-    });
-    expect(runDefects(mutated)).toContainEqual({
-      resource: expect.stringMatching(/^ApiHttpApiGETv1branch/),
-      reason: expect.stringMatching(/route GET \/v1\/branch reaches code that serves .*\/v1\/members/),
+      // The usage table's stream fed to a function whose role may not read it.
+      const usage = idOf(template, 'AWS::DynamoDB::Table', 'TablesUsage');
+      const fallback = idOf(template, 'AWS::Lambda::Function', 'FallbackFunction');
+      template.Resources[usage]!.Properties.StreamSpecification = { StreamViewType: 'NEW_IMAGE' };
+      template.Resources.UsageStreamMapping = {
+        Type: 'AWS::Lambda::EventSourceMapping',
+        Properties: {
+          FunctionName: { Ref: fallback },
+          EventSourceArn: { 'Fn::GetAtt': [usage, 'StreamArn'] },
+          BatchSize: 10,
+        },
+      };
     });
   }, 60_000);
+
+  it('reports each of them and what follows from it, nothing else', () => {
+    expect(runDefects(mutated)).toEqual([
+      { resource: STACK, reason: 'no route serves GET /v1/verify-no-such-path' },
+      { resource: STACK, reason: expect.stringMatching(/^no route serves DELETE \/v1\//) },
+      {
+        resource: expect.stringMatching(/^ApiHttpApiGETv1branch/),
+        reason: expect.stringMatching(/route GET \/v1\/branch reaches code that serves .*\/v1\/members/),
+      },
+      // The function no route reaches any more made none of the calls its role grants.
+      ...[
+        'GetItem on .*table/verify-TablesBranchData',
+        'GetItem on .*table/verify-TablesKeys',
+        'PutItem on .*table/verify-TablesUsage',
+        'UpdateItem on .*table/verify-TablesRateLimits',
+      ].map((grant) => ({
+        resource: expect.stringMatching(/^GetBranchRoleDefaultPolicy/),
+        reason: expect.stringMatching(
+          new RegExp(`^dynamodb:${grant}\\w+ is granted but the run never used it \\(function GetBranchFunction`),
+        ),
+      })),
+      ...['DescribeStream', 'GetRecords', 'GetShardIterator'].map((action) => ({
+        resource: expect.stringMatching(/^FallbackFunction/),
+        reason: expect.stringMatching(
+          new RegExp(`reads stream .*/stream/local, but its role does not allow dynamodb:${action}`),
+        ),
+      })),
+    ]);
+  });
+
+  it("fed a function its event source mapping's table writes as stream records", () => {
+    // The usage records the scenario wrote reached the function, in batches of the mapping's size.
+    expect(mutated.invocations).toBeGreaterThan(report.invocations);
+  });
 });
 
 describe('a template the scenario cannot run on', () => {
@@ -275,77 +377,6 @@ describe('a template the scenario cannot run on', () => {
           reason: expect.stringMatching(/^the scenario could not run on this template: .*ValidationException/),
         },
       ]),
-    );
-  }, 60_000);
-});
-
-describe('the code runs with what Lambda has, nothing more', () => {
-  it('reports a bundle that imports a package it does not contain, even where the project has it', async () => {
-    // Inside the project, as cdk.out is: plain Node resolution would find zod in the project's
-    // node_modules, which Lambda does not have.
-    const parent = mkdtempSync(join(__dirname, '..', '..', 'node_modules', '.cache-verify-'));
-    try {
-      const mutated = await verifyMutated((template, dir) => {
-        const fallback = idOf(template, 'AWS::Lambda::Function', 'FallbackFunction');
-        const asset = template.Resources[fallback]!.Properties.Code.S3Key.replace(/\.zip$/, '');
-        writeFileSync(
-          join(dir, `asset.${asset}`, 'index.mjs'),
-          "import { z } from 'zod';\nexport const handler = async () => z.never();\n",
-        );
-      }, parent);
-      expect(mutated.defects).toContainEqual({
-        resource: expect.stringMatching(/^FallbackFunction/),
-        reason: expect.stringMatching(/fails to load: Error: package "zod" is not in the asset/),
-      });
-    } finally {
-      rmSync(parent, { recursive: true, force: true });
-    }
-  }, 60_000);
-});
-
-describe('background functions', () => {
-  it("report a stream consumer whose role can't send to its mapping's dead-letter queue", async () => {
-    const mutated = await verifyMutated((template) => {
-      const policy = idOf(template, 'AWS::IAM::Policy', 'UsageAggregationAggregatorRoleDefaultPolicy');
-      const document = template.Resources[policy]!.Properties.PolicyDocument;
-      document.Statement = (document.Statement as any[]).filter(
-        (statement) => !JSON.stringify(statement.Action).includes('sqs:SendMessage'),
-      );
-    });
-    expect(runDefects(mutated)).toEqual([
-      {
-        resource: expect.stringMatching(/^UsageAggregationAggregatorFunction/),
-        reason: expect.stringMatching(
-          /sends failed batches to arn:aws:sqs:.*DeadLetterQueue\w+, but its role does not allow sqs:SendMessage/,
-        ),
-      },
-    ]);
-  }, 60_000);
-
-  it("feed a function its event source mapping's table writes as stream records", async () => {
-    const mutated = await verifyMutated((template) => {
-      const usage = idOf(template, 'AWS::DynamoDB::Table', 'TablesUsage');
-      const fallback = idOf(template, 'AWS::Lambda::Function', 'FallbackFunction');
-      template.Resources[usage]!.Properties.StreamSpecification = { StreamViewType: 'NEW_IMAGE' };
-      template.Resources.UsageStreamMapping = {
-        Type: 'AWS::Lambda::EventSourceMapping',
-        Properties: {
-          FunctionName: { Ref: fallback },
-          EventSourceArn: { 'Fn::GetAtt': [usage, 'StreamArn'] },
-          BatchSize: 10,
-        },
-      };
-    });
-    // The usage records the scenario wrote reached the function, in batches of the mapping's size.
-    expect(mutated.invocations).toBeGreaterThan(report.invocations);
-    // Its role was given no stream read, which the mapping needs.
-    expect(runDefects(mutated)).toEqual(
-      ['DescribeStream', 'GetRecords', 'GetShardIterator'].map((action) => ({
-        resource: expect.stringMatching(/^FallbackFunction/),
-        reason: expect.stringMatching(
-          new RegExp(`reads stream .*/stream/local, but its role does not allow dynamodb:${action}`),
-        ),
-      })),
     );
   }, 60_000);
 });
