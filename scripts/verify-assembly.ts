@@ -34,7 +34,10 @@ if (!dir) {
 }
 
 // The operator proof runs the built CLI (bin/branch-api.js → dist/): built from this checkout.
-if (spawnSync(process.execPath, [join(import.meta.dirname, 'build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] }).status !== 0) {
+if (
+  spawnSync(process.execPath, [join(import.meta.dirname, 'build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] })
+    .status !== 0
+) {
   process.stderr.write('error: the CLI build failed\n');
   process.exit(1);
 }

@@ -3,7 +3,7 @@
  * made, and each alarm against the metrics the run emitted (custom namespaces) or the dimensions
  * AWS documents (AWS namespaces).
  */
-import { LOCAL_ACCOUNT, LOCAL_REGION, type Assembly, type Statement, type TemplateAlarm } from './assembly';
+import type { Assembly, Statement, TemplateAlarm } from './assembly';
 import type { EmittedMetric } from './function-host';
 import { arnOf, type DynamoOperation } from './recording-proxy';
 

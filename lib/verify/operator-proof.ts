@@ -23,7 +23,7 @@ import {
   type PolicyDocument,
 } from '../operator/grants';
 import { CLI_FILE, PROJECT_ROOT } from '../project-paths';
-import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly } from './assembly';
+import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly, type Statement } from './assembly';
 import { allows as statementsAllow, type Defect } from './checks';
 import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
 import { startRecordingProxy } from './recording-proxy';
@@ -131,68 +131,85 @@ interface Outcome {
   failure?: string;
 }
 
-export const runOperatorProof = async (input: OperatorProofInput): Promise<OperatorProofReport> => {
-  const { assembly, dynamoEndpoint, branchId } = input;
-  const everyOutput = stackOutputs(assembly);
-  const values = { Region: LOCAL_REGION, Account: LOCAL_ACCOUNT, ...everyOutput };
-  const policy = policyFor(input.policy ?? operatorPolicy(), values);
-  const grantsOf = (label: OperatorCommand) => policyFor(operatorPolicy({ [label]: OPERATOR_GRANTS[label] }), values);
-  // A resource's ARN, told by the output that names it: `…:table/<KeysTableName>/index/by-branch`.
-  const named = (arn: string) => {
-    const [, name = arn, index] = /[:/](?:table|event-bus)\/([^/]+)(?:\/index\/(.+))?$/.exec(arn) ?? [];
-    const output = OPERATOR_OUTPUTS.find(({ output }) => everyOutput[output] === name)?.output ?? name;
-    return `${output}${index ? ` index ${index}` : ''}`;
-  };
-  const refusals = new Map<string, Set<OperatorCommand>>();
-  const refuse = (label: OperatorCommand, reason: string) =>
-    refusals.set(reason, (refusals.get(reason) ?? new Set()).add(label));
-  const operations: OperatorProofReport['operations'] = {};
-  let requests = 0;
+type Work = (env: NodeJS.ProcessEnv, use: (label: OperatorCommand) => void) => Promise<string | undefined>;
 
-  const dir = mkdtempSync(join(tmpdir(), 'operator-proof-'));
-  const outputsFile = join(dir, 'outputs.json');
-  writeFileSync(outputsFile, JSON.stringify({ [assembly.stack]: input.outputs ?? everyOutput }));
-  const target = ['--outputs', outputsFile, '--region', LOCAL_REGION];
-  const identity = await startCallerIdentityStandIn();
-  const baseEnv = {
-    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !isTargetVariable(name))),
-    AWS_ACCESS_KEY_ID: 'verify',
-    AWS_SECRET_ACCESS_KEY: 'verify',
-    AWS_ENDPOINT_URL_STS: identity.endpoint,
-    AWS_EC2_METADATA_DISABLED: 'true',
-    // Rebuild waits this long for stream records still on their way; the embedded run has none.
-    ROLLUP_MAX_LAG_SECONDS: '1',
-  };
+/** A console page the proof opens, and its path. */
+const consolePaths = (branchId: string) =>
+  ({
+    'console keys page': `/branches/${encodeURIComponent(branchId)}/keys`,
+    'console usage page': `/branches/${encodeURIComponent(branchId)}/usage`,
+  }) satisfies Partial<Record<OperatorCommand, string>>;
+
+/** One proof: the policy and grants it enforces, the commands it ran, what each was refused. */
+class OperatorProof {
+  private readonly everyOutput: Record<string, string>;
+  private readonly policy: Statement[];
+  private readonly grants: Partial<Record<OperatorCommand, Statement[]>> = {};
+  private readonly refusals = new Map<string, Set<OperatorCommand>>();
+  private readonly outcomes: Outcome[] = [];
+  private readonly limit = pLimit(CONCURRENCY);
+  readonly operations: OperatorProofReport['operations'] = {};
+  requests = 0;
+  commands = 0;
+
+  constructor(
+    private readonly input: OperatorProofInput,
+    private readonly target: readonly string[],
+    private readonly baseEnv: NodeJS.ProcessEnv,
+  ) {
+    this.everyOutput = stackOutputs(input.assembly);
+    this.policy = policyFor(input.policy ?? operatorPolicy(), this.values());
+  }
+
+  private values() {
+    return { Region: LOCAL_REGION, Account: LOCAL_ACCOUNT, ...this.everyOutput };
+  }
+
+  private grantsOf(label: OperatorCommand): Statement[] {
+    return (this.grants[label] ??= policyFor(operatorPolicy({ [label]: OPERATOR_GRANTS[label] }), this.values()));
+  }
+
+  /** A resource's ARN, told by the output that names it: `KeysTableName index by-branch`. */
+  private named(arn: string): string {
+    const [, name = arn, index] = /[:/](?:table|event-bus)\/([^/]+)(?:\/index\/(.+))?$/.exec(arn) ?? [];
+    const output = OPERATOR_OUTPUTS.find(({ output }) => this.everyOutput[output] === name)?.output ?? name;
+    return `${output}${index ? ` index ${index}` : ''}`;
+  }
+
+  private refuse(label: OperatorCommand, reason: string): void {
+    this.refusals.set(reason, (this.refusals.get(reason) ?? new Set()).add(label));
+  }
+
+  /** Whether `label` may ask `action` on `arn`: the policy allows it, and the command's own grants list it. */
+  private allows(label: OperatorCommand, action: string, arn: string): boolean {
+    this.requests += 1;
+    const asked = `${action} on ${this.named(arn)}`;
+    const seen = (this.operations[label] ??= []);
+    if (!seen.includes(asked)) seen.push(asked);
+    if (!statementsAllow(this.policy, action, arn)) {
+      this.refuse(label, `denied ${asked} (${arn}): the operator policy does not allow it`);
+      return false;
+    }
+    if (!statementsAllow(this.grantsOf(label), action, arn)) {
+      this.refuse(label, `asked ${asked}, which its grants in lib/operator/grants.ts do not list`);
+      return false;
+    }
+    return true;
+  }
 
   /**
    * Runs `work` with DynamoDB and the bus behind the policy and the grants of the command it names
    * (`use` switches, for the console's pages); a request either refuses is AccessDeniedException.
    */
-  const guarded = async (
-    first: OperatorCommand,
-    work: (env: NodeJS.ProcessEnv, use: (label: OperatorCommand) => void) => Promise<string | undefined>,
-  ): Promise<Outcome> => {
+  private async guarded(first: OperatorCommand, work: Work): Promise<Outcome> {
     let current = first;
     const labels = new Set([first]);
-    const allows = (action: string, arn: string) => {
-      requests += 1;
-      const asked = `${action} on ${named(arn)}`;
-      (operations[current] ??= []).includes(asked) || operations[current]!.push(asked);
-      if (!statementsAllow(policy, action, arn)) {
-        refuse(current, `denied ${asked} (${arn}): the operator policy does not allow it`);
-        return false;
-      }
-      if (!statementsAllow(grantsOf(current), action, arn)) {
-        refuse(current, `asked ${asked}, which its grants in lib/operator/grants.ts do not list`);
-        return false;
-      }
-      return true;
-    };
-    const dynamo = await startRecordingProxy(dynamoEndpoint, new Map(), allows);
+    const allows = (action: string, arn: string) => this.allows(current, action, arn);
+    const dynamo = await startRecordingProxy(this.input.dynamoEndpoint, new Map(), allows);
     const bus = await startEventBusStandIn(allows);
     try {
       const env = {
-        ...baseEnv,
+        ...this.baseEnv,
         AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
         AWS_ENDPOINT_URL_EVENTBRIDGE: bus.endpoint,
       };
@@ -201,36 +218,39 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
     } finally {
       await Promise.all([dynamo.close(), bus.close()]);
     }
-  };
+  }
 
-  const limit = pLimit(CONCURRENCY);
-  const outcomes: Outcome[] = [];
-  let commands = 0;
+  private spawnCli(args: readonly string[], env: NodeJS.ProcessEnv) {
+    const child = spawn(process.execPath, [CLI_FILE, ...this.target, ...args], { cwd: PROJECT_ROOT, env });
+    return { child, ...watch(child) };
+  }
+
   /** Runs one command; its `--json` answer, parsed, when it worked. */
-  const command = (label: OperatorCommand, args: string[]) =>
-    limit(async () => {
+  command(label: OperatorCommand, args: string[]): Promise<Record<string, unknown> | undefined> {
+    return this.limit(async () => {
       let answer: Record<string, unknown> | undefined;
-      const outcome = await guarded(label, async (env) => {
-        const child = spawn(process.execPath, [CLI_FILE, ...target, ...args], { cwd: PROJECT_ROOT, env });
-        const { output, exited } = watch(child);
+      const outcome = await this.guarded(label, async (env) => {
+        const { output, exited } = this.spawnCli(args, env);
         const code = await exited;
         if (code === 0 && args.includes('--json')) answer = JSON.parse(output.stdout) as Record<string, unknown>;
         return failureOf(code, output.stderr, output.stdout);
       });
-      outcomes.push(outcome);
-      commands += 1;
+      this.outcomes.push(outcome);
+      this.commands += 1;
       return answer;
     });
+  }
 
   /** `branch-api console` started as an operator starts it; its launch link opened, then each page. */
-  const consolePages = (pages: Partial<Record<OperatorCommand, string>>) =>
-    limit(async () => {
+  consolePages(pages: Partial<Record<OperatorCommand, string>>): Promise<void> {
+    return this.limit(async () => {
       const labels = Object.keys(pages) as OperatorCommand[];
       let started = false;
-      const outcome = await guarded(labels[0]!, async (env, use) => {
-        const args = [...target, 'console', '--port', '0', '--branch', branchId];
-        const child = spawn(process.execPath, [CLI_FILE, ...args], { cwd: PROJECT_ROOT, env });
-        const { output, exited } = watch(child);
+      const outcome = await this.guarded(labels[0]!, async (env, use) => {
+        const { child, output, exited } = this.spawnCli(
+          ['console', '--port', '0', '--branch', this.input.branchId],
+          env,
+        );
         const link = await Promise.race([
           exited.then(() => undefined),
           new Promise<string>((resolve) =>
@@ -243,16 +263,7 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
         if (!link) return failureOf(await exited, output.stderr);
         started = true;
         try {
-          const cookie = (await fetch(link, { redirect: 'manual' })).headers.get('set-cookie')?.split(';')[0] ?? '';
-          for (const [label, path] of Object.entries(pages) as [OperatorCommand, string][]) {
-            use(label);
-            const answer = await fetch(new URL(path, link), { headers: { cookie } });
-            await answer.text();
-            if (answer.status !== 200) {
-              const logged = output.stderr.trim().split('\n').at(-1) ?? '';
-              outcomes.push({ labels: [label], failure: `GET ${path} answered ${answer.status}: ${logged}` });
-            }
-          }
+          await this.fetchPages(link, pages, use, () => output.stderr);
           return undefined;
         } finally {
           child.kill('SIGTERM');
@@ -260,74 +271,107 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
         }
       });
       // A console that did not start failed every page.
-      outcomes.push(started ? outcome : { ...outcome, labels });
+      this.outcomes.push(started ? outcome : { ...outcome, labels });
     });
+  }
 
+  private async fetchPages(
+    link: string,
+    pages: Partial<Record<OperatorCommand, string>>,
+    use: (label: OperatorCommand) => void,
+    stderr: () => string,
+  ): Promise<void> {
+    const cookie = (await fetch(link, { redirect: 'manual' })).headers.get('set-cookie')?.split(';')[0] ?? '';
+    for (const [label, path] of Object.entries(pages) as [OperatorCommand, string][]) {
+      use(label);
+      const answer = await fetch(new URL(path, link), { headers: { cookie } });
+      await answer.text();
+      if (answer.status !== 200) {
+        const logged = stderr().trim().split('\n').at(-1) ?? '';
+        this.outcomes.push({ labels: [label], failure: `GET ${path} answered ${answer.status}: ${logged}` });
+      }
+    }
+  }
+
+  /** One line per distinct reason, naming every command that met it (a missing output fails them all alike). */
+  defects(): Defect[] {
+    for (const { labels, failure } of this.outcomes) {
+      if (failure) for (const label of labels) this.refuse(label, `failed: ${failure}`);
+    }
+    return [...this.refusals].map(([reason, labels]) => ({
+      check: OPERATOR_PROOF_CHECK,
+      resource: [...labels].join(', '),
+      reason,
+    }));
+  }
+}
+
+const HOUR_MS = 3600_000;
+
+/**
+ * Every command, a key's lifecycle in order (on the key `keys create` makes, a placeholder when it
+ * could not; expiring within days so that `keys audit` sends its Key Expiring event), the rest
+ * beside it.
+ */
+const playCommands = async (proof: OperatorProof, branchId: string, dir: string): Promise<void> => {
   const branch = ['--branch', branchId];
-  const hour = 3600_000;
   const now = Date.now();
-  const since = new Date(Math.floor(now / hour) * hour - 3 * hour).toISOString();
-  const pages = {
-    'console keys page': `/branches/${encodeURIComponent(branchId)}/keys`,
-    'console usage page': `/branches/${encodeURIComponent(branchId)}/usage`,
-  } satisfies Partial<Record<OperatorCommand, string>>;
-  // A key to act on: the one `keys create` makes (a placeholder when it could not), expiring
-  // within days so that `keys audit` sends its Key Expiring event.
+  const since = new Date(Math.floor(now / HOUR_MS) * HOUR_MS - 3 * HOUR_MS).toISOString();
   const keyChain = async () => {
-    const expires = new Date(now + 72 * hour).toISOString();
-    const created = await command('keys create', [
-      'keys',
-      'create',
-      ...branch,
-      '--scopes',
-      'read',
-      '--expires',
-      expires,
-      '--json',
-    ]);
-    const keyId = String(created?.key_id ?? 'key_0000000000000000');
+    const expires = new Date(now + 72 * HOUR_MS).toISOString();
+    const create = ['keys', 'create', ...branch, '--scopes', 'read', '--expires', expires, '--json'];
+    const keyId = String((await proof.command('keys create', create))?.key_id ?? 'key_0000000000000000');
     const usageChain = async () => {
       const log = join(dir, 'usage.log');
-      writeFileSync(log, `${JSON.stringify(replayLine(keyId, branchId, new Date(now - 1.5 * hour)))}\n`);
-      await command('usage replay', ['usage', 'replay', log]);
-      await command('usage rebuild', ['usage', 'rebuild', ...branch, '--since', since]);
-      await command('usage', ['usage', ...branch, '--key', keyId]);
+      writeFileSync(log, `${JSON.stringify(replayLine(keyId, branchId, new Date(now - 1.5 * HOUR_MS)))}\n`);
+      await proof.command('usage replay', ['usage', 'replay', log]);
+      await proof.command('usage rebuild', ['usage', 'rebuild', ...branch, '--since', since]);
+      await proof.command('usage', ['usage', ...branch, '--key', keyId]);
     };
     const keyActions = async () => {
-      await command('keys update', ['keys', 'update', keyId, ...branch, '--name', 'operator proof']);
-      await command('keys disable', ['keys', 'disable', keyId, ...branch]);
-      await command('keys enable', ['keys', 'enable', keyId, ...branch]);
-      await command('keys audit', ['keys', 'audit', ...branch]);
-      const rolled = await command('keys roll', ['keys', 'roll', keyId, ...branch, '--grace', '0', '--json']);
-      await command('keys revoke', ['keys', 'revoke', String(rolled?.key_id ?? keyId), ...branch]);
-      await command('keys activity', ['keys', 'activity', ...branch]);
+      await proof.command('keys update', ['keys', 'update', keyId, ...branch, '--name', 'operator proof']);
+      await proof.command('keys disable', ['keys', 'disable', keyId, ...branch]);
+      await proof.command('keys enable', ['keys', 'enable', keyId, ...branch]);
+      await proof.command('keys audit', ['keys', 'audit', ...branch]);
+      const rolled = await proof.command('keys roll', ['keys', 'roll', keyId, ...branch, '--grace', '0', '--json']);
+      await proof.command('keys revoke', ['keys', 'revoke', String(rolled?.key_id ?? keyId), ...branch]);
+      await proof.command('keys activity', ['keys', 'activity', ...branch]);
     };
     await Promise.all([usageChain(), keyActions()]);
   };
+  await Promise.all([
+    keyChain(),
+    proof.command('keys list', ['keys', 'list', ...branch]),
+    proof.command('usage summary', ['usage', 'summary', ...branch, '--since', since]),
+    proof.consolePages(consolePaths(branchId)),
+  ]);
+};
+
+export const runOperatorProof = async (input: OperatorProofInput): Promise<OperatorProofReport> => {
+  const dir = mkdtempSync(join(tmpdir(), 'operator-proof-'));
+  const outputsFile = join(dir, 'outputs.json');
+  writeFileSync(outputsFile, JSON.stringify({ [input.assembly.stack]: input.outputs ?? stackOutputs(input.assembly) }));
+  const identity = await startCallerIdentityStandIn();
+  const proof = new OperatorProof(input, ['--outputs', outputsFile, '--region', LOCAL_REGION], {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !isTargetVariable(name))),
+    AWS_ACCESS_KEY_ID: 'verify',
+    AWS_SECRET_ACCESS_KEY: 'verify',
+    AWS_ENDPOINT_URL_STS: identity.endpoint,
+    AWS_EC2_METADATA_DISABLED: 'true',
+    // Rebuild waits this long for stream records still on their way; the embedded run has none.
+    ROLLUP_MAX_LAG_SECONDS: '1',
+  });
   try {
-    await Promise.all([
-      keyChain(),
-      command('keys list', ['keys', 'list', ...branch]),
-      command('usage summary', ['usage', 'summary', ...branch, '--since', since]),
-      consolePages(pages),
-    ]);
+    await playCommands(proof, input.branchId, dir);
   } finally {
     await identity.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  for (const { labels, failure } of outcomes) {
-    if (failure) for (const label of labels) refuse(label, `failed: ${failure}`);
-  }
   return {
-    // One line per distinct reason, naming every command that met it (a missing output fails them all alike).
-    defects: [...refusals].map(([reason, labels]) => ({
-      check: OPERATOR_PROOF_CHECK,
-      resource: [...labels].join(', '),
-      reason,
-    })),
-    commands,
-    pages: Object.keys(pages).length,
-    requests,
-    operations,
+    defects: proof.defects(),
+    commands: proof.commands,
+    pages: Object.keys(consolePaths(input.branchId)).length,
+    requests: proof.requests,
+    operations: proof.operations,
   };
 };

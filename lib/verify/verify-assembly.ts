@@ -296,6 +296,45 @@ const operationCounts = (assembly: Assembly, hosts: Map<string, FunctionHost>) =
   return operations;
 };
 
+/** Not a template the verifier can read at all: one defect line, not a stack trace. */
+const unreadable = (stack: string, error: unknown): VerifyReport => ({
+  stack,
+  defects: [{ resource: stack, reason: `the assembly could not be read: ${message(error)}` }],
+  functions: 0,
+  invocations: 0,
+  operations: {},
+  unusedGrants: [],
+  alarms: 0,
+  checks: 0,
+  observed: { uses: [], metrics: [] },
+  elapsedMs: 0,
+});
+
+/** What the run saw: each function's calls, the streams and destinations its mappings use, the metrics. */
+const observedOf = (run: Run, fed: Awaited<ReturnType<typeof feedStreams>> | undefined): Observed => ({
+  uses: [...run.hosts.values()].map((host) => ({
+    functionLogicalId: host.fn.logicalId,
+    ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
+    operations: host.proxy.operations,
+    streams: fed?.streams.get(host.fn.logicalId) ?? [],
+    destinations: fed?.destinations.get(host.fn.logicalId) ?? [],
+  })),
+  metrics: [...run.hosts.values()].flatMap((host) => host.metrics),
+});
+
+/** The operator tooling on the stack outputs alone, on the scenario's branch (lib/verify/operator-proof.ts). */
+const proveOperatorTooling = async (
+  assembly: Assembly,
+  dynamoEndpoint: string,
+  options: Pick<OperatorProofInput, 'outputs' | 'policy'>,
+) =>
+  runOperatorProof({
+    assembly,
+    dynamoEndpoint,
+    branchId: (await readSeedFile(DEMO_SEED_FILE)).branches[0]!.id,
+    ...options,
+  });
+
 /** Runs one phase; one that throws (a template the scenario can't run on) becomes a defect, not a crash. */
 const phase = async <T>(run: Run, name: string, work: () => Promise<T>): Promise<T | undefined> => {
   try {
@@ -319,20 +358,7 @@ export const verifyAssembly = async (
   try {
     assembly = readAssembly(dir, stackName);
   } catch (error) {
-    // Not a template the verifier can read at all: one defect line, not a stack trace.
-    const defects = [{ resource: stackName ?? dir, reason: `the assembly could not be read: ${message(error)}` }];
-    return {
-      stack: stackName ?? dir,
-      defects,
-      functions: 0,
-      invocations: 0,
-      operations: {},
-      unusedGrants: [],
-      alarms: 0,
-      checks: 0,
-      observed: { uses: [], metrics: [] },
-      elapsedMs: 0,
-    };
+    return unreadable(stackName ?? dir, error);
   }
   const defects: Defect[] = checkTemplate(assembly, dir);
   const dynamo = await startEmbeddedDynamo();
@@ -357,16 +383,7 @@ export const verifyAssembly = async (
     await phase(run, 'the scheduled runs', () => runScheduled(run));
     const fed = await phase(run, 'the stream feed', () => feedStreams(run));
     await phase(run, 'the route wiring check', async () => checkRouteWiring(run));
-    const observed: Observed = {
-      uses: [...run.hosts.values()].map((host) => ({
-        functionLogicalId: host.fn.logicalId,
-        ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
-        operations: host.proxy.operations,
-        streams: fed?.streams.get(host.fn.logicalId) ?? [],
-        destinations: fed?.destinations.get(host.fn.logicalId) ?? [],
-      })),
-      metrics: [...run.hosts.values()].flatMap((host) => host.metrics),
-    };
+    const observed = observedOf(run, fed);
     report.observed = observed;
     await phase(run, 'the IAM and alarm checks', async () => {
       const checked = checkObserved(assembly, observed);
@@ -374,14 +391,8 @@ export const verifyAssembly = async (
       defects.push(...checked.defects);
     });
     if (options.operatorProof !== false) {
-      const proofOptions = options.operatorProof ?? {};
-      const proof = await phase(run, 'the operator proof', async () =>
-        runOperatorProof({
-          assembly,
-          dynamoEndpoint: dynamo.endpoint,
-          branchId: (await readSeedFile(DEMO_SEED_FILE)).branches[0]!.id,
-          ...proofOptions,
-        }),
+      const proof = await phase(run, 'the operator proof', () =>
+        proveOperatorTooling(assembly, dynamo.endpoint, options.operatorProof || {}),
       );
       if (proof) {
         const { defects: found, ...summary } = proof;
