@@ -104,8 +104,8 @@ export const OPERATOR_GRANTS = {
   'usage replay': {
     dynamodb: [on('keys', ['Query'], KEYS_BY_ID_INDEX), on('usage', ['BatchGetItem', 'BatchWriteItem'])],
   },
-  // The console's key actions are the library's, as the CLI's: the keys commands' grants above.
-  // Each key's audit findings from its recent hours (lib/operator/key-audit.ts rollupUsageFacts).
+  // Each key with its audit findings from its recent hours (lib/operator/key-audit.ts). The page's
+  // key actions are the library's, as the CLI's: the keys commands' grants above.
   'console keys page': { dynamodb: [...KEY_LISTING, ...ROLLUP_HOURS, on('rollups', ['GetItem'])] },
   'console usage page': {
     dynamodb: [
