@@ -27,6 +27,7 @@ import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly, type Statement } 
 import { allows as statementsAllow, type Defect } from './checks';
 import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
 import { startRecordingProxy } from './recording-proxy';
+import { EMBEDDED_DYNAMODB_DEADLINE_MS } from './function-host';
 
 export const OPERATOR_PROOF_CHECK = 'operator-proof';
 
@@ -358,7 +359,9 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
     AWS_SECRET_ACCESS_KEY: 'verify',
     AWS_ENDPOINT_URL_STS: identity.endpoint,
     AWS_EC2_METADATA_DISABLED: 'true',
-    // Rebuild waits this long for stream records still on their way; the embedded run has none.
+    // Settings, not outputs: the embedded DynamoDB's bound on a busy machine (as the functions'),
+    // and how long rebuild waits for stream records still on their way (the embedded run has none).
+    DYNAMODB_DEADLINE_MS: String(EMBEDDED_DYNAMODB_DEADLINE_MS),
     ROLLUP_MAX_LAG_SECONDS: '1',
   });
   try {
