@@ -8,7 +8,14 @@
 import { fromBrowser, refuse } from './dynamo';
 import { forwardRequest, readBody } from './forward';
 import { listen } from './listen';
-import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
+import {
+  createServer,
+  request,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { StreamChange } from './stream-events';
 import { createKeyLocks, putEvent, readBefore } from './before-images';
@@ -34,6 +41,11 @@ export interface ChangeFeedOptions extends Pick<
   /** @default '127.0.0.1' */
   host?: string;
   onError?: (error: unknown) => void;
+  /**
+   * The store's own handler when it runs in this process (lib/local/dynamo.ts): requests that
+   * write nothing go to it directly, without a second HTTP exchange. @default all over HTTP
+   */
+  store?: (request: IncomingMessage, response: ServerResponse) => void;
   /** When the feed starts: its sequence numbers begin there. @default now */
   startedAt?: Date;
 }
@@ -62,7 +74,9 @@ export const sequenceFrom = (startedAt: Date) => {
 
 const WRITE_TARGET = /^DynamoDB_20120810\.(PutItem|BatchWriteItem|UpdateItem|DeleteItem)$/;
 
-const parse = (body: Buffer): Record<string, unknown> => {
+type Input = Record<string, unknown>;
+
+const parse = (body: Buffer): Input => {
   try {
     return JSON.parse(body.toString('utf8')) as Record<string, unknown>;
   } catch {
@@ -226,8 +240,7 @@ const createWriter = (
     };
   };
 
-  return async (req: IncomingMessage, body: Buffer, operation: string): Promise<Answer> => {
-    const input = parse(body);
+  return async (req: IncomingMessage, body: Buffer, input: Input, operation: string): Promise<Answer> => {
     const keys = putsOf(operation, input).map(keysOf);
     return exclusive(
       keys.map((key) => JSON.stringify(key)),
@@ -271,6 +284,10 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
 
   const write = createWriter({ targetUrl, reader, tableName, onError }, observer);
 
+  /** A write naming the fed table (a BatchWriteItem among others); anything else passes through. */
+  const writesFedTable = (input: Input) =>
+    input.TableName === tableName || Object.hasOwn((input.RequestItems as object | undefined) ?? {}, tableName);
+
   let port = 0;
   const server: Server = createServer((req, res) => {
     // The same guard as the embedded DynamoDB's: no browser page, no rebound host name.
@@ -278,12 +295,13 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
       req.resume();
       return refuse(res);
     }
+    const operation = WRITE_TARGET.exec(String(req.headers['x-amz-target'] ?? ''))?.[1];
+    if (!operation && options.store) return options.store(req, res);
     void (async () => {
       const body = await readBody(req);
-      const operation = WRITE_TARGET.exec(String(req.headers['x-amz-target'] ?? ''))?.[1];
-      // Reads, and writes that can't touch the fed table, pass straight through.
-      if (!operation || !body.includes(tableName)) return forwardRequest(targetUrl, req, res, body);
-      const answer = await write(req, body, operation);
+      const input = operation ? parse(body) : {};
+      if (!operation || !writesFedTable(input)) return forwardRequest(targetUrl, req, res, body);
+      const answer = await write(req, body, input, operation);
       res.writeHead(answer.statusCode, answer.headers);
       res.end(answer.body);
     })().catch((error: unknown) => {

@@ -71,6 +71,7 @@ const startStoreAndFeed = async (
     if (!options.dynamoEndpoint) dynamo = await startEmbeddedDynamo(storeDir ? { dataDir: storeDir } : {});
     const feed = await startUsageChangeFeed({
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
+      ...(dynamo ? { store: dynamo.serve } : {}),
       usageTable: operatorTableNames(process.env).usage,
       // On loopback whatever HOST says: the database is for this machine's tools only.
       host: LOCAL_HOST,

@@ -25,7 +25,7 @@ import type { StreamChange } from './stream-events';
 
 export interface UsageChangeFeedOptions extends Pick<
   ChangeFeedOptions,
-  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts'
+  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts' | 'store'
 > {
   /** The DynamoDB holding the tables. */
   target: string;
