@@ -25,7 +25,7 @@ type Item = Record<string, AttributeValue>;
 
 export interface ChangeFeedOptions extends Pick<
   DeliveryOptions,
-  'shards' | 'batchSize' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts'
+  'shards' | 'batchSize' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts' | 'maxPending'
 > {
   /** The DynamoDB the proxy forwards to. */
   target: string;
@@ -53,11 +53,11 @@ export interface ChangeFeedOptions extends Pick<
 export interface ChangeFeed {
   endpoint: string;
   port: number;
-  /** Resolves once everything observed so far has been delivered or set aside. */
+  /** Delivers everything observed so far without waiting out the window; resolves once it is delivered or set aside. */
   drain(): Promise<void>;
   /** When the oldest change still to deliver was written (epoch ms); undefined when none is. */
   oldestPending(): number | undefined;
-  /** Delivered and set-aside changes and, per delivered change, the time from the write's response to its delivery. */
+  /** Delivered and set-aside changes. */
   stats(): DeliveryStats;
   close(): Promise<void>;
 }
@@ -196,7 +196,7 @@ const createDelivery = (options: ChangeFeedOptions, tableName: string, onError: 
       (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
     onError,
     ...Object.fromEntries(
-      (['shards', 'batchSize', 'batchWindowMs', 'retryDelayMs', 'maxAttempts'] as const)
+      (['shards', 'batchSize', 'batchWindowMs', 'retryDelayMs', 'maxAttempts', 'maxPending'] as const)
         .filter((name) => options[name] !== undefined)
         .map((name) => [name, options[name]]),
     ),
@@ -302,6 +302,8 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
       const input = operation ? parse(body) : {};
       if (!operation || !writesFedTable(input)) return forwardRequest(targetUrl, req, res, body);
       const answer = await write(req, body, input, operation);
+      // Past the feed's bound the writer waits for deliveries: what it holds stays bounded.
+      await delivery.room();
       res.writeHead(answer.statusCode, answer.headers);
       res.end(answer.body);
     })().catch((error: unknown) => {

@@ -17,12 +17,17 @@ export interface DeliveryOptions {
   shards?: number;
   /** @default 100 */
   batchSize?: number;
-  /** @default 200 */
+  /**
+   * How long a shard gathers records before it delivers them. The aggregator writes a few items
+   * per batch, not per call, so a longer window costs fewer writes and a later rollup. @default 1000
+   */
   batchWindowMs?: number;
   /** Wait before the first redelivery; doubled for each further one, at most 2 s. @default 100 */
   retryDelayMs?: number;
   /** Deliveries of a record before it is set aside. @default 5 */
   maxAttempts?: number;
+  /** Records held before `room()` makes writers wait for deliveries. @default MAX_PENDING */
+  maxPending?: number;
   setAside: (change: StreamChange, reason: string) => Promise<void>;
   onError: (error: unknown) => void;
 }
@@ -30,14 +35,14 @@ export interface DeliveryOptions {
 export interface DeliveryStats {
   delivered: number;
   setAside: number;
-  /** Per delivered record: from the write's answer to its batch's success (the newest MAX_LAGS_KEPT, in no order). */
-  lagsMs: number[];
+  /** Records queued, neither delivered nor set aside yet. */
+  pending: number;
 }
 
-type Entry = { change: StreamChange; observedAt: number };
+/** The records a feed holds before its writers wait: a minute of the local stack's traffic, a few MB. */
+export const MAX_PENDING = 10_000;
 
-/** Lag samples kept: a ring, so a long session's feed holds at most this many. */
-export const MAX_LAGS_KEPT = 100_000;
+type Entry = { change: StreamChange; observedAt: number };
 
 /** The shard a partition key value's records go to (as DynamoDB's stream keeps a key in one shard). */
 export const shardOf = (partitionKey: string, shards: number): number =>
@@ -59,16 +64,18 @@ export class ShardedDelivery {
   private readonly batchWindowMs: number;
   private readonly retryDelayMs: number;
   private readonly maxAttempts: number;
-  private readonly counts: DeliveryStats = { delivered: 0, setAside: 0, lagsMs: [] };
-  private nextLag = 0;
+  private readonly maxPending: number;
+  private readonly counts: DeliveryStats = { delivered: 0, setAside: 0, pending: 0 };
   private closed = false;
   private idle: (() => void)[] = [];
+  private waiting: (() => void)[] = [];
 
   constructor(private readonly options: DeliveryOptions) {
     this.batchSize = options.batchSize ?? 100;
-    this.batchWindowMs = options.batchWindowMs ?? 200;
+    this.batchWindowMs = options.batchWindowMs ?? 1000;
     this.retryDelayMs = options.retryDelayMs ?? 100;
     this.maxAttempts = options.maxAttempts ?? 5;
+    this.maxPending = options.maxPending ?? MAX_PENDING;
     this.shards = Array.from({ length: options.shards ?? DEFAULT_SHARDS }, () => ({
       queue: [],
       delivering: false,
@@ -81,11 +88,24 @@ export class ShardedDelivery {
   push(change: StreamChange, partitionKey: string): void {
     const shard = this.shards[shardOf(partitionKey, this.shards.length)]!;
     shard.queue.push({ change, observedAt: performance.now() });
+    this.counts.pending += 1;
     this.schedule(shard);
   }
 
-  /** Resolves once everything queued so far has been delivered or set aside. */
+  /** Resolves once the records held are at most `maxPending`: a writer waits here before its answer. */
+  room(): Promise<void> {
+    if (this.counts.pending <= this.maxPending || this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Delivers what is queued without waiting out the window; resolves once it is delivered or set aside. */
   drain(): Promise<void> {
+    for (const shard of this.shards) {
+      if (!shard.timer) continue;
+      clearTimeout(shard.timer);
+      shard.timer = undefined;
+      void this.pump(shard);
+    }
     return this.busy() ? new Promise<void>((resolve) => this.idle.push(resolve)) : Promise.resolve();
   }
 
@@ -96,14 +116,20 @@ export class ShardedDelivery {
   }
 
   stats(): DeliveryStats {
-    return { ...this.counts, lagsMs: [...this.counts.lagsMs] };
+    return { ...this.counts };
   }
 
   close(): void {
     this.closed = true;
     for (const shard of this.shards) clearTimeout(shard.timer);
-    for (const resolve of this.idle) resolve();
+    for (const resolve of [...this.idle, ...this.waiting]) resolve();
     this.idle = [];
+    this.waiting = [];
+  }
+
+  private released(count: number): void {
+    this.counts.pending -= count;
+    while (this.waiting.length > 0 && this.counts.pending <= this.maxPending) this.waiting.shift()!();
   }
 
   private busy(): boolean {
@@ -141,16 +167,9 @@ export class ShardedDelivery {
   }
 
   private done(shard: Shard, count: number): void {
-    const now = performance.now();
-    const { lagsMs } = this.counts;
-    for (const entry of shard.queue.splice(0, count)) {
-      if (lagsMs.length < MAX_LAGS_KEPT) lagsMs.push(now - entry.observedAt);
-      else {
-        lagsMs[this.nextLag] = now - entry.observedAt;
-        this.nextLag = (this.nextLag + 1) % MAX_LAGS_KEPT;
-      }
-    }
+    shard.queue.splice(0, count);
     this.counts.delivered += count;
+    this.released(count);
   }
 
   /** After a failed delivery: set the head aside once it has failed often enough, else wait to retry. */
@@ -160,6 +179,7 @@ export class ShardedDelivery {
       const [head] = shard.queue.splice(0, 1);
       shard.attempts = 0;
       this.counts.setAside += 1;
+      this.released(1);
       await this.options
         .setAside(head!.change, `failed ${this.maxAttempts} deliveries`)
         .catch((error: unknown) => this.options.onError(error));
