@@ -299,7 +299,8 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
     if (!operation && options.store) return options.store(req, res);
     void (async () => {
       const body = await readBody(req);
-      const input = operation ? parse(body) : {};
+      // Only a body naming the table can write to it: the rest is not parsed.
+      const input = operation && body.includes(tableName) ? parse(body) : {};
       if (!operation || !writesFedTable(input)) return forwardRequest(targetUrl, req, res, body);
       const answer = await write(req, body, input, operation);
       // Past the feed's bound the writer waits for deliveries: what it holds stays bounded.

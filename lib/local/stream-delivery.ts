@@ -100,13 +100,15 @@ export class ShardedDelivery {
 
   /** Delivers what is queued without waiting out the window; resolves once it is delivered or set aside. */
   drain(): Promise<void> {
+    if (!this.busy()) return Promise.resolve();
+    const drained = new Promise<void>((resolve) => this.idle.push(resolve));
     for (const shard of this.shards) {
       if (!shard.timer) continue;
       clearTimeout(shard.timer);
       shard.timer = undefined;
-      void this.pump(shard);
+      this.schedule(shard);
     }
-    return this.busy() ? new Promise<void>((resolve) => this.idle.push(resolve)) : Promise.resolve();
+    return drained;
   }
 
   /** When the oldest change still to deliver was observed (epoch ms); undefined when none is. */
@@ -143,8 +145,13 @@ export class ShardedDelivery {
         shard.timer = undefined;
         void this.pump(shard);
       },
-      shard.queue.length >= this.batchSize ? 0 : this.batchWindowMs,
+      this.goesAtOnce(shard) ? 0 : this.batchWindowMs,
     );
+  }
+
+  /** A full batch, or one a drain waits for, goes without waiting out the window. */
+  private goesAtOnce(shard: Shard): boolean {
+    return shard.queue.length >= this.batchSize || this.idle.length > 0;
   }
 
   /** Delivers one batch; returns how many records from its head were applied. */
@@ -192,7 +199,9 @@ export class ShardedDelivery {
   private async pump(shard: Shard): Promise<void> {
     shard.delivering = true;
     try {
-      while (shard.queue.length > 0 && !this.closed) {
+      // As an event source mapping: one batch per window, unless full; a failed one is retried.
+      let more = shard.queue.length > 0 && !this.closed;
+      while (more) {
         const batch = shard.queue.slice(0, this.batchSize);
         const applied = await this.deliverOnce(batch);
         if (applied > 0) {
@@ -200,6 +209,7 @@ export class ShardedDelivery {
           shard.attempts = 0;
         }
         if (applied < batch.length) await this.afterFailure(shard);
+        more = shard.queue.length > 0 && !this.closed && (shard.attempts > 0 || this.goesAtOnce(shard));
       }
     } finally {
       shard.delivering = false;
