@@ -5,8 +5,8 @@
  * some parts (coldstart, overhead, e2e, stack); only a full run writes the results.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { PROJECT_ROOT } from './lib/fixtures';
@@ -35,16 +35,19 @@ const stackParts = async (): Promise<Record<string, PartResult>> => {
     startMs.push(stack.firstOkMs);
     await stack.process.stop();
   }
-  const stack = await startLocalStack();
+  // The loaded one keeps its store where the bench can weigh it.
+  const dataDir = mkdtempSync(join(tmpdir(), 'branch-api-bench-'));
+  const stack = await startLocalStack(dataDir);
   startMs.push(stack.firstOkMs);
   try {
     const keys = createKeys(stack.dynamoEndpoint, LOAD_KEYS, LOAD_KEY_RATE_LIMIT);
     log('CLI: --version, keys list, console start');
     const cli = await runCliPart(stack, 'bench 1', startMs);
     log('local stack: 20,000 requests, memory, rollups');
-    return { cli, localStack: await runLocalStack(stack, keys) };
+    return { cli, localStack: await runLocalStack(stack, keys, dataDir) };
   } finally {
     await stack.process.stop();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 };
 

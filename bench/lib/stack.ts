@@ -20,10 +20,12 @@ const bannerValue = (banner: string, label: RegExp): string => {
   return value;
 };
 
-/** `npm start` (bin/branch-api.js serve) on free ports, until its banner and its first 200. */
-export const startLocalStack = async (): Promise<LocalStack> => {
+/** `npm start` (bin/branch-api.js serve) on free ports, until its banner and its first 200; `dataDir`: `--data-dir`. */
+export const startLocalStack = async (dataDir?: string): Promise<LocalStack> => {
   const started = await startNode(
-    [CLI, 'serve', '--port', '0', '--dynamodb-port', '0', '--console-port', '0'],
+    [CLI, 'serve', '--port', '0', '--dynamodb-port', '0', '--console-port', '0'].concat(
+      dataDir ? ['--data-dir', dataDir] : [],
+    ),
     {},
     /Press Ctrl-C to stop/,
   );
