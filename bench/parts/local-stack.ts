@@ -3,7 +3,7 @@
  * with the rollups current (their count, read with the CLI, equals the calls made), its resident
  * memory (the process and its children, from /proc) along the run, and the data its store holds.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { demoBranch } from '../lib/fixtures';
 import { load, requestsFor } from '../lib/load';
@@ -29,6 +29,13 @@ const rollupCalls = (stack: LocalStack): number => {
   return (JSON.parse(stdout) as { totals: { calls: number } }).totals.calls;
 };
 
+/** CPU time of a process so far, all its threads, in ms (Linux /proc, clock ticks of 10 ms). */
+const cpuMs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
 /** Bytes of the store's files in `dataDir`. */
 const storeBytes = (dataDir: string): number =>
   readdirSync(dataDir)
@@ -45,6 +52,7 @@ export const runLocalStack = async (
   await load(stack.baseUrl, { connections: CONNECTIONS, amount: WARMUP, requests });
 
   let answered = 0;
+  const cpuBefore = cpuMs(pid);
   const samples = [{ answered, ...treeRss(pid) }];
   const sampler = setInterval(() => samples.push({ answered, ...treeRss(pid) }), SAMPLE_MS);
   let seconds: number;
@@ -59,6 +67,7 @@ export const runLocalStack = async (
     clearInterval(sampler);
   }
   const loadEnded = performance.now();
+  const cpuPerRequest = round((cpuMs(pid) - cpuBefore) / REQUESTS, 2);
   samples.push({ answered, ...treeRss(pid) });
 
   // Every call made to this stack: its first 200, the warm-up and the run.
@@ -85,6 +94,7 @@ export const runLocalStack = async (
     warmup: WARMUP,
     requests: REQUESTS,
     requestsPerSecond: round(REQUESTS / seconds, 0),
+    cpuMsPerRequest: cpuPerRequest,
     rollupsCurrentAfterS: currentAfterS,
     rssStartMb: round(samples[0]!.rss / KB / KB, 1),
     rssEndMb: round(samples.at(-1)!.rss / KB / KB, 1),
@@ -97,7 +107,7 @@ export const runLocalStack = async (
     figures,
     rows: [
       {
-        figure: `Local stack: requests/s at c=${CONNECTIONS} over ${REQUESTS} requests, rollups current ${currentAfterS} s after (${calls} calls counted)`,
+        figure: `Local stack: requests/s at c=${CONNECTIONS} over ${REQUESTS} requests (${cpuPerRequest} ms of CPU each), rollups current ${currentAfterS} s after (${calls} calls counted)`,
         measured: String(figures.requestsPerSecond),
         target: `≥ ${LOCAL_RPS}`,
         met: figures.requestsPerSecond >= LOCAL_RPS,

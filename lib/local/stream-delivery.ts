@@ -39,7 +39,7 @@ export interface DeliveryStats {
   pending: number;
 }
 
-/** The records a feed holds before its writers wait: a minute of the local stack's traffic, a few MB. */
+/** The records a feed holds before its writers wait: under a minute of the local stack's busiest traffic. */
 export const MAX_PENDING = 10_000;
 
 type Entry = { change: StreamChange; observedAt: number };
