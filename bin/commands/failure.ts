@@ -6,8 +6,8 @@
 import { CommanderError } from 'commander';
 import { messageNaming, OperatorError, type OperatorErrorCode, type OperatorField } from '../../lib/operator/errors';
 import { terminal, terminalSafeJson } from '../../lib/operator/terminal';
+import { refusalMessage, unavailableMessage } from '../../lib/operator/data-store-failure';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
-import { OPERATOR_TABLES, operatorTableOutput, tableDefinitions } from '../../shared/data/tables';
 
 /** Codes the CLI adds to the operator library's. */
 export const CLI_ERROR_CODES = [
@@ -48,37 +48,6 @@ const OPTION_OF_FIELD: Partial<Record<OperatorField, string>> = {
 const fieldOfFailure = (field: OperatorField): string =>
   OPTION_OF_FIELD[field]?.replace(/^--/, '').replaceAll('-', '_') ?? field;
 
-/** The table's variable and stack output, from the names the target gives the tables (lib/operator/context.ts). */
-const tableSetting = (table: string, env: Record<string, string | undefined>): string => {
-  const definition = tableDefinitions.find(({ envVar, localName }) => (env[envVar]?.trim() || localName) === table);
-  if (!definition) return '';
-  const operated = (OPERATOR_TABLES as readonly string[]).includes(definition.name);
-  return ` (${definition.envVar}${operated ? `, stack output ${operatorTableOutput(definition.name as (typeof OPERATOR_TABLES)[number])}` : ''})`;
-};
-
-/**
- * What DynamoDB refused, named: a missing table with the setting that names it and the options that
- * set it, a denied action with its table and where the operator's policy is; otherwise the error.
- */
-const refusalMessage = (error: DataStoreError, env = process.env): string => {
-  const cause = (error.cause as { name?: string } | undefined)?.name;
-  const operation = /^DynamoDB (\w+)/.exec(error.message)?.[1] ?? 'the request';
-  const table = error.table === undefined ? undefined : `${error.table}${tableSetting(error.table, env)}`;
-  if (cause === 'ResourceNotFoundException' && table) {
-    return (
-      `DynamoDB ${operation}: no table ${table}. Point the CLI at the deployed stack: ` +
-      '--stack <stack name> (or --outputs <file of cdk deploy --outputs-file>), or set the variable from its output'
-    );
-  }
-  if (cause === 'AccessDeniedException' && table) {
-    return (
-      `DynamoDB denied dynamodb:${operation} on table ${table} to your AWS identity: ` +
-      'its IAM policy needs the operator grants (docs/deploy.md "Operator permissions")'
-    );
-  }
-  return `DynamoDB refused the request: ${error.message}`;
-};
-
 export const describeFailure = async (error: unknown): Promise<Failure> => {
   if (error instanceof OperatorError) {
     const message = messageNaming(error, (field) => OPTION_OF_FIELD[field]);
@@ -93,10 +62,7 @@ export const describeFailure = async (error: unknown): Promise<Failure> => {
   const { ConfigError } = await import('../../shared/lambda/config');
   if (error instanceof ConfigError) return { code: 'config_error', message: error.message };
   if (error instanceof DataStoreUnavailableError) {
-    return {
-      code: 'unavailable',
-      message: 'DynamoDB is not reachable (is DYNAMODB_ENDPOINT right, is the local stack running?)',
-    };
+    return { code: 'unavailable', message: unavailableMessage() };
   }
   if (error instanceof DataStoreError) return { code: 'data_store_error', message: refusalMessage(error) };
   return { code: 'internal_error', message: error instanceof Error ? error.message : String(error) };

@@ -1,6 +1,6 @@
 /** `branch-api keys …`: every key action (lib/operator/keys.ts), its options parsed here. */
 import { Option, type Command } from 'commander';
-import type { KeySettings } from '../../lib/operator/keys';
+import type { KeySettings, PendingActivity } from '../../lib/operator/keys';
 import { DEFAULT_GRACE, MAX_ACTIVITY_LIMIT } from '../../lib/operator/limits';
 import { OperatorError } from '../../lib/operator/errors';
 import { formatTable } from '../../lib/operator/format';
@@ -15,6 +15,17 @@ const ALLOW_IP_HELP = 'only these IPv4/IPv6 addresses or CIDR blocks may use the
 
 /** The key actions, loaded when a command runs: `--help` needs none of them. */
 const keyActions = () => import('../../lib/operator/keys');
+
+/**
+ * One warning on stderr per entry the action left pending: the action happened, so the exit code
+ * stays 0; the entry is finished later (docs/decisions.md "Key events").
+ */
+const warnPending = async (pending: readonly PendingActivity[] | undefined): Promise<void> => {
+  const { pendingNotice } = await keyActions();
+  for (const entry of pending ?? [])
+    process.stderr.write(`${terminal`warning: ${pendingNotice(entry)}`.text}
+`);
+};
 
 /** A key's settings, one per line. */
 const settingsText = (record: ApiKeyRecord): TerminalText[] => [
@@ -88,10 +99,11 @@ const addCreate = (keys: Command): void => {
       withKeyAction(async (ctx, options: CreateOptions) => {
         const { scopes = [], ...settings } = await settingsOf(options);
         const { createKey } = await keyActions();
-        const { key, record } = await createKey(ctx, { branchId: options.branch, scopes, ...settings });
-        print({ key, ...record }, options, () =>
+        const { key, record, pending } = await createKey(ctx, { branchId: options.branch, scopes, ...settings });
+        print({ key, ...record, ...(pending ? { pending } : {}) }, options, () =>
           newKeyText(key, record, terminal`Created key ${record.key_id} for branch ${record.branch_id}`),
         );
+        await warnPending(pending);
       }),
     );
 };
@@ -205,6 +217,7 @@ const addUpdate = (keys: Command): void => {
             ...settingsText(outcome.key),
           ]),
         );
+        await warnPending(outcome.pending);
       }),
     );
 };
@@ -239,6 +252,7 @@ const addStateActions = (keys: Command): void => {
               ? terminal`${done} key ${outcome.key.key_id} (branch ${outcome.key.branch_id})`
               : terminal`Key ${outcome.key.key_id} (branch ${outcome.key.branch_id}) ${unchanged}; nothing changed`,
           );
+          await warnPending(outcome.pending);
         }),
       );
   }
@@ -254,6 +268,7 @@ const addStateActions = (keys: Command): void => {
             ? terminal`Key ${record.key_id} (branch ${record.branch_id}) was already revoked at ${record.revoked_at}; nothing changed`
             : terminal`Revoked key ${record.key_id} (branch ${record.branch_id}) at ${record.revoked_at}`,
         );
+        await warnPending(record.pending);
       }),
     );
 };
@@ -267,8 +282,8 @@ const addRoll = (keys: Command): void => {
         const { parseGrace } = await import('../../lib/operator/input');
         const { rollKey } = await keyActions();
         const graceMs = parseGrace(options.grace);
-        const { key, record, previous } = await rollKey(ctx, { keyId, branchId: options.branch, graceMs });
-        print({ key, ...record, previous }, options, () =>
+        const { key, record, previous, pending } = await rollKey(ctx, { keyId, branchId: options.branch, graceMs });
+        print({ key, ...record, previous, ...(pending ? { pending } : {}) }, options, () =>
           newKeyText(
             key,
             record,
@@ -278,6 +293,7 @@ const addRoll = (keys: Command): void => {
             ]),
           ),
         );
+        await warnPending(pending);
       }),
     );
 };

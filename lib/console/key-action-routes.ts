@@ -1,7 +1,8 @@
 /**
  * Routes of the per-key changes that show no key value: Edit (a form), Disable, Enable and
  * Revoke (confirmed on a page, then a POST). Each answers with a redirect to the keys page and a
- * notice, so a reload changes nothing.
+ * notice, so a reload changes nothing; one whose entry is still pending answers with the keys page
+ * and its warning (a re-sent form finds the change made and changes nothing).
  */
 import { OperatorError } from '../operator/errors';
 import {
@@ -12,6 +13,7 @@ import {
   type KeyListing,
   type KeyOfBranch,
   type KeySettings,
+  type PendingActivity,
 } from '../operator/keys';
 import { html } from './html';
 import {
@@ -24,12 +26,19 @@ import {
   type KeyFormValues,
 } from './key-form';
 import { branchPath, keyPath, layout, withQuery, type FormError } from './layout';
-import { findKey } from './keys-routes';
+import { findKey, keysView, pendingWarnings } from './keys-routes';
 import { page, redirect, type ConsoleRoute, type RouteRequest } from './routes';
 
 /** Back to the keys page, which says what was done to which key. */
 export const doneRedirect = (branchId: string, keyId: string, done: string) =>
   redirect(withQuery(branchPath(branchId, 'keys'), { done, key: keyId }));
+
+/** The keys page after a change: redirected to, or shown at once with the warning of an entry still pending. */
+const doneAnswer = async (r: RouteRequest, done: string, pending: readonly PendingActivity[] | undefined) => {
+  const { branch, key } = r.params;
+  if (!pending) return doneRedirect(branch!, key!, done);
+  return page(await keysView(r, { done: { done, keyId: key! }, ...pendingWarnings(pending) }));
+};
 
 const editPage = (branchId: string, key: KeyListing, csrf: string, values: KeyFormValues, error?: FormError) =>
   layout({
@@ -78,8 +87,8 @@ const editRoute: ConsoleRoute = {
     try {
       const change = changeOf(keyFormValues(key), sent);
       if (Object.keys(change).length === 0) return doneRedirect(key.branch_id, key.key_id, 'updated');
-      await updateKey(r.ctx, { ...keyOf(r), ...change });
-      return doneRedirect(key.branch_id, key.key_id, 'updated');
+      const { pending } = await updateKey(r.ctx, { ...keyOf(r), ...change });
+      return await doneAnswer(r, 'updated', pending);
     } catch (error) {
       if (!(error instanceof OperatorError) || error.code !== 'invalid_input') throw error;
       return page(editPage(key.branch_id, key, r.session.csrf, sent, formError(error)), 400);
@@ -88,13 +97,14 @@ const editRoute: ConsoleRoute = {
 };
 
 /** A confirmed change of one key, then back to the list with its notice. */
-const changeRoute = (action: string, done: string, run: (r: RouteRequest) => Promise<unknown>): ConsoleRoute => ({
+const changeRoute = (
+  action: string,
+  done: string,
+  run: (r: RouteRequest) => Promise<{ pending?: PendingActivity[] }>,
+): ConsoleRoute => ({
   method: 'POST',
   path: `/branches/:branch/keys/:key/${action}`,
-  handle: async (r) => {
-    await run(r);
-    return doneRedirect(r.params.branch!, r.params.key!, done);
-  },
+  handle: async (r) => doneAnswer(r, done, (await run(r)).pending),
 });
 
 /** Before the keys routes: `/keys/:key/edit` is a form, not a confirmation page. */

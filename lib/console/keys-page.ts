@@ -148,6 +148,8 @@ export interface KeysPageInput {
   /** Just created (or rolled to): its value, shown this once. */
   created?: { key: string; name: string; keyId: string; note?: string };
   notice?: string;
+  /** What an action left undone for now (its activity entry or key event: lib/operator/keys.ts pendingNotice). */
+  warnings?: string[];
   /** A refusal of the page as a whole (a re-sent form, a refused roll). */
   alert?: string;
   /** The Create key form's refusal: next to its field. */
@@ -313,6 +315,7 @@ export const keysPage = (input: KeysPageInput): string =>
     body: html`<h1>API keys</h1>
       ${input.created ? createdPanel(input.created) : ''}
       ${input.notice ? html`<p role="status" class="notice">${input.notice}</p>` : ''}
+      ${(input.warnings ?? []).map((warning) => html`<p role="status" class="warning">Warning: ${warning}</p>`)}
       ${input.alert ? html`<p role="alert" class="error">${input.alert}</p>` : ''} ${createPanel(input)}
       ${input.branchTotal > 0 ? filterForm(input) : ''}
       <div id="keys-results">${input.keys.length ? keysTable(input) : emptyState(input)} ${keysPager(input)}</div>`,

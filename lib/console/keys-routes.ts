@@ -5,7 +5,7 @@
 import { OperatorError } from '../operator/errors';
 import { DEFAULT_GRACE, parseGrace } from '../operator/input';
 import { auditOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
-import { createKey, listKeys, rollKey, type KeyListing } from '../operator/keys';
+import { createKey, listKeys, pendingNotice, rollKey, type KeyListing, type PendingActivity } from '../operator/keys';
 import { keyState } from '../../shared/domain/key-state';
 import { html, type Html } from './html';
 import { Refusal, notFound, queryValue } from './http';
@@ -28,6 +28,10 @@ type Extra = Partial<
 > & {
   done?: { done: string; keyId: string } | undefined;
 };
+
+/** The warnings of the entries an action left pending, for the keys page. */
+export const pendingWarnings = (pending: readonly PendingActivity[] | undefined) =>
+  pending ? { warnings: pending.map(pendingNotice) } : {};
 
 /** What a change just did (its redirect's `done` and `key`), for the notice. */
 const doneOf = (query: URLSearchParams) => {
@@ -194,7 +198,7 @@ const createRoute: ConsoleRoute = {
     if (again) return again;
     try {
       const { name, scopes = [], expiresAt, allowedIps, rateLimit } = formSettings(values, KEY_FORM_FIELDS);
-      const { key, record } = await createKey(r.ctx, {
+      const { key, record, pending } = await createKey(r.ctx, {
         branchId: r.params.branch!,
         scopes,
         // An empty name gets the default one; an empty optional field is no setting.
@@ -204,7 +208,8 @@ const createRoute: ConsoleRoute = {
         ...(rateLimit ? { rateLimit } : {}),
       });
       // 200 with the value in the body, never a redirect: the value must not reach a URL.
-      return page(await keysView(r, { created: { key, name: record.name, keyId: record.key_id } }));
+      const created = { key, name: record.name, keyId: record.key_id };
+      return page(await keysView(r, { created, ...pendingWarnings(pending) }));
     } catch (error) {
       if (!(error instanceof OperatorError)) throw error;
       return page(await keysView(r, { error: formError(error), form: values }), 400);
@@ -225,14 +230,15 @@ const rollRoute: ConsoleRoute = {
     const again = await sentTwice(r, 'the key was not rolled again');
     if (again) return again;
     try {
-      const { key, record, previous } = await rollKey(r.ctx, {
+      const { key, record, previous, pending } = await rollKey(r.ctx, {
         branchId: r.params.branch!,
         keyId: r.params.key!,
         graceMs: parseGrace(r.form.get('grace') ?? ''),
       });
       const note = `Key ${previous.key_id} keeps working until ${previous.expires_at}.`;
       // 200 with the value in the body, never a redirect: the value must not reach a URL.
-      return page(await keysView(r, { created: { key, name: record.name, keyId: record.key_id, note } }));
+      const created = { key, name: record.name, keyId: record.key_id, note };
+      return page(await keysView(r, { created, ...pendingWarnings(pending) }));
     } catch (error) {
       if (!(error instanceof OperatorError)) throw error;
       return page(await keysView(r, { alert: error.message }), 409);

@@ -15,13 +15,14 @@ import {
   type ApiKeyRecord,
   type KeySettingsChange,
 } from '../../shared/domain/key-record';
-import type { KeyActionResult, KeyRef } from '../../shared/data/repositories/keys';
-import type { ActivityEntry } from '../../shared/domain/key-activity';
+import type { KeyActionResult, KeyRef, PendingEntry } from '../../shared/data/repositories/keys';
+import type { ActivityEntry, KeyAction } from '../../shared/domain/key-activity';
 import type { ActivityPage } from '../../shared/data/repositories/activity';
 import { SCOPES, type Scope } from '../../shared/domain/schemas';
 import { keyState, type KeyState } from '../../shared/domain/key-state';
 import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import type { OperatorContext } from './context';
+import { dataStoreFailureMessage } from './data-store-failure';
 import { invalidInput, OperatorError } from './errors';
 import { auditOf, type KeyAudit } from './key-audit';
 import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_ACTIVITY_LIMIT, MAX_GRACE_MS, MAX_NAME_LENGTH } from './limits';
@@ -51,10 +52,56 @@ export interface KeyListing extends ApiKeyRecord {
   status: KeyState;
 }
 
-/** What an action did: the key afterwards, and false when nothing needed changing. */
+/**
+ * A key action's entry not finished yet: the action has happened, and its entry waits on the key
+ * for the key actions finisher or the key's next action (docs/decisions.md "Key events").
+ */
+export interface PendingActivity {
+  key_id: string;
+  action: KeyAction;
+  activity_id: string;
+  /** Written to the activity log. */
+  copied: boolean;
+  /** Its key event sent. */
+  sent: boolean;
+  /** Why not, in words: the DynamoDB failure named, or the event unsent. */
+  reason: string;
+}
+
+/** The entries an action left pending, if any: `{ pending }` to spread into its outcome. */
+const pendingOf = (entries: readonly PendingEntry[]): { pending?: PendingActivity[] } =>
+  entries.length === 0
+    ? {}
+    : {
+        pending: entries.map(({ entry, copied, copyError, sent }) => ({
+          key_id: entry.key_id,
+          action: entry.action,
+          activity_id: entry.activity_id,
+          copied,
+          sent,
+          reason: [
+            ...(copied ? [] : [copyError === undefined ? 'no activity table' : dataStoreFailureMessage(copyError)]),
+            ...(sent ? [] : ['the key event was not sent; its error is logged as "Key event not sent"']),
+          ].join('; '),
+        })),
+      };
+
+/** What a pending entry means for the operator, one sentence (the CLI's warning, the console's notice). */
+export const pendingNotice = ({ key_id, action, copied, sent, reason }: PendingActivity): string => {
+  const missing = [copied ? '' : 'its activity entry is not written', sent ? '' : 'its key event is not sent']
+    .filter(Boolean)
+    .join(' and ');
+  return (
+    `key ${key_id} ${action}, but ${missing} yet (${reason}): it stays on the key and is finished ` +
+    'by the key actions finisher or the next action on this key'
+  );
+};
+
+/** What an action did: the key afterwards, false when nothing needed changing, and its entry if pending. */
 export interface KeyActionOutcome {
   key: ApiKeyRecord;
   changed: boolean;
+  pending?: PendingActivity[];
 }
 
 export const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
@@ -151,13 +198,20 @@ export interface CreateKeyRequest extends Omit<KeySettings, 'scopes'> {
   now?: Date;
 }
 
+export interface CreatedKey {
+  /** The new key's value: shown once, never stored. */
+  key: string;
+  record: ApiKeyRecord;
+  pending?: PendingActivity[];
+}
+
 /** Creates a key. The returned `key` is the only time its value is ever available. */
-export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest) => {
+export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest): Promise<CreatedKey> => {
   const now = request.now ?? new Date();
   const change = settingsChange(request, now);
   await requireBranch(ctx, request.branchId);
   const name = change.name ?? defaultName(await ctx.keys.listByBranch(request.branchId));
-  return ctx.keys.create({
+  const { key, record, pending } = await ctx.keys.create({
     branchId: request.branchId,
     scopes: change.scopes!,
     name,
@@ -167,6 +221,7 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     ...(change.expires_at ? { expiresAt: new Date(change.expires_at) } : {}),
     ...(change.rate_limit ? { rateLimit: change.rate_limit } : {}),
   });
+  return { key, record, ...pendingOf(pending) };
 };
 
 /** Which keys a listing keeps. */
@@ -220,8 +275,8 @@ const act = async (
 ): Promise<KeyActionOutcome> => {
   await requireBranch(ctx, branchId);
   try {
-    const { record, changed } = await run({ keyId, branchId, now, actor: await ctx.actor() });
-    return { key: record, changed };
+    const { record, changed, pending } = await run({ keyId, branchId, now, actor: await ctx.actor() });
+    return { key: record, changed, ...pendingOf(pending) };
   } catch (error) {
     if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
     if (error instanceof KeyActionRefusedError) {
@@ -268,6 +323,7 @@ export interface RevokedKey extends ApiKeyRecord {
   revoked_at: string;
   /** True when the key had been revoked before this call (which then changed nothing). */
   already_revoked: boolean;
+  pending?: PendingActivity[];
 }
 
 /** Revokes a key of the branch from the next request on; revoking a revoked key changes nothing. */
@@ -275,8 +331,8 @@ export const revokeKey = async (ctx: OperatorContext, { branchId, keyId }: KeyOf
   const key = await requireKeyOfBranch(ctx, branchId, keyId);
   if (key.revoked_at) return { ...key, revoked_at: key.revoked_at, already_revoked: true };
   try {
-    const revoked = await ctx.keys.revoke(keyId, new Date(), await ctx.actor());
-    return { ...revoked, revoked_at: revoked.revoked_at!, already_revoked: false };
+    const { record, pending } = await ctx.keys.revoke(keyId, new Date(), await ctx.actor());
+    return { ...record, revoked_at: record.revoked_at!, already_revoked: false, ...pendingOf(pending) };
   } catch (error) {
     // Deleted between the two reads: as unknown as any other id.
     if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
@@ -296,6 +352,7 @@ export interface RollKeyResult {
   record: ApiKeyRecord;
   /** The old key: `rolled_to` the new one, `expires_at` at the end of the grace period. */
   previous: ApiKeyRecord;
+  pending?: PendingActivity[];
 }
 
 const ROLL_REFUSALS: Record<KeyNotRollableError['reason'], string> = {
@@ -313,13 +370,14 @@ export const rollKey = async (ctx: OperatorContext, request: RollKeyRequest): Pr
   }
   await requireBranch(ctx, request.branchId);
   try {
-    return await ctx.keys.roll({
+    const { pending, ...rolled } = await ctx.keys.roll({
       keyId: request.keyId,
       branchId: request.branchId,
       graceMs,
       now: request.now ?? new Date(),
       actor: await ctx.actor(),
     });
+    return { ...rolled, ...pendingOf(pending) };
   } catch (error) {
     if (error instanceof KeyNotFoundError) throw unknownKey(request.branchId, request.keyId);
     if (error instanceof KeyNotRollableError) {

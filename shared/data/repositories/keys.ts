@@ -64,18 +64,35 @@ export interface RollKeyInput extends Omit<KeyRef, 'actor'>, Partial<Actor> {
   graceMs: number;
 }
 
+/**
+ * An action's entry not finished right after its write: it stays on the key item for the next
+ * finisher (docs/decisions.md "Key events"), and this says what did not happen and why.
+ */
+export interface PendingEntry {
+  entry: ActivityEntry;
+  /** Copied to the activity table (false also when this repository has no activity table). */
+  copied: boolean;
+  /** The copy's error, when the copy was tried and failed. */
+  copyError?: unknown;
+  /** Its key event sent (the emitter logs why not, "Key event not sent"). */
+  sent: boolean;
+}
+
 export interface RolledKey {
   /** The new key's value: the only copy there will ever be. */
   key: string;
   record: ApiKeyRecord;
   /** The old key as it is now: `rolled_to` set, `expires_at` at the end of the grace period. */
   previous: ApiKeyRecord;
+  /** The roll's entries (the old key's `rolled`, the new key's `created`) not finished yet. */
+  pending: PendingEntry[];
 }
 
-/** What an action did: the key afterwards, and false when there was nothing to change. */
+/** What an action did: the key afterwards, false when there was nothing to change, and its entry if pending. */
 export interface KeyActionResult {
   record: ApiKeyRecord;
   changed: boolean;
+  pending: PendingEntry[];
 }
 
 /** Actor of actions taken without one (the tests' fixtures, keys made before activity existed). */
@@ -181,7 +198,7 @@ export class KeysRepository extends DynamoRepository {
   }
 
   /** Creates a key; the returned plaintext `key` is the only copy there will ever be. */
-  async create(input: CreateKeyInput): Promise<{ key: string; record: ApiKeyRecord }> {
+  async create(input: CreateKeyInput): Promise<{ key: string; record: ApiKeyRecord; pending: PendingEntry[] }> {
     const now = input.now ?? new Date();
     const { key, keyHash, record, entry } = await this.putNew(
       {
@@ -197,8 +214,7 @@ export class KeysRepository extends DynamoRepository {
       input.actor ?? UNKNOWN_ACTOR,
       now,
     );
-    await this.publish(entry, keyHash, record);
-    return { key, record };
+    return { key, record, pending: await this.publish(entry, keyHash, record) };
   }
 
   /** Every key of a branch, newest first. */
@@ -239,11 +255,10 @@ export class KeysRepository extends DynamoRepository {
     let stored = await this.requireStored(ref);
     for (let attempt = 1; ; attempt += 1) {
       const mutation = plan(stored, keyState(stored, now), now);
-      if (!mutation || isNoChange(stored, mutation)) return { record: toRecord(stored), changed: false };
+      if (!mutation || isNoChange(stored, mutation)) return { record: toRecord(stored), changed: false, pending: [] };
       try {
         const { record, entry } = await this.applyAction(stored, action, ref.actor, now, mutation, details);
-        await this.publish(entry, stored.key_hash, record);
-        return { record, changed: true };
+        return { record, changed: true, pending: await this.publish(entry, stored.key_hash, record) };
       } catch (error) {
         if (!(error instanceof ConditionNotMetError)) throw error;
         const current = await this.reader.getStored(stored.key_hash);
@@ -289,15 +304,14 @@ export class KeysRepository extends DynamoRepository {
     now = new Date(),
     actor = UNKNOWN_ACTOR,
     leak?: Record<string, string>,
-  ): Promise<ApiKeyRecord> {
-    const { record } = await this.perform(
+  ): Promise<KeyActionResult> {
+    return this.perform(
       { keyId, now, actor },
       leak ? 'leaked' : 'revoked',
       (stored, _state, at) =>
         stored.revoked_at === undefined ? { set: { revoked_at: at.toISOString() }, remove: [] } : undefined,
       leak,
     );
-    return record;
   }
 
   /**
@@ -331,15 +345,15 @@ export class KeysRepository extends DynamoRepository {
       const { record: previous, entry } = await this.applyAction(stored, 'rolled', actor, now, mutation, {
         rolled_to: newId,
       });
-      await this.publish(entry, stored.key_hash, previous);
-      await this.publish(created.entry, newHash, created.record);
-      return { key: created.key, record: created.record, previous };
+      const pending = await this.publish(entry, stored.key_hash, previous);
+      pending.push(...(await this.publish(created.entry, newHash, created.record)));
+      return { key: created.key, record: created.record, previous, pending };
     } catch (error) {
       const current = await this.reader.getStored(stored.key_hash).catch(() => undefined);
       if (current === undefined) throw error; // outcome unknown: leave the new key for the operator to see
       if (current.rolled_to === newId) {
-        await this.publish(created.entry, newHash, created.record);
-        return { key: created.key, record: created.record, previous: toRecord(current) };
+        const pending = await this.publish(created.entry, newHash, created.record);
+        return { key: created.key, record: created.record, previous: toRecord(current), pending };
       }
       await this.deleteByHash(newHash).catch(() => undefined);
       if (error instanceof ConditionNotMetError) {
@@ -361,15 +375,14 @@ export class KeysRepository extends DynamoRepository {
     report: { url: string; source: string },
     actor: string,
     now = new Date(),
-  ): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined> {
+  ): Promise<{ record: ApiKeyRecord; revoked: boolean; pending: PendingEntry[] } | undefined> {
     let stored = await this.reader.getStored(keyHash);
     for (let attempt = 1; stored; attempt += 1) {
-      if (stored.revoked_at !== undefined) return { record: toRecord(stored), revoked: false };
+      if (stored.revoked_at !== undefined) return { record: toRecord(stored), revoked: false, pending: [] };
       try {
         const mutation = { set: { revoked_at: now.toISOString() }, remove: [] };
         const { record, entry } = await this.applyAction(stored, 'leaked', actor, now, mutation, report);
-        await this.publish(entry, keyHash, record);
-        return { record, revoked: true };
+        return { record, revoked: true, pending: await this.publish(entry, keyHash, record) };
       } catch (error) {
         if (!(error instanceof ConditionNotMetError) || attempt >= MAX_ACTION_ATTEMPTS) throw error;
         stored = await this.reader.getStored(keyHash);
@@ -593,32 +606,48 @@ export class KeysRepository extends DynamoRepository {
   }
 
   /**
-   * Finishes the action's entry at once. Best effort: the action has happened and its entry is on
-   * the item, so a failure only leaves it to the next finisher (docs/decisions.md "Key events").
+   * Finishes the action's entry at once. The action has happened and its entry is on the item, so
+   * a failure fails nothing: it leaves the entry to the next finisher (docs/decisions.md "Key
+   * events") and is handed back, so the caller can say so.
+   * @returns the entry, when it is still pending
    */
-  private async publish(entry: ActivityEntry, keyHash: string, record: ApiKeyRecord): Promise<void> {
-    await this.finish(entry, keyHash, record.start).catch(() => undefined);
+  private async publish(entry: ActivityEntry, keyHash: string, record: ApiKeyRecord): Promise<PendingEntry[]> {
+    const attempt = await this.attemptFinish(entry, keyHash, record.start);
+    return attempt.copied && attempt.sent ? [] : [{ entry, ...attempt }];
+  }
+
+  /**
+   * Finishes an entry, as `attemptFinish`.
+   * @returns whether the event was sent
+   * @throws when the copy fails
+   */
+  private async finish(entry: ActivityEntry, keyHash: string, start: string): Promise<boolean> {
+    const { copyError, sent } = await this.attemptFinish(entry, keyHash, start);
+    if (copyError !== undefined) throw copyError;
+    return sent;
   }
 
   /**
    * Copies an entry to the activity table (an idempotent put), sends its event (the entry's id is
    * the event's), then clears it from the item unless a later action replaced it. Without an
-   * activity table, or with the event unsent, the entry stays pending for the next finisher.
-   * @returns whether the event was sent
-   * @throws when the copy fails
+   * activity table, or with the copy failed or the event unsent, the entry stays pending.
    */
-  private async finish(entry: ActivityEntry, keyHash: string, start: string): Promise<boolean> {
+  private async attemptFinish(
+    entry: ActivityEntry,
+    keyHash: string,
+    start: string,
+  ): Promise<Omit<PendingEntry, 'entry'>> {
     // The event is sent even when the copy failed: a leak's event should not wait for the log.
     const copyFailure = await this.activity?.put(entry).then(
       () => undefined,
       (error: unknown) => ({ error }),
     );
-    const unsent = await this.keyEvents.emit([keyEventOfAction(entry, start)]);
-    if (copyFailure) throw copyFailure.error;
-    if (unsent.length > 0) return false;
+    const sent = (await this.keyEvents.emit([keyEventOfAction(entry, start)])).length === 0;
+    if (copyFailure) return { copied: false, copyError: copyFailure.error, sent };
+    if (!this.activity || !sent) return { copied: this.activity !== undefined, sent };
     // Copied and sent: an entry left by a failed clear is only finished again, under the same event id.
-    if (this.activity) await this.clearPending(entry, keyHash).catch(() => undefined);
-    return true;
+    await this.clearPending(entry, keyHash).catch(() => undefined);
+    return { copied: true, sent: true };
   }
 
   /** Removes a finished entry from its key item, unless a later action has replaced it. */
