@@ -18,7 +18,8 @@ const tableSetting = (table: string, env: Env): string => {
 
 /**
  * What DynamoDB refused, named: a missing table with the setting that names it and the options that
- * set it, a denied action with its table and where the operator's policy is; otherwise the error.
+ * set it, a denied action with its table and where the operator's policy is; otherwise the error
+ * and its table.
  */
 export const refusalMessage = (error: DataStoreError, env: Env = process.env): string => {
   const cause = (error.cause as { name?: string } | undefined)?.name;
@@ -36,7 +37,7 @@ export const refusalMessage = (error: DataStoreError, env: Env = process.env): s
       'its IAM policy needs the operator grants (docs/deploy.md "Operator permissions")'
     );
   }
-  return `DynamoDB refused the request: ${error.message}`;
+  return `DynamoDB refused the request${table ? ` on table ${table}` : ''}: ${error.message}`;
 };
 
 /** An unreachable DynamoDB: the local endpoint to check, or the deployed target's region, network and credentials. */

@@ -81,7 +81,7 @@ const pendingOf = (entries: readonly PendingEntry[]): { pending?: PendingActivit
           sent,
           reason: [
             ...(copied ? [] : [copyError === undefined ? 'no activity table' : dataStoreFailureMessage(copyError)]),
-            ...(sent ? [] : ['the key event was not sent; its error is logged as "Key event not sent"']),
+            ...(sent ? [] : ['its destination did not take it: see "Key event not sent" in the log']),
           ].join('; '),
         })),
       };
