@@ -62,9 +62,16 @@ export const describeFailure = async (error: unknown): Promise<Failure> => {
   const { ConfigError } = await import('../../shared/lambda/config');
   if (error instanceof ConfigError) return { code: 'config_error', message: error.message };
   if (error instanceof DataStoreUnavailableError) {
-    return { code: 'unavailable', message: unavailableMessage() };
+    const region = process.env.AWS_REGION?.trim() || process.env.AWS_DEFAULT_REGION?.trim();
+    return {
+      code: 'unavailable',
+      message: unavailableMessage({ endpoint: process.env.DYNAMODB_ENDPOINT?.trim(), region }),
+    };
   }
-  if (error instanceof DataStoreError) return { code: 'data_store_error', message: refusalMessage(error) };
+  if (error instanceof DataStoreError) {
+    const { operatorTableNames } = await import('../../lib/operator/context');
+    return { code: 'data_store_error', message: refusalMessage(error, operatorTableNames(process.env)) };
+  }
   return { code: 'internal_error', message: error instanceof Error ? error.message : String(error) };
 };
 

@@ -4,13 +4,18 @@
  * errors and the key actions' pending notices (lib/operator/keys.ts) say it alike.
  */
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
-import { OPERATOR_TABLES, operatorTableOutput, tableDefinitions } from '../../shared/data/tables';
+import { OPERATOR_TABLES, operatorTableOutput, tableDefinitions, type TableNames } from '../../shared/data/tables';
 
-type Env = Record<string, string | undefined>;
+/** What the operator tools talk to (lib/operator/context.ts): the tables' names, and a local endpoint or a region. */
+export interface DataStoreTarget {
+  tables: TableNames;
+  endpoint?: string | undefined;
+  region?: string | undefined;
+}
 
-/** The table's variable and stack output, from the names the target gives the tables (lib/operator/context.ts). */
-const tableSetting = (table: string, env: Env): string => {
-  const definition = tableDefinitions.find(({ envVar, localName }) => (env[envVar]?.trim() || localName) === table);
+/** The table's variable and stack output, from the names the target gives the tables. */
+const tableSetting = (table: string, tables: TableNames): string => {
+  const definition = tableDefinitions.find(({ name }) => tables[name] === table);
   if (!definition) return '';
   const operated = (OPERATOR_TABLES as readonly string[]).includes(definition.name);
   return ` (${definition.envVar}${operated ? `, stack output ${operatorTableOutput(definition.name as (typeof OPERATOR_TABLES)[number])}` : ''})`;
@@ -21,10 +26,10 @@ const tableSetting = (table: string, env: Env): string => {
  * set it, a denied action with its table and where the operator's policy is; otherwise the error
  * and its table.
  */
-export const refusalMessage = (error: DataStoreError, env: Env = process.env): string => {
+export const refusalMessage = (error: DataStoreError, tables: TableNames): string => {
   const cause = (error.cause as { name?: string } | undefined)?.name;
   const operation = /^DynamoDB (\w+)/.exec(error.message)?.[1] ?? 'the request';
-  const table = error.table === undefined ? undefined : `${error.table}${tableSetting(error.table, env)}`;
+  const table = error.table === undefined ? undefined : `${error.table}${tableSetting(error.table, tables)}`;
   if (cause === 'ResourceNotFoundException' && table) {
     return (
       `DynamoDB ${operation}: no table ${table}. Point the CLI at the deployed stack: ` +
@@ -41,11 +46,8 @@ export const refusalMessage = (error: DataStoreError, env: Env = process.env): s
 };
 
 /** An unreachable DynamoDB: the local endpoint to check, or the deployed target's region, network and credentials. */
-export const unavailableMessage = (env: Env = process.env): string => {
-  if (env.DYNAMODB_ENDPOINT?.trim()) {
-    return 'DynamoDB is not reachable (is DYNAMODB_ENDPOINT right, is the local stack running?)';
-  }
-  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim();
+export const unavailableMessage = ({ endpoint, region }: Omit<DataStoreTarget, 'tables'>): string => {
+  if (endpoint) return 'DynamoDB is not reachable (is DYNAMODB_ENDPOINT right, is the local stack running?)';
   return (
     `DynamoDB${region ? ` in ${region}` : ''} is not reachable (is the region right, ` +
     'can this machine reach AWS, and are your AWS credentials valid and not expired?)'
@@ -53,8 +55,8 @@ export const unavailableMessage = (env: Env = process.env): string => {
 };
 
 /** Any error of a data access, in words: DynamoDB's named as above, any other by its message. */
-export const dataStoreFailureMessage = (error: unknown, env: Env = process.env): string => {
-  if (error instanceof DataStoreUnavailableError) return unavailableMessage(env);
-  if (error instanceof DataStoreError) return refusalMessage(error, env);
+export const dataStoreFailureMessage = (error: unknown, target: DataStoreTarget): string => {
+  if (error instanceof DataStoreUnavailableError) return unavailableMessage(target);
+  if (error instanceof DataStoreError) return refusalMessage(error, target.tables);
   return error instanceof Error ? error.message : String(error);
 };

@@ -69,7 +69,7 @@ export interface PendingActivity {
 }
 
 /** The entries an action left pending, if any: `{ pending }` to spread into its outcome. */
-const pendingOf = (entries: readonly PendingEntry[]): { pending?: PendingActivity[] } =>
+const pendingOf = (ctx: OperatorContext, entries: readonly PendingEntry[]): { pending?: PendingActivity[] } =>
   entries.length === 0
     ? {}
     : {
@@ -80,7 +80,9 @@ const pendingOf = (entries: readonly PendingEntry[]): { pending?: PendingActivit
           copied,
           sent,
           reason: [
-            ...(copied ? [] : [copyError === undefined ? 'no activity table' : dataStoreFailureMessage(copyError)]),
+            ...(copied
+              ? []
+              : [copyError === undefined ? 'no activity table' : dataStoreFailureMessage(copyError, ctx)]),
             ...(sent ? [] : ['its destination did not take it: see "Key event not sent" in the log']),
           ].join('; '),
         })),
@@ -221,7 +223,7 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     ...(change.expires_at ? { expiresAt: new Date(change.expires_at) } : {}),
     ...(change.rate_limit ? { rateLimit: change.rate_limit } : {}),
   });
-  return { key, record, ...pendingOf(pending) };
+  return { key, record, ...pendingOf(ctx, pending) };
 };
 
 /** Which keys a listing keeps. */
@@ -276,7 +278,7 @@ const act = async (
   await requireBranch(ctx, branchId);
   try {
     const { record, changed, pending } = await run({ keyId, branchId, now, actor: await ctx.actor() });
-    return { key: record, changed, ...pendingOf(pending) };
+    return { key: record, changed, ...pendingOf(ctx, pending) };
   } catch (error) {
     if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
     if (error instanceof KeyActionRefusedError) {
@@ -332,7 +334,7 @@ export const revokeKey = async (ctx: OperatorContext, { branchId, keyId }: KeyOf
   if (key.revoked_at) return { ...key, revoked_at: key.revoked_at, already_revoked: true };
   try {
     const { record, pending } = await ctx.keys.revoke(keyId, new Date(), await ctx.actor());
-    return { ...record, revoked_at: record.revoked_at!, already_revoked: false, ...pendingOf(pending) };
+    return { ...record, revoked_at: record.revoked_at!, already_revoked: false, ...pendingOf(ctx, pending) };
   } catch (error) {
     // Deleted between the two reads: as unknown as any other id.
     if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
@@ -377,7 +379,7 @@ export const rollKey = async (ctx: OperatorContext, request: RollKeyRequest): Pr
       now: request.now ?? new Date(),
       actor: await ctx.actor(),
     });
-    return { ...rolled, ...pendingOf(pending) };
+    return { ...rolled, ...pendingOf(ctx, pending) };
   } catch (error) {
     if (error instanceof KeyNotFoundError) throw unknownKey(request.branchId, request.keyId);
     if (error instanceof KeyNotRollableError) {
