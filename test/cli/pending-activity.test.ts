@@ -9,18 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { handler as getBranch } from '../../functions/get-branch';
 import { createOperatorContext } from '../../lib/operator/context';
-import { startRecordingProxy, type RecordingProxy } from '../../lib/verify/recording-proxy';
+import type { RecordingProxy } from '../../lib/verify/recording-proxy';
 import { runCli } from '../support/cli';
 import { mainBranch } from '../support/fixtures';
 import { createKey, expectError, invoke, setUpBranches } from '../support/harness';
+import { DENIED, denyActivityCopy, STAYS } from './denied-activity';
 
 const BRANCH = mainBranch.id;
 const ACTIVITY_TABLE = process.env.ACTIVITY_TABLE!;
-const DENIED =
-  `DynamoDB denied dynamodb:PutItem on table ${ACTIVITY_TABLE} (ACTIVITY_TABLE, stack output ActivityTableName) ` +
-  'to your AWS identity: its IAM policy needs the operator grants (docs/deploy.md "Operator permissions")';
-const STAYS = 'it stays on the key and is finished by the key actions finisher or the next action on this key';
-
 let proxy: RecordingProxy;
 let eventsFile: string;
 const ctx = createOperatorContext(process.env);
@@ -28,12 +24,7 @@ const ctx = createOperatorContext(process.env);
 beforeAll(async () => {
   await setUpBranches();
   eventsFile = join(await mkdtemp(join(tmpdir(), 'pending-activity-')), 'key-events.jsonl');
-  const activityArn = new RegExp(`:table/${ACTIVITY_TABLE}$`);
-  proxy = await startRecordingProxy(
-    process.env.DYNAMODB_ENDPOINT!,
-    new Map(),
-    (action, arn) => !(action === 'dynamodb:PutItem' && activityArn.test(arn)),
-  );
+  proxy = await denyActivityCopy();
 });
 
 afterAll(async () => {

@@ -6,16 +6,14 @@
  */
 import { startConsole, type SettingsConsole } from '../../lib/console/server';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
-import { startRecordingProxy, type RecordingProxy } from '../../lib/verify/recording-proxy';
+import { escapeHtml } from '../../lib/console/html';
+import type { RecordingProxy } from '../../lib/verify/recording-proxy';
+import { DENIED as DENIED_TEXT, denyActivityCopy, STAYS } from '../cli/denied-activity';
 import { postForm, useEnvironment } from './support';
 
 const setup = useEnvironment();
 const { ctx } = setup;
-const ACTIVITY_TABLE = process.env.ACTIVITY_TABLE!;
-const DENIED =
-  `DynamoDB denied dynamodb:PutItem on table ${ACTIVITY_TABLE} (ACTIVITY_TABLE, stack output ActivityTableName) ` +
-  'to your AWS identity: its IAM policy needs the operator grants (docs/deploy.md &quot;Operator permissions&quot;)';
-const STAYS = 'it stays on the key and is finished by the key actions finisher or the next action on this key';
+const DENIED = escapeHtml(DENIED_TEXT);
 
 let proxy: RecordingProxy;
 const consoles: { console: SettingsConsole; ctx: OperatorContext }[] = [];
@@ -29,12 +27,7 @@ const consoleWith = async (env: Record<string, string>): Promise<SettingsConsole
 };
 
 beforeAll(async () => {
-  const activityArn = new RegExp(`:table/${ACTIVITY_TABLE}$`);
-  proxy = await startRecordingProxy(
-    process.env.DYNAMODB_ENDPOINT!,
-    new Map(),
-    (action, arn) => !(action === 'dynamodb:PutItem' && activityArn.test(arn)),
-  );
+  proxy = await denyActivityCopy();
 });
 
 afterAll(async () => {
