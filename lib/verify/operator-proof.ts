@@ -75,10 +75,14 @@ const isTargetVariable = (name: string) =>
   ['DYNAMODB_ENDPOINT', 'KEY_EVENTS_FILE', ...Object.values(TABLE_ENV)].includes(name) ||
   OPERATOR_OUTPUTS.some(({ envVar }) => envVar === name);
 
-/** Why a command failed, as it said it: its error (a line, or JSON with --json), or an error-level log line. */
+/**
+ * Why a command failed, as it said it: its error (a line, or JSON with --json), an error-level log
+ * line, or a warning (a key action whose activity entry stays pending lacks a grant too).
+ */
 const failureOf = (code: number | null, stderr: string, stdout = ''): string | undefined => {
   const said = stderr.split('\n').flatMap((line): { error?: string; logged?: string }[] => {
     if (line.startsWith('error: ')) return [{ error: line.slice('error: '.length) }];
+    if (line.startsWith('warning: ')) return [{ logged: line.slice('warning: '.length) }];
     try {
       const entry = JSON.parse(line) as { level?: string; message?: string; error?: { message?: string } | string };
       if (typeof entry.error === 'object') return [{ error: String(entry.error.message) }];
