@@ -223,6 +223,29 @@ describe('each token on its own', () => {
     for (const { key } of [first, stuck, last]) expect(logs.text).not.toContain(key);
   });
 
+  it('a leaked key whose activity entry cannot be copied is revoked, and the failed copy is logged', async () => {
+    // Fault: the function names an activity table that does not exist.
+    const broken = await loadService({
+      SECRET_SCANNING_KEYS_URL: document.url,
+      KEY_EVENTS_FILE: eventsFile,
+      ACTIVITY_TABLE: 'no-such-activity-table',
+    });
+    const leaked = await createKey();
+    const logs = captureLogs(broken.logger);
+    let res;
+    try {
+      res = await invoke(broken.secretScanning, reportInput(JSON.stringify([reported(leaked.key)]), { key: github }));
+    } finally {
+      logs.restore();
+    }
+    expect(res.json).toEqual([answerOf(leaked.key)]);
+    expectError(await branchCall(leaked.key), 401, 'revoked_api_key');
+    expect(logs.entries).toContainEqual(
+      expect.objectContaining({ level: 'ERROR', message: 'Leaked key revoked, its activity entry not copied yet' }),
+    );
+    expect(logs.text).not.toContain(leaked.key);
+  });
+
   it('a token the database is too busy to revoke: the others settled, a 503 so GitHub resends, the resend revokes it', async () => {
     const proxy = await startFaultProxy(process.env.DYNAMODB_ENDPOINT!);
     try {

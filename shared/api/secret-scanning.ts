@@ -38,7 +38,10 @@ export interface SecretScanningDeps {
       report: Pick<ReportedToken, 'url' | 'source'>,
       actor: string,
       now?: Date,
-    ): Promise<{ record: ApiKeyRecord; revoked: boolean } | undefined>;
+    ): Promise<
+      | { record: ApiKeyRecord; revoked: boolean; pending?: readonly { copied: boolean; copyError?: unknown }[] }
+      | undefined
+    >;
   };
   logger: Pick<Logger, 'info' | 'error'>;
   now?: () => Date;
@@ -83,6 +86,11 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
     try {
       const found = await deps.keys.revokeLeaked(tokenHash, reportedLocation(reported), SECRET_SCANNING_ACTOR, now());
       if (!found) return { label: 'false_positive' };
+      // Revoked, with its activity entry left on the key for the stream's finisher to copy.
+      for (const { copied, copyError } of found.pending ?? []) {
+        if (!copied)
+          deps.logger.error('Leaked key revoked, its activity entry not copied yet', { index, error: copyError });
+      }
       // Revoked now or before: a key of this service either way.
       return { label: 'true_positive', ...(found.revoked ? { revoked: found.record } : {}) };
     } catch (failure) {
