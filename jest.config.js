@@ -4,7 +4,8 @@
  * @type {import('jest').Config}
  */
 export default {
-  testEnvironment: 'node',
+  // Node's, with an embedded DynamoDB per test file (test/support/environment.ts).
+  testEnvironment: '<rootDir>/test/support/environment.ts',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: {
@@ -24,7 +25,6 @@ export default {
     '^@aws/lambda-invoke-store$': '<rootDir>/node_modules/@aws/lambda-invoke-store/dist-es/invoke-store.js',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
-  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   setupFiles: ['<rootDir>/test/support/env.ts', '<rootDir>/test/support/sandbox-errors.ts'],
   testTimeout: 30000,
 };

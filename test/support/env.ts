@@ -1,6 +1,6 @@
 /**
- * Runs before each test file's modules load: fresh table names per file, so files share one
- * embedded DynamoDB (started in global-setup.ts) without seeing each other's data.
+ * Runs before each test file's modules load: its table names, on the file's own embedded
+ * DynamoDB (environment.ts), and the settings every test starts from.
  */
 const suffix = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 process.env.KEYS_TABLE = `test-keys-${suffix}`;
