@@ -70,7 +70,8 @@ describe('readBearerToken', () => {
     ]) {
       readBearerToken({ authorization: value });
     }
-    expect(performance.now() - started).toBeLessThan(200);
+    // Linear is about a millisecond; a backtracking pattern, seconds: the bound tells them apart on any machine.
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 });
 
@@ -146,7 +147,7 @@ describe('401 invalid_api_key: a token that is not a known key', () => {
     const started = performance.now();
     const res = await call(`Bearer ${key}${' '.repeat(50_000)}x${' '.repeat(50_000)}`);
     expectError(res, 401, 'invalid_api_key');
-    expect(performance.now() - started).toBeLessThan(500);
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 });
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
 import { fileKeyEvents, KeyEventNotSentError } from '../shared/data/key-events';
 import { PROJECT_ROOT, runCli } from './support/cli';
-import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
+import { startFaultProxy, type FaultProxy, type SeenRequest } from './support/fault-proxy';
 import { mainBranch } from './support/fixtures';
 import { createKey, fixtureClient, scanRaw, setUpBranches, tableNames } from './support/harness';
 import { readEventsFile } from './support/secret-scanning';
@@ -104,9 +104,10 @@ describe('a process killed between the key write and the send', () => {
       env: { ...process.env, DYNAMODB_ENDPOINT: proxy.endpoint, KEY_EVENTS_FILE: file },
       stdio: 'ignore',
     });
-    const held = () => proxy.requests.filter((r) => r.operation === 'PutItem' && r.outcome === 'stall').length;
-    while (held() < ACTIONS && child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(held()).toBe(ACTIONS);
+    const held = (requests: readonly SeenRequest[]) =>
+      requests.filter((r) => r.operation === 'PutItem' && r.outcome === 'stall').length;
+    await Promise.race([proxy.until((requests) => held(requests) >= ACTIONS), once(child, 'exit')]);
+    expect(held(proxy.requests)).toBe(ACTIONS);
     child.kill('SIGKILL');
     await once(child, 'exit');
     // Every key write landed; no copy and no event did.

@@ -286,12 +286,9 @@ describeIfChromium('settings console in Chromium', () => {
       }
       expect(statuses).toEqual([200, 200, 404, 404]);
       const usage = `${env.console.origin}/branches/${branch()}/usage?key=${record.key_id}`;
-      // The chart reads the rollups, which the local change feed keeps within moments of each call.
-      for (let attempt = 0; attempt < 40; attempt += 1) {
-        await page.goto(usage);
-        if (/^\s*4 call/.test((await page.locator('#usage-summary').textContent()) ?? '')) break;
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
+      // The chart reads the rollups, which the local change feed keeps current: wait until it has applied the calls.
+      await env.stack.usageFeed.drain();
+      await page.goto(usage);
       await audited();
       const summary = (await page.locator('#usage-summary').textContent())!.replace(/\s+/g, ' ').trim();
       expect(summary).toMatch(/^4 call\(s\) · latency p50 [\d.]+ ms · p95 [\d.]+ ms$/);

@@ -55,6 +55,8 @@ export interface FaultProxy {
   operations(): string[];
   /** Forgets the requests seen so far. */
   resetLog(): void;
+  /** Resolves once `predicate(requests)` holds, checked now and on every request the proxy receives. */
+  until(predicate: (requests: readonly SeenRequest[]) => boolean): Promise<void>;
   /** The database goes away: open connections are dropped, new ones refused. */
   stop(): Promise<void>;
   /** The database comes back on the same port. */
@@ -93,6 +95,10 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
   const seen: SeenRequest[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
+  let waiters: { predicate: (requests: readonly SeenRequest[]) => boolean; resolve: () => void }[] = [];
+  const notify = () => {
+    waiters = waiters.filter((waiter) => (waiter.predicate(seen) ? (waiter.resolve(), false) : true));
+  };
 
   const takeFault = (operation: string): Fault | undefined => {
     const rule = rules.find((r) => r.remaining > 0 && (r.operation === '*' || r.operation === operation));
@@ -113,6 +119,7 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
     const operation = operationOf(req);
     const fault = takeFault(operation);
     seen.push({ operation, outcome: fault?.kind ?? 'forwarded' });
+    notify();
     switch (fault?.kind) {
       case undefined:
         return forward(req, res, body);
@@ -178,6 +185,11 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
     },
     operations: () => seen.map((request) => request.operation),
     resetLog: () => void seen.splice(0),
+    until: (predicate) =>
+      new Promise<void>((resolve) => {
+        waiters.push({ predicate, resolve });
+        notify();
+      }),
     stop,
     start: async () => {
       if (!server.listening) await listen(port);
