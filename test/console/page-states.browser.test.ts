@@ -111,32 +111,33 @@ describeIfChromium('every console page state', () => {
   ];
 
   describe.each([1280, 390])('at %i px', (width) => {
-    it.each(STATES.map((state) => [state.name, state] as const))('%s', async (_name, state) => {
-      const page = await browser.context.newPage();
-      const errors: string[] = [];
+    // One tab per width, each state a fresh navigation in it: no renderer started per state.
+    let page: Page;
+    let errors: string[] = [];
+    beforeAll(async () => {
+      page = await browser.context.newPage();
       page.on('pageerror', (error) => errors.push(error.message));
-      try {
-        await page.setViewportSize({ width, height: 844 });
-        const path = typeof state.path === 'function' ? state.path() : state.path;
-        const base = path.startsWith('//') ? '' : `/branches/${env.stack.demoBranchId}`;
-        await page.goto(`${env.console.origin}${base}${path.replace(/^\/\//, '/')}`);
-        await state.act?.(page);
-        await page.waitForLoadState('load');
-        const audit = await auditPage(page);
-        const clientWidth = await page.evaluate(
-          () => (globalThis as any).document.documentElement.clientWidth as number,
-        );
-        expect({ scrollWidth: audit.scrollWidth, axe: audit.all, duplicateNames: audit.duplicateNames }).toEqual({
-          scrollWidth: clientWidth,
-          axe: [],
-          duplicateNames: [],
-        });
-        expect(clientWidth).toBeLessThanOrEqual(width);
-        if (width < 1024) expect(await smallTargets(page)).toEqual([]);
-        expect(errors).toEqual([]);
-      } finally {
-        await page.close();
-      }
+      await page.setViewportSize({ width, height: 844 });
+    });
+    afterAll(() => page?.close());
+
+    it.each(STATES.map((state) => [state.name, state] as const))('%s', async (_name, state) => {
+      errors = [];
+      const path = typeof state.path === 'function' ? state.path() : state.path;
+      const base = path.startsWith('//') ? '' : `/branches/${env.stack.demoBranchId}`;
+      await page.goto(`${env.console.origin}${base}${path.replace(/^\/\//, '/')}`);
+      await state.act?.(page);
+      await page.waitForLoadState('load');
+      const audit = await auditPage(page);
+      const clientWidth = await page.evaluate(() => (globalThis as any).document.documentElement.clientWidth as number);
+      expect({ scrollWidth: audit.scrollWidth, axe: audit.all, duplicateNames: audit.duplicateNames }).toEqual({
+        scrollWidth: clientWidth,
+        axe: [],
+        duplicateNames: [],
+      });
+      expect(clientWidth).toBeLessThanOrEqual(width);
+      if (width < 1024) expect(await smallTargets(page)).toEqual([]);
+      expect(errors).toEqual([]);
     });
   });
 });
