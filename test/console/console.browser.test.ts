@@ -67,10 +67,10 @@ describeIfChromium('settings console in Chromium', () => {
   describe.each([1280, 390])('at %i px', (width) => {
     const tag = `w${width}`;
 
-    beforeEach(async () => {
+    // One tab per width, each test starting with a fresh navigation in it.
+    beforeAll(async () => {
       page = await browser.context.newPage();
       await page.setViewportSize({ width, height: 900 });
-      problems = [];
       page.on('console', (message) => {
         if (message.type() === 'error') problems.push(message.text());
       });
@@ -80,11 +80,14 @@ describeIfChromium('settings console in Chromium', () => {
           problems.push(`request outside the console: ${request.url()}`);
         }
       });
+    });
+    afterAll(() => page?.close());
+    beforeEach(async () => {
+      problems = [];
       // The launch link works once; this browser keeps its session, so opening it again just goes on.
       await page.goto(env.console.url);
     });
-    afterEach(async () => {
-      await page.close();
+    afterEach(() => {
       // No CSP violation, script error or outside request on any page.
       expect(problems).toEqual([]);
     });
@@ -353,14 +356,16 @@ describeIfChromium('settings console in Chromium', () => {
   });
 
   describe('at 1280 px only', () => {
-    beforeEach(async () => {
+    beforeAll(async () => {
       page = await browser.context.newPage();
-      problems = [];
       page.on('pageerror', (error) => problems.push(error.message));
+    });
+    afterAll(() => page?.close());
+    beforeEach(async () => {
+      problems = [];
       await page.goto(env.console.url);
     });
-    afterEach(async () => {
-      await page.close();
+    afterEach(() => {
       expect(problems).toEqual([]);
     });
 
