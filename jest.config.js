@@ -27,4 +27,8 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   setupFiles: ['<rootDir>/test/support/env.ts', '<rootDir>/test/support/sandbox-errors.ts'],
   testTimeout: 30000,
+  // Jest's default, cores - 1, is one worker on 2 cores: every file in band in one process. One
+  // worker per core keeps both busy while a file waits on Chromium or a CLI child; each worker
+  // holds its own embedded DynamoDB (test/support/environment.ts), so none queues behind another.
+  maxWorkers: '100%',
 };
