@@ -2,7 +2,7 @@
  * DynamoDB faults through the real SDK: a database that refuses connections, throttles, fails,
  * stalls, drops connections, or goes away and comes back (test/support/fault-proxy.ts). Each
  * configuration runs in its own module registry (a container) with the DYNAMODB_* timeouts lowered
- * so a fault surfaces within about a second; one case keeps the defaults to show their bound.
+ * so a fault surfaces within a few seconds; one case keeps the defaults to show their bound.
  */
 import { buildContext, buildEvent } from '../lib/local/events';
 import type { ApiContext } from '../shared/api/middlewares';

@@ -265,16 +265,13 @@ export const loadService = async (env: Record<string, string | undefined> = {}):
   }
 };
 
-/**
- * Settings that make a fault surface in about a second instead of several, yet loose enough that
- * a healthy call does not time out on a busy machine (a 150 ms request timeout did, now and then).
- */
+/** Settings that make a fault surface within a few seconds, with room for a healthy call beside a CPU hog. */
 export const FAST_FAILURE_ENV = {
-  DYNAMODB_CONNECT_TIMEOUT_MS: '200',
-  DYNAMODB_REQUEST_TIMEOUT_MS: '400',
+  DYNAMODB_CONNECT_TIMEOUT_MS: '1000',
+  DYNAMODB_REQUEST_TIMEOUT_MS: '1000',
   DYNAMODB_MAX_ATTEMPTS: '2',
-  // 2 × 400 ms + up to 1 s of throttling backoff (shared/data/dynamodb.ts callBoundMs).
-  DYNAMODB_DEADLINE_MS: '1800',
+  // 2 × 1 s + up to 1 s of throttling backoff (shared/data/dynamodb.ts callBoundMs).
+  DYNAMODB_DEADLINE_MS: '3000',
 } as const;
 
 interface LevelledLogger {
