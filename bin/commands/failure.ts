@@ -6,7 +6,7 @@
 import { CommanderError } from 'commander';
 import { messageNaming, OperatorError, type OperatorErrorCode, type OperatorField } from '../../lib/operator/errors';
 import { terminal, terminalSafeJson } from '../../lib/operator/terminal';
-import { refusalMessage, unavailableMessage } from '../../lib/operator/data-store-failure';
+import { dataStoreFailureMessage } from '../../lib/operator/data-store-failure';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
 
 /** Codes the CLI adds to the operator library's. */
@@ -59,18 +59,19 @@ export const describeFailure = async (error: unknown): Promise<Failure> => {
     return { code: 'usage_error', message: message.replace(/^error: /, '') };
   }
   // Loaded here, not for every command: a ConfigError comes from this module, loaded already.
-  const { ConfigError } = await import('../../shared/lambda/config');
+  const { ConfigError, readRegion } = await import('../../shared/lambda/config');
   if (error instanceof ConfigError) return { code: 'config_error', message: error.message };
-  if (error instanceof DataStoreUnavailableError) {
-    const region = process.env.AWS_REGION?.trim() || process.env.AWS_DEFAULT_REGION?.trim();
-    return {
-      code: 'unavailable',
-      message: unavailableMessage({ endpoint: process.env.DYNAMODB_ENDPOINT?.trim(), region }),
-    };
-  }
-  if (error instanceof DataStoreError) {
+  if (error instanceof DataStoreError || error instanceof DataStoreUnavailableError) {
     const { operatorTableNames } = await import('../../lib/operator/context');
-    return { code: 'data_store_error', message: refusalMessage(error, operatorTableNames(process.env)) };
+    const target = {
+      tables: operatorTableNames(process.env),
+      endpoint: process.env.DYNAMODB_ENDPOINT?.trim(),
+      region: readRegion(process.env),
+    };
+    return {
+      code: error instanceof DataStoreError ? 'data_store_error' : 'unavailable',
+      message: dataStoreFailureMessage(error, target),
+    };
   }
   return { code: 'internal_error', message: error instanceof Error ? error.message : String(error) };
 };

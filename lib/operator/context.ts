@@ -31,6 +31,8 @@ export interface OperatorContext extends Repositories {
   /** Usage rollups (lib/operator/usage-rollups.ts). */
   rollups: RollupsRepository;
   endpoint?: string;
+  /** The deployed target's region (its messages name it). */
+  region?: string;
   /** Key activity (lib/operator/keys.ts). */
   activity: ActivityRepository;
   /** Where key events go (the keys repository sends the actions' own; `keys audit` the expiring ones). */
@@ -70,7 +72,7 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
   const repositories = createRepositories(client, tables, keyEvents);
   return {
     tables,
-    ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+    ...(settings.endpoint ? { endpoint: settings.endpoint } : { region: settings.region }),
     ...repositories,
     activity: repositories.activity!,
     keyEvents,

@@ -26,9 +26,9 @@ const tableSetting = (table: string, tables: TableNames): string => {
  * set it, a denied action with its table and where the operator's policy is; otherwise the error
  * and its table.
  */
-export const refusalMessage = (error: DataStoreError, tables: TableNames): string => {
+const refusalMessage = (error: DataStoreError, tables: TableNames): string => {
   const cause = (error.cause as { name?: string } | undefined)?.name;
-  const operation = /^DynamoDB (\w+)/.exec(error.message)?.[1] ?? 'the request';
+  const operation = error.operation ?? 'the request';
   const table = error.table === undefined ? undefined : `${error.table}${tableSetting(error.table, tables)}`;
   if (cause === 'ResourceNotFoundException' && table) {
     return (
@@ -46,7 +46,7 @@ export const refusalMessage = (error: DataStoreError, tables: TableNames): strin
 };
 
 /** An unreachable DynamoDB: the local endpoint to check, or the deployed target's region, network and credentials. */
-export const unavailableMessage = ({ endpoint, region }: Omit<DataStoreTarget, 'tables'>): string => {
+const unavailableMessage = ({ endpoint, region }: Omit<DataStoreTarget, 'tables'>): string => {
   if (endpoint) return 'DynamoDB is not reachable (is DYNAMODB_ENDPOINT right, is the local stack running?)';
   return (
     `DynamoDB${region ? ` in ${region}` : ''} is not reachable (is the region right, ` +

@@ -69,24 +69,25 @@ export interface PendingActivity {
 }
 
 /** The entries an action left pending, if any: `{ pending }` to spread into its outcome. */
-const pendingOf = (ctx: OperatorContext, entries: readonly PendingEntry[]): { pending?: PendingActivity[] } =>
-  entries.length === 0
-    ? {}
-    : {
-        pending: entries.map(({ entry, copied, copyError, sent }) => ({
-          key_id: entry.key_id,
-          action: entry.action,
-          activity_id: entry.activity_id,
-          copied,
-          sent,
-          reason: [
-            ...(copied
-              ? []
-              : [copyError === undefined ? 'no activity table' : dataStoreFailureMessage(copyError, ctx)]),
-            ...(sent ? [] : ['its destination did not take it: see "Key event not sent" in the log']),
-          ].join('; '),
-        })),
-      };
+const pendingOf = (ctx: OperatorContext, entries: readonly PendingEntry[]): { pending?: PendingActivity[] } => {
+  if (entries.length === 0) return {};
+  const reasonOf = ({ copied, copyError, sent }: PendingEntry): string => {
+    const reasons: string[] = [];
+    if (!copied) reasons.push(copyError === undefined ? 'no activity table' : dataStoreFailureMessage(copyError, ctx));
+    if (!sent) reasons.push('its destination did not take it: see "Key event not sent" in the log');
+    return reasons.join('; ');
+  };
+  return {
+    pending: entries.map((pending) => ({
+      key_id: pending.entry.key_id,
+      action: pending.entry.action,
+      activity_id: pending.entry.activity_id,
+      copied: pending.copied,
+      sent: pending.sent,
+      reason: reasonOf(pending),
+    })),
+  };
+};
 
 /** What a pending entry means for the operator, one sentence (the CLI's warning, the console's notice). */
 export const pendingNotice = ({ key_id, action, copied, sent, reason }: PendingActivity): string => {

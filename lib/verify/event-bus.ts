@@ -10,7 +10,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readBody } from '../local/forward';
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Json } from './assembly';
-import { VERIFY_PRINCIPAL } from './recording-proxy';
+import { accessDeniedMessage, VERIFY_PRINCIPAL } from './recording-proxy';
 
 export interface EventBusStandIn {
   /** For AWS_ENDPOINT_URL_EVENTBRIDGE. */
@@ -22,7 +22,7 @@ export interface EventBusStandIn {
   close(): Promise<void>;
 }
 
-export const eventBusArn = (name: string): string =>
+const eventBusArn = (name: string): string =>
   name.startsWith('arn:') ? name : `arn:aws:events:${LOCAL_REGION}:${LOCAL_ACCOUNT}:event-bus/${name}`;
 
 const PUT_EVENTS = 'events:PutEvents';
@@ -47,7 +47,7 @@ export const startEventBusStandIn = async (
       denied.push(refused);
       return answer(response, 400, {
         __type: 'AccessDeniedException',
-        message: `User: ${VERIFY_PRINCIPAL} is not authorized to perform: ${PUT_EVENTS} on resource: ${refused} because no identity-based policy allows the ${PUT_EVENTS} action`,
+        message: accessDeniedMessage(PUT_EVENTS, refused),
       });
     }
     entries.push(...put);

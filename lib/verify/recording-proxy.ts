@@ -72,7 +72,7 @@ const TRANSACT_ITEM_ACTIONS: Record<string, string> = {
 };
 
 /** The actions IAM is asked to allow for one DynamoDB request, each with its table (and index). */
-export const operationsOf = (action: string, body: Json): DynamoOperation[] => {
+const operationsOf = (action: string, body: Json): DynamoOperation[] => {
   const name = `dynamodb:${action}`;
   if (typeof body.TableName === 'string') {
     return [{ action: name, table: body.TableName, ...(body.IndexName ? { index: String(body.IndexName) } : {}) }];
@@ -130,13 +130,17 @@ const denyRequest = (response: ServerResponse, operation: DynamoOperation, arn: 
   response.end(
     JSON.stringify({
       __type: 'com.amazon.coral.service#AccessDeniedException',
-      Message: `User: ${VERIFY_PRINCIPAL} is not authorized to perform: ${operation.action} on resource: ${arn} because no identity-based policy allows the ${operation.action} action`,
+      Message: accessDeniedMessage(operation.action, arn),
     }),
   );
 };
 
 /** The principal the verifier's stand-ins answer for (STS GetCallerIdentity, denials). */
 export const VERIFY_PRINCIPAL = `arn:aws:sts::${LOCAL_ACCOUNT}:assumed-role/verify-operator/verify`;
+
+/** A denial, worded as IAM words it. */
+export const accessDeniedMessage = (action: string, arn: string): string =>
+  `User: ${VERIFY_PRINCIPAL} is not authorized to perform: ${action} on resource: ${arn} because no identity-based policy allows the ${action} action`;
 
 /** The action (`Query`, …) and parsed body of one DynamoDB request. */
 const parseRequest = (request: IncomingMessage, body: Buffer): { action: string; parsed: Json } => {

@@ -23,6 +23,7 @@ import {
   type ReportedToken,
 } from '../domain/secret-scanning';
 import type { ApiKeyRecord } from '../domain/key-record';
+import type { PendingEntry } from '../data/repositories/keys';
 import { invalidRequest, invalidSignature, payloadTooLarge } from './errors';
 import { jsonResponse, type ApiEvent, type ApiResponse } from './http/response';
 
@@ -39,7 +40,7 @@ export interface SecretScanningDeps {
       actor: string,
       now?: Date,
     ): Promise<
-      | { record: ApiKeyRecord; revoked: boolean; pending?: readonly { copied: boolean; copyError?: unknown }[] }
+      | { record: ApiKeyRecord; revoked: boolean; pending?: readonly Pick<PendingEntry, 'copied' | 'copyError'>[] }
       | undefined
     >;
   };

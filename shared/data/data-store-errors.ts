@@ -15,10 +15,13 @@ export class DataStoreError extends Error {
   override name = 'DataStoreError';
   /** The table of the request that failed, when known: the operator's messages name it. */
   readonly table?: string;
+  /** The DynamoDB operation that failed (`PutItem`), when known. */
+  readonly operation?: string;
 
-  constructor(message: string, options?: ErrorOptions & { table?: string }) {
+  constructor(message: string, options?: ErrorOptions & { table?: string; operation?: string }) {
     super(message, options);
     if (options?.table !== undefined) this.table = options.table;
+    if (options?.operation !== undefined) this.operation = options.operation;
   }
 }
 

@@ -121,7 +121,11 @@ export const translateDynamoError = (error: unknown, operation: string, table?: 
   }
   return isUnavailableError(error)
     ? new DataStoreUnavailableError(`DynamoDB ${operation} unavailable: ${name}`, { cause: error })
-    : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, { cause: error, ...(table ? { table } : {}) });
+    : new DataStoreError(`DynamoDB ${operation} failed: ${name}`, {
+        cause: error,
+        operation,
+        ...(table ? { table } : {}),
+      });
 };
 
 type Item = Record<string, unknown>;

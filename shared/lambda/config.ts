@@ -99,12 +99,15 @@ const readCallBound = (env: Env): Pick<DynamoDbSettings, 'requestTimeoutMs' | 'm
   return { requestTimeoutMs, maxAttempts, deadlineMs };
 };
 
+/** The region the AWS SDK would take: AWS_REGION, else AWS_DEFAULT_REGION. */
+export const readRegion = (env: Env): string | undefined =>
+  env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || undefined;
+
 export const readDynamoDbSettings = (env: Env): DynamoDbSettings => {
   const endpoint = readEndpoint(env);
   return {
     ...(endpoint ? { endpoint } : {}),
-    region:
-      env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || (endpoint ? 'local' : requireEnv(env, 'AWS_REGION')),
+    region: readRegion(env) || (endpoint ? 'local' : requireEnv(env, 'AWS_REGION')),
     connectTimeoutMs: positiveIntEnv(env, 'DYNAMODB_CONNECT_TIMEOUT_MS', 500),
     ...readCallBound(env),
   };
@@ -138,7 +141,7 @@ export const readDefaultRateLimit = (env: Env): RateLimit => {
 export const readKeyEventSettings = (env: Env): KeyEventSettings => {
   const busName = env.KEY_EVENT_BUS_NAME?.trim();
   const file = env.KEY_EVENTS_FILE?.trim();
-  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim();
+  const region = readRegion(env);
   return { ...(busName ? { busName } : {}), ...(file ? { file } : {}), ...(region ? { region } : {}) };
 };
 
