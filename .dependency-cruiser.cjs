@@ -1,6 +1,7 @@
 /**
- * Layer rules for the runtime code (README "Layout"): shared/domain ← shared/data ← shared/api ←
- * shared/lambda ← functions/. A layer imports only the layers below it; the runtime imports
+ * Layer rules for the runtime code (README "Layout"): shared/domain ← shared/data ← shared/config
+ * ← shared/api ← shared/lambda ← functions/ (shared/config: the environment readers the operator
+ * tooling shares). A layer imports only the layers below it; the runtime imports
  * nothing from lib/, bin/, scripts/ or bench/; no cycle anywhere, type-only imports included.
  * `npm run lint` runs it, so CI fails on a violation.
  * @type {import('dependency-cruiser').IConfiguration}
@@ -22,8 +23,9 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
-    layer('domain', '^(shared/(data|api|lambda)|functions)/'),
-    layer('data', '^(shared/(api|lambda)|functions)/'),
+    layer('domain', '^(shared/(data|config|api|lambda)|functions)/'),
+    layer('data', '^(shared/(config|api|lambda)|functions)/'),
+    layer('config', '^(shared/(api|lambda)|functions)/'),
     layer('api', '^(shared/lambda|functions)/'),
     layer('lambda', '^functions/'),
     {

@@ -7,7 +7,7 @@ import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { readDynamoDbSettings, readRollupRetentionDays, readTableNames } from '../shared/lambda/config';
+import { readDynamoDbSettings, readRollupRetentionDays, readTableNames } from '../shared/config/env';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { logger, metrics } from '../shared/lambda/observability';
 import { RollupsRepository } from '../shared/data/repositories/rollups';

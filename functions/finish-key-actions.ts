@@ -12,7 +12,7 @@ import { createDocumentClient } from '../shared/data/dynamodb';
 import { createKeyEventEmitter } from '../shared/data/key-events';
 import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
 import { keysTable } from '../shared/data/tables';
-import { readDynamoDbSettings, readKeyEventSettings, readTableNames } from '../shared/lambda/config';
+import { readDynamoDbSettings, readKeyEventSettings, readTableNames } from '../shared/config/env';
 import { logger } from '../shared/lambda/observability';
 
 const tables = readTableNames(process.env, ['keys', 'activity']);

@@ -8,7 +8,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { createKeyEventEmitter } from '../shared/data/key-events';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { KeysRepository } from '../shared/data/repositories/keys';
-import { readDynamoDbSettings, readKeyEventSettings, readTableNames } from '../shared/lambda/config';
+import { readDynamoDbSettings, readKeyEventSettings, readTableNames } from '../shared/config/env';
 import { expiringUntil, sendExpiringEvents } from '../shared/lambda/key-expiry';
 import { logger } from '../shared/lambda/observability';
 

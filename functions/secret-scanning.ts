@@ -10,7 +10,7 @@ import { routeKey, secretScanningRoute } from '../shared/api/routes';
 import { createSecretScanningHandler } from '../shared/api/secret-scanning';
 import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
 import { PublicKeySource } from '../shared/data/secret-scanning-keys';
-import { readSecretScanningSettings, TABLE_ENV } from '../shared/lambda/config';
+import { readSecretScanningSettings, TABLE_ENV } from '../shared/config/env';
 import { logger, telemetry } from '../shared/lambda/observability';
 import { config, documentClient, keyEvents } from '../shared/lambda/runtime';
 

@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, readSecretScanningSettings } from '../shared/lambda/config';
+import { ConfigError, readSecretScanningSettings } from '../shared/config/env';
+import { loadConfig } from '../shared/lambda/config';
 import { loadService } from './support/harness';
 
 const complete = {

@@ -9,7 +9,7 @@ import { handler as getBranch } from '../functions/get-branch';
 import { handler as getProvider } from '../functions/get-payment-provider';
 import { hashApiKey } from '../shared/domain/api-key';
 import { isAllowedIp, parseAllowlist, parseCidr } from '../shared/domain/cidr';
-import { readDynamoDbSettings } from '../shared/lambda/config';
+import { readDynamoDbSettings } from '../shared/config/env';
 import { DataStoreUnavailableError } from '../shared/data/data-store-errors';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { KeyNotFoundError, KeyNotRollableError } from '../shared/domain/key-record';

@@ -18,7 +18,7 @@ import { OPERATOR_TABLES, TABLE_ENV, tableDefinitions } from '../shared/data/tab
 import { WINDOW_SECONDS } from '../shared/domain/rate-limit';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../shared/domain/rollups';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../shared/domain/usage-record';
-import { readRollupRetentionDays, readUsageRetentionDays } from '../shared/lambda/config';
+import { readRollupRetentionDays, readUsageRetentionDays } from '../shared/config/env';
 import { buildStack, resourcesOfType } from './cdk/support';
 import { committedContract } from './support/contract';
 

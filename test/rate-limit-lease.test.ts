@@ -21,7 +21,7 @@ import {
   tableNames,
 } from './support/harness';
 import { createDocumentClient } from '../shared/data/dynamodb';
-import { readDynamoDbSettings } from '../shared/lambda/config';
+import { readDynamoDbSettings } from '../shared/config/env';
 import { RateLimitsRepository } from '../shared/data/repositories/rate-limits';
 import type { ApiKeyRecord } from '../shared/domain/key-record';
 import { policyMemory, rateLimit, type RateLimitOptions } from '../shared/api/middlewares/rate-limit';

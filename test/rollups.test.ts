@@ -9,7 +9,7 @@ import { USAGE_WRITE_SHARDS } from '../shared/data/tables';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { faultyClient } from './support/faulty-client';
 import fc from 'fast-check';
-import { readDynamoDbSettings } from '../shared/lambda/config';
+import { readDynamoDbSettings } from '../shared/config/env';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { logger, metrics } from '../shared/lambda/observability';
 import { RollupsRepository } from '../shared/data/repositories/rollups';

@@ -7,7 +7,7 @@ import type { UsageRecord } from '../shared/domain/usage-record';
 import { BATCH_ATTEMPTS, createDocumentClient } from '../shared/data/dynamodb';
 import { DataStoreUnavailableError } from '../shared/data/data-store-errors';
 import { UsageRepository } from '../shared/data/repositories/usage';
-import { readDynamoDbSettings } from '../shared/lambda/config';
+import { readDynamoDbSettings } from '../shared/config/env';
 import { countCommands, createTables, fixtureClient, fixtureUsage, scanRaw, tableNames } from './support/harness';
 
 beforeAll(() => createTables());

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createDocumentClient } from '../../shared/data/dynamodb';
-import { readDynamoDbSettings, readTableNames } from '../../shared/lambda/config';
+import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
 import { createBareRequest } from '../lib/bare';
 
 const bareRequest = createBareRequest(

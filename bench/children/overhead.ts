@@ -12,7 +12,7 @@ import { buildContext, buildEvent } from '../../lib/local/events';
 import type { ApiEvent, ApiResponse } from '../../shared/api/http/response';
 import type { RouteId } from '../../shared/api/routes';
 import { createDocumentClient } from '../../shared/data/dynamodb';
-import { readDynamoDbSettings, readTableNames } from '../../shared/lambda/config';
+import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
 import { createBareRequest } from '../lib/bare';
 import { benchKey, ENDPOINTS, type Endpoint } from '../lib/fixtures';
 import { startResponder } from '../lib/responder';

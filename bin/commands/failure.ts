@@ -59,7 +59,7 @@ export const describeFailure = async (error: unknown): Promise<Failure> => {
     return { code: 'usage_error', message: message.replace(/^error: /, '') };
   }
   // Loaded here, not for every command: a ConfigError comes from this module, loaded already.
-  const { ConfigError, readRegion } = await import('../../shared/lambda/config');
+  const { ConfigError, readRegion } = await import('../../shared/config/env');
   if (error instanceof ConfigError) return { code: 'config_error', message: error.message };
   if (error instanceof DataStoreError || error instanceof DataStoreUnavailableError) {
     const { operatorTableNames } = await import('../../lib/operator/context');

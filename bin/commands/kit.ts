@@ -57,7 +57,7 @@ export const withKeyAction =
   <Args extends unknown[]>(action: (ctx: OperatorContext, ...args: Args) => Promise<void>) =>
   async (...args: Args): Promise<void> => {
     await withContext(action)(...args);
-    const { readKeyEventSettings } = await import('../../shared/lambda/config');
+    const { readKeyEventSettings } = await import('../../shared/config/env');
     const settings = readKeyEventSettings(process.env);
     if (!settings.busName && !settings.file) process.stderr.write(`${NO_KEY_EVENTS_WARNING}\n`);
   };

@@ -84,7 +84,7 @@ export const ENDPOINT_TIMEOUT = Duration.seconds(10);
 export const FALLBACK_MEMORY_MB = 256;
 export const FALLBACK_TIMEOUT = Duration.seconds(3);
 
-/** The three tables, as bindTables needs them: one per field of TableNames. */
+/** Every table, as bindTables needs them: one per field of TableNames. */
 export type ApiTables = { readonly [K in keyof TableNames]: dynamodb.ITable };
 
 export interface ApiFunctionProps {
@@ -196,7 +196,7 @@ export class ApiFunction extends Construct {
     access: readonly TableAccess[],
     defaultRateLimit: string = DEFAULT_RATE_LIMIT,
   ): this {
-    // The tables an API function's configuration reads (shared/lambda/config.ts), no more.
+    // The tables an API function's configuration reads (shared/config/env.ts), no more.
     for (const name of API_TABLES) this.function.addEnvironment(TABLE_ENV[name], tables[name].tableName);
     this.function.addEnvironment('USAGE_RETENTION_DAYS', String(usageRetentionDays));
     this.function.addEnvironment('DEFAULT_RATE_LIMIT', defaultRateLimit);

@@ -40,7 +40,7 @@ export interface BranchApiStackProps extends StackProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * Delete the three tables with the stack (and drop their deletion protection).
+   * Delete every table with the stack (and drop their deletion protection).
    * For throwaway stages only.
    * @default false
    */

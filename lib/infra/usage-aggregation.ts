@@ -15,7 +15,7 @@ import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources'
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { TABLE_ENV } from '../../shared/lambda/config';
+import { TABLE_ENV } from '../../shared/config/env';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/domain/rollups';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import { ApiFunction, loggingOf, type FunctionLogging } from './api-function';

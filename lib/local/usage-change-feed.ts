@@ -11,7 +11,7 @@ import { createDocumentClient } from '../../shared/data/dynamodb';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
 import { usageTable } from '../../shared/data/tables';
 import { hourOf } from '../../shared/domain/rollups';
-import { readDynamoDbSettings } from '../../shared/lambda/config';
+import { readDynamoDbSettings } from '../../shared/config/env';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import type { OperatorContext } from '../operator/context';
 import { operatorTableNames } from '../operator/context';

@@ -9,7 +9,7 @@
  *   tooling reads (`OPERATOR_OUTPUTS`: the table names and `KEY_EVENT_BUS_NAME`) set, or nothing runs.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ConfigError, readDynamoDbSettings, readKeyEventSettings } from '../../shared/lambda/config';
+import { ConfigError, readDynamoDbSettings, readKeyEventSettings } from '../../shared/config/env';
 import {
   createKeyEventEmitter,
   noKeyEvents,

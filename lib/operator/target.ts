@@ -6,7 +6,7 @@
  * wrote (docs/deploy.md "Operate the deployed stack").
  */
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../../shared/lambda/config';
+import { ConfigError } from '../../shared/config/env';
 import { OPERATOR_TABLES, operatorTableOutput, TABLE_ENV } from '../../shared/data/tables';
 
 type Env = Record<string, string | undefined>;

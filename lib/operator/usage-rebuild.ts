@@ -5,7 +5,7 @@
  * buckets), never the records; each item is rewritten only if the aggregator did not touch it
  * since the rebuild read it, so the two never count a call twice.
  */
-import { positiveIntEnv } from '../../shared/lambda/config';
+import { positiveIntEnv } from '../../shared/config/env';
 import { addCall, HOUR_ITEM_PREFIX, hourItemSk, hourOf, type Counters } from '../../shared/domain/rollups';
 import type { StoredHour } from '../../shared/data/repositories/rollups';
 import type { OperatorContext } from './context';

@@ -2,7 +2,7 @@
  * Usage at scale, the operator side (docs/usage-rollups.md): summaries read from the rollups only,
  * a rebuild of the rollups from raw records, and the replay of usage records whose write failed.
  */
-import { readRollupRetentionDays, readUsageRetentionDays } from '../../shared/lambda/config';
+import { readRollupRetentionDays, readUsageRetentionDays } from '../../shared/config/env';
 import {
   DEFAULT_ROLLUP_RETENTION_DAYS,
   hourOf,

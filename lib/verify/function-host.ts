@@ -56,7 +56,7 @@ export const metricsOfLine = (line: string): EmittedMetric[] => {
   );
 };
 
-/** The call bound of the functions here (shared/lambda/config.ts): the embedded DynamoDB shares a possibly loaded machine. */
+/** The call bound of the functions here (shared/config/env.ts): the embedded DynamoDB shares a possibly loaded machine. */
 export const EMBEDDED_DYNAMODB_DEADLINE_MS = 8000;
 
 /** Exactly what Lambda gives the function: its runtime's variables, then the template's own. */

@@ -43,7 +43,7 @@ import {
 
 /** The function timeout of the deployed functions. */
 const FUNCTION_TIMEOUT_MS = 10_000;
-/** Attempts per DynamoDB call, in both settings below (the default's, shared/lambda/config.ts). */
+/** Attempts per DynamoDB call, in both settings below (the default's, shared/config/env.ts). */
 const MAX_ATTEMPTS = Number(FAST_FAILURE_ENV.DYNAMODB_MAX_ATTEMPTS);
 const DEFAULT_ENV = {
   DYNAMODB_CONNECT_TIMEOUT_MS: undefined,

@@ -20,6 +20,6 @@ process.env.POWERTOOLS_METRICS_NAMESPACE = 'BranchApiTest';
 // Set by lib/local/invoke.ts once its invocation store exists, which a new test file's realm lacks.
 delete process.env.AWS_LAMBDA_MAX_CONCURRENCY;
 // A busy CI machine can hold one embedded DynamoDB call past the deployed 500 ms attempt: give the
-// tests a roomier bound (attempts derived from it, shared/lambda/config.ts). Tests of the deadline
+// tests a roomier bound (attempts derived from it, shared/config/env.ts). Tests of the deadline
 // itself set their own (FAST_FAILURE_ENV in test/support/harness.ts).
 process.env.DYNAMODB_DEADLINE_MS = '8000';

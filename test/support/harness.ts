@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { readDynamoDbSettings, readTableNames } from '../../shared/lambda/config';
+import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
 import { tableDefinitions } from '../../shared/data/tables';
 import { createDocumentClient } from '../../shared/data/dynamodb';
 import type { ApiResponse } from '../../shared/api/http/response';

@@ -12,7 +12,7 @@
  */
 import autocannon from 'autocannon';
 import { generateApiKey } from '../../../shared/domain/api-key';
-import { readDynamoDbSettings, readTableNames } from '../../../shared/lambda/config';
+import { readDynamoDbSettings, readTableNames } from '../../../shared/config/env';
 import { createDocumentClient } from '../../../shared/data/dynamodb';
 import { createRepositories } from '../../../shared/data/repositories';
 import { ensureTables } from '../../../lib/operator/tables';

@@ -9,7 +9,7 @@
  */
 import autocannon from 'autocannon';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { readDynamoDbSettings, readTableNames } from '../../../shared/lambda/config';
+import { readDynamoDbSettings, readTableNames } from '../../../shared/config/env';
 import { createDocumentClient } from '../../../shared/data/dynamodb';
 import { parseRateLimit } from '../../../shared/domain/rate-limit';
 import { BranchDataRepository } from '../../../shared/data/repositories/branch-data';
