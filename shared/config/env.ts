@@ -4,7 +4,7 @@
  * request.
  */
 import { DEFAULT_RATE_LIMIT, InvalidRateLimitError, parseRateLimit, type RateLimit } from '../domain/rate-limit';
-import { API_TABLES, tableDefinitions, type ApiTableNames, type TableNames } from '../data/tables';
+import { API_TABLES, tableDefinitions, type TableNames } from '../data/tables';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../domain/rollups';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../domain/usage-record';
 
