@@ -16,7 +16,8 @@ import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
 import { createBareRequest } from '../lib/bare';
 import { benchKey, ENDPOINTS, type Endpoint } from '../lib/fixtures';
 import { startResponder } from '../lib/responder';
-import { percentile, round } from '../lib/stats';
+import { percentile } from '../../shared/domain/percentile';
+import { round } from '../lib/stats';
 
 const FRESH_PAIRS = 1_000;
 /** Requests round robin before the warm figures: what warms the code is a count of calls. */
@@ -83,8 +84,8 @@ const pair = async (endpoint: Endpoint, fullFirst: boolean): Promise<number> => 
 
 const figures = (diffs: number[]) => ({
   pairs: diffs.length,
-  p50: round(percentile(diffs, 50), 1),
-  p99: round(percentile(diffs, 99), 1),
+  p50: round(percentile(diffs, 50)!, 1),
+  p99: round(percentile(diffs, 99)!, 1),
 });
 
 const getBranch = ENDPOINTS.find((one) => one.name === 'GetBranch')!;

@@ -1,14 +1,7 @@
-/** Small statistics helpers for the benchmark: nearest-rank percentiles and a least-squares slope. */
+/** Small statistics helpers for the benchmark; percentiles are shared/domain/percentile.ts's. */
+import { percentile } from '../../shared/domain/percentile';
 
-/** Nearest-rank percentile (p in 0..100) of the values; the input is not modified. */
-export const percentile = (values: readonly number[], p: number): number => {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
-  return sorted[rank - 1]!;
-};
-
-export const median = (values: readonly number[]): number => percentile(values, 50);
+export const median = (values: readonly number[]): number => percentile(values, 50) ?? Number.NaN;
 
 export const mean = (values: readonly number[]): number =>
   values.reduce((sum, value) => sum + value, 0) / values.length;

@@ -9,7 +9,8 @@ import { buildBundle, type Bundle } from '../lib/bundle';
 import { LAMBDA_ENV } from '../lib/fixtures';
 import { runNode } from '../lib/processes';
 import type { PartResult } from '../lib/report';
-import { median, percentile, round } from '../lib/stats';
+import { percentile } from '../../shared/domain/percentile';
+import { median, round } from '../lib/stats';
 
 export const IMPORT_RATIO = 1.1;
 const RUNS = 15;
@@ -61,7 +62,7 @@ export const runColdStart = async (outdir: string): Promise<PartResult> => {
     wallMs: round(medianOf(bundle, 'ms'), 1),
     cpuMs: round(medianOf(bundle, 'cpuMs'), 1),
     ratio: round(medianOf(bundle, 'cpuMs') / medianOf(bare, 'cpuMs'), 2),
-    runRatios: [25, 75].map((p) => round(percentile(runRatios(bundle), p), 2)),
+    runRatios: [25, 75].map((p) => round(percentile(runRatios(bundle), p)!, 2)),
   });
   const yardstick = figuresOf(bare);
   const figures = functions.map(figuresOf);

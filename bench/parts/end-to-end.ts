@@ -14,7 +14,7 @@ import { load, LOAD_KEY_RATE_LIMIT, LOAD_KEYS, requestsFor } from '../lib/load';
 import { runCli, startChild, type Child } from '../lib/processes';
 import type { PartResult, Row } from '../lib/report';
 import { createKeys } from '../lib/stack';
-import { percentile, round } from '../lib/stats';
+import { median, round } from '../lib/stats';
 
 export const LATENCY_RATIO = 1.1;
 export const THROUGHPUT_RATIO = 0.9;
@@ -61,7 +61,7 @@ const latencyPairs = async (gateway: string, bare: string, keys: readonly string
   } finally {
     for (const agent of agents) agent.destroy();
   }
-  const p50 = { gateway: percentile(times.gateway, 50), bare: percentile(times.bare, 50) };
+  const p50 = { gateway: median(times.gateway), bare: median(times.bare) };
   return {
     gatewayP50Ms: round(p50.gateway, 2),
     bareP50Ms: round(p50.bare, 2),

@@ -2,6 +2,7 @@
  * The usage log of a branch (or one key), as `usage` shows it: the newest records, and a summary
  * of every call in the period. Summaries from the rollups are in usage-rollups.ts.
  */
+import { percentile } from '../../shared/domain/percentile';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import type { OperatorContext } from './context';
 import { invalidInput } from './errors';
@@ -27,17 +28,13 @@ export interface UsageSummary {
   complete: boolean;
 }
 
-/** Nearest-rank percentile of sorted values. */
-const percentile = (sorted: number[], p: number): number | null =>
-  sorted.length === 0 ? null : (sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? null);
-
 export const summarize = (
   records: readonly Pick<UsageRecord, 'status' | 'response_time_ms'>[],
   complete = true,
 ): UsageSummary => {
   const byStatus: Record<string, number> = {};
   for (const record of records) byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
-  const times = records.map((record) => record.response_time_ms).sort((a, b) => a - b);
+  const times = records.map((record) => record.response_time_ms);
   return {
     count: records.length,
     by_status: byStatus,

@@ -4,6 +4,7 @@
  * percentiles. No I/O here: the aggregator, the operator library and the tests share it.
  */
 import { createHash } from 'node:crypto';
+import { nearestRank } from './percentile';
 import type { UsageRecord } from './usage-record';
 
 /**
@@ -142,11 +143,11 @@ export interface Totals {
   p99_ms: number | null;
 }
 
-/** Nearest-rank percentile read from the histogram: the upper bound of the bucket holding it. */
+/** A percentile read from the histogram: the upper bound of the bucket holding its rank. */
 export const histogramPercentile = (histogram: readonly number[], p: number): number | null => {
   const total = histogram.reduce((sum, n) => sum + n, 0);
   if (total === 0) return null;
-  const rank = Math.max(1, Math.ceil((p / 100) * total));
+  const rank = nearestRank(p, total);
   let seen = 0;
   for (const [bucket, n] of histogram.entries()) {
     seen += n;
