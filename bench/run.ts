@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { PROJECT_ROOT } from './lib/fixtures';
 import { LOAD_KEY_RATE_LIMIT, LOAD_KEYS } from './lib/load';
-import { markdownTable, type PartResult } from './lib/report';
+import { resultsTable, type PartResult } from './lib/report';
 import { createKeys, startLocalStack } from './lib/stack';
 import { round } from './lib/stats';
 import { runCliPart } from './parts/cli';
@@ -89,7 +89,7 @@ const markdown = [
     `load average ${machine.loadBefore.join(' ')} before and ${machine.loadAfter.join(' ')} after, ${machine.seconds} s. ` +
     'What each figure means: docs/performance.md.',
   '',
-  markdownTable(rows),
+  resultsTable(rows),
   '',
 ].join('\n');
 

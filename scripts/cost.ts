@@ -4,7 +4,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { markdownTable, synthesizedTemplate } from '../lib/infra/counts';
+import { synthesizedTemplate } from '../lib/infra/counts';
 import { costInputs, renderCost } from '../lib/infra/cost';
 
 const args = process.argv.slice(2);
@@ -22,4 +22,4 @@ const readTemplate = (assembly: string) => {
 };
 
 const template = dir ? readTemplate(dir) : synthesizedTemplate().toJSON();
-process.stdout.write(`${renderCost(costInputs(template), markdownTable, '', '').trim()}\n`);
+process.stdout.write(`${renderCost(costInputs(template), '', '').trim()}\n`);

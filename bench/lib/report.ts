@@ -1,3 +1,5 @@
+import { markdownTable } from '../../lib/markdown';
+
 /** A line of bench/results.md: a figure as measured, its target, and whether it was met. */
 export interface Row {
   figure: string;
@@ -13,14 +15,8 @@ export interface PartResult {
   figures: unknown;
 }
 
-const cell = (text: string) => text.replaceAll('|', '\\|');
-
-export const markdownTable = (rows: readonly Row[]): string =>
-  [
-    '| Figure | Measured | Target | Met |',
-    '| --- | --- | --- | --- |',
-    ...rows.map(
-      (row) =>
-        `| ${cell(row.figure)} | ${cell(row.measured)} | ${cell(row.target)} | ${row.met === null ? '' : row.met ? 'yes' : '**no**'} |`,
-    ),
-  ].join('\n');
+export const resultsTable = (rows: readonly Row[]): string =>
+  markdownTable([
+    ['Figure', 'Measured', 'Target', 'Met'],
+    ...rows.map((row) => [row.figure, row.measured, row.target, row.met === null ? '' : row.met ? 'yes' : '**no**']),
+  ]).join('\n');

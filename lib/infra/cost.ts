@@ -8,6 +8,7 @@
  */
 import { routes, tableAccessOf } from '../../shared/api/routes';
 import { TABLE_ENV, type TableNames } from '../../shared/data/tables';
+import { markdownTable } from '../markdown';
 import type { Json } from '../verify/assembly';
 
 /** List prices, us-east-1, on-demand, no free tier: the assumptions every figure rests on. */
@@ -239,12 +240,7 @@ const money = (dollars: number) =>
 const volume = (calls: number) => `${calls / 1e6} M calls`;
 
 /** The cost section's generated body: both tables, totals and per-million figures, and the prices. */
-export const renderCost = (
-  inputs: CostInputs,
-  table: (rows: string[][]) => string[],
-  start: string,
-  end: string,
-): string => {
+export const renderCost = (inputs: CostInputs, start: string, end: string): string => {
   const ours = stackCost(inputs);
   const native = nativeCost(inputs);
   const rows = (lines: CostLine[]) => [
@@ -263,11 +259,11 @@ export const renderCost = (
     '',
     '**This stack** (HTTP API, bearer keys, per-key rate limits and usage records in DynamoDB):',
     '',
-    ...table([header, ...rows(ours)]),
+    ...markdownTable([header, ...rows(ours)]),
     '',
     '**The AWS-native alternative** (REST API, API Gateway API keys and usage plans; no usage log of its own, no per-call records, keys shown in the console):',
     '',
-    ...table([header, ...rows(native)]),
+    ...markdownTable([header, ...rows(native)]),
     '',
     `At 100 M calls a month: ${perMillion(ours)} per million calls for this stack, ${perMillion(native)} for the alternative.`,
     '',

@@ -7,6 +7,7 @@
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { routeKey, routes, tableAccessOf } from '../../shared/api/routes';
+import { markdownTable } from '../markdown';
 import { OPERATOR_OUTPUTS } from '../operator/target';
 import { renderOperatorPolicy } from '../operator/grants';
 import { renderChecks } from '../verify/checks/index';
@@ -55,13 +56,6 @@ export const markers = (name: string) => ({
   end: `<!-- /generated:${name} -->`,
 });
 export const { start: COUNTS_START, end: COUNTS_END } = markers('counts');
-
-/** A table padded as Prettier pads it, so the generated block is stable under `prettier --check`. */
-export const markdownTable = (rows: string[][]): string[] => {
-  const widths = rows[0]!.map((_cell, i) => Math.max(3, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
-  return [line(rows[0]!), line(widths.map((width) => '-'.repeat(width))), ...rows.slice(1).map(line)];
-};
 
 export const renderCounts = (counts: StackCounts): string =>
   [
@@ -112,7 +106,7 @@ export const generatedBlocks = (template: Template = synthesizedTemplate()) => {
     block('checks', renderChecks),
     block('outputs', renderOutputs),
     block('policy', renderOperatorPolicy),
-    block('cost', (start, end) => renderCost(costInputs(template.toJSON()), markdownTable, start, end)),
+    block('cost', (start, end) => renderCost(costInputs(template.toJSON()), start, end)),
   ];
   return {
     /** `text` with its blocks current; undefined when one is missing. */
