@@ -1,13 +1,21 @@
 /**
- * HTTP plumbing of the proxies in front of the embedded DynamoDB (the change feed's, the verify
- * run's recording proxies, the tests' fault proxy).
+ * HTTP plumbing of the local servers: the gateway, and the proxies in front of the embedded
+ * DynamoDB (the change feed's, the verify run's, the tests' fault proxy).
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 
-/** The whole body of a request or response, for a proxy that looks at what it passes on. */
-export const readBody = async (stream: IncomingMessage): Promise<Buffer> => {
+/** What readBody throws past its bound. */
+export class BodyTooLargeError extends Error {}
+
+/** The whole body of a request or response; past `maxBytes`, BodyTooLargeError before the rest is read. */
+export const readBody = async (stream: IncomingMessage, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> => {
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  let length = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > maxBytes) throw new BodyTooLargeError();
+    chunks.push(chunk);
+  }
   return Buffer.concat(chunks);
 };
 

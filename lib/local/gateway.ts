@@ -3,6 +3,7 @@
  * 2.0) event AWS would send, routed by the shared route table to the same handler modules the
  * CDK stack deploys; anything unmatched goes to the same catch-all function as `$default`.
  */
+import { BodyTooLargeError, readBody } from './forward';
 import { listen } from './listen';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -77,25 +78,16 @@ const joinHeaders = (request: IncomingMessage): Record<string, string> => {
 /** API Gateway's own limit on a request body (HTTP API: 10 MB); a longer one is not read to the end. */
 export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
 
-class BodyTooLargeError extends Error {}
-
 const NO_BODY = Buffer.alloc(0);
 
 /**
  * The request body, up to MAX_REQUEST_BODY_BYTES. A request without Content-Length or
  * Transfer-Encoding has none (RFC 9112 §6.3), which is every GET: no stream iterator for it.
  */
-const readBody = async (request: IncomingMessage): Promise<Buffer> => {
+const requestBody = async (request: IncomingMessage): Promise<Buffer> => {
   const { headers } = request;
   if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) return NO_BODY;
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    if (length > MAX_REQUEST_BODY_BYTES) throw new BodyTooLargeError();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  return readBody(request, MAX_REQUEST_BODY_BYTES);
 };
 
 const errorResponse = (error: ApiError): ApiResponse => {
@@ -130,7 +122,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
 
     let body: Buffer;
     try {
-      body = await readBody(request);
+      body = await requestBody(request);
     } catch (error) {
       if (!(error instanceof BodyTooLargeError)) throw error;
       response.setHeader('Connection', 'close');

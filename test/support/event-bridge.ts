@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { readBody } from '../../lib/local/forward';
 
 /** A stand-in EventBridge endpoint for the real SDK client: answers each PutEvents as `answer` says. */
 export const eventBridgeEndpoint = async (
@@ -10,9 +11,7 @@ export const eventBridgeEndpoint = async (
 ) => {
   const calls: Array<Record<string, any>[]> = [];
   const server = createServer(async (request: IncomingMessage, response) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const entries = JSON.parse(Buffer.concat(chunks).toString('utf8')).Entries as Record<string, any>[];
+    const entries = JSON.parse((await readBody(request)).toString('utf8')).Entries as Record<string, any>[];
     calls.push(entries);
     const { status, body } = answer(calls.length, entries);
     response.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' });
