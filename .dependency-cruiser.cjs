@@ -2,7 +2,8 @@
  * Layer rules for the runtime code (README "Layout"): shared/domain ← shared/data ← shared/config
  * ← shared/api ← shared/lambda ← functions/ (shared/config: the environment readers the operator
  * tooling shares). A layer imports only the layers below it; the runtime imports
- * nothing from lib/, bin/, scripts/ or bench/; no cycle anywhere, type-only imports included.
+ * nothing from lib/, bin/, scripts/ or bench/, and scripts/ and bench/ nothing from test/; no
+ * cycle anywhere, type-only imports included.
  * `npm run lint` runs it, so CI fails on a violation.
  * @type {import('dependency-cruiser').IConfiguration}
  */
@@ -45,6 +46,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^(functions|shared)/' },
       to: { path: '^(lib|bin|scripts|bench|test)/' },
+    },
+    {
+      name: 'tooling-stays-out-of-tests',
+      comment:
+        'scripts/ and bench/ (npm run load, npm run bench) import nothing from test/: what they share with the tests lives in bench/.',
+      severity: 'error',
+      from: { path: '^(scripts|bench)/' },
+      to: { path: '^test/' },
     },
     {
       name: 'functions-are-leaves',

@@ -5,13 +5,12 @@
  * set of keys, serves the real handlers through the local gateway on a free port, drives it with
  * autocannon, then checks every status and the usage table (one record per request made with a
  * known key, matched by X-Request-Id); then a runaway key at ten times its limit or more beside a
- * well-behaved key (test/reliability/support/runaway.ts). Prints the figures; exits 1 if an
- * invariant broke.
- * The logic lives in test/reliability/support/load.ts, which the CI-size jest test runs too.
+ * well-behaved key. Prints the figures; exits 1 if an invariant broke. The scenarios are in
+ * bench/reliability/, which the CI-size reliability tests run too.
  */
 import { parseArgs } from 'node:util';
 import { startEmbeddedDynamo } from '../lib/local/dynamo';
-import type { SeenRecord } from '../test/reliability/support/ledger';
+import { loggedUsageRecords, unattributedRequests, type LogEntry } from '../bench/reliability/ledger';
 
 const { values } = parseArgs({
   options: {
@@ -57,14 +56,13 @@ Object.assign(process.env, {
   // INFO: the "Call without a known key" lines are needed to account for every 503 (read below).
   POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'INFO',
 });
-const { formatReport, loadProblems, runLoad } = await import('../test/reliability/support/load');
-const { formatRunaway, runawayProblems, runRunaway } = await import('../test/reliability/support/runaway');
+const { formatReport, loadProblems, runLoad } = await import('../bench/reliability/mixed-load');
+const { formatRunaway, runawayProblems, runRunaway } = await import('../bench/reliability/runaway');
 
 // The service's JSON log lines are read, not printed with the figures: a usage record it could not
 // store is logged whole (it counts as kept), a call it could not tie to a key is logged as such;
 // warnings and errors go on to stderr.
-const loggedRecords: SeenRecord[] = [];
-const unattributed = new Set<string>();
+const entries: LogEntry[] = [];
 let logText = '';
 const writeStdout = process.stdout.write.bind(process.stdout);
 process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
@@ -73,14 +71,8 @@ process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
   logText += text;
   for (const line of text.split('\n').filter(Boolean)) {
     try {
-      const entry = JSON.parse(line) as {
-        level?: string;
-        message?: string;
-        request_id?: string;
-        usage_record?: SeenRecord;
-      };
-      if (entry.message === 'Usage record not stored' && entry.usage_record) loggedRecords.push(entry.usage_record);
-      if (entry.message === 'Call without a known key' && entry.request_id) unattributed.add(entry.request_id);
+      const entry = JSON.parse(line) as LogEntry;
+      entries.push(entry);
       if (entry.level === 'ERROR' || entry.level === 'WARN') process.stderr.write(`${line}\n`);
     } catch {
       // not a log entry
@@ -96,8 +88,8 @@ try {
     requests,
     connections,
     maxSeconds,
-    loggedRecords: () => loggedRecords,
-    unattributed: () => unattributed,
+    loggedRecords: () => loggedUsageRecords(entries),
+    unattributed: () => unattributedRequests(entries),
     logText: () => logText,
   });
   // Then a runaway key beside a well-behaved one (docs/decisions.md "Rate limits").

@@ -1,7 +1,7 @@
 /**
  * The layer rules of .dependency-cruiser.cjs (README "Layout") fail `npm run lint` on a violation:
- * run the rule checker the lint script runs, on a fixture tree that seeds a layer violation and a
- * type-only cycle, and on the project itself.
+ * run the rule checker the lint script runs, on a fixture tree that seeds a layer violation, a
+ * type-only cycle and a script importing from test/, and on the project itself.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -28,6 +28,12 @@ describe('layer rules', () => {
     expect(run.status).not.toBe(0);
     expect(run.stdout).toContain('layer-domain: shared/domain/rule.ts → shared/lambda/wiring.ts');
     expect(run.stdout).toMatch(/no-circular: shared\/api\/(left|right)\.ts/);
+  });
+
+  it('reports a script importing from the tests', () => {
+    const run = depcruise(path.join(root, 'test/fixtures/layers'), ['scripts']);
+    expect(run.status).not.toBe(0);
+    expect(run.stdout).toContain('tooling-stays-out-of-tests: scripts/load.ts → test/helper.ts');
   });
 
   it('finds no violation in the project', () => {

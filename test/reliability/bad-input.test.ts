@@ -18,10 +18,10 @@ import { startGateway, type Gateway } from '../../lib/local/gateway';
 import { generateApiKey } from '../../shared/domain/api-key';
 import { logger } from '../../shared/lambda/observability';
 import { createKey, createTables, fixtureKeys, invoke, seedBranches } from '../support/harness';
-import { activeProviderIds, reliabilityBranches } from './support/fixtures';
+import { activeProviderIds, reliabilityBranches } from '../../bench/reliability/branches';
 import { rawRequest, stagePath } from './support/http';
-import { UsageLedger } from './support/ledger';
-import { SecretTracker } from './support/secrets';
+import { UsageLedger } from '../../bench/reliability/ledger';
+import { SecretTracker } from '../../bench/reliability/secrets';
 import {
   auditProblems,
   auditUsage,

@@ -25,19 +25,17 @@ import {
   tableNames,
   type Service,
 } from '../support/harness';
-import { reliabilityBranch } from './support/fixtures';
-import { scanAll, UsageLedger } from './support/ledger';
-import { SecretTracker } from './support/secrets';
+import { reliabilityBranch } from '../../bench/reliability/branches';
+import { loggedUsageRecords, scanAll, unattributedRequests, UsageLedger } from '../../bench/reliability/ledger';
+import { SecretTracker } from '../../bench/reliability/secrets';
 import {
   auditProblems,
   auditUsage,
   captureAllLogs,
   expectDocumented,
   fromInvoke,
-  loggedUsageRecords,
   report,
   secretHygiene,
-  unattributedRequests,
   type AnyResponse,
 } from './support/suite';
 

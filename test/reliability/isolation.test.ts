@@ -14,9 +14,9 @@ import { handler as listProviders } from '../../functions/list-payment-providers
 import { logger } from '../../shared/lambda/observability';
 import type { SeedBranch } from '../../shared/domain/schemas';
 import { createKey, createTables, invoke, seedBranches } from '../support/harness';
-import { activeProviderIds, reliabilityBranches } from './support/fixtures';
-import { UsageLedger } from './support/ledger';
-import { SecretTracker } from './support/secrets';
+import { activeProviderIds, reliabilityBranches } from '../../bench/reliability/branches';
+import { UsageLedger } from '../../bench/reliability/ledger';
+import { SecretTracker } from '../../bench/reliability/secrets';
 import {
   auditProblems,
   auditUsage,

@@ -1,13 +1,14 @@
 /**
- * The load run of `npm run load`, at CI size: the same module (support/load.ts), through the
- * in-process local gateway on dynalite, with the same invariants: every status and code as its
- * request kind says, no connection error or timeout, and exactly one usage record per request
+ * The mixed load of `npm run load`, at CI size: the same module (bench/reliability/mixed-load.ts),
+ * through the in-process local gateway on dynalite, with the same invariants: every status and
+ * code as its request kind says, no connection error or timeout, and exactly one usage record per request
  * made with a known key (matched by X-Request-Id), none for the others. Plus secret hygiene.
  */
 import { logger } from '../../shared/lambda/observability';
-import { loadProblems, formatReport, runLoad, type LoadReport } from './support/load';
-import { SecretTracker } from './support/secrets';
-import { captureAllLogs, loggedUsageRecords, report, secretHygiene, unattributedRequests } from './support/suite';
+import { loadProblems, formatReport, runLoad, type LoadReport } from '../../bench/reliability/mixed-load';
+import { loggedUsageRecords, unattributedRequests } from '../../bench/reliability/ledger';
+import { SecretTracker } from '../../bench/reliability/secrets';
+import { captureAllLogs, report, secretHygiene } from './support/suite';
 
 const REQUESTS = Number(process.env.RELIABILITY_LOAD_REQUESTS ?? 600);
 const CONNECTIONS = 8;

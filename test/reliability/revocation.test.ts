@@ -16,10 +16,10 @@ import { logger } from '../../shared/lambda/observability';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { hashApiKey } from '../../shared/domain/api-key';
 import { createKey, createTables, fixtureClient, seedBranches, tableNames } from '../support/harness';
-import { reliabilityBranch } from './support/fixtures';
+import { reliabilityBranch } from '../../bench/reliability/branches';
 import { rawRequest, stagePath, type RawResponse } from './support/http';
-import { UsageLedger } from './support/ledger';
-import { SecretTracker } from './support/secrets';
+import { UsageLedger } from '../../bench/reliability/ledger';
+import { SecretTracker } from '../../bench/reliability/secrets';
 import { auditProblems, auditUsage, captureAllLogs, expectDocumented, report, secretHygiene } from './support/suite';
 
 const WORKERS = 16;

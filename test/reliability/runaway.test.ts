@@ -1,8 +1,8 @@
 /**
- * The runaway-key scenario of `npm run load`, at CI size (support/runaway.ts), counted rather than
- * timed: a key hammering at ten times its limit or more in its busiest window never gets more than
- * its limit admitted in a window, and a well-behaved key of the same branch beside it gets no 429
- * and no 5xx. Every call is answered and recorded.
+ * The runaway-key scenario of `npm run load`, at CI size (bench/reliability/runaway.ts), counted
+ * rather than timed: a key hammering at ten times its limit or more in its busiest window never
+ * gets more than its limit admitted in a window, and a well-behaved key of the same branch beside
+ * it gets no 429 and no 5xx. Every call is answered and recorded.
  *
  * Nothing here depends on the machine's speed (it used to fail when the machine was busy):
  * - Hour windows: the 220 calls fall in one window, or two if the run crosses an hour, so the
@@ -15,7 +15,7 @@
  *   reads (503 to the well-behaved key). Timeouts are faults, and test/reliability/faults.test.ts
  *   injects them on purpose; this scenario is about the limiter.
  */
-import type { RunawayReport } from './support/runaway';
+import type { RunawayReport } from '../../bench/reliability/runaway';
 import { report } from './support/suite';
 
 Object.assign(process.env, {
@@ -29,7 +29,7 @@ let problems: (report: RunawayReport) => string[];
 
 beforeAll(async () => {
   // Loaded after the timeouts are set: the functions read their configuration once, when loaded.
-  const { formatRunaway, runawayProblems, runRunaway } = await import('./support/runaway');
+  const { formatRunaway, runawayProblems, runRunaway } = await import('../../bench/reliability/runaway');
   problems = runawayProblems;
   result = await runRunaway({ limit: '10/h', calls: { wellBehaved: 4, runaway: 220 }, connections: 4 });
   report(formatRunaway(result));

@@ -4,8 +4,8 @@
  * "0 lost" or "0 found" elsewhere could come from an instrument that never finds anything.)
  */
 import { generateApiKey } from '../../shared/domain/api-key';
-import { UsageLedger, type SeenRecord } from './support/ledger';
-import { MIN_SECRET_LENGTH, SecretTracker } from './support/secrets';
+import { UsageLedger, type SeenRecord } from '../../bench/reliability/ledger';
+import { MIN_SECRET_LENGTH, SecretTracker } from '../../bench/reliability/secrets';
 
 const record = (request_id: string, key_id = 'key_a', status = 200): SeenRecord => ({ request_id, key_id, status });
 

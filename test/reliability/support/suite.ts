@@ -4,8 +4,16 @@
  * work for both a direct invoke and a raw HTTP response.
  */
 import { captureLogs, fixtureClient, scanRaw, tableNames } from '../../support/harness';
-import { scanAll, type SeenRecord, type UsageAudit, type UsageLedger } from './ledger';
-import type { SecretFinding, SecretTracker } from './secrets';
+import {
+  loggedUsageRecords,
+  scanAll,
+  unattributedRequests,
+  type LogEntry,
+  type SeenRecord,
+  type UsageAudit,
+  type UsageLedger,
+} from '../../../bench/reliability/ledger';
+import type { SecretFinding, SecretTracker } from '../../../bench/reliability/secrets';
 
 const realStderrWrite = process.stderr.write.bind(process.stderr);
 
@@ -22,20 +30,6 @@ export const captureAllLogs = (loggers: Parameters<typeof captureLogs>[0]) => {
   const capture = captureLogs(loggers, 'DEBUG');
   return { capture, add: capture.add, restore: capture.restore };
 };
-
-export type LogEntry = Record<string, any>;
-
-/** Records the service could not store and logged whole at error level. */
-export const loggedUsageRecords = (entries: LogEntry[]): SeenRecord[] =>
-  entries
-    .filter((entry) => entry.level === 'ERROR' && entry.message === 'Usage record not stored')
-    .map((entry) => entry.usage_record as SeenRecord);
-
-/** Requests the service logged as made without a known key. */
-export const unattributedRequests = (entries: LogEntry[]): Set<string> =>
-  new Set(
-    entries.filter((entry) => entry.message === 'Call without a known key').map((entry) => entry.request_id as string),
-  );
 
 /** The ledger against this file's usage table and the captured logs. */
 export const auditUsage = async (ledger: UsageLedger, entries: LogEntry[] = []): Promise<UsageAudit> => {

@@ -7,18 +7,18 @@
  *
  * Plain TypeScript, no jest; the environment (DYNAMODB_ENDPOINT, *_TABLE) must be set first.
  */
-import autocannon from 'autocannon';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { readDynamoDbSettings, readTableNames } from '../../../shared/config/env';
-import { createDocumentClient } from '../../../shared/data/dynamodb';
-import { parseRateLimit } from '../../../shared/domain/rate-limit';
-import { BranchDataRepository } from '../../../shared/data/repositories/branch-data';
-import { KeysRepository } from '../../../shared/data/repositories/keys';
-import { ensureTables } from '../../../lib/operator/tables';
-import { startGateway } from '../../../lib/local/gateway';
-import { reliabilityBranch } from './fixtures';
+import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
+import { createDocumentClient } from '../../shared/data/dynamodb';
+import { parseRateLimit } from '../../shared/domain/rate-limit';
+import { BranchDataRepository } from '../../shared/data/repositories/branch-data';
+import { KeysRepository } from '../../shared/data/repositories/keys';
+import { ensureTables } from '../../lib/operator/tables';
+import { startGateway } from '../../lib/local/gateway';
+import { drive, headerValue } from '../lib/load';
+import { median } from '../lib/stats';
+import { reliabilityBranch } from './branches';
 import { scanAll, type SeenRecord } from './ledger';
-import { headerValue } from './load';
 
 export interface RunawayOptions {
   /** Length of each phase (alone, beside), in seconds. @default 3 */
@@ -68,11 +68,6 @@ export interface RunawayReport {
   };
   records: { expected: number; found: number };
 }
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length ? sorted[Math.floor(sorted.length / 2)]! : Number.NaN;
-};
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -158,30 +153,24 @@ export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayR
     const alone = await steady();
     const counts = { sent: 0, admitted: 0, refused: 0, other: 0 };
     const answers = answerCounter();
-    const hammer = new Promise<void>((resolve, reject) => {
-      autocannon(
+    const hammer = drive(url, {
+      connections: options.connections ?? 8,
+      ...(options.calls ? { amount: options.calls.runaway } : { seconds }),
+      // Counted: every call is answered, however slow the machine (the timeout is a safety net).
+      timeout: options.calls ? COUNTED_SAFETY_NET_MS / 1000 : 10,
+      headers: { authorization: `Bearer ${runaway.key}` },
+      requests: [
         {
-          url,
-          connections: options.connections ?? 8,
-          ...(options.calls ? { amount: options.calls.runaway } : { duration: seconds }),
-          // Counted: every call is answered, however slow the machine (the timeout is a safety net).
-          timeout: options.calls ? COUNTED_SAFETY_NET_MS / 1000 : 10,
-          headers: { authorization: `Bearer ${runaway.key}` },
-          requests: [
-            {
-              onResponse: (status, _body, _context, headers = {}) => {
-                counts.sent += 1;
-                answers.answered();
-                if (status === 200) counts.admitted += 1;
-                else if (status === 429) counts.refused += 1;
-                else counts.other += 1;
-                requestIds.push(headerValue(headers, 'x-request-id') ?? '');
-              },
-            },
-          ],
+          onResponse: (status, _body, _context, headers = {}) => {
+            counts.sent += 1;
+            answers.answered();
+            if (status === 200) counts.admitted += 1;
+            else if (status === 429) counts.refused += 1;
+            else counts.other += 1;
+            requestIds.push(headerValue(headers, 'x-request-id') ?? '');
+          },
         },
-        (error) => (error ? reject(error) : resolve()),
-      );
+      ],
     }).finally(answers.end);
     const runawayCalls = options.calls?.runaway ?? 0;
     const share = (call: number) => Math.ceil(((call + 1) * runawayCalls) / ((options.calls?.wellBehaved ?? 0) + 1));

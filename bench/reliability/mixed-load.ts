@@ -1,7 +1,7 @@
 /**
- * The load run behind `npm run load` and test/reliability/load.test.ts: seeds two branches and a
+ * The mixed load of `npm run load` and test/reliability/load.test.ts: seeds two branches and a
  * set of keys (valid, expired, revoked, wrong scope) into the tables named by the environment,
- * starts the local gateway in-process on a free port, drives it with autocannon through a fixed
+ * starts the local gateway in-process on a free port, drives it (bench/lib/load.ts) through a fixed
  * cycle of request kinds (valid calls, 400/404s, refused keys, malformed and unknown keys, no key,
  * unknown route, wrong method), and checks every response's status and code against its kind and
  * the usage table against the responses: exactly one record per request made with a known key on
@@ -10,17 +10,19 @@
  * Plain TypeScript, no jest: the environment (DYNAMODB_ENDPOINT, *_TABLE) must be set before this
  * module's runLoad() is called, because the handlers read it when the gateway imports them.
  */
-import autocannon from 'autocannon';
-import { generateApiKey } from '../../../shared/domain/api-key';
-import { readDynamoDbSettings, readTableNames } from '../../../shared/config/env';
-import { createDocumentClient } from '../../../shared/data/dynamodb';
-import { createRepositories } from '../../../shared/data/repositories';
-import { ensureTables } from '../../../lib/operator/tables';
-import { startGateway } from '../../../lib/local/gateway';
-import { reliabilityBranches } from './fixtures';
+import type autocannon from 'autocannon';
+import { generateApiKey } from '../../shared/domain/api-key';
+import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
+import { createDocumentClient } from '../../shared/data/dynamodb';
+import { createRepositories } from '../../shared/data/repositories';
+import { ensureTables } from '../../lib/operator/tables';
+import { startGateway } from '../../lib/local/gateway';
+import { markdownTable } from '../../lib/markdown';
+import { drive, headerValue } from '../lib/load';
+import { reliabilityBranches } from './branches';
 import { scanAll, UsageLedger, type SeenRecord, type UsageAudit } from './ledger';
 import { SecretTracker } from './secrets';
-import type { Scope, SeedBranch } from '../../../shared/domain/schemas';
+import type { Scope, SeedBranch } from '../../shared/domain/schemas';
 
 export interface LoadOptions {
   /** Total requests. @default 10000 */
@@ -176,11 +178,6 @@ const prepare = async (secrets?: SecretTracker) => {
   return { client, tables, kinds, keyIds };
 };
 
-export const headerValue = (headers: Record<string, unknown>, name: string): string | undefined => {
-  const found = Object.entries(headers).find(([candidate]) => candidate.toLowerCase() === name)?.[1];
-  return found === undefined ? undefined : String(found);
-};
-
 /** What a response body says: the error code, or the object type of a success. */
 const bodySays = (body: string): string | undefined => {
   try {
@@ -243,20 +240,10 @@ export const runLoad = async (options: LoadOptions = {}): Promise<LoadReport> =>
   }));
 
   const started = performance.now();
-  let stoppedEarly = false;
   try {
-    const result = await new Promise<autocannon.Result>((resolve, reject) => {
-      // A generous per-request timeout: a busy machine may be slow, and the run is judged by counts.
-      const instance = autocannon(
-        { url: `http://127.0.0.1:${gateway.port}`, connections, amount: requested, timeout: 60, requests },
-        (error, finished) => (error ? reject(error) : resolve(finished)),
-      );
-      const guard = setTimeout(() => {
-        stoppedEarly = true;
-        instance.stop();
-      }, maxSeconds * 1000);
-      instance.on('done', () => clearTimeout(guard));
-    });
+    // A generous per-request timeout: a busy machine may be slow, and the run is judged by counts.
+    const run = { connections, amount: requested, timeout: 60, maxSeconds, requests };
+    const result = await drive(`http://127.0.0.1:${gateway.port}`, run);
     const durationMs = performance.now() - started;
     const table = (await scanAll(client, tables.usage)) as SeenRecord[];
     const records = ledger.audit(table, options.loggedRecords?.() ?? [], options.unattributed?.());
@@ -291,7 +278,7 @@ export const runLoad = async (options: LoadOptions = {}): Promise<LoadReport> =>
       unexpectedSamples: samples,
       errors: result.errors,
       timeouts: result.timeouts,
-      stoppedEarly,
+      stoppedEarly: result.stopped,
       kinds: figures,
       records,
       secretsInTables,
@@ -375,15 +362,17 @@ export const formatReport = (report: LoadReport): string => {
     return merged;
   }, new Map());
   return [
-    '| figure | value |',
-    '|---|---|',
-    ...rows.map(([name, value]) => `| ${name} | ${value} |`),
+    ...markdownTable([['figure', 'value'], ...rows]),
     '',
-    '| request kind | expected answer | usage record | requests | unexpected |',
-    '|---|---|---|---|---|',
-    ...[...kindRows.values()].map(
-      (kind) =>
-        `| ${kind.name} | ${kind.status} ${kind.expect} | ${kind.record ? 'yes' : 'no'} | ${kind.requests} | ${kind.unexpected} |`,
-    ),
+    ...markdownTable([
+      ['request kind', 'expected answer', 'usage record', 'requests', 'unexpected'],
+      ...[...kindRows.values()].map((kind) => [
+        kind.name,
+        `${kind.status} ${kind.expect}`,
+        kind.record ? 'yes' : 'no',
+        String(kind.requests),
+        String(kind.unexpected),
+      ]),
+    ]),
   ].join('\n');
 };

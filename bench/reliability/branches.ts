@@ -3,7 +3,7 @@
  * providers, plus ids that every branch shares (`mem_01`, `pp_stripe`) so a cross-branch read
  * of a shared id must still answer with the key's own branch.
  */
-import type { SeedBranch } from '../../../shared/domain/schemas';
+import type { SeedBranch } from '../../shared/domain/schemas';
 
 const pad = (n: number) => String(n).padStart(2, '0');
 

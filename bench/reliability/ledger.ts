@@ -2,9 +2,9 @@
  * Usage-record accounting: what each request should have left behind (one record against its
  * key, or nothing), checked against the usage table and the records the service logged whole at
  * error level when it could not store them. "0 lost" means every expected record is in one of
- * the two places. Plain TypeScript (no jest globals): the load script uses it too.
+ * the two places. `npm run load` and the reliability tests share it.
  */
-import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { paginateScan, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 export interface SeenRecord {
   request_id: string;
@@ -112,14 +112,29 @@ export class UsageLedger {
 /** Every item of a table, unmarshalled (verification only: request paths never Scan). */
 export const scanAll = async (
   client: DynamoDBDocumentClient,
-  tableName: string,
+  TableName: string,
 ): Promise<Record<string, unknown>[]> => {
   const items: Record<string, unknown>[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await client.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }));
-    items.push(...(page.Items ?? []));
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  for await (const page of paginateScan({ client }, { TableName })) items.push(...(page.Items ?? []));
   return items;
 };
+
+/** A line of the service's JSON log: the fields read here. */
+export interface LogEntry {
+  level?: string;
+  message?: string;
+  request_id?: string;
+  usage_record?: SeenRecord;
+}
+
+/** Records the service could not store and logged whole at error level: kept, to be replayed. */
+export const loggedUsageRecords = (entries: readonly LogEntry[]): SeenRecord[] =>
+  entries
+    .filter((entry) => entry.level === 'ERROR' && entry.message === 'Usage record not stored')
+    .map((entry) => entry.usage_record!);
+
+/** Requests the service logged as made without a known key. */
+export const unattributedRequests = (entries: readonly LogEntry[]): Set<string> =>
+  new Set(
+    entries.filter((entry) => entry.message === 'Call without a known key').map((entry) => entry.request_id!),
+  );
