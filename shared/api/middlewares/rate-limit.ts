@@ -56,7 +56,8 @@ export interface Policy extends RateLimit {
 interface Window {
   readonly keyId: string;
   readonly policy: Policy;
-  /** Epoch milliseconds at which the window ends. */
+  /** Epoch milliseconds at which the window starts and ends. */
+  readonly startsAt: number;
   readonly endsAt: number;
   /** Epoch milliseconds at which the call arrived: every field and memory of the call is as of then. */
   readonly at: number;
@@ -77,8 +78,8 @@ const setHeader = (context: ApiContext, name: string, value: string): void => {
 
 const policyOf = (rate: RateLimit): Policy => ({ ...rate, field: `"key";q=${rate.limit};w=${rate.windowSeconds}` });
 
-const remainingField = (left: number, window: Window, at: number): string =>
-  `"key";r=${left};t=${secondsUntil(window.endsAt, at)}`;
+const remainingField = (left: number, { endsAt, at }: Window): string =>
+  `"key";r=${left};t=${secondsUntil(endsAt, at)}`;
 
 /** A key's limit, parsed once per distinct stored text (as `rateLimitOf` reads it), `max` texts at most. */
 export const policyMemory = (defaultLimit: RateLimit, max: number) => {
@@ -100,61 +101,92 @@ export const policyMemory = (defaultLimit: RateLimit, max: number) => {
   };
 };
 
-/** The 429 of a used-up window, with the same fields as the response headers. */
-const refusal = (context: ApiContext, window: Window, at: number) => {
-  const fields = { 'RateLimit-Policy': window.policy.field, RateLimit: remainingField(0, window, at) };
-  Object.assign((context.responseHeaders ??= {}), fields);
-  return rateLimited(secondsUntil(window.endsAt, at), fields);
-};
-
-/** Every 429, counted for the API's 429 rate alarm. */
-const countedRefusal = (metrics: Pick<Metrics, 'addMetric'>, context: ApiContext, window: Window, at: number) => {
+/** The 429 of a used-up window, with the same fields as the response headers; counted for the 429 rate alarm. */
+const refusal = (metrics: Pick<Metrics, 'addMetric'>, context: ApiContext, window: Window) => {
   metrics.addMetric(RATE_LIMITED_METRIC, MetricUnit.Count, 1);
-  return refusal(context, window, at);
+  const fields = { 'RateLimit-Policy': window.policy.field, RateLimit: remainingField(0, window) };
+  Object.assign((context.responseHeaders ??= {}), fields);
+  return rateLimited(secondsUntil(window.endsAt, window.at), fields);
 };
 
 /** The fixed window, aligned to the clock, that the instant `at` falls in. */
-const windowOf = (apiKey: ApiKeyRecord, policy: Policy, at: number, refusedKey: boolean) => {
+const windowOf = (apiKey: ApiKeyRecord, policy: Policy, at: number, refusedKey: boolean): Window => {
   const windowMs = policy.windowSeconds * 1000;
   const startsAt = Math.floor(at / windowMs) * windowMs;
-  const window: Window = { keyId: apiKey.key_id, apiKey, policy, endsAt: startsAt + windowMs, at, refusedKey };
-  return { window, startsAt };
-};
-
-/** Fail open: the call proceeds, with no RateLimit field since the remaining count is unknown. */
-const failOpen = (
-  logger: Pick<Logger, 'warn'>,
-  metrics: Pick<Metrics, 'addMetric'>,
-  keyId: string,
-  error: unknown,
-): undefined => {
-  logger.warn('Rate limit counter not updated; call admitted', { error, key_id: keyId });
-  metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
-  return undefined;
+  return { keyId: apiKey.key_id, apiKey, policy, startsAt, endsAt: startsAt + windowMs, at, refusedKey };
 };
 
 /** Each request's window, set where its count starts. */
 const windowsOnContext = new WeakMap<ApiContext, Window>();
 
-/** Starts counting a call in its window; resolves to the counter's decision, never rejects. */
-const counting = ({
-  counter,
-  leaseAbove,
-  maxLeases,
-}: Required<Pick<RateLimitOptions, 'counter' | 'leaseAbove' | 'maxLeases'>>) => {
-  const leased = leases(maxLeases);
-  return async ({ keyId, policy, endsAt }: Window, startsAt: number, at: number): Promise<Outcome> => {
-    const limit = policy.limit;
-    const block = blockSize(limit, leaseAbove);
-    const take = (by?: number) => counter.increment(keyId, startsAt / 1000, policy.windowSeconds, by);
-    // At or below leaseAbove every call is one counter write, exactly as before leasing existed.
-    if (block > 1) return leased.acquire({ keyId, limit, block, endsAt, take }, at);
-    try {
-      return outcomeOfCount(await take(), limit);
-    } catch (error) {
-      return { error };
-    }
-  };
+/** What one limiter (one container) remembers across calls. */
+const limiterOf = (settings: RateLimitOptions & typeof defaults) => ({
+  settings,
+  // key_id → end of its used-up window: later calls get their 429 from memory, without a write, so
+  // a flood costs at most `limit + containers` writes a window and can't throttle the counter open.
+  usedUp: windowMemory<number>(settings.maxRemembered, (endsAt) => endsAt),
+  leased: leases(settings.maxLeases),
+  policies: policyMemory(settings.defaultLimit, settings.maxPolicies),
+});
+type Limiter = ReturnType<typeof limiterOf>;
+
+/** Counts a call in its window; resolves to the counter's decision, never rejects. */
+const countCall = async (limiter: Limiter, window: Window): Promise<Outcome> => {
+  const { counter, leaseAbove } = limiter.settings;
+  const { keyId, policy, startsAt, endsAt, at } = window;
+  const limit = policy.limit;
+  const block = blockSize(limit, leaseAbove);
+  const take = (by?: number) => counter.increment(keyId, startsAt / 1000, policy.windowSeconds, by);
+  // At or below leaseAbove every call is one counter write, exactly as before leasing existed.
+  if (block > 1) return limiter.leased.acquire({ keyId, limit, block, endsAt, take }, at);
+  try {
+    return outcomeOfCount(await take(), limit);
+  } catch (error) {
+    return { error };
+  }
+};
+
+/** Opens the call's window and starts counting it; throws the 429 when the window is known used up. */
+const startCount = (limiter: Limiter, context: ApiContext, refusedKey: boolean): void => {
+  const { apiKey } = context;
+  if (!apiKey) return;
+  // The window of the moment the request arrived: the one its usage record's timestamp falls in.
+  const at = context.receivedAt?.getTime() ?? limiter.settings.now();
+  const window = windowOf(apiKey, limiter.policies.of(apiKey.rate_limit), at, refusedKey);
+  windowsOnContext.set(context, window);
+  if (!refusedKey) setHeader(context, 'RateLimit-Policy', window.policy.field);
+  const until = limiter.usedUp.get(window.keyId);
+  if (until !== undefined && until > at) throw refusal(limiter.settings.metrics, context, window);
+  limiter.usedUp.forget(window.keyId);
+  window.count = countCall(limiter, window);
+};
+
+/** The counter's answer: the 429 to answer with, if the key is over its limit. */
+const decide = async (limiter: Limiter, context: ApiContext, window: Window, result: Outcome) => {
+  const { logger, metrics, onLimitReached } = limiter.settings;
+  if ('error' in result) {
+    // Fail open: the call proceeds, with no RateLimit field since the remaining count is unknown.
+    logger.warn('Rate limit counter not updated; call admitted', { error: result.error, key_id: window.keyId });
+    metrics.addMetric(RATE_LIMIT_COUNTER_FAILED_METRIC, MetricUnit.Count, 1);
+    return undefined;
+  }
+  // As of the call's arrival (window.at), not the counter's answer: the instant of its usage record.
+  if (result.reached) limiter.usedUp.remember(window.keyId, window.endsAt, window.at); // every later call is over
+  if (result.over) {
+    // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.
+    if (!window.refusedKey) await onLimitReached?.(window.apiKey, window.at);
+    return refusal(metrics, context, window);
+  }
+  if (!window.refusedKey) setHeader(context, 'RateLimit', remainingField(result.left, window));
+  return undefined;
+};
+
+/** Waits for the request's count, once, and decides; nothing when no count is pending. */
+const settle = async (limiter: Limiter, context: ApiContext): Promise<Error | undefined> => {
+  const window = windowsOnContext.get(context);
+  if (!window?.count || window.settled) return undefined;
+  window.settled = true;
+  return decide(limiter, context, window, await window.count);
 };
 
 /**
@@ -163,56 +195,12 @@ const counting = ({
  * Revoked and expired keys are counted too, so their floods get no more than a live key's.
  */
 export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
-  const options = { ...defaults, ...opts };
-  const { defaultLimit, logger, metrics, now, maxRemembered, maxPolicies, onLimitReached } = options;
-  // key_id → end of its used-up window: later calls get their 429 from memory, without a write, so
-  // a flood costs at most `limit + containers` writes a window and can't throttle the counter open.
-  const usedUp = windowMemory<number>(maxRemembered, (endsAt) => endsAt);
-  const count = counting(options);
-  const policies = policyMemory(defaultLimit, maxPolicies);
-  const refuse = (context: ApiContext, window: Window, at: number) => countedRefusal(metrics, context, window, at);
-
-  /** Opens the call's window and starts counting it; throws the 429 when the window is known used up. */
-  const start = (context: ApiContext, refusedKey: boolean): void => {
-    const { apiKey } = context;
-    if (!apiKey) return;
-    // The window of the moment the request arrived: the one its usage record's timestamp falls in.
-    const at = context.receivedAt?.getTime() ?? now();
-    const { window, startsAt } = windowOf(apiKey, policies.of(apiKey.rate_limit), at, refusedKey);
-    windowsOnContext.set(context, window);
-    if (!refusedKey) setHeader(context, 'RateLimit-Policy', window.policy.field);
-    const until = usedUp.get(window.keyId);
-    if (until !== undefined && until > at) throw refuse(context, window, at);
-    usedUp.forget(window.keyId);
-    window.count = count(window, startsAt, at);
-  };
-
-  /** The counter's answer: the 429 to answer with, if the key is over its limit. */
-  const decide = async (context: ApiContext, window: Window, result: Outcome): Promise<Error | undefined> => {
-    // As of the call's arrival, not the counter's answer: the same instant as its window and usage record.
-    const { at } = window;
-    if ('error' in result) return failOpen(logger, metrics, window.keyId, result.error);
-    if (result.reached) usedUp.remember(window.keyId, window.endsAt, at); // every later call of the window is over
-    if (result.over) {
-      // The key events' "rate limit reached" (shared/lambda/handler.ts): a live key's first refusal here.
-      if (!window.refusedKey) await onLimitReached?.(window.apiKey, at);
-      return refuse(context, window, at);
-    }
-    if (!window.refusedKey) setHeader(context, 'RateLimit', remainingField(result.left, window, at));
-    return undefined;
-  };
-
-  /** Waits for the request's count, once, and decides; nothing when no count is pending. */
-  const settle = async (context: ApiContext): Promise<Error | undefined> => {
-    const window = windowsOnContext.get(context);
-    if (!window?.count || window.settled) return undefined;
-    window.settled = true;
-    return decide(context, window, await window.count);
-  };
+  const limiter = limiterOf({ ...defaults, ...opts });
+  const { onLimitReached } = limiter.settings;
 
   const rateLimitBefore = async ({ context }: ApiRequest): Promise<void> => {
     try {
-      start(context, false);
+      startCount(limiter, context, false);
     } catch (fromMemory) {
       // Often a window's first refusal (the call that reached the limit was admitted): the hook keeps its event to one per hour.
       const window = windowsOnContext.get(context);
@@ -223,7 +211,7 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
 
   // A refusal thrown here goes to onError, which answers the 429.
   const rateLimitAfter = async ({ context }: ApiRequest): Promise<void> => {
-    const refused = await settle(context);
+    const refused = await settle(limiter, context);
     if (refused) throw refused;
   };
 
@@ -233,13 +221,13 @@ export const rateLimit = (opts: RateLimitOptions): ApiMiddleware => {
     // limit it keeps its 401, without rate-limit fields; past it, a 429.
     if (context.apiKey && windowsOnContext.get(context) === undefined) {
       try {
-        start(context, true);
+        startCount(limiter, context, true);
       } catch (fromMemory) {
         request.error = fromMemory as Error;
         return;
       }
     }
-    const refused = await settle(context);
+    const refused = await settle(limiter, context);
     if (refused) request.error = refused;
   };
 
