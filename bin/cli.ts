@@ -1,8 +1,9 @@
 /**
- * `branch-api`: the operator CLI (keys, usage, seed, tables) and the local stack (`serve`). Each
- * command group lives in bin/commands/. Every command prints readable text by default and JSON
- * with --json; a failure exits non-zero with one line on stderr, or with --json the object
- * `{"error":{"code","message"}}` with a stable code (docs/decisions.md "Operator errors").
+ * `branch-api`: the operator CLI (keys, usage, seed, tables), the local stack (`serve`) and the
+ * settings console (`console`). Each command group lives in bin/commands/. Every command prints
+ * readable text by default and JSON with --json; a failure exits non-zero with one line on stderr,
+ * or with --json the object `{"error":{"code","message"}}` with a stable code (docs/decisions.md
+ * "Operator errors").
  */
 import { CommanderError } from 'commander';
 import { buildProgram } from './commands/program';

@@ -1,5 +1,5 @@
 /**
- * The Chromium that browser tests, benchmarks and screenshot scripts drive: Debian's package
+ * The Chromium that browser tests and the screenshot and page-height scripts drive: Debian's package
  * (`apt-get install -y chromium`) or CHROMIUM_PATH, through playwright-core (Playwright's own
  * browser download is not used). Each launch gets a fresh user-data-dir and no background
  * networking, so a run never reaches beyond the pages it opens.

@@ -1,7 +1,7 @@
 /**
  * `npm run docs:counts [-- --check]`: writes the generated blocks (lib/infra/counts.ts: counts,
- * the verifier's checks, the operator outputs) into README.md and docs/deploy.md between their
- * markers; with --check, exits 1 if either is stale.
+ * the verifier's checks, the operator outputs, the operator policy, the cost) into README.md and
+ * docs/deploy.md between their markers; with --check, exits 1 if either is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,14 +1,9 @@
 /**
- * The mixed load of `npm run load` and test/reliability/load.test.ts: seeds two branches and a
- * set of keys (valid, expired, revoked, wrong scope) into the tables named by the environment,
- * starts the local gateway in-process on a free port, drives it (bench/lib/load.ts) through a fixed
- * cycle of request kinds (valid calls, 400/404s, refused keys, malformed and unknown keys, no key,
- * unknown route, wrong method), and checks every response's status and code against its kind and
- * the usage table against the responses: exactly one record per request made with a known key on
- * a known route, matched by X-Request-Id, and none for the others.
- *
- * Plain TypeScript, no jest: the environment (DYNAMODB_ENDPOINT, *_TABLE) must be set before this
- * module's runLoad() is called, because the handlers read it when the gateway imports them.
+ * The mixed load of `npm run load` and test/reliability/load.test.ts: a fixed cycle of request
+ * kinds (valid calls, 4xx, refused, malformed and unknown keys, no key, unknown route, wrong method)
+ * through the in-process local gateway; every status and code checked against its kind, and exactly
+ * one usage record per request made with a known key on a known route (matched by X-Request-Id).
+ * The environment (DYNAMODB_ENDPOINT, *_TABLE) must be set first: the handlers read it at import.
  */
 import type autocannon from 'autocannon';
 import { generateApiKey } from '../../shared/domain/api-key';
@@ -247,7 +242,7 @@ export const runLoad = async (options: LoadOptions = {}): Promise<LoadReport> =>
     const durationMs = performance.now() - started;
     const table = (await scanAll(client, tables.usage)) as SeenRecord[];
     const records = ledger.audit(table, options.loggedRecords?.() ?? [], options.unattributed?.());
-    // Hygiene of what the run stored: the three tables, raw, searched for every key and header value.
+    // Hygiene of what the run stored: the keys, usage and branch-data tables, raw, searched for every secret.
     const dumps = await Promise.all(
       [tables.keys, tables.usage, tables.branchData].map((name) => scanAll(client, name)),
     );

@@ -43,7 +43,7 @@ export const streamEvent = (changes: readonly StreamChange[], tableArn: string):
 export const sequenceNumber = (n: number): string => String(n).padStart(21, '0');
 
 /**
- * The stream change of one stored usage record (tests and benchmarks build batches with it).
+ * The stream change of one stored usage record (the tests build batches with it).
  * `partitionValue` is the usage table's partition key value it was stored under: by default the
  * record's write shard (shared/data/repositories/usage.ts), as the repository writes it.
  */

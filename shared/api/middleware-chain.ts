@@ -34,7 +34,7 @@ export interface ChainOptions {
   metrics: Metrics;
   /** Route template to record; defaults to the event's `routeKey`. */
   route?: string;
-  /** Run before the handler, in order (authentication, scope). */
+  /** Run before the handler, in order (authentication, rate limit, IP allowlist, scope). */
   guards?: ApiMiddleware[];
   /** See every final response, error responses included (usage recording). */
   observers?: ApiMiddleware[];

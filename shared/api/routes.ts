@@ -113,7 +113,7 @@ export type AnyRouteDefinition = RouteDefinition | ReportRouteDefinition;
 /** The catch-all function: unknown paths (404) and known paths with another method (405). */
 export const fallbackEntry = 'functions/fallback.ts';
 
-/** What every endpoint's middleware chain calls: the key lookup and the usage record. */
+/** What every endpoint's middleware chain calls: the key lookup, the rate-limit counter and the usage record. */
 export const CHAIN_TABLE_ACCESS: readonly TableAccess[] = [
   { table: 'keys', actions: ['dynamodb:GetItem'] },
   { table: 'usage', actions: ['dynamodb:PutItem'] },

@@ -42,7 +42,7 @@ export const OPERATOR_TABLES = [
 export const operatorTableOutput = (name: (typeof OPERATOR_TABLES)[number]): string =>
   `${name.charAt(0).toUpperCase()}${name.slice(1)}TableName`;
 
-/** The tables the API functions use (the rollups table is the aggregator's and the operator's). */
+/** The tables the API functions use (the rollups and activity tables are not among them). */
 export type ApiTableNames = Pick<TableNames, 'keys' | 'usage' | 'branchData' | 'rateLimits'>;
 export const API_TABLES = [
   'keys',
@@ -193,7 +193,8 @@ export const ACTIVITY_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
 /**
  * Key activity (docs/decisions.md "Key activity"): one item per key action, by branch, newest first
  * when read backwards; the index serves one key's actions. An audit log: no TTL, kept when the stack
- * is deleted, written only by the operator tooling.
+ * is deleted, written by whatever finishes a key action (the operator tooling, the secret scanning
+ * report, the keys stream's finisher).
  */
 export const activityTable: TableDefinition = {
   id: 'KeyActivity',

@@ -1,7 +1,7 @@
 /**
  * GitHub secret scanning reports (docs/decisions.md "Leaked keys"): the signature check and the
  * report's shape. Pure: the public keys come from shared/data/secret-scanning-keys.ts.
- * zod/mini keeps the function bundle small (shared/lambda/usage-stream.ts does the same).
+ * zod/mini keeps the function bundle small (shared/domain/usage-record-schema.ts does the same).
  */
 import { createPublicKey, verify } from 'node:crypto';
 import * as z from 'zod/mini';

@@ -1,6 +1,7 @@
 /**
- * Builds an endpoint function: the handler plus the whole middleware chain (authentication,
- * rate limit, scope, usage record, error mapping, headers). A handler file only says what it reads.
+ * Builds an endpoint function: the handler plus the whole middleware chain (authentication, rate
+ * limit, IP allowlist, scope, usage record, error mapping, headers). A handler file only says what
+ * it reads.
  */
 import { authenticate, ipAllowlist, rateLimit, recordUsage, requireScope } from '../api/middlewares';
 import type { AuthenticatedContext } from '../api/middlewares';

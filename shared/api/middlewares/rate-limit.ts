@@ -137,7 +137,7 @@ const countCall = async (limiter: Limiter, window: Window): Promise<Outcome> => 
   const limit = policy.limit;
   const block = blockSize(limit, leaseAbove);
   const take = (by?: number) => counter.increment(keyId, startsAt / 1000, policy.windowSeconds, by);
-  // At or below leaseAbove every call is one counter write, exactly as before leasing existed.
+  // At or below leaseAbove every call is one counter write: the count is exact.
   if (block > 1) return limiter.leased.acquire({ keyId, limit, block, endsAt, take }, at);
   try {
     return outcomeOfCount(await take(), limit);

@@ -105,7 +105,7 @@ export class UsageRecorder extends DynamoRepository {
 export class UsageRepository extends UsageRecorder {
   private readonly gate = pLimit(SHARD_QUERIES_IN_FLIGHT);
 
-  /** Stores many records with BatchWriteItem (bulk loads, benchmarks). */
+  /** Stores many records with BatchWriteItem (the operator's replay, bulk loads). */
   putBatch(records: readonly UsageRecord[], retentionDays: number): Promise<void> {
     return this.batchPut(records.map((record) => usageItemOf(record, retentionDays)));
   }
