@@ -1,6 +1,6 @@
 /**
- * Delivery of the local change feed's records to the aggregator (docs/usage-rollups.md
- * "Locally"): only what the local stack needs of an event source mapping. Records go to shards by
+ * Delivery of the local change feed's records to the aggregator (docs/usage-rollups.md "The
+ * pipeline"): only what the local stack needs of an event source mapping. Records go to shards by
  * partition key; each shard delivers in order, in batches, one batch at a time; after a failure
  * it retries from the first record not applied, and a record that fails `maxAttempts` deliveries
  * is set aside (the dead-letter store) so the records behind it keep flowing. Lambda's own rules

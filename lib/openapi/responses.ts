@@ -18,7 +18,7 @@ import { API_KEY_EXPIRES_HEADER } from '../../shared/api/middlewares/response-he
 import { DEFAULT_RATE_LIMIT, parseRateLimit, WINDOW_SECONDS } from '../../shared/domain/rate-limit';
 import { SCOPES } from '../../shared/domain/schemas';
 
-/** The body of every error response (docs/api.md "Errors"). */
+/** The body of every error response (docs/decisions.md "Errors"). */
 /* Build-time only: zod stays out of the function bundles. */
 export const ErrorBodySchema = z.object({
   error: z.object({

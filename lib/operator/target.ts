@@ -3,7 +3,7 @@
  * Each entry is a stack output of that name (lib/infra/branch-api-stack.ts makes one per entry)
  * whose value the tooling reads from an environment variable. `--stack NAME` fills the variables
  * from CloudFormation's DescribeStacks, `--outputs FILE` from what `cdk deploy --outputs-file`
- * wrote (docs/deploy.md "Operate the deployed stack").
+ * wrote (docs/deploy.md "Load a branch and create the first key").
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../../shared/config/env';

@@ -127,7 +127,7 @@ export interface List<T> {
   next_cursor: string | null;
 }
 
-/** Seed file: what `branch-api seed` loads (see README "Seed file format"). */
+/** Seed file: what `branch-api seed` loads (docs/operating.md "Seed file format"). */
 export const SeedFileSchema = z.object({
   branches: z
     .array(
