@@ -2,9 +2,13 @@
  * Usage-record accounting: what each request should have left behind (one record against its
  * key, or nothing), checked against the usage table and the records the service logged whole at
  * error level when it could not store them. "0 lost" means every expected record is in one of
- * the two places. `npm run load` and the reliability tests share it.
+ * the two places; and the store it reads. `npm run load` and the reliability tests share it.
  */
 import { paginateScan, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
+import { createDocumentClient } from '../../shared/data/dynamodb';
+import { createRepositories } from '../../shared/data/repositories';
+import { ensureTables } from '../../lib/operator/tables';
 
 export interface SeenRecord {
   request_id: string;
@@ -109,6 +113,14 @@ export class UsageLedger {
   }
 }
 
+/** The tables the environment names, created if missing, and their repositories; `destroy` when done. */
+export const openStore = async () => {
+  const tables = readTableNames(process.env);
+  const client = createDocumentClient(readDynamoDbSettings(process.env), process.env);
+  await ensureTables(client, tables);
+  return { client, tables, ...createRepositories(client, tables) };
+};
+
 /** Every item of a table, unmarshalled (verification only: request paths never Scan). */
 export const scanAll = async (
   client: DynamoDBDocumentClient,
@@ -135,6 +147,4 @@ export const loggedUsageRecords = (entries: readonly LogEntry[]): SeenRecord[] =
 
 /** Requests the service logged as made without a known key. */
 export const unattributedRequests = (entries: readonly LogEntry[]): Set<string> =>
-  new Set(
-    entries.filter((entry) => entry.message === 'Call without a known key').map((entry) => entry.request_id!),
-  );
+  new Set(entries.filter((entry) => entry.message === 'Call without a known key').map((entry) => entry.request_id!));

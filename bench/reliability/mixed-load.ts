@@ -7,15 +7,11 @@
  */
 import type autocannon from 'autocannon';
 import { generateApiKey } from '../../shared/domain/api-key';
-import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
-import { createDocumentClient } from '../../shared/data/dynamodb';
-import { createRepositories } from '../../shared/data/repositories';
-import { ensureTables } from '../../lib/operator/tables';
 import { startGateway } from '../../lib/local/gateway';
 import { markdownTable } from '../../lib/markdown';
 import { drive, headerValue } from '../lib/load';
 import { reliabilityBranches } from './branches';
-import { scanAll, UsageLedger, type SeenRecord, type UsageAudit } from './ledger';
+import { openStore, scanAll, UsageLedger, type SeenRecord, type UsageAudit } from './ledger';
 import { SecretTracker } from './secrets';
 import type { Scope, SeedBranch } from '../../shared/domain/schemas';
 
@@ -88,12 +84,8 @@ const flipChar = (value: string, at: number) =>
 
 /** Seeds the data, creates the keys and builds the cycle of request kinds. */
 const prepare = async (secrets?: SecretTracker) => {
-  const env = process.env;
-  const tables = readTableNames(env);
-  const client = createDocumentClient(readDynamoDbSettings(env), env);
-  await ensureTables(client, tables);
+  const { client, tables, branchData, keys } = await openStore();
   const [first, second] = reliabilityBranches(2) as [SeedBranch, SeedBranch];
-  const { branchData, keys } = createRepositories(client, tables);
   await branchData.putBranch(first);
   await branchData.putBranch(second);
   const make = async (label: string, input: { branchId: string; expiresAt?: Date; scopes?: Scope[] }) => {

@@ -8,17 +8,12 @@
  * Plain TypeScript, no jest; the environment (DYNAMODB_ENDPOINT, *_TABLE) must be set first.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { readDynamoDbSettings, readTableNames } from '../../shared/config/env';
-import { createDocumentClient } from '../../shared/data/dynamodb';
 import { parseRateLimit } from '../../shared/domain/rate-limit';
-import { BranchDataRepository } from '../../shared/data/repositories/branch-data';
-import { KeysRepository } from '../../shared/data/repositories/keys';
-import { ensureTables } from '../../lib/operator/tables';
 import { startGateway } from '../../lib/local/gateway';
 import { drive, headerValue } from '../lib/load';
 import { median } from '../lib/stats';
 import { reliabilityBranch } from './branches';
-import { scanAll, type SeenRecord } from './ledger';
+import { openStore, scanAll, type SeenRecord } from './ledger';
 
 export interface RunawayOptions {
   /** Length of each phase (alone, beside), in seconds. @default 3 */
@@ -111,13 +106,9 @@ export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayR
   const limit = options.limit ?? '20/s';
   const pace = options.wellBehavedPerSecond ?? 10;
   const policy = parseRateLimit(limit);
-  const env = process.env;
-  const tables = readTableNames(env);
-  const client = createDocumentClient(readDynamoDbSettings(env), env);
-  await ensureTables(client, tables);
+  const { client, tables, branchData, keys } = await openStore();
   const branch = reliabilityBranch(90);
-  await new BranchDataRepository(client, tables.branchData).putBranch(branch);
-  const keys = new KeysRepository(client, tables.keys);
+  await branchData.putBranch(branch);
   const make = (name: string) => keys.create({ branchId: branch.id, scopes: ['read'], rateLimit: limit, name });
   const [good, runaway] = [await make('load: well-behaved'), await make('load: runaway')];
   const gateway = await startGateway({ port: 0 });
@@ -205,6 +196,7 @@ export const runRunaway = async (options: RunawayOptions = {}): Promise<RunawayR
     };
   } finally {
     await gateway.close();
+    client.destroy();
   }
 };
 
