@@ -5,7 +5,7 @@
  * every value is checked before anything is written, each action records who did it, and a
  * refusal is an OperatorError naming its code and field.
  */
-import { InvalidCidrError, MAX_ALLOWED_IPS, parseCidr } from '../../shared/domain/cidr';
+import { canonicalAllowlist, InvalidCidrError } from '../../shared/domain/cidr';
 import { formatRateLimit, MAX_RATE_LIMIT, type RateLimit } from '../../shared/domain/rate-limit';
 import {
   KeyActionRefusedError,
@@ -155,11 +155,7 @@ const checkExpiry = (expiresAt: Date, now: Date): Date => {
 /** Canonical CIDR entries without repeats (docs/decisions.md "Key lifecycle"). */
 const checkAllowedIps = (entries: readonly string[]): string[] => {
   try {
-    const canonical = [...new Set(entries.map(parseCidr))];
-    if (canonical.length > MAX_ALLOWED_IPS) {
-      throw new InvalidCidrError(`an IP allowlist holds at most ${MAX_ALLOWED_IPS} entries`);
-    }
-    return canonical;
+    return canonicalAllowlist(entries);
   } catch (error) {
     if (error instanceof InvalidCidrError) throw invalidInput('allowed_ips', `: ${error.message}`);
     throw error;

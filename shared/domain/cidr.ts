@@ -88,6 +88,11 @@ export const parseAllowlist = (list: string): string[] => {
   if (entries.some((entry) => entry.trim() === '')) {
     throw new InvalidCidrError('the IP allowlist has an empty entry (two commas, or one at an end)');
   }
+  return canonicalAllowlist(entries);
+};
+
+/** Entries → canonical CIDR entries without repeats, at most MAX_ALLOWED_IPS of them. */
+export const canonicalAllowlist = (entries: readonly string[]): string[] => {
   const canonical = [...new Set(entries.map(parseCidr))];
   if (canonical.length > MAX_ALLOWED_IPS) {
     throw new InvalidCidrError(`an IP allowlist holds at most ${MAX_ALLOWED_IPS} entries`);
