@@ -10,6 +10,7 @@
  */
 import { parseArgs } from 'node:util';
 import { startEmbeddedDynamo } from '../lib/local/dynamo';
+import { tableDefinitions } from '../shared/data/tables';
 import { loggedUsageRecords, unattributedRequests, type LogEntry } from '../bench/reliability/ledger';
 
 const { values } = parseArgs({
@@ -49,10 +50,7 @@ const run = `load-${Date.now().toString(36)}`;
 Object.assign(process.env, {
   DYNAMODB_ENDPOINT: dynamo.endpoint,
   AWS_REGION: process.env.AWS_REGION ?? 'local',
-  KEYS_TABLE: `${run}-keys`,
-  USAGE_TABLE: `${run}-usage`,
-  BRANCH_DATA_TABLE: `${run}-branch-data`,
-  RATE_LIMITS_TABLE: `${run}-rate-limits`,
+  ...Object.fromEntries(tableDefinitions.map((table) => [table.envVar, `${run}-${table.localName}`])),
   // INFO: the "Call without a known key" lines are needed to account for every 503 (read below).
   POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'INFO',
 });
@@ -111,7 +109,8 @@ try {
       runaway,
       problems,
     };
-    console.log(JSON.stringify(summary, null, 2));
+    // Past the log reader above, which would take a line starting with `{` for a log entry.
+    writeStdout(`${JSON.stringify(summary, null, 2)}\n`);
   } else {
     console.log(`\nBranch API load: ${new Date().toISOString()}, Node ${process.version}\n`);
     console.log(formatReport(report));
