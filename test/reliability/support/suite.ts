@@ -14,6 +14,7 @@ import {
   type UsageLedger,
 } from '../../../bench/reliability/ledger';
 import type { SecretFinding, SecretTracker } from '../../../bench/reliability/secrets';
+import { headerValue } from '../../../bench/lib/load';
 
 const realStderrWrite = process.stderr.write.bind(process.stderr);
 
@@ -69,8 +70,7 @@ export interface AnyResponse {
   requestId: string;
 }
 
-const header = (res: AnyResponse, name: string) =>
-  Object.entries(res.headers).find(([candidate]) => candidate.toLowerCase() === name.toLowerCase())?.[1];
+const header = (res: AnyResponse, name: string) => headerValue(res.headers, name);
 
 export const CHALLENGE = 'Bearer realm="branch-api"';
 export const INVALID_TOKEN = 'Bearer realm="branch-api", error="invalid_token"';
