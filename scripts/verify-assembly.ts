@@ -22,7 +22,8 @@ let synthesized: string | undefined;
 if (!dir) {
   dir = synthesized = mkdtempSync(join(tmpdir(), 'verify-assembly-'));
   process.stderr.write(`Synthesizing into ${dir}…\n`);
-  const synth = spawnSync('npx', ['cdk', 'synth', '--quiet', '--output', dir], {
+  // `npm run synth` names the stage every synth needs (docs/deploy.md "Deploy").
+  const synth = spawnSync('npm', ['run', '--silent', 'synth', '--', '--output', dir], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' },
   });

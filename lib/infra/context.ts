@@ -1,30 +1,77 @@
 /**
- * Stack settings from CDK context (`cdk deploy -c stage=dev -c destroyData=true`, or cdk.json).
- * Values given with `-c` arrive as strings; anything unparseable fails with the option's name.
+ * Stack settings from CDK context (`cdk deploy -c stage=prod -c logLevel=DEBUG`, or cdk.json).
+ * Each option is one entry of CONTEXT_OPTIONS: what its text must be, and the stack prop it sets,
+ * whose own rule (lib/infra/branch-api-stack.ts) is reported under the option's name.
  */
+import type { StackProps } from 'aws-cdk-lib';
 import type { Node } from 'constructs';
-import { InvalidStackPropsError, type BranchApiStackProps, type PowertoolsLogLevel } from './branch-api-stack';
+import leven from 'leven';
+import { z } from 'zod';
+import type { BranchApiStackProps } from './branch-api-stack';
 
-/** The context options this app reads; docs/deploy.md lists them for operators. */
-export const CONTEXT_KEYS = [
-  'stage',
-  'destroyData',
-  'throttleRate',
-  'throttleBurst',
-  'logRetentionDays',
-  'usageRetentionDays',
-  'rollupRetentionDays',
-  'defaultRateLimit',
-  'logLevel',
-  'alarmTopicArn',
-  'alarmEmail',
-  'serverErrorRatePercent',
-  'reservedConcurrencyEndpoint',
-  'reservedConcurrencyFallback',
-  'reservedConcurrencyAggregator',
-  'reservedConcurrencySecretScanning',
-  'reservedConcurrencyKeyExpiry',
-] as const;
+type OwnProps = Omit<BranchApiStackProps, keyof StackProps>;
+/** A stack prop, or one field of an object prop (`throttle.rateLimit`). */
+type PropPath = {
+  [K in keyof OwnProps & string]-?: NonNullable<OwnProps[K]> extends object
+    ? `${K}.${keyof NonNullable<OwnProps[K]> & string}`
+    : K;
+}[keyof OwnProps & string];
+
+interface ContextOption {
+  /** What the value must be, for the message that refuses it. */
+  readonly rule: string;
+  /** `-c` gives text; cdk.json may give JSON values. */
+  readonly schema: z.ZodType;
+  /** The stack prop it sets; none for the stack's name and the synth's own switches. */
+  readonly prop?: PropPath;
+}
+
+const NUMBER = {
+  rule: 'a number',
+  schema: z.union([z.number(), z.string().trim().min(1).transform(Number)]).pipe(z.number()),
+};
+const BOOLEAN = {
+  rule: 'true or false',
+  schema: z.union([z.boolean(), z.enum(['true', 'false']).transform((value) => value === 'true')]),
+};
+const TEXT = { rule: 'text', schema: z.string() };
+
+/** The deployment's name, required (docs/decisions.md "Deploy options"): the stack is `BranchApi-<stage>`. */
+const STAGE = {
+  rule: 'lower-case letters, digits and dashes, starting with a letter, at most 20 characters',
+  schema: z.string().regex(/^[a-z][a-z0-9-]{0,19}$/),
+};
+
+/** Every option this app reads; docs/deploy.md lists them for operators. */
+export const CONTEXT_OPTIONS = {
+  stage: STAGE,
+  destroyData: { ...BOOLEAN, prop: 'destroyData' },
+  throttleRate: { ...NUMBER, prop: 'throttle.rateLimit' },
+  throttleBurst: { ...NUMBER, prop: 'throttle.burstLimit' },
+  logRetentionDays: { ...NUMBER, prop: 'logRetention' },
+  usageRetentionDays: { ...NUMBER, prop: 'usageRetentionDays' },
+  rollupRetentionDays: { ...NUMBER, prop: 'rollupRetentionDays' },
+  defaultRateLimit: { ...TEXT, prop: 'defaultRateLimit' },
+  logLevel: { ...TEXT, schema: z.string().toUpperCase(), prop: 'logLevel' },
+  alarmTopicArn: { ...TEXT, prop: 'alarmTopicArn' },
+  alarmEmail: { ...TEXT, prop: 'alarmEmail' },
+  serverErrorRatePercent: { ...NUMBER, prop: 'serverErrorRatePercent' },
+  reservedConcurrencyEndpoint: { ...NUMBER, prop: 'reservedConcurrency.endpoint' },
+  reservedConcurrencyFallback: { ...NUMBER, prop: 'reservedConcurrency.fallback' },
+  reservedConcurrencyAggregator: { ...NUMBER, prop: 'reservedConcurrency.aggregator' },
+  reservedConcurrencySecretScanning: { ...NUMBER, prop: 'reservedConcurrency.secretScanning' },
+  reservedConcurrencyKeyExpiry: { ...NUMBER, prop: 'reservedConcurrency.keyExpiry' },
+  /** Read by lib/infra/api-function.ts (`BUNDLING_LOGS_CONTEXT`). */
+  bundlingLogs: BOOLEAN,
+} as const satisfies Record<string, ContextOption>;
+
+export type ContextKey = keyof typeof CONTEXT_OPTIONS;
+export const CONTEXT_KEYS = Object.keys(CONTEXT_OPTIONS) as ContextKey[];
+
+/** A `-c` option the app refuses: one line per problem, each naming the option. */
+export class ContextOptionError extends Error {
+  override name = 'ContextOptionError';
+}
 
 export interface AppSettings {
   /** Deployment name: the stack is `BranchApi-<stage>`. Not the API Gateway stage, always `api`. */
@@ -32,33 +79,83 @@ export interface AppSettings {
   readonly stackProps: BranchApiStackProps;
 }
 
-const invalid = (key: string, value: unknown, expected: string): never => {
-  throw new InvalidStackPropsError(`Context option ${key} must be ${expected}, got ${JSON.stringify(value)}`);
+const closest = (key: string): ContextKey =>
+  CONTEXT_KEYS.reduce((best, known) =>
+    leven(key.toLowerCase(), known.toLowerCase()) < leven(key.toLowerCase(), best.toLowerCase()) ? known : best,
+  );
+
+/**
+ * Whether an operator could have meant `key` as one of these options. CDK's own keys are left to
+ * CDK: feature flags (`@aws-cdk/…`), its settings and cached lookups (`aws:cdk:…`, `…:account=…`),
+ * and its kebab-case switches (`cli-telemetry`, `acknowledged-issue-numbers`) unless close to ours.
+ */
+const couldBeOurs = (key: string): boolean =>
+  !/[:@]/.test(key) &&
+  (!key.includes('-') || leven(key.replaceAll('-', '').toLowerCase(), closest(key).toLowerCase()) <= 2);
+
+/** `-c key=value` as typed; a value that isn't plain printable text is shown as JSON. */
+const given = (key: string, value: unknown) =>
+  `-c ${key}=${typeof value === 'string' && /^[\x20-\x7e]*$/.test(value) ? value : (JSON.stringify(value) ?? String(value))}`;
+
+/** Sets `throttle.rateLimit` in `props` as `{ throttle: { rateLimit } }`. */
+const setProp = (props: Record<string, unknown>, path: string, value: unknown) => {
+  const [head, field] = path.split('.') as [string, string | undefined];
+  props[head] = field === undefined ? value : { ...(props[head] as object | undefined), [field]: value };
 };
 
-const toNumber = (key: string, value: unknown): number => {
-  const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-  return typeof number === 'number' && Number.isFinite(number) ? number : invalid(key, value, 'a number');
+/**
+ * The stage and the stack props the context asks for. Every problem is reported at once, one line
+ * each: an unknown option (with the closest known one), a missing stage, a value that does not parse.
+ * @throws ContextOptionError
+ */
+export const readAppSettings = (node: Node): AppSettings => {
+  const context = node.getAllContext() as Record<string, unknown>;
+  const problems = Object.keys(context)
+    .filter((key) => !(key in CONTEXT_OPTIONS) && couldBeOurs(key))
+    .map(
+      (key) =>
+        `unknown context option ${given(key, context[key])}; did you mean ${closest(key)}? ` +
+        `The options are: ${CONTEXT_KEYS.join(', ')} (docs/deploy.md "Deploy")`,
+    );
+  const props: Record<string, unknown> = {};
+  for (const key of CONTEXT_KEYS) {
+    const value = context[key];
+    if (value === undefined) continue;
+    const option: ContextOption = CONTEXT_OPTIONS[key];
+    const parsed = option.schema.safeParse(value);
+    if (!parsed.success) problems.push(`${given(key, value)}: must be ${option.rule}`);
+    else if (option.prop) setProp(props, option.prop, parsed.data);
+  }
+  if (context.stage === undefined) {
+    problems.push(
+      '-c stage=<name> is required: the stack is BranchApi-<name> (-c stage=prod, -c stage=dev); ' +
+        'nothing is synthesized or deployed without naming it',
+    );
+  }
+  if (problems.length > 0) throw new ContextOptionError(problems.join('\n'));
+  return { stage: context.stage as string, stackProps: props };
 };
 
-const toBoolean = (key: string, value: unknown): boolean => {
-  if (value === true || value === 'true') return true;
-  if (value === false || value === 'false') return false;
-  return invalid(key, value, 'true or false');
-};
-
-type Optional = <T>(key: (typeof CONTEXT_KEYS)[number], parse: (key: string, value: unknown) => T) => T | undefined;
-
-/** `reservedConcurrency{Endpoint,Fallback,Aggregator,SecretScanning,KeyExpiry}`, each optional. */
-const reservedConcurrencyOf = (optional: Optional) => {
-  const entries = Object.entries({
-    endpoint: optional('reservedConcurrencyEndpoint', toNumber),
-    fallback: optional('reservedConcurrencyFallback', toNumber),
-    aggregator: optional('reservedConcurrencyAggregator', toNumber),
-    secretScanning: optional('reservedConcurrencySecretScanning', toNumber),
-    keyExpiry: optional('reservedConcurrencyKeyExpiry', toNumber),
-  }).filter(([, value]) => value !== undefined);
-  return entries.length === 0 ? undefined : Object.fromEntries(entries);
+/**
+ * A stack props error (`BranchApiStack: reservedConcurrency.endpoint must be …`) said of the `-c`
+ * options that set that prop, or undefined when no option given sets it.
+ */
+export const contextOptionError = (error: unknown, node: Node): ContextOptionError | undefined => {
+  if (error instanceof ContextOptionError) return error;
+  // The constructs' props errors (InvalidStackPropsError, …) say `<Construct>: <prop> <rule>`.
+  const said =
+    error instanceof Error && error.name.endsWith('PropsError')
+      ? /^\w+: (?<prop>[\w.]+)(?<rule>.*)$/s.exec(error.message)?.groups
+      : undefined;
+  if (!said?.prop) return undefined;
+  const options = CONTEXT_KEYS.filter((key) => {
+    const prop: string | undefined = (CONTEXT_OPTIONS[key] as ContextOption).prop;
+    return node.tryGetContext(key) !== undefined && (prop === said.prop || prop?.startsWith(`${said.prop}.`));
+  });
+  if (options.length === 0) return undefined;
+  return new ContextOptionError(
+    `${options.map((key) => given(key, node.tryGetContext(key))).join(' ')}: ${said.rule!.replace(/^:?\s*/, '')}`,
+  );
 };
 
 /**
@@ -70,37 +167,3 @@ export const deployEnvironment = (env: Readonly<Record<string, string | undefine
   account: env.CDK_DEFAULT_ACCOUNT,
   region: env.CDK_DEFAULT_REGION,
 });
-
-export const readAppSettings = (node: Node): AppSettings => {
-  const get = (key: (typeof CONTEXT_KEYS)[number]): unknown => node.tryGetContext(key);
-  const stage = get('stage') ?? 'prod';
-  if (typeof stage !== 'string' || !/^[a-z][a-z0-9-]{0,19}$/.test(stage)) {
-    invalid('stage', stage, 'lower-case letters, digits and dashes, starting with a letter, at most 20 characters');
-  }
-  const optional = <T>(key: (typeof CONTEXT_KEYS)[number], parse: (key: string, value: unknown) => T) => {
-    const value = get(key);
-    return value === undefined ? undefined : parse(key, value);
-  };
-  const rateLimit = optional('throttleRate', toNumber);
-  const burstLimit = optional('throttleBurst', toNumber);
-  const props: Record<string, unknown> = {
-    destroyData: optional('destroyData', toBoolean),
-    throttle:
-      rateLimit === undefined && burstLimit === undefined
-        ? undefined
-        : { ...(rateLimit === undefined ? {} : { rateLimit }), ...(burstLimit === undefined ? {} : { burstLimit }) },
-    logRetention: optional('logRetentionDays', toNumber),
-    usageRetentionDays: optional('usageRetentionDays', toNumber),
-    rollupRetentionDays: optional('rollupRetentionDays', toNumber),
-    defaultRateLimit: optional('defaultRateLimit', (_key, value) => String(value)),
-    logLevel: optional('logLevel', (_key, value) => String(value).toUpperCase() as PowertoolsLogLevel),
-    alarmTopicArn: optional('alarmTopicArn', (_key, value) => String(value)),
-    alarmEmail: optional('alarmEmail', (_key, value) => String(value)),
-    reservedConcurrency: reservedConcurrencyOf(optional),
-    serverErrorRatePercent: optional('serverErrorRatePercent', toNumber),
-  };
-  return {
-    stage: stage as string,
-    stackProps: Object.fromEntries(Object.entries(props).filter(([, value]) => value !== undefined)),
-  };
-};

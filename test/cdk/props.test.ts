@@ -1,11 +1,12 @@
 /**
- * Stack props and app context: defaults, overrides that reach the template, and values that can't
- * make a working stack rejected before anything is synthesized, with a message naming them.
+ * Stack props: defaults, overrides that reach the template, and values that can't make a working
+ * stack rejected before anything is synthesized, with a message naming them (the app's `-c`
+ * options: test/cdk/context.test.ts).
  */
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BranchApiStack, resolveStackSettings, type BranchApiStackProps } from '../../lib/infra/branch-api-stack';
-import { deployEnvironment, readAppSettings } from '../../lib/infra/context';
+import { deployEnvironment } from '../../lib/infra/context';
 import { buildStack, newApp, resourcesOfType } from './support';
 
 describe('stack props', () => {
@@ -105,56 +106,6 @@ describe('stack props', () => {
   ])('reject %s with a clear error', (_name, props, message) => {
     expect(() => new BranchApiStack(newApp(), 'Invalid', props)).toThrow(message);
     expect(() => resolveStackSettings(props)).toThrow(/^BranchApiStack: /);
-  });
-});
-
-describe('app context (cdk deploy -c ...)', () => {
-  const settingsFrom = (context: Record<string, unknown>) => readAppSettings(newApp({ context }).node);
-
-  it('defaults to the prod stage with no overrides', () => {
-    expect(settingsFrom({})).toEqual({ stage: 'prod', stackProps: {} });
-  });
-
-  it('parses the string values -c gives', () => {
-    expect(
-      settingsFrom({
-        stage: 'dev',
-        destroyData: 'true',
-        throttleRate: '10',
-        throttleBurst: '20',
-        logRetentionDays: '7',
-        usageRetentionDays: '14',
-        defaultRateLimit: '20/s',
-        logLevel: 'debug',
-        alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
-        serverErrorRatePercent: '1',
-        reservedConcurrencyEndpoint: '40',
-        reservedConcurrencyAggregator: '2',
-      }),
-    ).toEqual({
-      stage: 'dev',
-      stackProps: {
-        destroyData: true,
-        throttle: { rateLimit: 10, burstLimit: 20 },
-        logRetention: 7,
-        usageRetentionDays: 14,
-        defaultRateLimit: '20/s',
-        logLevel: 'DEBUG',
-        alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms',
-        serverErrorRatePercent: 1,
-        reservedConcurrency: { endpoint: 40, aggregator: 2 },
-      },
-    });
-  });
-
-  it.each<[Record<string, unknown>, RegExp]>([
-    [{ destroyData: 'yes' }, /Context option destroyData must be true or false, got "yes"/],
-    [{ throttleRate: 'fast' }, /Context option throttleRate must be a number, got "fast"/],
-    [{ usageRetentionDays: '' }, /Context option usageRetentionDays must be a number/],
-    [{ stage: 'Prod_1' }, /Context option stage must be lower-case letters/],
-    [{ reservedConcurrencyFallback: 'many' }, /Context option reservedConcurrencyFallback must be a number/],
-  ])('rejects %j', (context, message) => {
-    expect(() => settingsFrom(context)).toThrow(message);
   });
 });
 
