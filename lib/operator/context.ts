@@ -5,11 +5,12 @@
  * Target selection, from the environment (which `--stack`/`--outputs` fill, lib/operator/target.ts):
  * - `DYNAMODB_ENDPOINT` set: that endpoint (e.g. the one `npm start` prints), tables defaulting to
  *   the local names, key events to the file `KEY_EVENTS_FILE`;
- * - otherwise AWS, with the default credential chain and `AWS_REGION`, and every stack output the
- *   tooling reads (`OPERATOR_OUTPUTS`: the table names and `KEY_EVENT_BUS_NAME`) set, or nothing runs.
+ * - otherwise AWS, with the default credential chain, the region (AWS_REGION or AWS_DEFAULT_REGION;
+ *   `resolveTarget` sets it from `--region` or the profile) and every stack output the tooling reads
+ *   (`OPERATOR_OUTPUTS`: the table names and `KEY_EVENT_BUS_NAME`) set, or nothing runs.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ConfigError, readDynamoDbSettings, readKeyEventSettings } from '../../shared/config/env';
+import { readDynamoDbSettings, readKeyEventSettings } from '../../shared/config/env';
 import {
   createKeyEventEmitter,
   noKeyEvents,
@@ -58,11 +59,6 @@ const stderrLogger: EmitterLogger = {
 const stderrWarning = (message: string) => process.stderr.write(`warning: ${message}\n`);
 
 export const createOperatorContext = (env: Env = process.env): OperatorContext => {
-  if (!env.DYNAMODB_ENDPOINT?.trim() && !env.AWS_REGION?.trim() && !env.AWS_DEFAULT_REGION?.trim()) {
-    throw new ConfigError(
-      'No target: set DYNAMODB_ENDPOINT for a local DynamoDB (npm start prints it), or run with --stack <stack name> --region <region> for a deployed stack',
-    );
-  }
   assertDeployedTarget(env);
   const settings = readDynamoDbSettings(env);
   const tables = operatorTableNames(env);

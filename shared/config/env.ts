@@ -90,7 +90,10 @@ const readCallBound = (env: Env): Pick<DynamoDbSettings, 'requestTimeoutMs' | 'm
   return { requestTimeoutMs, maxAttempts, deadlineMs };
 };
 
-/** The region the AWS SDK would take: AWS_REGION, else AWS_DEFAULT_REGION. */
+/**
+ * The region the environment sets, in the AWS CLI's order: AWS_REGION, else AWS_DEFAULT_REGION. The
+ * operator tooling then asks the profile's config (lib/operator/target.ts `resolveRegion`).
+ */
 export const readRegion = (env: Env): string | undefined =>
   env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || undefined;
 
