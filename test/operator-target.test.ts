@@ -204,6 +204,13 @@ describe('a hostile outputs file', () => {
     expect(message).not.toContain('\n');
   });
 
+  it('--stack names a stack of the file, never a property every object has', async () => {
+    const file = writeOutputs({ 'BranchApi-prod': allOutputs });
+    await expect(resolveTarget({ outputs: file, stack: 'constructor' }, {})).rejects.toThrow(
+      /no stack constructor in it \(BranchApi-prod\); name one with --stack/,
+    );
+  });
+
   it('a bus name breaking EventBridge’s rule is refused', async () => {
     const file = writeOutputs({ 'BranchApi-prod': { ...allOutputs, KeyEventBusName: 'bus name' } });
     expect((await refusal(file)).message).toMatch(/output KeyEventBusName must be an EventBridge event bus name/);
@@ -211,12 +218,14 @@ describe('a hostile outputs file', () => {
 
   it.each<[string, string]>([
     ['not JSON', '{"BranchApi-prod":'],
+    ['not JSON, with line breaks and escapes in it', '{"a":\n\n x\u001b[2J'],
     ['a list', '[{"KeysTableName":"branch-api-keys"}]'],
     ['a stack that is not an object', '{"BranchApi-prod":["branch-api-keys"]}'],
     ['null', 'null'],
   ])('%s is refused', async (_name, text) => {
     const { message } = await refusal(writeOutputs(text));
     expect(message).toMatch(/^--outputs .*: not (JSON|an outputs file)/);
+    expect(message).not.toContain('\n');
   });
 
   it('the CLI says so in one line and exits 1', async () => {

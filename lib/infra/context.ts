@@ -111,7 +111,7 @@ const setProp = (props: Record<string, unknown>, path: string, value: unknown) =
 export const readAppSettings = (node: Node): AppSettings => {
   const context = node.getAllContext() as Record<string, unknown>;
   const problems = Object.keys(context)
-    .filter((key) => !(key in CONTEXT_OPTIONS) && couldBeOurs(key))
+    .filter((key) => !Object.hasOwn(CONTEXT_OPTIONS, key) && couldBeOurs(key))
     .map(
       (key) =>
         `unknown context option ${given(key, context[key])}; did you mean ${closest(key)}? ` +

@@ -149,13 +149,14 @@ export const readOutputsFile = async (file: string, stack?: string): Promise<Env
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw fail(`not JSON (${(error as Error).message})`);
+    // V8's message quotes the text: kept on one line (the CLI escapes what is left for the terminal).
+    throw fail(`not JSON (${(error as Error).message.replace(/\s+/g, ' ').slice(0, 200)})`);
   }
   const stacks = OutputsFileSchema.safeParse(parsed);
   if (!stacks.success) throw fail('not an outputs file: expected { "<stack>": { "<output>": "<value>" } }');
   const names = Object.keys(stacks.data);
   const name = stack ?? (names.length === 1 ? names[0] : undefined);
-  const outputs = name === undefined ? undefined : stacks.data[name];
+  const outputs = name !== undefined && Object.hasOwn(stacks.data, name) ? stacks.data[name] : undefined;
   if (outputs === undefined) {
     throw fail(
       `${stack ? `no stack ${stack}` : `${names.length} stacks`} in it (${names.join(', ') || 'none'}); name one with --stack`,

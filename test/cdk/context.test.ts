@@ -87,6 +87,12 @@ describe('app context (cdk deploy -c ...)', () => {
     expect(problemsOf({ stage: 'dev', ...context })).toEqual([problem]);
   });
 
+  it('refuses a key that only an object prototype knows', () => {
+    expect(problemsOf({ stage: 'dev', constructor: 'x' })).toEqual([
+      expect.stringMatching(/^unknown context option -c constructor=x; did you mean \w+\?/),
+    ]);
+  });
+
   it.each<[Record<string, unknown>, string]>([
     [{ destroyData: 'yes' }, '-c destroyData=yes: must be true or false'],
     [{ throttleRate: 'fast' }, '-c throttleRate=fast: must be a number'],
