@@ -1,16 +1,18 @@
 /**
  * `npm run docs:counts [-- --check]`: writes the generated blocks (lib/infra/counts.ts: counts,
- * the verifier's checks, the operator outputs, the operator policy, the cost) into README.md and
- * docs/deploy.md between their markers; with --check, exits 1 if either is stale.
+ * reserved concurrency, the operator outputs, the operator policy, the cost;
+ * lib/verify/template-checks.ts: the verifier's checks) into README.md and docs/deploy.md between
+ * their markers; with --check, exits 1 if either is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generatedBlocks } from '../lib/infra/counts';
+import { renderChecks } from '../lib/verify/template-checks';
 
 export const COUNTED_DOCS = ['README.md', join('docs', 'deploy.md')];
 const root = join(import.meta.dirname, '..');
 const check = process.argv.includes('--check');
-const blocks = generatedBlocks();
+const blocks = generatedBlocks(undefined, { checks: renderChecks });
 let stale = 0;
 for (const doc of COUNTED_DOCS) {
   const file = join(root, doc);

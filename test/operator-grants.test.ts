@@ -66,7 +66,7 @@ it('resolves to the stack values, index ARNs apart from their table', () => {
     BranchDataTableName: 'branch-x',
     RollupsTableName: 'rollups-x',
   });
-  expect(statements.map(({ actions, resources }) => [actions, resources])).toEqual([
+  expect(statements.map(({ Action, Resource }) => [Action, Resource])).toEqual([
     [['dynamodb:Query'], ['arn:aws:dynamodb:eu-west-1:123456789012:table/keys-x/index/by-branch']],
     [['dynamodb:GetItem'], ['arn:aws:dynamodb:eu-west-1:123456789012:table/branch-x']],
     [['dynamodb:Query'], ['arn:aws:dynamodb:eu-west-1:123456789012:table/rollups-x']],

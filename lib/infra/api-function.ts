@@ -99,10 +99,10 @@ export interface ApiFunctionProps {
    */
   readonly timeout?: Duration;
   /**
-   * Concurrent executions reserved for this function: its floor and its ceiling, so neither the
-   * API nor the aggregator can starve the other (docs/deploy.md "Concurrency").
+   * Concurrent executions reserved for this function: its floor and its ceiling (docs/deploy.md "Concurrency").
+   * @default - none: it draws on the account's unreserved pool
    */
-  readonly reservedConcurrency: number;
+  readonly reservedConcurrency?: number;
   /**
    * How long the function's log group keeps its logs.
    * @default logs.RetentionDays.ONE_MONTH

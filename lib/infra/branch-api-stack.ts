@@ -4,7 +4,8 @@
  * with its `api` stage, and alarms (docs/deploy.md has the generated counts).
  * Props are validated up front, so a bad value fails `cdk synth` with a message, not a deploy.
  */
-import { Annotations, CfnOutput, Stack, Tags, Validations, type StackProps } from 'aws-cdk-lib';
+import { Annotations, Aspects, CfnOutput, Stack, Tags, Validations, type StackProps } from 'aws-cdk-lib';
+import { WriteNagSuppressionsToCloudFormationAspect } from 'cdk-nag';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -15,6 +16,13 @@ import { KEY_EVENT_BUS_OUTPUT, OPERATOR_OUTPUTS } from '../operator/target';
 import { DEFAULT_RATE_LIMIT, parseRateLimit } from '../../shared/domain/rate-limit';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../../shared/domain/usage-record';
 import { ApiFunction, FALLBACK_MEMORY_MB, FALLBACK_TIMEOUT } from './api-function';
+import {
+  concurrencyProblems,
+  DEFAULT_CONCURRENCY_QUOTA,
+  QUOTA_OPTION,
+  recordRequests,
+  type ReservedConcurrency,
+} from './concurrency';
 import { DataTables } from './data-tables';
 import { BranchHttpApi, type StageThrottle } from './http-api';
 import { Monitoring } from './monitoring';
@@ -76,41 +84,22 @@ export interface BranchApiStackProps extends StackProps {
    */
   readonly alarmEmail?: string;
   /**
-   * Concurrent executions reserved per function, so the API and the aggregator can't starve each
-   * other (nor anything else in the account). The total must leave the account's 100 unreserved.
-   * @default { endpoint: 100, fallback: 20, aggregator: 5, secretScanning: 5, keyExpiry: 1, keyActions: 2 }
+   * Concurrent executions reserved per function kind (docs/deploy.md "Concurrency"): each its
+   * floor and its ceiling. All of them must leave the 100 that AWS keeps unreserved.
+   * @default - none: every function draws on the account's unreserved pool
    */
-  readonly reservedConcurrency?: Partial<ReservedConcurrency>;
+  readonly reservedConcurrency?: ReservedConcurrency;
+  /**
+   * The account's "Concurrent executions" quota in the region, which the reservations must fit.
+   * @default 1000 (AWS's default quota)
+   */
+  readonly lambdaConcurrencyQuota?: number;
   /**
    * Percentage of 5xx answers that raises the API alarm.
    * @default 5
    */
   readonly serverErrorRatePercent?: number;
 }
-
-export interface ReservedConcurrency {
-  /** Each endpoint function (one per route). */
-  readonly endpoint: number;
-  /** The `$default` catch-all. */
-  readonly fallback: number;
-  /** The rollups aggregator: one concurrent batch per stream shard. */
-  readonly aggregator: number;
-  /** The secret scanning report endpoint (GitHub sends reports one at a time, retrying on failure). */
-  readonly secretScanning: number;
-  /** The daily Key Expiring run: one at a time. */
-  readonly keyExpiry: number;
-  /** The key actions finisher on the keys table's stream: one concurrent batch per shard. */
-  readonly keyActions: number;
-}
-
-export const DEFAULT_RESERVED_CONCURRENCY: ReservedConcurrency = {
-  endpoint: 100,
-  fallback: 20,
-  aggregator: 5,
-  secretScanning: 5,
-  keyExpiry: 1,
-  keyActions: 2,
-};
 
 /** Thrown for props that can't make a working stack; the message names the prop and the value. */
 export class InvalidStackPropsError extends Error {
@@ -128,13 +117,11 @@ export interface ResolvedStackSettings {
   readonly alarmEmail?: string;
   readonly serverErrorRatePercent: number;
   readonly reservedConcurrency: ReservedConcurrency;
+  readonly lambdaConcurrencyQuota: number;
 }
 
 export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 1000, burstLimit: 2000 };
 const RETENTION_VALUES = new Set(Object.values(logs.RetentionDays).filter((v) => typeof v === 'number'));
-
-/** Lambda keeps 100 of an account's (default 1,000) concurrency unreserved. */
-export const RESERVABLE_CONCURRENCY = 900;
 
 const fail = (message: string): never => {
   throw new InvalidStackPropsError(`BranchApiStack: ${message}`);
@@ -181,25 +168,16 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
   if (props.alarmEmail !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(props.alarmEmail)) {
     fail(`alarmEmail must be an e-mail address, got ${show(props.alarmEmail)}`);
   }
-  const reservedConcurrency = { ...DEFAULT_RESERVED_CONCURRENCY, ...props.reservedConcurrency };
-  for (const [name, value] of Object.entries(reservedConcurrency)) {
-    if (!isPositiveInteger(value)) fail(`reservedConcurrency.${name} must be a positive integer, got ${show(value)}`);
-  }
-  const reserved =
-    reservedConcurrency.endpoint * routes.length +
-    reservedConcurrency.fallback +
-    reservedConcurrency.aggregator +
-    reservedConcurrency.secretScanning +
-    reservedConcurrency.keyExpiry +
-    reservedConcurrency.keyActions;
-  if (reserved > RESERVABLE_CONCURRENCY) {
-    fail(
-      `reservedConcurrency reserves ${reserved} in all; an account keeps 100 of its default 1,000 unreserved, so at most ${RESERVABLE_CONCURRENCY}`,
-    );
-  }
+  const reservedConcurrency = props.reservedConcurrency ?? {};
+  const lambdaConcurrencyQuota = props.lambdaConcurrencyQuota ?? DEFAULT_CONCURRENCY_QUOTA;
+  const [concurrency] = concurrencyProblems(reservedConcurrency, lambdaConcurrencyQuota, (kind) =>
+    kind === 'endpoint' ? routes.length : 1,
+  );
+  if (concurrency) fail(concurrency);
   return {
     throttle,
     reservedConcurrency,
+    lambdaConcurrencyQuota,
     ...(props.alarmEmail ? { alarmEmail: props.alarmEmail } : {}),
     logRetention,
     destroyData: props.destroyData ?? false,
@@ -289,9 +267,12 @@ export class BranchApiStack extends Stack {
     this.keyEvents.emitFrom([...Object.values<ApiFunction>(this.functions), this.secretScanning.function]);
 
     const topic = this.alarmTopic(settings);
-    // Read by the verifier: a throwaway stack's tables are meant to go with it, and alarms must
-    // notify when the deployer gave somewhere to send them.
-    const intent = { ...(settings.destroyData ? { destroyData: true } : {}), ...(topic ? { alarmTopic: true } : {}) };
+    // Read by the stack's nag rules (lib/infra/nag): alarms must notify when the deployer gave
+    // somewhere to send them, and reservations must fit the quota the deployer stated.
+    const intent = {
+      ...(topic ? { alarmTopic: true } : {}),
+      ...(props.lambdaConcurrencyQuota !== undefined ? { [QUOTA_OPTION]: settings.lambdaConcurrencyQuota } : {}),
+    };
     if (Object.keys(intent).length > 0) this.templateOptions.metadata = { BranchApi: intent };
     const alarmTopic = topic ? { alarmTopic: topic } : {};
     this.usageAggregation = new UsageAggregation(this, 'UsageAggregation', {
@@ -311,8 +292,21 @@ export class BranchApiStack extends Stack {
       ...alarmTopic,
     });
 
+    recordRequests(
+      {
+        endpoint: Object.values<ApiFunction>(this.functions).map((fn) => fn.function),
+        fallback: [this.fallback.function],
+        aggregator: [this.usageAggregation.function.function],
+        secretScanning: [this.secretScanning.function.function],
+        keyExpiry: [this.keyEvents.expiry.function],
+        keyActions: [this.keyActionsStream.function.function],
+      },
+      reserved,
+    );
     this.monitoring = this.monitor(settings, alarmTopic);
     this.addOutputs();
+    // Acknowledged findings go into the template with their reasons, where verify:assembly reads them.
+    Aspects.of(this).add(new WriteNagSuppressionsToCloudFormationAspect());
   }
 
   /** Alarms on every function, the stage and every table (lib/infra/monitoring.ts). */

@@ -61,6 +61,8 @@ export const CONTEXT_OPTIONS = {
   reservedConcurrencyAggregator: { ...NUMBER, prop: 'reservedConcurrency.aggregator' },
   reservedConcurrencySecretScanning: { ...NUMBER, prop: 'reservedConcurrency.secretScanning' },
   reservedConcurrencyKeyExpiry: { ...NUMBER, prop: 'reservedConcurrency.keyExpiry' },
+  reservedConcurrencyKeyActions: { ...NUMBER, prop: 'reservedConcurrency.keyActions' },
+  lambdaConcurrencyQuota: { ...NUMBER, prop: 'lambdaConcurrencyQuota' },
   /** Read by lib/infra/api-function.ts (`BUNDLING_LOGS_CONTEXT`). */
   bundlingLogs: BOOLEAN,
 } as const satisfies Record<string, ContextOption>;

@@ -9,7 +9,7 @@
 import { routes, tableAccessOf } from '../../shared/api/routes';
 import { TABLE_ENV, type TableNames } from '../../shared/data/tables';
 import { markdownTable } from '../markdown';
-import type { Json } from '../verify/assembly';
+import type { Json } from './nag/rule';
 
 /** List prices, us-east-1, on-demand, no free tier: the assumptions every figure rests on. */
 export const PRICES = {

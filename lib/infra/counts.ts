@@ -10,8 +10,8 @@ import { routeKey, routes, tableAccessOf } from '../../shared/api/routes';
 import { markdownTable } from '../markdown';
 import { OPERATOR_OUTPUTS } from '../operator/target';
 import { renderOperatorPolicy } from '../operator/grants';
-import { renderChecks } from '../verify/checks/index';
 import { BranchApiStack } from './branch-api-stack';
+import { renderConcurrency } from './concurrency';
 import { costInputs, renderCost } from './cost';
 
 export interface StackCounts {
@@ -95,15 +95,22 @@ export const renderOutputs = (start: string, end: string): string =>
     end,
   ].join('\n');
 
-/** Every generated block of each doc, rendered once: `current` gives a doc's text with them up to date. */
-export const generatedBlocks = (template: Template = synthesizedTemplate()) => {
+/**
+ * Every generated block of each doc, rendered once: `current` gives a doc's text with them up to date.
+ * `more`: blocks of docs/deploy.md rendered outside the stack's folder (scripts/doc-counts.ts).
+ */
+export const generatedBlocks = (
+  template: Template = synthesizedTemplate(),
+  more: Record<string, (start: string, end: string) => string> = {},
+) => {
   const block = (name: string, render: (start: string, end: string) => string) => {
     const { start, end } = markers(name);
     return { name, text: render(start, end) };
   };
   const counts = { name: 'counts', text: renderCounts(stackCounts(template)) };
   const deployOnly = [
-    block('checks', renderChecks),
+    ...Object.entries(more).map(([name, render]) => block(name, render)),
+    block('concurrency', (start, end) => renderConcurrency(template.toJSON(), markdownTable, start, end)),
     block('outputs', renderOutputs),
     block('policy', renderOperatorPolicy),
     block('cost', (start, end) => renderCost(costInputs(template.toJSON()), start, end)),

@@ -51,9 +51,14 @@ export class DataTables extends Construct implements ApiTables {
       const ephemeral = EPHEMERAL_TABLES.includes(definition.name);
       const table = this.table(definition, retain && !ephemeral, !ephemeral);
       if (ephemeral) {
+        const reason = `The ${definition.name} table only matters for the current window and expires through TTL; nothing to recover or keep.`;
+        for (const id of ['AwsSolutions-DDB3', 'BranchApi-table-point-in-time-recovery', 'BranchApi-table-retention'])
+          Validations.of(table).acknowledge({ id, reason });
+      } else if (!retain) {
         Validations.of(table).acknowledge({
-          id: 'AwsSolutions-DDB3',
-          reason: `The ${definition.name} table only matters for the current window and expires through TTL; nothing to recover.`,
+          id: 'BranchApi-table-retention',
+          reason:
+            'destroyData: a throwaway stage, whose tables are deleted with its stack (docs/deploy.md "Teardown").',
         });
       }
       return [definition.name, table] as const;

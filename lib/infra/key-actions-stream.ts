@@ -34,7 +34,11 @@ export interface KeyActionsStreamProps extends FunctionLogging {
   readonly activityTable: dynamodb.ITable;
   /** The bus the function sends the actions' events to. */
   readonly keyEvents: KeyEvents;
-  readonly reservedConcurrency: number;
+  /**
+   * Concurrent executions reserved for its function (lib/infra/concurrency.ts).
+   * @default - none
+   */
+  readonly reservedConcurrency?: number;
   /** @default - no alarm actions */
   readonly alarmTopic?: sns.ITopic;
 }

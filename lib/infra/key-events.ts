@@ -18,8 +18,11 @@ export const KEY_EXPIRY_ENTRY = 'functions/key-expiry-events.ts';
 export const KEY_EVENT_BUS_ENV = 'KEY_EVENT_BUS_NAME';
 
 export interface KeyEventsProps extends FunctionLogging {
-  /** Concurrent executions reserved for the daily run (ReservedConcurrency.keyExpiry). */
-  readonly reservedConcurrency: number;
+  /**
+   * Concurrent executions reserved for its function (lib/infra/concurrency.ts).
+   * @default - none
+   */
+  readonly reservedConcurrency?: number;
   /** The keys table the daily run scans. */
   readonly keysTable: dynamodb.ITable;
   /**

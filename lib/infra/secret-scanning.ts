@@ -21,8 +21,11 @@ import { ApiFunction, loggingOf, type ApiTables, type FunctionLogging } from './
 export const SECRET_SCANNING_TIMEOUT = Duration.seconds(28);
 
 export interface SecretScanningProps extends FunctionLogging {
-  /** Concurrent executions reserved for the report endpoint (ReservedConcurrency.secretScanning). */
-  readonly reservedConcurrency: number;
+  /**
+   * Concurrent executions reserved for its function (lib/infra/concurrency.ts).
+   * @default - none
+   */
+  readonly reservedConcurrency?: number;
   readonly tables: ApiTables;
   readonly httpApi: apigw.HttpApi;
   readonly usageRetentionDays: number;

@@ -57,8 +57,11 @@ export interface UsageAggregationProps extends FunctionLogging {
    * @default Duration.hours(6)
    */
   readonly maxRecordAge?: Duration;
-  /** Concurrent executions reserved for the aggregator (one per stream shard is what it uses). */
-  readonly reservedConcurrency: number;
+  /**
+   * Concurrent executions reserved for its function (lib/infra/concurrency.ts).
+   * @default - none
+   */
+  readonly reservedConcurrency?: number;
   /**
    * Alarm when the newest batch read is older than this (the lag target).
    * @default Duration.seconds(60)

@@ -182,17 +182,17 @@ export const operatorPolicy = (grants: Record<string, CommandGrants> = OPERATOR_
   };
 };
 
-/** The policy's statements with its placeholders replaced (`Region`, `Account`, output names → values). */
+/** The policy's statements, every one, with its placeholders replaced (`Region`, `Account`, output names → values). */
 export const policyFor = (
   policy: PolicyDocument,
   values: Readonly<Record<string, string>>,
-): { actions: string[]; resources: string[]; source: string }[] =>
-  policy.Statement.filter((statement) => statement.Effect === 'Allow').map((statement) => ({
-    actions: [...statement.Action],
-    resources: statement.Resource.map((resource) =>
+): (PolicyStatement & { source: string })[] =>
+  policy.Statement.map((statement) => ({
+    ...statement,
+    Resource: statement.Resource.map((resource) =>
       resource.replace(/\$\{(\w+)\}/g, (placeholder, name: string) => values[name] ?? placeholder),
     ),
-    source: statement.Sid,
+    source: `operator policy statement ${statement.Sid}`,
   }));
 
 /** Prettier's width for the docs: a list that fits on its line stays on it, as Prettier prints JSON. */

@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Statement } from './iam';
 
 /** CloudFormation and DynamoDB JSON, whose shape depends on the resource type or the request. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -37,13 +38,6 @@ export interface TemplateFunction {
   /** The environment with every reference resolved; `undefined` where it could not be. */
   environment: Record<string, string | undefined>;
   roleLogicalId?: string;
-}
-
-export interface Statement {
-  actions: string[];
-  resources: string[];
-  /** Where it stands: the policy's logical id. */
-  source: string;
 }
 
 export interface TemplateRoute {
@@ -79,8 +73,8 @@ export interface TemplateAlarm {
 
 export interface Assembly {
   stack: string;
-  /** The template's own Metadata section (the stack states `BranchApi.destroyData` there). */
-  metadata: Json;
+  /** The template as synthesized (the stack's nag rules read it through CfnInclude). */
+  template: Json;
   resources: Record<string, Json>;
   /** The template's Outputs section: output name → `{ Value, Description }`. */
   outputs: Record<string, Json>;
@@ -90,7 +84,7 @@ export interface Assembly {
   stageName: string;
   mappings: EventSourceMapping[];
   alarms: TemplateAlarm[];
-  /** Allow statements of each role, by role logical id. */
+  /** Every statement of each role (Allow and Deny), resources resolved, by role logical id. */
   statements: Map<string, Statement[]>;
 }
 
@@ -326,20 +320,22 @@ const alarmsOf = (context: TemplateContext): TemplateAlarm[] =>
     return { logicalId, metrics };
   });
 
-/** Allow statements of each role: its inline policies, then the policies attached to it. */
+/** Every statement of each role: its inline policies, then the policies attached to it. */
 const statementsOf = (context: TemplateContext): Map<string, Statement[]> => {
   const statements = new Map<string, Statement[]>();
-  const addStatements = (roleId: string, document: Json | undefined, source: string) => {
-    for (const statement of asArray<Json>(document?.Statement)) {
-      if (statement.Effect !== 'Allow') continue;
-      const list = statements.get(roleId) ?? [];
+  const resolved = (value: unknown) =>
+    value === undefined ? undefined : asArray<unknown>(value).map((one) => context.resolver.resolve(one) ?? '?');
+  const addStatements = (roleId: string, document: Json | undefined, policy: string) => {
+    const list = statements.get(roleId) ?? [];
+    asArray<Json>(document?.Statement).forEach((statement, i) =>
       list.push({
-        actions: asArray<string>(statement.Action),
-        resources: asArray<unknown>(statement.Resource).map((resource) => context.resolver.resolve(resource) ?? '?'),
-        source,
-      });
-      statements.set(roleId, list);
-    }
+        ...statement,
+        Resource: resolved(statement.Resource),
+        NotResource: resolved(statement.NotResource),
+        source: `${policy} statement ${statement.Sid ?? i + 1}`,
+      }),
+    );
+    statements.set(roleId, list);
   };
   for (const [logicalId, resource] of ofType(context, 'AWS::IAM::Role')) {
     for (const policy of asArray<Json>(resource.Properties?.Policies))
@@ -360,7 +356,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
   const stage = ofType(context, 'AWS::ApiGatewayV2::Stage')[0]?.[1];
   return {
     stack,
-    metadata: (template?.Metadata ?? {}) as Json,
+    template,
     resources,
     outputs: (template?.Outputs ?? {}) as Record<string, Json>,
     tables: tablesOf(context),

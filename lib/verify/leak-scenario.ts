@@ -1,8 +1,8 @@
 /**
  * The verifier's part for leaked keys and key events (docs/decisions.md "Leaked keys", "Key
  * events"): the report route gets signed reports instead of bearer-key cases, each function an
- * EventBridge schedule invokes (the daily "Key Expiring" run) gets a scheduled event, and every
- * function told the key events bus must be allowed to put events on it (checkKeyEventGrants).
+ * EventBridge schedule invokes (the daily "Key Expiring" run) gets a scheduled event (the grants
+ * to put key events are judged in lib/verify/observed.ts).
  *
  * One variable of the template is replaced: SECRET_SCANNING_KEYS_URL. GitHub's keys can't sign
  * here, so the run signs with a key pair of its own, published as a keys document behind a
@@ -15,8 +15,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { routeKey, secretScanningRoute } from '../../shared/api/routes';
 import { MAX_REPORT_BYTES } from '../../shared/domain/secret-scanning';
-import { LOCAL_ACCOUNT, LOCAL_REGION, type Assembly, type Json, type TemplateFunction } from './assembly';
-import type { Defect } from './checks';
+import { LOCAL_REGION, type Assembly, type Json, type TemplateFunction } from './assembly';
 
 export const REPORT_ROUTE_KEY = routeKey(secretScanningRoute);
 const KEYS_URL_ENV = 'SECRET_SCANNING_KEYS_URL';
@@ -95,45 +94,3 @@ export const scheduledEvent = () => ({
   resources: [],
   detail: {},
 });
-
-const BUS_ENV = 'KEY_EVENT_BUS_NAME';
-
-/**
- * Key events reach the bus: a function told a bus (KEY_EVENT_BUS_NAME) must be allowed
- * events:PutEvents on that bus's ARN, the name must be a bus of the stack, and no role may put
- * events without a function that sends them (a grant never used).
- */
-export const checkKeyEventGrants = (assembly: Assembly): Defect[] => {
-  const defects: Defect[] = [];
-  const busArn = (id: string) => `arn:aws:events:${LOCAL_REGION}:${LOCAL_ACCOUNT}:${id}`;
-  const putEvents = (roleId: string | undefined) =>
-    (roleId ? (assembly.statements.get(roleId) ?? []) : [])
-      .filter((statement) => statement.actions.some((action) => action === 'events:PutEvents' || action === 'events:*'))
-      .flatMap((statement) => statement.resources);
-  const senders = new Set<string>();
-  for (const fn of assembly.functions) {
-    const bus = fn.environment[BUS_ENV];
-    if (bus === undefined) continue;
-    if (fn.roleLogicalId) senders.add(fn.roleLogicalId);
-    if (assembly.resources[bus]?.Type !== 'AWS::Events::EventBus') {
-      defects.push({
-        resource: fn.logicalId,
-        reason: `${BUS_ENV} names ${bus}, which is not an event bus of the stack`,
-      });
-    } else if (!putEvents(fn.roleLogicalId).includes(busArn(bus))) {
-      defects.push({
-        resource: fn.logicalId,
-        reason: `sends key events to ${bus} but its role may not events:PutEvents on it`,
-      });
-    }
-  }
-  for (const roleId of assembly.statements.keys()) {
-    if (!senders.has(roleId) && putEvents(roleId).length > 0) {
-      defects.push({
-        resource: roleId,
-        reason: 'events:PutEvents is granted but no function with this role sends key events',
-      });
-    }
-  }
-  return defects;
-};

@@ -23,8 +23,9 @@ import {
   type PolicyDocument,
 } from '../operator/grants';
 import { CLI_FILE, PROJECT_ROOT } from '../project-paths';
-import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly, type Statement } from './assembly';
-import { allows as statementsAllow, type Defect } from './checks';
+import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly } from './assembly';
+import { evaluate, NOT_ALLOWED, type Statement } from './iam';
+import type { Defect } from './observed';
 import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
 import { startRecordingProxy } from './recording-proxy';
 import { EMBEDDED_DYNAMODB_DEADLINE_MS } from './function-host';
@@ -191,11 +192,13 @@ class OperatorProof {
     const asked = `${action} on ${this.named(arn)}`;
     const seen = (this.operations[label] ??= []);
     if (!seen.includes(asked)) seen.push(asked);
-    if (!statementsAllow(this.policy, action, arn)) {
-      this.refuse(label, `denied ${asked} (${arn}): the operator policy does not allow it`);
+    const { allowed, reason } = evaluate(this.policy, action, arn);
+    if (!allowed) {
+      const why = reason === NOT_ALLOWED ? '' : ` (${reason})`;
+      this.refuse(label, `denied ${asked} (${arn}): the operator policy does not allow it${why}`);
       return false;
     }
-    if (!statementsAllow(this.grantsOf(label), action, arn)) {
+    if (!evaluate(this.grantsOf(label), action, arn).allowed) {
       this.refuse(label, `asked ${asked}, which its grants in lib/operator/grants.ts do not list`);
       return false;
     }

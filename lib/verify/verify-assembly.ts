@@ -13,24 +13,17 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { API_TABLES, TABLE_ENV } from '../../shared/data/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
-import { readAssembly, LOCAL_REGION, Resolver, type Assembly, type TemplateRoute } from './assembly';
-import { checkAlarms, checkIam, type Defect, type IamUse } from './checks';
+import { readAssembly, LOCAL_REGION, type Assembly, type TemplateRoute } from './assembly';
 import type { EmittedMetric } from './function-host';
+import { checkAlarms, checkIam, checkKeyEventGrants, type Defect, type IamUse } from './observed';
 import { runOperatorProof, type OperatorProofInput, type OperatorProofReport } from './operator-proof';
 import { readSeedFile } from '../operator/seed';
 import { DEMO_SEED_FILE } from '../project-paths';
-import { TEMPLATE_CHECKS } from './checks/index';
-import { readOpenApi, runTemplateChecks } from './checks/table';
+import { checkTemplate, TEMPLATE_CHECK_COUNT } from './template-checks';
 import { startEventBusStandIn, type EventBusStandIn } from './event-bus';
 import { startFunction, type FunctionHost } from './function-host';
 import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
-import {
-  checkKeyEventGrants,
-  scheduledEvent,
-  scheduledFunctions,
-  useOwnSigningKey,
-  type Signer,
-} from './leak-scenario';
+import { scheduledEvent, scheduledFunctions, useOwnSigningKey, type Signer } from './leak-scenario';
 import { buildScenario, errorCodeOf, routeMatcher, streamRecordsOf, tableNamesOf, type Case } from './scenario';
 
 export interface VerifyReport {
@@ -42,7 +35,7 @@ export interface VerifyReport {
   operations: Record<string, Record<string, number>>;
   unusedGrants: string[];
   alarms: number;
-  /** Offline checks run (lib/verify/checks/). */
+  /** Checks of the template run before the functions (lib/verify/template-checks.ts). */
   checks: number;
   /** The operator tooling run on the stack outputs alone (lib/verify/operator-proof.ts). */
   operatorProof?: Omit<OperatorProofReport, 'defects'>;
@@ -69,25 +62,12 @@ export interface VerifyOptions {
 export const checkObserved = (assembly: Assembly, observed: Observed): { defects: Defect[]; unused: string[] } => {
   const iam = checkIam(assembly, observed.uses);
   return {
-    defects: [
-      ...iam.defects,
-      ...checkKeyEventGrants(assembly),
-      ...checkAlarms(assembly, assembly.alarms, observed.metrics),
-    ],
+    defects: [...iam.defects, ...checkKeyEventGrants(assembly), ...checkAlarms(assembly.alarms, observed.metrics)],
     unused: iam.unused,
   };
 };
 
 const message = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
-
-/** The template's checks alone, with no function run: what `verifyAssembly` reports first. */
-export const checkTemplate = (assembly: Assembly, dir: string): Defect[] =>
-  runTemplateChecks(TEMPLATE_CHECKS, {
-    assembly,
-    resolver: new Resolver(assembly.resources),
-    openapi: readOpenApi(),
-    dir,
-  });
 
 interface Run {
   assembly: Assembly;
@@ -360,7 +340,7 @@ export const verifyAssembly = async (
   } catch (error) {
     return unreadable(stackName ?? dir, error);
   }
-  const defects: Defect[] = checkTemplate(assembly, dir);
+  const defects: Defect[] = checkTemplate(assembly);
   const dynamo = await startEmbeddedDynamo();
   const raw = localClient(dynamo.endpoint);
   const signed = useOwnSigningKey(assembly.functions);
@@ -415,7 +395,7 @@ export const verifyAssembly = async (
     operations: operationCounts(assembly, run.hosts),
     unusedGrants: unused,
     alarms: assembly.alarms.length,
-    checks: TEMPLATE_CHECKS.length,
+    checks: TEMPLATE_CHECK_COUNT,
     ...report,
     elapsedMs: performance.now() - started,
   };

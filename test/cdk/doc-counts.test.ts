@@ -15,7 +15,7 @@ import {
   stackCounts,
   withGenerated,
 } from '../../lib/infra/counts';
-import { renderChecks } from '../../lib/verify/checks/index';
+import { renderChecks } from '../../lib/verify/template-checks';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const counts = stackCounts();
