@@ -64,6 +64,13 @@ module.exports = {
       to: { path: '^functions/' },
     },
     {
+      name: 'stack-not-on-verifier',
+      comment: 'The stack (lib/infra) is judged by the verifier (lib/verify), never built from it.',
+      severity: 'error',
+      from: { path: '^lib/infra/' },
+      to: { path: '^lib/verify/' },
+    },
+    {
       name: 'deployed-operations-not-under-local',
       comment:
         'What operates a deployed stack (operator library, console, infra, verifier) never imports the local-run folder.',

@@ -292,6 +292,15 @@ export class BranchApiStack extends Stack {
       ...alarmTopic,
     });
 
+    this.recordConcurrencyRequests(reserved);
+    this.monitoring = this.monitor(settings, alarmTopic);
+    this.addOutputs();
+    // Acknowledged findings go into the template with their reasons, where verify:assembly reads them.
+    Aspects.of(this).add(new WriteNagSuppressionsToCloudFormationAspect());
+  }
+
+  /** What each function kind asked to reserve, on its functions' resources (lib/infra/concurrency.ts). */
+  private recordConcurrencyRequests(reserved: ReservedConcurrency): void {
     recordRequests(
       {
         endpoint: Object.values<ApiFunction>(this.functions).map((fn) => fn.function),
@@ -303,10 +312,6 @@ export class BranchApiStack extends Stack {
       },
       reserved,
     );
-    this.monitoring = this.monitor(settings, alarmTopic);
-    this.addOutputs();
-    // Acknowledged findings go into the template with their reasons, where verify:assembly reads them.
-    Aspects.of(this).add(new WriteNagSuppressionsToCloudFormationAspect());
   }
 
   /** Alarms on every function, the stage and every table (lib/infra/monitoring.ts). */

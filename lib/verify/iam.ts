@@ -37,11 +37,9 @@ export const actionMatches = (pattern: string, action: string): boolean =>
 /** An ARN pattern: `*` and `?` within a segment, a `*` that ends a segment reaching past its colons. */
 export const resourceMatches = (pattern: string, arn: string): boolean =>
   new RegExp(
-    `^${escape(pattern)
-      .replace(/\*(?=:|$)/g, '\u0000')
-      .replace(/\*/g, '[^:]*')
-      .replace(/\?/g, '[^:]')
-      .replace(/\u0000/g, '.*')}$`,
+    `^${escape(pattern).replace(/[*?]/g, (token, at: number, text: string) =>
+      token === '?' ? '[^:]' : [':', undefined].includes(text[at + 1]) ? '.*' : '[^:]*',
+    )}$`,
   ).test(arn);
 
 /** Whether a statement applies to the request, its condition aside. */
@@ -60,8 +58,14 @@ const applies = (statement: Statement, action: string, arn: string): boolean => 
 };
 
 const describe = (statement: Statement) =>
-  `${statement.Effect} ${statement.Action !== undefined ? list(statement.Action).join(', ') : `every action but ${list(statement.NotAction).join(', ')}`}` +
-  `${statement.source ? ` in ${statement.source}` : ''}`;
+  [
+    statement.Effect,
+    statement.Action !== undefined
+      ? list(statement.Action).join(', ')
+      : `every action but ${list(statement.NotAction).join(', ')}`,
+    ...(statement.NotResource !== undefined ? [`on every resource but ${list(statement.NotResource).join(', ')}`] : []),
+    ...(statement.source ? [`in ${statement.source}`] : []),
+  ].join(' ');
 
 const conditionKeys = (statement: Statement) =>
   Object.values((statement.Condition ?? {}) as Record<string, Record<string, unknown>>)

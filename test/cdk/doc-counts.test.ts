@@ -6,15 +6,19 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { routes } from '../../shared/api/routes';
 import { tableDefinitions } from '../../shared/data/tables';
+import { renderConcurrency } from '../../lib/infra/concurrency';
 import {
   COUNTS_END,
   COUNTS_START,
+  markdownTable,
   markers,
   renderCounts,
   renderOutputs,
   stackCounts,
+  synthesizedTemplate,
   withGenerated,
 } from '../../lib/infra/counts';
+import { buildStack } from './support';
 import { renderChecks } from '../../lib/verify/template-checks';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -37,7 +41,24 @@ describe('generated counts', () => {
     expect(withGenerated(text, 'counts', block)).toBe(text);
   });
 
-  it('list every offline check of the verifier in docs/deploy.md', () => {
+  it('state the default template\u2019s reserved concurrency in docs/deploy.md "Concurrency", from the template', () => {
+    const text = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+    const { start, end } = markers('concurrency');
+    const rendered = renderConcurrency(synthesizedTemplate().toJSON(), markdownTable, start, end);
+    expect(withGenerated(text, 'concurrency', rendered)).toBe(text);
+    // None by default, so any account can take it; one row per kind, the key actions finisher's too.
+    expect(rendered).toContain('By default the stack reserves **0** concurrent executions in all');
+    expect(rendered).toMatch(/\| `reservedConcurrencyKeyActions` +\| .* \| 1 +\| none +\|/);
+    const asked = renderConcurrency(
+      buildStack({ reservedConcurrency: { endpoint: 50 } }).template.toJSON(),
+      markdownTable,
+      start,
+      end,
+    );
+    expect(asked).toContain('By default the stack reserves **200** concurrent executions');
+  });
+
+  it('list every check of the verifier in docs/deploy.md', () => {
     const text = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
     const { start, end } = markers('checks');
     expect(withGenerated(text, 'checks', renderChecks(start, end))).toBe(text);

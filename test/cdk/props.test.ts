@@ -10,7 +10,7 @@ import { deployEnvironment } from '../../lib/infra/context';
 import { buildStack, newApp, resourcesOfType } from './support';
 
 describe('stack props', () => {
-  it('default to retained data, 1000/2000 throttling per route, 30-day logs, 90-day usage records, reserved concurrency', () => {
+  it('default to retained data, 1000/2000 throttling per route, 30-day logs, 90-day usage records, no reserved concurrency', () => {
     expect(resolveStackSettings()).toEqual({
       throttle: { rateLimit: 1000, burstLimit: 2000 },
       logRetention: RetentionDays.ONE_MONTH,
@@ -19,23 +19,27 @@ describe('stack props', () => {
       defaultRateLimit: '50/s',
       logLevel: 'INFO',
       serverErrorRatePercent: 5,
-      reservedConcurrency: {
-        endpoint: 100,
-        fallback: 20,
-        aggregator: 5,
-        secretScanning: 5,
-        keyExpiry: 1,
-        keyActions: 2,
-      },
+      reservedConcurrency: {},
+      lambdaConcurrencyQuota: 1000,
     });
   });
 
-  it('refuse reserved concurrency an account cannot give, and a malformed alarm e-mail', () => {
+  it('refuse reserved concurrency the stated quota cannot give, and a malformed alarm e-mail', () => {
+    // Four endpoints at 300 is 1,200: more than the 900 a default quota leaves.
     expect(() => resolveStackSettings({ reservedConcurrency: { endpoint: 300 } })).toThrow(
-      /reserves 1233 in all; .* at most 900/,
+      /reservations add up to 1200, more than the 900 a quota of 1000 leaves \(AWS keeps 100 unreserved\)/,
+    );
+    expect(() =>
+      resolveStackSettings({ reservedConcurrency: { endpoint: 50, keyActions: 2 }, lambdaConcurrencyQuota: 300 }),
+    ).toThrow(/add up to 202, more than the 200 a quota of 300 leaves/);
+    expect(resolveStackSettings({ reservedConcurrency: { endpoint: 50 }, lambdaConcurrencyQuota: 300 })).toEqual(
+      expect.objectContaining({ reservedConcurrency: { endpoint: 50 }, lambdaConcurrencyQuota: 300 }),
     );
     expect(() => resolveStackSettings({ reservedConcurrency: { aggregator: 0 } })).toThrow(
-      /reservedConcurrency.aggregator must be a positive integer, got 0/,
+      /reservedConcurrencyAggregator must be a positive integer, got 0/,
+    );
+    expect(() => resolveStackSettings({ lambdaConcurrencyQuota: 50 })).toThrow(
+      /lambdaConcurrencyQuota must be an integer of at least 100, got 50/,
     );
     expect(() => resolveStackSettings({ alarmEmail: 'ops at example' })).toThrow(
       /alarmEmail must be an e-mail address/,
@@ -140,13 +144,47 @@ describe('alarm notifications', () => {
   });
 });
 
-describe('a throwaway stack', () => {
-  it('says so in its template metadata (as does a stack given an alarm topic), which the verifier reads', () => {
-    expect(buildStack({ destroyData: true }).template.toJSON().Metadata).toEqual({ BranchApi: { destroyData: true } });
+describe('reserved concurrency', () => {
+  const reservations = (props: BranchApiStackProps = {}) =>
+    Object.entries(buildStack(props).template.findResources('AWS::Lambda::Function')).map(([id, fn]) => [
+      id.replace(/[0-9A-F]{8}$/, ''),
+      fn.Properties.ReservedConcurrentExecutions,
+      fn.Metadata?.BranchApi?.reservedConcurrency,
+    ]);
+
+  it('is none by default: the template fits any account', () => {
+    const found = reservations();
+    expect(found).toHaveLength(9);
+    expect(found.every(([, reserved]) => reserved === undefined)).toBe(true);
+    expect(found).toContainEqual([
+      'KeyActionsStreamFinisherFunction',
+      undefined,
+      { option: 'reservedConcurrencyKeyActions' },
+    ]);
+  });
+
+  it('reserves for each kind what its option asks, the key actions finisher too, and records what was asked', () => {
+    const found = reservations({ reservedConcurrency: { endpoint: 40, keyActions: 3, keyExpiry: 1 } });
+    expect(found.filter(([, reserved]) => reserved === 40)).toHaveLength(4);
+    expect(found).toContainEqual([
+      'KeyActionsStreamFinisherFunction',
+      3,
+      { option: 'reservedConcurrencyKeyActions', asked: 3 },
+    ]);
+    expect(found).toContainEqual(['KeyEventsExpiryFunction', 1, { option: 'reservedConcurrencyKeyExpiry', asked: 1 }]);
+    expect(found).toContainEqual(['FallbackFunction', undefined, { option: 'reservedConcurrencyFallback' }]);
+  });
+});
+
+describe('the stack\u2019s intent in its template metadata, which its nag rules read', () => {
+  it('says when alarms have a topic and which quota the deployer stated; nothing by default', () => {
     expect(buildStack({ alarmEmail: 'ops@example.com' }).template.toJSON().Metadata).toEqual({
       BranchApi: { alarmTopic: true },
     });
-    expect(buildStack().template.toJSON().Metadata).toBeUndefined();
+    expect(buildStack({ lambdaConcurrencyQuota: 3000 }).template.toJSON().Metadata).toEqual({
+      BranchApi: { lambdaConcurrencyQuota: 3000 },
+    });
+    expect(buildStack({ destroyData: true }).template.toJSON().Metadata).toBeUndefined();
   });
 });
 

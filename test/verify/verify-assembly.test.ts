@@ -69,8 +69,13 @@ const loadMutated = async (prefix: string, mutate: (template: Template, dir: str
   return host.importError;
 };
 
-/** What the run found (IAM, alarms against emitted metrics, answers), without the offline checks' lines. */
-const runDefects = (report: VerifyReport) => report.defects.filter((defect) => defect.check === undefined);
+/** What the run found (IAM, alarms against emitted metrics, answers), without the template checks' lines. */
+const RUN_CHECKS = [undefined, 'iam', 'alarm-metrics', 'key-events'];
+const runDefects = (report: VerifyReport) => report.defects.filter((defect) => RUN_CHECKS.includes(defect.check));
+
+/** The statements of the policy whose logical id starts with `prefix`. */
+const statementsOf = (template: Template, prefix: string): any[] =>
+  template.Resources[idOf(template, 'AWS::IAM::Policy', prefix)]!.Properties.PolicyDocument.Statement;
 
 const idOf = (template: Template, type: string, prefix: string): string => {
   const id = Object.keys(template.Resources).find(
@@ -147,6 +152,7 @@ describe('seeded defects are reported from what the run saw', () => {
     expect(defects).toEqual(
       expect.arrayContaining([
         {
+          check: 'iam',
           resource: expect.stringMatching(/^ListPaymentProvidersFunction/),
           reason: expect.stringMatching(
             /calls dynamodb:Query on table .* index active-providers, which its role does not allow/,
@@ -163,6 +169,7 @@ describe('seeded defects are reported from what the run saw', () => {
     });
     expect(defects).toEqual([
       {
+        check: 'alarm-metrics',
         resource: expect.stringMatching(/^MonitoringUsageRecordWriteFailed/),
         reason: expect.stringMatching(
           /watches BranchApiRenamed\/UsageRecordWriteFailed \{service=branch-api\}, which the run never emitted/,
@@ -178,6 +185,7 @@ describe('seeded defects are reported from what the run saw', () => {
     });
     expect(defects).toEqual([
       {
+        check: 'iam',
         resource: expect.stringMatching(/^GetBranchRoleDefaultPolicy/),
         reason: expect.stringMatching(
           /dynamodb:DeleteItem on .*table\/verify-TablesKeys\w+ is granted but the run never used it/,
@@ -202,41 +210,16 @@ describe('seeded defects are reported from what the run saw', () => {
     });
     expect(defects).toEqual([
       {
+        check: 'key-events',
         resource: expect.stringMatching(/^GetBranchFunction/),
         reason: expect.stringMatching(
-          /sends key events to KeyEventsBus\w+ but its role may not events:PutEvents on it/,
+          /sends key events to KeyEventsBus\w+ but its role may not events:PutEvents on it: no statement allows it/,
         ),
       },
       {
+        check: 'key-events',
         resource: expect.stringMatching(/^FallbackRole/),
         reason: 'events:PutEvents is granted but no function with this role sends key events',
-      },
-    ]);
-  });
-
-  it("a table's throttling watched but not its index's", () => {
-    const defects = checkMutated((template) => {
-      delete template.Resources[idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringKeysIndexbybranchThrottles')];
-    });
-    expect(defects).toEqual(
-      ['ReadThrottleEvents', 'WriteThrottleEvents'].map((metric) => ({
-        resource: expect.stringMatching(/^MonitoringKeysTableThrottles/),
-        reason: expect.stringMatching(
-          new RegExp(`watches ${metric} of table TablesKeys\\w+, which does not count index by-branch, and no alarm`),
-        ),
-      })),
-    );
-  });
-
-  it('an AWS-service alarm without the dimension AWS publishes the metric with', () => {
-    const defects = checkMutated((template) => {
-      const alarm = idOf(template, 'AWS::CloudWatch::Alarm', 'MonitoringGetBranchErrors');
-      template.Resources[alarm]!.Properties.Dimensions = [{ Name: 'Function', Value: 'x' }];
-    });
-    expect(defects).toEqual([
-      {
-        resource: expect.stringMatching(/^MonitoringGetBranchErrors/),
-        reason: expect.stringMatching(/AWS publishes it with dimensions \{FunctionName\}/),
       },
     ]);
   });
@@ -251,9 +234,105 @@ describe('seeded defects are reported from what the run saw', () => {
     });
     expect(defects).toEqual([
       {
+        check: 'iam',
         resource: expect.stringMatching(/^UsageAggregationAggregatorFunction/),
         reason: expect.stringMatching(
           /sends failed batches to arn:aws:sqs:.*DeadLetterQueue\w+, but its role does not allow sqs:SendMessage/,
+        ),
+      },
+    ]);
+  });
+});
+
+describe('permissions judged as IAM judges them (seeded into the template, checked against the run)', () => {
+  const arnOf = (template: Template, prefix: string) => ({
+    'Fn::GetAtt': [idOf(template, 'AWS::DynamoDB::Table', prefix), 'Arn'],
+  });
+
+  it('an explicit Deny wins over the Allow beside it', () => {
+    const defects = checkMutated((template) =>
+      statementsOf(template, 'GetBranchRoleDefaultPolicy').push({
+        Effect: 'Deny',
+        Action: 'dynamodb:GetItem',
+        Resource: arnOf(template, 'TablesKeys'),
+      }),
+    );
+    expect(defects).toEqual([
+      {
+        check: 'iam',
+        resource: expect.stringMatching(/^GetBranchFunction/),
+        reason: expect.stringMatching(
+          /^calls dynamodb:GetItem on table verify-TablesKeys\w+, which its role does not allow: denied by Deny dynamodb:GetItem in GetBranchRoleDefaultPolicy\w+ statement 7$/,
+        ),
+      },
+    ]);
+  });
+
+  it('a Deny with NotAction denies every action but those it names', () => {
+    const defects = checkMutated((template) =>
+      statementsOf(template, 'ListMembersRoleDefaultPolicy').push({
+        Effect: 'Deny',
+        NotAction: ['dynamodb:GetItem', 'dynamodb:Query', 'events:PutEvents'],
+        Resource: '*',
+      }),
+    );
+    expect(defects).toEqual(
+      ['PutItem on table verify-TablesUsage', 'UpdateItem on table verify-TablesRateLimits'].map((call) => ({
+        check: 'iam',
+        resource: expect.stringMatching(/^ListMembersFunction/),
+        reason: expect.stringMatching(
+          new RegExp(
+            `^calls dynamodb:${call}\\w+, which its role does not allow: denied by Deny every action but dynamodb:GetItem`,
+          ),
+        ),
+      })),
+    );
+  });
+
+  it('an Allow with NotAction grants more than any run can show it uses', () => {
+    const defects = checkMutated((template) =>
+      statementsOf(template, 'FallbackRoleDefaultPolicy').push({ Effect: 'Allow', NotAction: 'iam:*', Resource: '*' }),
+    );
+    expect(defects).toEqual([
+      {
+        check: 'iam',
+        resource: expect.stringMatching(/^FallbackRoleDefaultPolicy/),
+        reason: expect.stringMatching(/statement 3 allows by exclusion \(NotAction\/NotResource\)/),
+      },
+      // It also lets the catch-all put key events, which it never sends.
+      expect.objectContaining({ check: 'key-events', resource: expect.stringMatching(/^FallbackRole/) }),
+    ]);
+  });
+
+  it('a wildcard resource covers tables the run never used the action on', () => {
+    const defects = checkMutated((template) => {
+      const getItem = statementsOf(template, 'GetBranchRoleDefaultPolicy').find((s) => s.Action === 'dynamodb:GetItem');
+      getItem.Resource = '*';
+    });
+    expect(defects).toEqual([
+      {
+        check: 'iam',
+        resource: expect.stringMatching(/^GetBranchRoleDefaultPolicy/),
+        reason: expect.stringMatching(
+          /^dynamodb:GetItem on \* is granted on .*table\/verify-TablesUsage\w+.*, which the run never used it on/,
+        ),
+      },
+    ]);
+  });
+
+  it('a condition the run cannot evaluate is reported, not taken as allowed', () => {
+    const defects = checkMutated((template) => {
+      const update = statementsOf(template, 'GetBranchRoleDefaultPolicy').find(
+        (s) => s.Action === 'dynamodb:UpdateItem',
+      );
+      update.Condition = { StringEquals: { 'aws:SourceVpce': 'vpce-0123' } };
+    });
+    expect(defects).toEqual([
+      {
+        check: 'iam',
+        resource: expect.stringMatching(/^GetBranchFunction/),
+        reason: expect.stringMatching(
+          /UpdateItem on table verify-TablesRateLimits\w+, which its role does not allow: .* allows it only under a condition the run can't evaluate \(aws:SourceVpce\)/,
         ),
       },
     ]);
@@ -339,12 +418,14 @@ describe('seeded defects the run itself shows, in one run', () => {
         'PutItem on .*table/verify-TablesUsage',
         'UpdateItem on .*table/verify-TablesRateLimits',
       ].map((grant) => ({
+        check: 'iam',
         resource: expect.stringMatching(/^GetBranchRoleDefaultPolicy/),
         reason: expect.stringMatching(
           new RegExp(`^dynamodb:${grant}\\w+ is granted but the run never used it \\(function GetBranchFunction`),
         ),
       })),
       ...['DescribeStream', 'GetRecords', 'GetShardIterator'].map((action) => ({
+        check: 'iam',
         resource: expect.stringMatching(/^FallbackFunction/),
         reason: expect.stringMatching(
           new RegExp(`reads stream .*/stream/local, but its role does not allow dynamodb:${action}`),
