@@ -1,8 +1,8 @@
 /**
- * Reads a synthesized cloud assembly (cdk.out) as CloudFormation will see it: the stack templates,
- * their functions (asset directory, handler, environment), tables, HTTP API routes, IAM policies,
- * event source mappings and alarms. Intrinsic functions are resolved against a local world: a
- * table's name is a local table, its ARN a local ARN, so what the template wires can run here.
+ * Reads a synthesized cloud assembly (cdk.out) as CloudFormation will see it: the stack template,
+ * its functions (asset directory, handler, environment), tables, routes, IAM statements, event
+ * source mappings and alarms. Intrinsics are resolved once, here, against a local world: a table's
+ * name is a local table, a resource's ARN a local ARN, so what the template wires can run here.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,21 +54,15 @@ export interface EventSourceMapping {
   batchSize: number;
   /** Times Lambda delivers a failing batch again (MaximumRetryAttempts; absent: until the record expires). */
   retryAttempts?: number;
-  /** ARN of the on-failure destination (an SQS queue or SNS topic) the mapping sends failed batches to. */
+  /** ARN of the on-failure destination (an SQS queue or SNS topic). */
   onFailure?: string;
   /** The patterns of its filter (a record passes when one matches); absent: every record. */
   filters?: Json[];
 }
 
-export interface AlarmMetric {
-  namespace: string;
-  name: string;
-  dimensions: Record<string, string | undefined>;
-}
-
 export interface TemplateAlarm {
   logicalId: string;
-  metrics: AlarmMetric[];
+  metrics: { namespace: string; name: string; dimensions: Record<string, string | undefined> }[];
 }
 
 export interface Assembly {
@@ -76,7 +70,7 @@ export interface Assembly {
   /** The template as synthesized (the stack's nag rules read it through CfnInclude). */
   template: Json;
   resources: Record<string, Json>;
-  /** The template's Outputs section: output name → `{ Value, Description }`. */
+  /** Output name → `{ Value, Description }`. */
   outputs: Record<string, Json>;
   tables: TemplateTable[];
   functions: TemplateFunction[];
@@ -88,85 +82,58 @@ export interface Assembly {
   statements: Map<string, Statement[]>;
 }
 
-const asArray = <T>(value: T | T[] | undefined): T[] =>
-  value === undefined ? [] : Array.isArray(value) ? value : [value];
+const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : ([value].flat() as T[]));
+
+const PSEUDO: Record<string, string> = {
+  'AWS::Region': LOCAL_REGION,
+  'AWS::AccountId': LOCAL_ACCOUNT,
+  'AWS::Partition': 'aws',
+  'AWS::URLSuffix': 'amazonaws.com',
+};
 
 /** Local names and ARNs of what a template's references point at. */
 export class Resolver {
   constructor(private readonly resources: Record<string, Json>) {}
 
-  tableName(logicalId: string): string {
-    return `verify-${logicalId}`;
-  }
+  tableName = (logicalId: string) => `verify-${logicalId}`;
 
-  tableArn(logicalId: string): string {
-    return `arn:aws:dynamodb:${LOCAL_REGION}:${LOCAL_ACCOUNT}:table/${this.tableName(logicalId)}`;
-  }
+  tableArn = (logicalId: string) =>
+    `arn:aws:dynamodb:${LOCAL_REGION}:${LOCAL_ACCOUNT}:table/${this.tableName(logicalId)}`;
 
-  /** The value of an intrinsic, or undefined when it can't be known here. */
+  /** The value of an intrinsic (Ref, GetAtt, Join, Sub), or undefined when it can't be known here. */
   resolve(value: unknown): string | undefined {
-    if (typeof value === 'string') return value;
-    if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-    if (value === null || typeof value !== 'object') return undefined;
-    const node = value as Json;
+    if (['string', 'number', 'boolean'].includes(typeof value)) return String(value);
+    const node = (value ?? {}) as Json;
     if ('Ref' in node) return this.ref(String(node.Ref));
-    if ('Fn::GetAtt' in node) {
-      const [id, attribute] = asArray<string>(node['Fn::GetAtt']);
-      return id && attribute ? this.getAtt(id, attribute) : undefined;
-    }
+    if ('Fn::GetAtt' in node) return this.getAtt(...(asArray<string>(node['Fn::GetAtt']) as [string, string]));
     if ('Fn::Join' in node) {
-      const [separator, parts] = node['Fn::Join'] as [string, unknown[]];
-      const resolved = parts.map((part) => this.resolve(part));
-      return resolved.every((part) => part !== undefined) ? resolved.join(separator) : undefined;
+      const parts = asArray<unknown>(node['Fn::Join'][1]).map((part) => this.resolve(part));
+      return parts.includes(undefined) ? undefined : parts.join(node['Fn::Join'][0]);
     }
-    if ('Fn::Sub' in node && typeof node['Fn::Sub'] === 'string') {
-      let unresolved = false;
-      const text = (node['Fn::Sub'] as string).replace(/\$\{([^}]+)\}/g, (_match, name: string) => {
-        const [id, attribute] = name.split('.');
-        const resolved = attribute ? this.getAtt(id!, attribute) : this.ref(id!);
-        if (resolved === undefined) unresolved = true;
-        return resolved ?? '';
-      });
-      return unresolved ? undefined : text;
-    }
-    return undefined;
+    if (typeof node['Fn::Sub'] !== 'string') return undefined;
+    const names = [...node['Fn::Sub'].matchAll(/\$\{([^}]+)\}/g)].map(([, name]) => name!);
+    const values = names.map((name) =>
+      name.includes('.') ? this.getAtt(...(name.split('.') as [string, string])) : this.ref(name),
+    );
+    return values.includes(undefined)
+      ? undefined
+      : names.reduce((text, name, i) => text.replace(`\${${name}}`, values[i]!), node['Fn::Sub']);
   }
 
   private ref(id: string): string | undefined {
-    if (id === 'AWS::Region') return LOCAL_REGION;
-    if (id === 'AWS::AccountId') return LOCAL_ACCOUNT;
-    if (id === 'AWS::Partition') return 'aws';
-    if (id === 'AWS::URLSuffix') return 'amazonaws.com';
     const resource = this.resources[id];
-    if (!resource) return undefined;
-    if (resource.Type === 'AWS::DynamoDB::Table') return this.tableName(id);
-    return id;
+    return PSEUDO[id] ?? (!resource ? undefined : resource.Type === 'AWS::DynamoDB::Table' ? this.tableName(id) : id);
   }
 
   private getAtt(id: string, attribute: string): string | undefined {
-    const resource = this.resources[id];
-    if (!resource) return undefined;
-    if (resource.Type === 'AWS::DynamoDB::Table') {
-      if (attribute === 'Arn') return this.tableArn(id);
-      if (attribute === 'StreamArn') return `${this.tableArn(id)}/stream/local`;
-    }
-    if (attribute === 'Arn') {
-      const service = String(resource.Type).split('::')[1]?.toLowerCase() ?? 'unknown';
-      return `arn:aws:${service}:${LOCAL_REGION}:${LOCAL_ACCOUNT}:${id}`;
-    }
-    return `${id}.${attribute}`;
+    const type = this.resources[id]?.Type as string | undefined;
+    if (!type || !attribute) return undefined;
+    if (type === 'AWS::DynamoDB::Table' && attribute === 'StreamArn') return `${this.tableArn(id)}/stream/local`;
+    if (type === 'AWS::DynamoDB::Table' && attribute === 'Arn') return this.tableArn(id);
+    const service = type.split('::')[1]?.toLowerCase();
+    return attribute === 'Arn' ? `arn:aws:${service}:${LOCAL_REGION}:${LOCAL_ACCOUNT}:${id}` : `${id}.${attribute}`;
   }
 }
-
-/** The patterns of an event source mapping's filter; undefined when it has no readable filter. */
-export const filterPatterns = (properties: Json): Json[] | undefined => {
-  try {
-    const filters = asArray<Json>(properties.FilterCriteria?.Filters);
-    return filters.length === 0 ? undefined : filters.map((filter) => JSON.parse(String(filter.Pattern)) as Json);
-  } catch {
-    return undefined;
-  }
-};
 
 /**
  * Whether a value matches a filter pattern as Lambda's event filtering does, for what its filters
@@ -184,187 +151,135 @@ export const matchesPattern = (pattern: unknown, value: unknown): boolean => {
   return Object.entries(pattern).every(([name, inner]) => matchesPattern(inner, (value as Json | undefined)?.[name]));
 };
 
-/** Stack artifacts of the assembly's manifest, with their template files. */
-const stacksOf = (dir: string): { stack: string; template: Json }[] => {
-  const manifestFile = join(dir, 'manifest.json');
-  if (!existsSync(manifestFile)) throw new Error(`${dir} is not a cloud assembly (no manifest.json)`);
-  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Json;
-  return Object.entries<Json>(manifest.artifacts ?? {})
-    .filter(([, artifact]) => artifact.type === 'aws:cloudformation:stack')
-    .map(([stack, artifact]) => ({
-      stack,
-      template: JSON.parse(readFileSync(join(dir, artifact.properties.templateFile), 'utf8')) as Json,
-    }));
-};
-
 /** Reads one stack of the assembly in `dir` (the only one, or the one named). */
 export const readAssembly = (dir: string, stackName?: string): Assembly => {
-  const stacks = stacksOf(dir);
-  const chosen = stackName ? stacks.find(({ stack }) => stack === stackName) : stacks[0];
+  const manifestFile = join(dir, 'manifest.json');
+  if (!existsSync(manifestFile)) throw new Error(`${dir} is not a cloud assembly (no manifest.json)`);
+  const stacks = Object.entries<Json>((JSON.parse(readFileSync(manifestFile, 'utf8')) as Json).artifacts ?? {}).filter(
+    ([, artifact]) => artifact.type === 'aws:cloudformation:stack',
+  );
+  const chosen = stackName ? stacks.find(([stack]) => stack === stackName) : stacks[0];
   if (!chosen) throw new Error(`No stack ${stackName ?? ''} in ${dir}`);
   if (!stackName && stacks.length > 1) {
-    throw new Error(`${dir} holds ${stacks.length} stacks; name one (${stacks.map((s) => s.stack).join(', ')})`);
+    throw new Error(`${dir} holds ${stacks.length} stacks; name one (${stacks.map(([stack]) => stack).join(', ')})`);
   }
-  return assemblyOf(chosen.stack, chosen.template, dir);
-};
-
-/** What each reader of a template's resources works from. */
-interface TemplateContext {
-  resources: Record<string, Json>;
-  resolver: Resolver;
-  /** Directory of the assembly holding the code assets. */
-  dir: string;
-}
-
-const ofType = ({ resources }: TemplateContext, type: string): [string, Json][] =>
-  Object.entries(resources).filter(([, resource]) => resource?.Type === type);
-
-const tablesOf = (context: TemplateContext): TemplateTable[] => {
-  const { resolver } = context;
-  return ofType(context, 'AWS::DynamoDB::Table').map(([logicalId, resource]) => ({
-    logicalId,
-    name: resolver.tableName(logicalId),
-    arn: resolver.tableArn(logicalId),
-    properties: resource.Properties ?? {},
-    indexes: asArray<Json>(resource.Properties?.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
-    ...(resource.Properties?.StreamSpecification ? { streamArn: `${resolver.tableArn(logicalId)}/stream/local` } : {}),
-  }));
-};
-
-const functionOf =
-  ({ resolver, dir }: TemplateContext) =>
-  ([logicalId, resource]: [string, Json]): TemplateFunction => {
-    const properties = resource.Properties ?? {};
-    // The asset CloudFormation uploads: `<hash>.zip` in S3, staged as `asset.<hash>` in the assembly.
-    const s3Key = typeof properties.Code?.S3Key === 'string' ? (properties.Code.S3Key as string) : undefined;
-    const assetPath =
-      (resource.Metadata?.['aws:asset:path'] as string | undefined) ??
-      (s3Key ? `asset.${s3Key.replace(/\.zip$/, '')}` : undefined);
-    const variables = (properties.Environment?.Variables ?? {}) as Record<string, unknown>;
-    const roleLogicalId = asArray<string>(properties.Role?.['Fn::GetAtt'])[0];
-    return {
-      logicalId,
-      codeDir: assetPath ? join(dir, assetPath) : '',
-      handler: String(properties.Handler ?? ''),
-      runtime: String(properties.Runtime ?? ''),
-      memorySize: Number(properties.MemorySize ?? 128),
-      timeoutSeconds: Number(properties.Timeout ?? 3),
-      environment: Object.fromEntries(
-        Object.entries(variables).map(([name, value]) => [name, resolver.resolve(value)]),
-      ),
-      ...(roleLogicalId ? { roleLogicalId } : {}),
-    };
-  };
-
-const functionsOf = (context: TemplateContext): TemplateFunction[] =>
-  ofType(context, 'AWS::Lambda::Function').map(functionOf(context));
-
-/** The logical id of the function an ARN reference (GetAtt or Ref) points at. */
-const functionOfArn = ({ resources }: TemplateContext, value: unknown): string | undefined => {
-  const node = value as Json | undefined;
-  const getAtt = asArray<string>(node?.['Fn::GetAtt']);
-  if (getAtt[0] && resources[getAtt[0]]?.Type === 'AWS::Lambda::Function') return getAtt[0];
-  const ref = node?.Ref as string | undefined;
-  return ref && resources[ref]?.Type === 'AWS::Lambda::Function' ? ref : undefined;
-};
-
-const routesOf = (context: TemplateContext): TemplateRoute[] =>
-  ofType(context, 'AWS::ApiGatewayV2::Route').flatMap(([logicalId, resource]): TemplateRoute[] => {
-    const target = context.resolver.resolve(resource.Properties?.Target) ?? '';
-    const integration = context.resources[target.replace(/^integrations\//, '')];
-    const functionLogicalId = functionOfArn(context, integration?.Properties?.IntegrationUri);
-    return functionLogicalId ? [{ logicalId, routeKey: String(resource.Properties?.RouteKey), functionLogicalId }] : [];
-  });
-
-const mappingsOf = (context: TemplateContext): EventSourceMapping[] =>
-  ofType(context, 'AWS::Lambda::EventSourceMapping').flatMap(([logicalId, resource]): EventSourceMapping[] => {
-    const { resolver } = context;
-    const properties = resource.Properties ?? {};
-    const functionLogicalId =
-      functionOfArn(context, properties.FunctionName) ?? resolver.resolve(properties.FunctionName);
-    const [tableLogicalId, attribute] = asArray<string>(properties.EventSourceArn?.['Fn::GetAtt']);
-    if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
-    const onFailure = resolver.resolve(properties.DestinationConfig?.OnFailure?.Destination);
-    const filters = filterPatterns(properties);
-    return [
-      {
-        logicalId,
-        functionLogicalId,
-        tableLogicalId,
-        batchSize: Number(properties.BatchSize ?? 100),
-        ...(Number.isInteger(properties.MaximumRetryAttempts) && properties.MaximumRetryAttempts >= 0
-          ? { retryAttempts: Number(properties.MaximumRetryAttempts) }
-          : {}),
-        ...(onFailure ? { onFailure } : {}),
-        ...(filters ? { filters } : {}),
-      },
-    ];
-  });
-
-const metricOf = (resolver: Resolver, metric: Json): AlarmMetric => ({
-  namespace: String(metric.Namespace),
-  name: String(metric.MetricName),
-  dimensions: Object.fromEntries(
-    asArray<Json>(metric.Dimensions).map((dimension) => [String(dimension.Name), resolver.resolve(dimension.Value)]),
-  ),
-});
-
-const alarmsOf = (context: TemplateContext): TemplateAlarm[] =>
-  ofType(context, 'AWS::CloudWatch::Alarm').map(([logicalId, resource]) => {
-    const properties = resource.Properties ?? {};
-    const metrics = properties.MetricName
-      ? [metricOf(context.resolver, properties)]
-      : asArray<Json>(properties.Metrics)
-          .filter((query) => query.MetricStat)
-          .map((query) => metricOf(context.resolver, query.MetricStat.Metric));
-    return { logicalId, metrics };
-  });
-
-/** Every statement of each role: its inline policies, then the policies attached to it. */
-const statementsOf = (context: TemplateContext): Map<string, Statement[]> => {
-  const statements = new Map<string, Statement[]>();
-  const resolved = (value: unknown) =>
-    value === undefined ? undefined : asArray<unknown>(value).map((one) => context.resolver.resolve(one) ?? '?');
-  const addStatements = (roleId: string, document: Json | undefined, policy: string) => {
-    const list = statements.get(roleId) ?? [];
-    asArray<Json>(document?.Statement).forEach((statement, i) =>
-      list.push({
-        ...statement,
-        Resource: resolved(statement.Resource),
-        NotResource: resolved(statement.NotResource),
-        source: `${policy} statement ${statement.Sid ?? i + 1}`,
-      }),
-    );
-    statements.set(roleId, list);
-  };
-  for (const [logicalId, resource] of ofType(context, 'AWS::IAM::Role')) {
-    for (const policy of asArray<Json>(resource.Properties?.Policies))
-      addStatements(logicalId, policy.PolicyDocument, logicalId);
-  }
-  for (const [logicalId, resource] of ofType(context, 'AWS::IAM::Policy')) {
-    for (const role of asArray<Json>(resource.Properties?.Roles)) {
-      if (typeof role?.Ref === 'string') addStatements(role.Ref, resource.Properties?.PolicyDocument, logicalId);
-    }
-  }
-  return statements;
+  const template = JSON.parse(readFileSync(join(dir, chosen[1].properties.templateFile), 'utf8')) as Json;
+  return assemblyOf(chosen[0], template, dir);
 };
 
 /** One stack's template read as the verifier sees it; `dir` is the assembly holding its code assets. */
 export const assemblyOf = (stack: string, template: Json, dir: string): Assembly => {
   const resources = (template?.Resources ?? {}) as Record<string, Json>;
-  const context: TemplateContext = { resources, resolver: new Resolver(resources), dir };
-  const stage = ofType(context, 'AWS::ApiGatewayV2::Stage')[0]?.[1];
+  const resolver = new Resolver(resources);
+  const ofType = (type: string): [string, Json][] =>
+    Object.entries(resources)
+      .filter(([, resource]) => resource?.Type === type)
+      .map(([id, resource]) => [id, { ...resource, Properties: resource.Properties ?? {} }]);
+  /** The logical id of the function a reference (GetAtt or Ref) points at. */
+  const functionOf = (value: Json | undefined): string | undefined =>
+    [value?.Ref, asArray<string>(value?.['Fn::GetAtt'])[0]].find(
+      (id) => typeof id === 'string' && resources[id]?.Type === 'AWS::Lambda::Function',
+    );
+  const metricOf = (metric: Json) => ({
+    namespace: String(metric.Namespace),
+    name: String(metric.MetricName),
+    dimensions: Object.fromEntries(
+      asArray<Json>(metric.Dimensions).map((d) => [String(d.Name), resolver.resolve(d.Value)]),
+    ),
+  });
+  const statements = new Map<string, Statement[]>();
+  const addStatements = (roleId: string, document: Json | undefined, policy: string) => {
+    const resolved = (value: unknown) =>
+      value === undefined ? undefined : asArray(value).map((one) => resolver.resolve(one) ?? '?');
+    statements.set(roleId, [
+      ...(statements.get(roleId) ?? []),
+      ...asArray<Json>(document?.Statement).map((statement, i) => ({
+        ...statement,
+        Resource: resolved(statement.Resource),
+        NotResource: resolved(statement.NotResource),
+        source: `${policy} statement ${statement.Sid ?? i + 1}`,
+      })),
+    ]);
+  };
+  for (const [id, { Properties }] of ofType('AWS::IAM::Role'))
+    for (const policy of asArray<Json>(Properties.Policies)) addStatements(id, policy.PolicyDocument, id);
+  for (const [id, { Properties }] of ofType('AWS::IAM::Policy'))
+    for (const role of asArray<Json>(Properties.Roles))
+      if (typeof role?.Ref === 'string') addStatements(role.Ref, Properties.PolicyDocument, id);
   return {
     stack,
     template,
     resources,
     outputs: (template?.Outputs ?? {}) as Record<string, Json>,
-    tables: tablesOf(context),
-    functions: functionsOf(context),
-    routes: routesOf(context),
-    stageName: String(stage?.Properties?.StageName ?? '$default'),
-    mappings: mappingsOf(context),
-    alarms: alarmsOf(context),
-    statements: statementsOf(context),
+    tables: ofType('AWS::DynamoDB::Table').map(([logicalId, { Properties }]) => ({
+      logicalId,
+      name: resolver.tableName(logicalId),
+      arn: resolver.tableArn(logicalId),
+      properties: Properties,
+      indexes: asArray<Json>(Properties.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
+      ...(Properties.StreamSpecification ? { streamArn: `${resolver.tableArn(logicalId)}/stream/local` } : {}),
+    })),
+    functions: ofType('AWS::Lambda::Function').map(([logicalId, { Properties, Metadata }]) => {
+      // The asset CloudFormation uploads: `<hash>.zip` in S3, staged as `asset.<hash>` in the assembly.
+      const s3Key =
+        typeof Properties.Code?.S3Key === 'string' ? `asset.${Properties.Code.S3Key.replace(/\.zip$/, '')}` : undefined;
+      const assetPath = (Metadata?.['aws:asset:path'] as string | undefined) ?? s3Key;
+      const roleLogicalId = asArray<string>(Properties.Role?.['Fn::GetAtt'])[0];
+      return {
+        logicalId,
+        codeDir: assetPath ? join(dir, assetPath) : '',
+        handler: String(Properties.Handler ?? ''),
+        runtime: String(Properties.Runtime ?? ''),
+        memorySize: Number(Properties.MemorySize ?? 128),
+        timeoutSeconds: Number(Properties.Timeout ?? 3),
+        environment: Object.fromEntries(
+          Object.entries<unknown>(Properties.Environment?.Variables ?? {}).map(([name, value]) => [
+            name,
+            resolver.resolve(value),
+          ]),
+        ),
+        ...(roleLogicalId ? { roleLogicalId } : {}),
+      };
+    }),
+    routes: ofType('AWS::ApiGatewayV2::Route').flatMap(([logicalId, { Properties }]) => {
+      const integration = resources[(resolver.resolve(Properties.Target) ?? '').replace(/^integrations\//, '')];
+      const functionLogicalId = functionOf(integration?.Properties?.IntegrationUri);
+      return functionLogicalId ? [{ logicalId, routeKey: String(Properties.RouteKey), functionLogicalId }] : [];
+    }),
+    stageName: String(ofType('AWS::ApiGatewayV2::Stage')[0]?.[1].Properties.StageName ?? '$default'),
+    mappings: ofType('AWS::Lambda::EventSourceMapping').flatMap(
+      ([logicalId, { Properties: p }]): EventSourceMapping[] => {
+        const functionLogicalId = functionOf(p.FunctionName) ?? resolver.resolve(p.FunctionName);
+        const [tableLogicalId, attribute] = asArray<string>(p.EventSourceArn?.['Fn::GetAtt']);
+        if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
+        const onFailure = resolver.resolve(p.DestinationConfig?.OnFailure?.Destination);
+        let filters: Json[] | undefined;
+        try {
+          filters = asArray<Json>(p.FilterCriteria?.Filters).map(
+            (filter) => JSON.parse(String(filter.Pattern)) as Json,
+          );
+        } catch {
+          // An unreadable filter lets every record through (the stream-filter rule names it).
+        }
+        return [
+          {
+            logicalId,
+            functionLogicalId,
+            tableLogicalId,
+            batchSize: Number(p.BatchSize ?? 100),
+            ...(p.MaximumRetryAttempts >= 0 ? { retryAttempts: Number(p.MaximumRetryAttempts) } : {}),
+            ...(onFailure ? { onFailure } : {}),
+            ...(filters?.length ? { filters } : {}),
+          },
+        ];
+      },
+    ),
+    alarms: ofType('AWS::CloudWatch::Alarm').map(([logicalId, { Properties: p }]) => ({
+      logicalId,
+      metrics: p.MetricName
+        ? [metricOf(p)]
+        : asArray<Json>(p.Metrics).flatMap((query) => (query.MetricStat ? [metricOf(query.MetricStat.Metric)] : [])),
+    })),
+    statements,
   };
 };

@@ -34,6 +34,9 @@ const LIST_STREAMS = 'dynamodb:ListStreams';
 /** What Lambda needs the execution role to allow to send a failed batch to a destination. */
 const DESTINATION_ACTIONS: Record<string, string> = { sqs: 'sqs:SendMessage', sns: 'sns:Publish' };
 
+/** A local table ARN by its table (and index): `TablesKeys…/index/by-branch`. */
+const named = (arn: string) => arn.replace(/^.*:table\/verify-/, '');
+
 const describe = (operation: DynamoOperation) =>
   `${operation.action} on table ${operation.table}${operation.index ? ` index ${operation.index}` : ''}`;
 
@@ -122,7 +125,7 @@ const unusedGrants = (assembly: Assembly, use: IamUse, statements: readonly Stat
             return never.length
               ? [
                   of(
-                    `${action} on ${resource} is granted on ${never.join(', ')}, which the run never used it on`,
+                    `${action} on ${resource} is granted on ${never.map(named).join(', ')}, which the run never used it on`,
                     statement,
                   ),
                 ]

@@ -33,7 +33,7 @@ beforeAll(async () => {
   app.synth();
   template = JSON.parse(readFileSync(join(assembly, `${STACK}.template.json`), 'utf8')) as Template;
   report = await verifyAssembly(assembly);
-}, 120_000);
+}, 300_000);
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -277,7 +277,7 @@ describe('permissions judged as IAM judges them (seeded into the template, check
       }),
     );
     expect(defects).toEqual(
-      ['PutItem on table verify-TablesUsage', 'UpdateItem on table verify-TablesRateLimits'].map((call) => ({
+      ['UpdateItem on table verify-TablesRateLimits', 'PutItem on table verify-TablesUsage'].map((call) => ({
         check: 'iam',
         resource: expect.stringMatching(/^ListMembersFunction/),
         reason: expect.stringMatching(
@@ -314,7 +314,7 @@ describe('permissions judged as IAM judges them (seeded into the template, check
         check: 'iam',
         resource: expect.stringMatching(/^GetBranchRoleDefaultPolicy/),
         reason: expect.stringMatching(
-          /^dynamodb:GetItem on \* is granted on .*table\/verify-TablesUsage\w+.*, which the run never used it on/,
+          /^dynamodb:GetItem on \* is granted on .*TablesUsage\w+, .*, which the run never used it on/,
         ),
       },
     ]);
