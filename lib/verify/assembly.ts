@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Statement } from './iam';
+import type { Statement } from '../infra/nag/iam';
 
 /** CloudFormation and DynamoDB JSON, whose shape depends on the resource type or the request. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -54,8 +54,6 @@ export interface EventSourceMapping {
   batchSize: number;
   /** Times Lambda delivers a failing batch again (MaximumRetryAttempts; absent: until the record expires). */
   retryAttempts?: number;
-  /** ARN of the on-failure destination (an SQS queue or SNS topic). */
-  onFailure?: string;
   /** The patterns of its filter (a record passes when one matches); absent: every record. */
   filters?: Json[];
 }
@@ -252,7 +250,6 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
         const functionLogicalId = functionOf(p.FunctionName) ?? resolver.resolve(p.FunctionName);
         const [tableLogicalId, attribute] = asArray<string>(p.EventSourceArn?.['Fn::GetAtt']);
         if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
-        const onFailure = resolver.resolve(p.DestinationConfig?.OnFailure?.Destination);
         let filters: Json[] | undefined;
         try {
           filters = asArray<Json>(p.FilterCriteria?.Filters).map(
@@ -268,7 +265,6 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
             tableLogicalId,
             batchSize: Number(p.BatchSize ?? 100),
             ...(p.MaximumRetryAttempts >= 0 ? { retryAttempts: Number(p.MaximumRetryAttempts) } : {}),
-            ...(onFailure ? { onFailure } : {}),
             ...(filters?.length ? { filters } : {}),
           },
         ];

@@ -1,12 +1,12 @@
 /**
- * What the run saw, judged against the template: each function's DynamoDB calls, stream reads and
- * failure destinations against its role (IAM's semantics, lib/verify/iam.ts), each grant against
- * the calls (least privilege both ways), the key events grants, and each alarm on a custom metric
- * against the metrics the run emitted.
+ * What the run saw, judged against the template: each function's DynamoDB calls against its role
+ * (IAM's semantics, lib/infra/nag/iam.ts), each grant against the calls (least privilege both
+ * ways), and each alarm on a custom metric against the metrics the run emitted. What a template
+ * shows alone (stream reads, failure destinations, key events grants) is the nag rules'.
  */
-import { Resolver, type Assembly, type TemplateAlarm } from './assembly';
+import type { Assembly, TemplateAlarm } from './assembly';
 import type { EmittedMetric } from './function-host';
-import { actionMatches, evaluate, resourceMatches, type Statement } from './iam';
+import { actionMatches, evaluate, resourceMatches, type Statement } from '../infra/nag/iam';
 import { arnOf, type DynamoOperation } from './recording-proxy';
 
 export interface Defect {
@@ -21,18 +21,14 @@ export interface IamUse {
   functionLogicalId: string;
   roleLogicalId?: string;
   operations: DynamoOperation[];
-  /** Stream ARNs its event source mappings read. */
+  /** Stream ARNs its event source mappings read (their reads are the mapping's, with the function's role). */
   streams: string[];
-  /** On-failure destinations of its event source mappings, which Lambda sends to with the function's role. */
-  destinations?: string[];
 }
 
 /** Stream reads are made by the event source mapping with the function's role, not by its code. */
 const STREAM_ACTIONS = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'];
 /** No resource-level permission: granted on `*`, used when the mapping reads a stream. */
 const LIST_STREAMS = 'dynamodb:ListStreams';
-/** What Lambda needs the execution role to allow to send a failed batch to a destination. */
-const DESTINATION_ACTIONS: Record<string, string> = { sqs: 'sqs:SendMessage', sns: 'sns:Publish' };
 
 /** A local table ARN by its table (and index): `TablesKeys…/index/by-branch`. */
 const named = (arn: string) => arn.replace(/^.*:table\/verify-/, '');
@@ -41,44 +37,6 @@ const describe = (operation: DynamoOperation) =>
   `${operation.action} on table ${operation.table}${operation.index ? ` index ${operation.index}` : ''}`;
 
 const list = (value: string | readonly string[] | undefined): readonly string[] => [value ?? []].flat();
-
-interface Request {
-  action: string;
-  arn: string;
-  /** The defect's reason, given why the role refuses it (or what this check does not know of it). */
-  line(problem: string): string;
-}
-
-/** The requests a role must allow: each call, each stream read, each failure destination. */
-const requests = (assembly: Assembly, use: IamUse): Request[] => {
-  const tables = new Set(assembly.tables.map((table) => table.name));
-  const calls = [...new Map(use.operations.map((op) => [describe(op), op])).values()].map((op) => ({
-    action: op.action,
-    arn: tables.has(op.table) ? arnOf(op) : '',
-    line: (problem: string) =>
-      tables.has(op.table)
-        ? `calls ${describe(op)}, which its role does not allow: ${problem}`
-        : `calls ${describe(op)}, ${problem}`,
-  }));
-  const streams = use.streams.flatMap((stream) =>
-    STREAM_ACTIONS.map((action) => ({
-      action,
-      arn: stream,
-      line: (problem: string) =>
-        `its event source mapping reads stream ${stream}, but its role does not allow ${action} on it: ${problem}`,
-    })),
-  );
-  const destinations = (use.destinations ?? []).map((arn) => {
-    const action = DESTINATION_ACTIONS[arn.split(':')[2] ?? ''] ?? '';
-    return {
-      action,
-      arn,
-      line: (problem: string) =>
-        `its event source mapping sends failed batches to ${arn}, but ${action ? `its role does not allow ${action} on it: ` : ''}${problem}`,
-    };
-  });
-  return [...calls, ...streams, ...destinations];
-};
 
 /** Every Allow of a DynamoDB action the run never used, on each resource of the stack it covers. */
 const unusedGrants = (assembly: Assembly, use: IamUse, statements: readonly Statement[]): Defect[] => {
@@ -135,68 +93,32 @@ const unusedGrants = (assembly: Assembly, use: IamUse, statements: readonly Stat
     });
 };
 
+/**
+ * Each call against its function's role, and each of the role's DynamoDB grants against the calls
+ * (a stream consumer's stream reads count as used when its mapping reads one).
+ */
 export const checkIam = (assembly: Assembly, uses: readonly IamUse[]): { defects: Defect[]; unused: string[] } => {
+  const tables = new Set(assembly.tables.map((table) => table.name));
   const defects: Defect[] = [];
   const unused: string[] = [];
   for (const use of uses) {
     const statements = use.roleLogicalId ? (assembly.statements.get(use.roleLogicalId) ?? []) : [];
-    for (const request of requests(assembly, use)) {
-      const problem = !request.arn
+    for (const op of new Map(use.operations.map((one) => [describe(one), one])).values()) {
+      const reason = !tables.has(op.table)
         ? 'a table the template does not define'
-        : !request.action
-          ? 'a destination this check does not know'
-          : evaluate(statements, request.action, request.arn).reason;
-      if (problem) defects.push({ check: 'iam', resource: use.functionLogicalId, reason: request.line(problem) });
+        : evaluate(statements, op.action, arnOf(op)).reason;
+      if (reason)
+        defects.push({
+          check: 'iam',
+          resource: use.functionLogicalId,
+          reason: `calls ${describe(op)}, ${tables.has(op.table) ? `which its role does not allow: ${reason}` : reason}`,
+        });
     }
     const grants = unusedGrants(assembly, use, statements);
     defects.push(...grants);
     unused.push(...grants.map((grant) => grant.reason));
   }
   return { defects, unused };
-};
-
-const BUS_ENV = 'KEY_EVENT_BUS_NAME';
-
-/**
- * Key events reach the bus: a function told a bus (KEY_EVENT_BUS_NAME) must be allowed
- * events:PutEvents on it, the name must be a bus of the stack, and no role may put events on a
- * bus of the stack without a function that sends them.
- */
-export const checkKeyEventGrants = (assembly: Assembly): Defect[] => {
-  const resolver = new Resolver(assembly.resources);
-  const buses = Object.keys(assembly.resources).filter(
-    (id) => assembly.resources[id]?.Type === 'AWS::Events::EventBus',
-  );
-  const mayPut = (roleId: string | undefined, bus: string) =>
-    evaluate(
-      roleId ? (assembly.statements.get(roleId) ?? []) : [],
-      'events:PutEvents',
-      resolver.resolve({ 'Fn::GetAtt': [bus, 'Arn'] }) ?? '',
-    );
-  const senders = new Set(
-    assembly.functions.filter((fn) => fn.environment[BUS_ENV] !== undefined).map((fn) => fn.roleLogicalId),
-  );
-  const defect = (resource: string, reason: string): Defect => ({ check: 'key-events', resource, reason });
-  return [
-    ...assembly.functions.flatMap((fn) => {
-      const bus = fn.environment[BUS_ENV];
-      if (bus === undefined) return [];
-      if (!buses.includes(bus))
-        return [defect(fn.logicalId, `${BUS_ENV} names ${bus}, which is not an event bus of the stack`)];
-      const decision = mayPut(fn.roleLogicalId, bus);
-      return decision.allowed
-        ? []
-        : [
-            defect(
-              fn.logicalId,
-              `sends key events to ${bus} but its role may not events:PutEvents on it: ${decision.reason}`,
-            ),
-          ];
-    }),
-    ...[...assembly.statements.keys()]
-      .filter((roleId) => !senders.has(roleId) && buses.some((bus) => mayPut(roleId, bus).allowed))
-      .map((roleId) => defect(roleId, 'events:PutEvents is granted but no function with this role sends key events')),
-  ];
 };
 
 const sameSet = (a: readonly string[], b: readonly string[]) => [...a].sort().join() === [...b].sort().join();

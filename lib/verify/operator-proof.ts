@@ -24,7 +24,7 @@ import {
 } from '../operator/grants';
 import { CLI_FILE, PROJECT_ROOT } from '../project-paths';
 import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly } from './assembly';
-import { evaluate, NOT_ALLOWED, type Statement } from './iam';
+import { evaluate, NOT_ALLOWED, type Statement } from '../infra/nag/iam';
 import type { Defect } from './observed';
 import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
 import { startRecordingProxy } from './recording-proxy';

@@ -1,11 +1,9 @@
 /**
- * Verifies a synthesized assembly as it will be deployed. Offline, a table of named checks reads
- * the template against the code and the contract (lib/verify/checks/). Then it runs on the
- * embedded DynamoDB: every function from its asset code, handler string and resolved environment;
- * routes from the template; stream consumers fed from the tables their event source mappings
- * name. A scenario touches every route, every error the API documents and every failure path
- * that emits a metric. Each DynamoDB call is checked against the function's role, each granted
- * action against the calls, and each alarm against the metrics the run emitted
+ * Verifies a synthesized assembly as it will be deployed. First the template's checks (the stack's
+ * nag pack, lib/verify/template-checks.ts); then it runs on the embedded DynamoDB: every function
+ * from its asset code, handler string and resolved environment, behind the template's routes,
+ * stream consumers fed from the tables their mappings name, through a scenario that touches every
+ * route, documented error and failure path; what it saw is judged by lib/verify/observed.ts
  * (docs/deploy.md "Verify the assembly").
  */
 import { randomUUID } from 'node:crypto';
@@ -15,7 +13,7 @@ import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
 import { readAssembly, LOCAL_REGION, type Assembly, type TemplateRoute } from './assembly';
 import type { EmittedMetric } from './function-host';
-import { checkAlarms, checkIam, checkKeyEventGrants, type Defect, type IamUse } from './observed';
+import { checkAlarms, checkIam, type Defect, type IamUse } from './observed';
 import { runOperatorProof, type OperatorProofInput, type OperatorProofReport } from './operator-proof';
 import { readSeedFile } from '../operator/seed';
 import { DEMO_SEED_FILE } from '../project-paths';
@@ -55,14 +53,14 @@ export interface VerifyOptions {
 }
 
 /**
- * What the run saw, checked against the template: each call against its function's role, the key
- * events grants, each alarm against the metrics emitted. Pure: a changed template is checked
- * against the same observations without another run.
+ * What the run saw, checked against the template: each call against its function's role, each
+ * alarm against the metrics emitted. Pure: a changed template is checked against the same
+ * observations without another run.
  */
 export const checkObserved = (assembly: Assembly, observed: Observed): { defects: Defect[]; unused: string[] } => {
   const iam = checkIam(assembly, observed.uses);
   return {
-    defects: [...iam.defects, ...checkKeyEventGrants(assembly), ...checkAlarms(assembly.alarms, observed.metrics)],
+    defects: [...iam.defects, ...checkAlarms(assembly.alarms, observed.metrics)],
     unused: iam.unused,
   };
 };
@@ -199,19 +197,17 @@ const deliver = async (consumer: FunctionHost, batch: StreamRecord[], retries: n
   }
 };
 
-/** Each stream consumer gets what was written to its table, as stream records; returns streams and destinations read. */
+/** Each stream consumer gets what was written to its table, as stream records; returns the streams read. */
 const feedStreams = async ({ assembly, hosts, defects, scenario }: Run) => {
   const proxies = [scenario, ...[...hosts.values()].map((host) => host.proxy)];
   await Promise.all(proxies.map((proxy) => proxy.settled()));
   const changes = proxies.flatMap((proxy) => proxy.writes).sort((a, b) => (a.at < b.at ? -1 : 1));
   const streams = new Map<string, string[]>();
-  const destinations = new Map<string, string[]>();
-  const add = (map: Map<string, string[]>, id: string, value: string) => map.set(id, [...(map.get(id) ?? []), value]);
   for (const mapping of assembly.mappings) {
-    if (mapping.onFailure) add(destinations, mapping.functionLogicalId, mapping.onFailure);
     const table = assembly.tables.find((candidate) => candidate.logicalId === mapping.tableLogicalId);
     if (!table) continue;
-    add(streams, mapping.functionLogicalId, table.streamArn ?? `${table.arn}/stream/*`);
+    const id = mapping.functionLogicalId;
+    streams.set(id, [...(streams.get(id) ?? []), table.streamArn ?? `${table.arn}/stream/*`]);
     const consumer = hosts.get(mapping.functionLogicalId);
     if (!consumer || consumer.importError) continue;
     const records = streamRecordsOf(changes, table, mapping.filters);
@@ -238,7 +234,7 @@ const feedStreams = async ({ assembly, hosts, defects, scenario }: Run) => {
       if (failure) defects.push({ resource: mapping.functionLogicalId, reason: `a stream batch failed: ${failure}` });
     }
   }
-  return { streams, destinations };
+  return streams;
 };
 
 /**
@@ -263,32 +259,19 @@ const checkRouteWiring = ({ hosts, defects, served }: Run) => {
   }
 };
 
-const operationCounts = (assembly: Assembly, hosts: Map<string, FunctionHost>) => {
-  const operations: VerifyReport['operations'] = {};
-  for (const host of hosts.values()) {
-    const counts: Record<string, number> = {};
-    for (const op of host.proxy.operations) {
-      const name = `${op.action} ${assembly.tables.find((t) => t.name === op.table)?.logicalId ?? op.table}${op.index ? `/${op.index}` : ''}`;
-      counts[name] = (counts[name] ?? 0) + 1;
-    }
-    operations[host.fn.logicalId] = counts;
-  }
-  return operations;
-};
-
-/** Not a template the verifier can read at all: one defect line, not a stack trace. */
-const unreadable = (stack: string, error: unknown): VerifyReport => ({
-  stack,
-  defects: [{ resource: stack, reason: `the assembly could not be read: ${message(error)}` }],
-  functions: 0,
-  invocations: 0,
-  operations: {},
-  unusedGrants: [],
-  alarms: 0,
-  checks: 0,
-  observed: { uses: [], metrics: [] },
-  elapsedMs: 0,
-});
+const operationCounts = (assembly: Assembly, hosts: Map<string, FunctionHost>): VerifyReport['operations'] =>
+  Object.fromEntries(
+    [...hosts.values()].map((host) => {
+      const names = host.proxy.operations.map(
+        (op) =>
+          `${op.action} ${assembly.tables.find((t) => t.name === op.table)?.logicalId ?? op.table}${op.index ? `/${op.index}` : ''}`,
+      );
+      return [
+        host.fn.logicalId,
+        Object.fromEntries([...new Set(names)].map((name) => [name, names.filter((n) => n === name).length])),
+      ];
+    }),
+  );
 
 /** What the run saw: each function's calls, the streams and destinations its mappings use, the metrics. */
 const observedOf = (run: Run, fed: Awaited<ReturnType<typeof feedStreams>> | undefined): Observed => ({
@@ -296,24 +279,10 @@ const observedOf = (run: Run, fed: Awaited<ReturnType<typeof feedStreams>> | und
     functionLogicalId: host.fn.logicalId,
     ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
     operations: host.proxy.operations,
-    streams: fed?.streams.get(host.fn.logicalId) ?? [],
-    destinations: fed?.destinations.get(host.fn.logicalId) ?? [],
+    streams: fed?.get(host.fn.logicalId) ?? [],
   })),
   metrics: [...run.hosts.values()].flatMap((host) => host.metrics),
 });
-
-/** The operator tooling on the stack outputs alone, on the scenario's branch (lib/verify/operator-proof.ts). */
-const proveOperatorTooling = async (
-  assembly: Assembly,
-  dynamoEndpoint: string,
-  options: Pick<OperatorProofInput, 'outputs' | 'policy'>,
-) =>
-  runOperatorProof({
-    assembly,
-    dynamoEndpoint,
-    branchId: (await readSeedFile(DEMO_SEED_FILE)).branches[0]!.id,
-    ...options,
-  });
 
 /** Runs one phase; one that throws (a template the scenario can't run on) becomes a defect, not a crash. */
 const phase = async <T>(run: Run, name: string, work: () => Promise<T>): Promise<T | undefined> => {
@@ -338,7 +307,21 @@ export const verifyAssembly = async (
   try {
     assembly = readAssembly(dir, stackName);
   } catch (error) {
-    return unreadable(stackName ?? dir, error);
+    // Not an assembly the verifier can read at all: one defect line, not a stack trace.
+    const stack = stackName ?? dir;
+    const defects = [{ resource: stack, reason: `the assembly could not be read: ${message(error)}` }];
+    return {
+      stack,
+      defects,
+      functions: 0,
+      invocations: 0,
+      operations: {},
+      unusedGrants: [],
+      alarms: 0,
+      checks: 0,
+      observed: { uses: [], metrics: [] },
+      elapsedMs: 0,
+    };
   }
   const defects: Defect[] = checkTemplate(assembly);
   const dynamo = await startEmbeddedDynamo();
@@ -365,14 +348,20 @@ export const verifyAssembly = async (
     await phase(run, 'the route wiring check', async () => checkRouteWiring(run));
     const observed = observedOf(run, fed);
     report.observed = observed;
-    await phase(run, 'the IAM and alarm checks', async () => {
+    await phase(run, 'the checks of what it saw', async () => {
       const checked = checkObserved(assembly, observed);
       unused = checked.unused;
       defects.push(...checked.defects);
     });
     if (options.operatorProof !== false) {
-      const proof = await phase(run, 'the operator proof', () =>
-        proveOperatorTooling(assembly, dynamo.endpoint, options.operatorProof || {}),
+      // The operator tooling on the stack outputs alone, on the scenario's branch (lib/verify/operator-proof.ts).
+      const proof = await phase(run, 'the operator proof', async () =>
+        runOperatorProof({
+          assembly,
+          dynamoEndpoint: dynamo.endpoint,
+          branchId: (await readSeedFile(DEMO_SEED_FILE)).branches[0]!.id,
+          ...(options.operatorProof || {}),
+        }),
       );
       if (proof) {
         const { defects: found, ...summary } = proof;
@@ -428,14 +417,11 @@ const runScheduled = async ({ assembly, hosts, defects }: Run) => {
 const startFunctions = async ({ assembly, hosts, defects, eventBus }: Run, endpoint: string) => {
   const streamed = streamedTables(assembly);
   for (const fn of assembly.functions) {
-    for (const [name, value] of Object.entries(fn.environment)) {
-      if (value === undefined) {
-        defects.push({
-          resource: fn.logicalId,
-          reason: `environment variable ${name} refers to something that cannot be resolved`,
-        });
-      }
-    }
+    for (const [name] of Object.entries(fn.environment).filter(([, value]) => value === undefined))
+      defects.push({
+        resource: fn.logicalId,
+        reason: `environment variable ${name} refers to something that cannot be resolved`,
+      });
     const host = await startFunction(fn, endpoint, streamed, eventBus.endpoint);
     hosts.set(fn.logicalId, host);
     if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });

@@ -463,6 +463,52 @@ const KINDS: [string, (r: Resources, t: Template) => void, string, string, RegEx
     /logs to no log group of the stack/,
   ],
   [
+    'a key events grant dropped from a sender',
+    (r) => {
+      const document = props(r, 'AWS::IAM::Policy', 'GetBranchRoleDefaultPolicy').PolicyDocument;
+      document.Statement = document.Statement.filter((s: { Action: unknown }) => s.Action !== 'events:PutEvents');
+    },
+    'key-events-grant',
+    'GetBranchFunction',
+    /sends key events to KeyEventsBus\w+ but its role may not events:PutEvents on it: no statement allows it/,
+  ],
+  [
+    'a key events grant given to a function that sends none',
+    (r) =>
+      props(r, 'AWS::IAM::Policy', 'FallbackRoleDefaultPolicy').PolicyDocument.Statement.push({
+        Effect: 'Allow',
+        Action: 'events:PutEvents',
+        Resource: { 'Fn::GetAtt': [id(r, 'AWS::Events::EventBus', 'KeyEventsBus'), 'Arn'] },
+      }),
+    'key-events-senders',
+    'FallbackRole',
+    /events:PutEvents is granted but no function with this role sends key events/,
+  ],
+  [
+    'a stream consumer whose role cannot send to its dead-letter queue',
+    (r) => {
+      const document = props(r, 'AWS::IAM::Policy', 'UsageAggregationAggregatorRoleDefaultPolicy').PolicyDocument;
+      document.Statement = document.Statement.filter(
+        (s: { Action: unknown }) => !JSON.stringify(s.Action).includes('sqs:SendMessage'),
+      );
+    },
+    'stream-permissions',
+    'UsageAggregation',
+    /its function's role may not sqs:SendMessage on UsageAggregationDeadLetterQueue\w+\.Arn: no statement allows it/,
+  ],
+  [
+    'a stream consumer whose role cannot read its stream',
+    (r) => {
+      const document = props(r, 'AWS::IAM::Policy', 'KeyActionsStreamFinisherRoleDefaultPolicy').PolicyDocument;
+      document.Statement = document.Statement.filter(
+        (s: { Action: unknown }) => !JSON.stringify(s.Action).includes('GetRecords'),
+      );
+    },
+    'stream-permissions',
+    'KeyActionsStream',
+    /its function's role may not dynamodb:GetRecords on TablesKeys\w+\.StreamArn: no statement allows it/,
+  ],
+  [
     'one alarm not wired to the deployer\u2019s topic',
     (r) =>
       Object.keys(r)

@@ -8,7 +8,7 @@ import { CfnApi, CfnIntegration, CfnRoute, CfnStage } from 'aws-cdk-lib/aws-apig
 import { CfnFunction, CfnPermission } from 'aws-cdk-lib/aws-lambda';
 import { OPENAPI_FILE } from '../../project-paths';
 import { API_STAGE_NAME } from '../http-api';
-import { asList, idOf, read, resourceOf, resourcesOf, rule, targetOf, type Json } from './rule';
+import { asList, idOf, read, resourceOf, resourcesOf, rule, targetOf, text, type Json } from './rule';
 
 /** API Gateway's integration timeout when the template sets none (HTTP APIs: at most 30 s). */
 const DEFAULT_INTEGRATION_TIMEOUT_MS = 30_000;
@@ -22,18 +22,6 @@ const documentedRoutes = (): Set<string> => {
         .map((method) => `${method.toUpperCase()} ${path}`),
     ),
   );
-};
-
-/** A value as text, references shown by name (`Ref AWS::Region` → `Region`): enough to compare ARN patterns. */
-const text = (json: unknown): string | undefined => {
-  if (typeof json === 'string') return json;
-  const node = json as Json | undefined;
-  if (typeof node?.Ref === 'string') return node.Ref.replace(/^AWS::/, '');
-  if (Array.isArray(node?.['Fn::Join'])) {
-    const parts = asList<unknown>(node['Fn::Join'][1]).map(text);
-    return parts.every((part) => part !== undefined) ? parts.join(String(node['Fn::Join'][0])) : undefined;
-  }
-  return undefined;
 };
 
 /** A route with its integration and the function behind it. */

@@ -11,6 +11,7 @@ import type { IConstruct } from 'constructs';
 import { alarmRules } from './alarms';
 import { apiRules } from './api';
 import { functionRules } from './functions';
+import { permissionRules } from './permissions';
 import type { StackRule } from './rule';
 import { streamRules } from './streams';
 import { tableRules } from './tables';
@@ -24,6 +25,7 @@ export const STACK_RULES: readonly StackRule[] = [
   ...streamRules,
   ...tableRules,
   ...alarmRules,
+  ...permissionRules,
 ];
 
 export class BranchApiChecks extends NagPack {

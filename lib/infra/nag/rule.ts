@@ -103,3 +103,14 @@ export const resourcesOf = <T extends CfnResource>(node: IConstruct, type: L1<T>
 
 /** What the stack says of the deployer's intent (its template metadata `BranchApi`). */
 export const intentOf = (node: IConstruct): Json => (Stack.of(node).templateOptions.metadata?.BranchApi ?? {}) as Json;
+
+/** A value as text, references by name (`T.Arn/index/x`, `Region`): ARNs and patterns compare alike at synth. */
+export const text = (json: unknown): string | undefined => {
+  if (typeof json === 'string') return json;
+  const node = json as Json | undefined;
+  if (typeof node?.Ref === 'string') return node.Ref.replace(/^AWS::/, '');
+  if (Array.isArray(node?.['Fn::GetAtt'])) return node['Fn::GetAtt'].join('.');
+  if (!Array.isArray(node?.['Fn::Join'])) return undefined;
+  const parts = asList<unknown>(node['Fn::Join'][1]).map(text);
+  return parts.includes(undefined) ? undefined : parts.join(String(node['Fn::Join'][0]));
+};

@@ -27,7 +27,7 @@ const EXPECTED_FILTERS: Partial<Record<keyof TableNames, { pattern: Json; handle
 const FOURTEEN_DAYS = 14 * 24 * 3600;
 
 /** The logical id of the table whose stream a mapping reads (`Fn::GetAtt [table, StreamArn]`), if it reads one. */
-const streamOf = (mapping: CfnEventSourceMapping): string | undefined => {
+export const streamOf = (mapping: CfnEventSourceMapping): string | undefined => {
   const [table, attribute] = asList<string>(read(mapping, mapping.eventSourceArn)?.['Fn::GetAtt']);
   return attribute === 'StreamArn' ? table : undefined;
 };

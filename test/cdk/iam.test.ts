@@ -1,10 +1,10 @@
 /**
- * The verifier's IAM evaluator (lib/verify/iam.ts) against IAM's documented evaluation logic for
+ * The IAM evaluator of the nag rules and the verifier (lib/infra/nag/iam.ts) against IAM's documented evaluation logic for
  * identity-based policies: explicit Deny first, then Allow, else an implicit deny; NotAction and
  * NotResource; wildcards in actions (case-insensitive) and in ARNs (within a segment, unless the
  * `*` ends one); a condition it can't evaluate is never taken as allowing.
  */
-import { actionMatches, evaluate, NOT_ALLOWED, resourceMatches, type Statement } from '../../lib/verify/iam';
+import { actionMatches, evaluate, NOT_ALLOWED, resourceMatches, type Statement } from '../../lib/infra/nag/iam';
 
 const TABLE = 'arn:aws:dynamodb:us-east-1:000000000000:table/keys';
 const INDEX = `${TABLE}/index/by-branch`;

@@ -1,6 +1,6 @@
 /**
- * IAM's evaluation of identity-based policies, for the question the verifier asks (may this role,
- * or the operator, do this action on this resource): an explicit Deny wins over any Allow;
+ * IAM's evaluation of identity-based policies, for every "may this principal do this" question of
+ * the stack's nag rules and the verifier (a role, the operator): an explicit Deny wins over any Allow;
  * Action/NotAction and Resource/NotResource; `*` and `?` wildcards (actions case-insensitive, an
  * ARN's `*` kept within its segment unless it ends one). A statement with a Condition is not
  * evaluated here: the decision says so (docs/decisions.md "Assembly verification").
