@@ -32,14 +32,25 @@ const answer = (response: ServerResponse, status: number, body: Json) => {
   response.end(JSON.stringify(body));
 };
 
+/** An HTTP stand-in on a free local port, answering with `handle`. */
+const standIn = async (handle: (body: Buffer, response: ServerResponse) => void) => {
+  const server = createServer(async (request, response) => handle(await readBody(request), response));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+};
+
 /** @param allows when given, the caller's policy: a put on a bus it refuses is AccessDeniedException. */
 export const startEventBusStandIn = async (
   allows?: (action: string, arn: string) => boolean,
 ): Promise<EventBusStandIn> => {
   const entries: Json[] = [];
   const denied: string[] = [];
-  const server = createServer(async (request, response) => {
-    const put = ((JSON.parse((await readBody(request)).toString('utf8') || '{}') as Json).Entries ?? []) as Json[];
+  const server = await standIn((body, response) => {
+    const put = ((JSON.parse(body.toString('utf8') || '{}') as Json).Entries ?? []) as Json[];
     const refused =
       allows &&
       put.map((entry) => eventBusArn(String(entry.EventBusName ?? 'default'))).find((arn) => !allows(PUT_EVENTS, arn));
@@ -56,23 +67,15 @@ export const startEventBusStandIn = async (
       Entries: put.map((_: unknown, i: number) => ({ EventId: `verify-${entries.length + i}` })),
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    entries,
-    denied,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
+  return { ...server, entries, denied };
 };
 
 /**
  * A stand-in STS endpoint answering GetCallerIdentity (which needs no permission) with the
  * verifier's principal: the operator tooling records it as the actor of each key action.
  */
-export const startCallerIdentityStandIn = async (): Promise<{ endpoint: string; close(): Promise<void> }> => {
-  const server = createServer(async (request, response) => {
-    await readBody(request);
+export const startCallerIdentityStandIn = () =>
+  standIn((_body, response) => {
     response.writeHead(200, { 'content-type': 'text/xml' });
     response.end(
       '<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>' +
@@ -80,10 +83,3 @@ export const startCallerIdentityStandIn = async (): Promise<{ endpoint: string; 
         '</GetCallerIdentityResult><ResponseMetadata><RequestId>verify</RequestId></ResponseMetadata></GetCallerIdentityResponse>',
     );
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-};

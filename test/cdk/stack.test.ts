@@ -91,7 +91,6 @@ describe('functions', () => {
       expect(properties).toMatchObject({
         Runtime: 'nodejs24.x',
         Architectures: ['arm64'],
-        ReservedConcurrentExecutions: name === 'Fallback' ? 20 : 100,
         Handler: 'index.handler',
         TracingConfig: { Mode: 'Active' },
         LoggingConfig: { LogGroup: { Ref: logicalId(fn.logGroup) } },
