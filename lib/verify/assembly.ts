@@ -165,6 +165,58 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
   return assemblyOf(chosen[0], template, dir);
 };
 
+/** Every statement of each role (inline, then attached policies), its resources resolved. */
+const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Resolver): Map<string, Statement[]> => {
+  const statements = new Map<string, Statement[]>();
+  const addStatements = (roleId: string, document: Json | undefined, policy: string) => {
+    const resolved = (value: unknown) =>
+      value === undefined ? undefined : asArray(value).map((one) => resolver.resolve(one) ?? '?');
+    statements.set(roleId, [
+      ...(statements.get(roleId) ?? []),
+      ...asArray<Json>(document?.Statement).map((statement, i) => ({
+        ...statement,
+        Resource: resolved(statement.Resource),
+        NotResource: resolved(statement.NotResource),
+        source: `${policy} statement ${statement.Sid ?? i + 1}`,
+      })),
+    ]);
+  };
+  for (const [id, { Properties }] of ofType('AWS::IAM::Role'))
+    for (const policy of asArray<Json>(Properties.Policies)) addStatements(id, policy.PolicyDocument, id);
+  for (const [id, { Properties }] of ofType('AWS::IAM::Policy'))
+    for (const role of asArray<Json>(Properties.Roles))
+      if (typeof role?.Ref === 'string') addStatements(role.Ref, Properties.PolicyDocument, id);
+  return statements;
+};
+
+/** Each event source mapping that reads a table's stream. */
+const mappingsOf = (
+  ofType: (type: string) => [string, Json][],
+  resolver: Resolver,
+  functionOf: (value: Json | undefined) => string | undefined,
+): EventSourceMapping[] =>
+  ofType('AWS::Lambda::EventSourceMapping').flatMap(([logicalId, { Properties: p }]): EventSourceMapping[] => {
+    const functionLogicalId = functionOf(p.FunctionName) ?? resolver.resolve(p.FunctionName);
+    const [tableLogicalId, attribute] = asArray<string>(p.EventSourceArn?.['Fn::GetAtt']);
+    if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
+    let filters: Json[] | undefined;
+    try {
+      filters = asArray<Json>(p.FilterCriteria?.Filters).map((filter) => JSON.parse(String(filter.Pattern)) as Json);
+    } catch {
+      // An unreadable filter lets every record through (the stream-filter rule names it).
+    }
+    return [
+      {
+        logicalId,
+        functionLogicalId,
+        tableLogicalId,
+        batchSize: Number(p.BatchSize ?? 100),
+        ...(p.MaximumRetryAttempts >= 0 ? { retryAttempts: Number(p.MaximumRetryAttempts) } : {}),
+        ...(filters?.length ? { filters } : {}),
+      },
+    ];
+  });
+
 /** One stack's template read as the verifier sees it; `dir` is the assembly holding its code assets. */
 export const assemblyOf = (stack: string, template: Json, dir: string): Assembly => {
   const resources = (template?.Resources ?? {}) as Record<string, Json>;
@@ -185,25 +237,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
       asArray<Json>(metric.Dimensions).map((d) => [String(d.Name), resolver.resolve(d.Value)]),
     ),
   });
-  const statements = new Map<string, Statement[]>();
-  const addStatements = (roleId: string, document: Json | undefined, policy: string) => {
-    const resolved = (value: unknown) =>
-      value === undefined ? undefined : asArray(value).map((one) => resolver.resolve(one) ?? '?');
-    statements.set(roleId, [
-      ...(statements.get(roleId) ?? []),
-      ...asArray<Json>(document?.Statement).map((statement, i) => ({
-        ...statement,
-        Resource: resolved(statement.Resource),
-        NotResource: resolved(statement.NotResource),
-        source: `${policy} statement ${statement.Sid ?? i + 1}`,
-      })),
-    ]);
-  };
-  for (const [id, { Properties }] of ofType('AWS::IAM::Role'))
-    for (const policy of asArray<Json>(Properties.Policies)) addStatements(id, policy.PolicyDocument, id);
-  for (const [id, { Properties }] of ofType('AWS::IAM::Policy'))
-    for (const role of asArray<Json>(Properties.Roles))
-      if (typeof role?.Ref === 'string') addStatements(role.Ref, Properties.PolicyDocument, id);
+  const statements = statementsOf(ofType, resolver);
   return {
     stack,
     template,
@@ -245,31 +279,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
       return functionLogicalId ? [{ logicalId, routeKey: String(Properties.RouteKey), functionLogicalId }] : [];
     }),
     stageName: String(ofType('AWS::ApiGatewayV2::Stage')[0]?.[1].Properties.StageName ?? '$default'),
-    mappings: ofType('AWS::Lambda::EventSourceMapping').flatMap(
-      ([logicalId, { Properties: p }]): EventSourceMapping[] => {
-        const functionLogicalId = functionOf(p.FunctionName) ?? resolver.resolve(p.FunctionName);
-        const [tableLogicalId, attribute] = asArray<string>(p.EventSourceArn?.['Fn::GetAtt']);
-        if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
-        let filters: Json[] | undefined;
-        try {
-          filters = asArray<Json>(p.FilterCriteria?.Filters).map(
-            (filter) => JSON.parse(String(filter.Pattern)) as Json,
-          );
-        } catch {
-          // An unreadable filter lets every record through (the stream-filter rule names it).
-        }
-        return [
-          {
-            logicalId,
-            functionLogicalId,
-            tableLogicalId,
-            batchSize: Number(p.BatchSize ?? 100),
-            ...(p.MaximumRetryAttempts >= 0 ? { retryAttempts: Number(p.MaximumRetryAttempts) } : {}),
-            ...(filters?.length ? { filters } : {}),
-          },
-        ];
-      },
-    ),
+    mappings: mappingsOf(ofType, resolver, functionOf),
     alarms: ofType('AWS::CloudWatch::Alarm').map(([logicalId, { Properties: p }]) => ({
       logicalId,
       metrics: p.MetricName

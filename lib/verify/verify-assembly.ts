@@ -284,6 +284,14 @@ const observedOf = (run: Run, fed: Awaited<ReturnType<typeof feedStreams>> | und
   metrics: [...run.hosts.values()].flatMap((host) => host.metrics),
 });
 
+/** Not an assembly the verifier can read at all: one defect line, not a stack trace. */
+const unreadable = (stack: string, error: unknown): VerifyReport => ({
+  stack,
+  defects: [{ resource: stack, reason: `the assembly could not be read: ${message(error)}` }],
+  ...{ functions: 0, invocations: 0, operations: {}, unusedGrants: [], alarms: 0, checks: 0, elapsedMs: 0 },
+  observed: { uses: [], metrics: [] },
+});
+
 /** Runs one phase; one that throws (a template the scenario can't run on) becomes a defect, not a crash. */
 const phase = async <T>(run: Run, name: string, work: () => Promise<T>): Promise<T | undefined> => {
   try {
@@ -307,21 +315,7 @@ export const verifyAssembly = async (
   try {
     assembly = readAssembly(dir, stackName);
   } catch (error) {
-    // Not an assembly the verifier can read at all: one defect line, not a stack trace.
-    const stack = stackName ?? dir;
-    const defects = [{ resource: stack, reason: `the assembly could not be read: ${message(error)}` }];
-    return {
-      stack,
-      defects,
-      functions: 0,
-      invocations: 0,
-      operations: {},
-      unusedGrants: [],
-      alarms: 0,
-      checks: 0,
-      observed: { uses: [], metrics: [] },
-      elapsedMs: 0,
-    };
+    return unreadable(stackName ?? dir, error);
   }
   const defects: Defect[] = checkTemplate(assembly);
   const dynamo = await startEmbeddedDynamo();
