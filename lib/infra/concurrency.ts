@@ -7,6 +7,7 @@
  */
 import type { CfnResource } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
+import { markdownTable } from '../markdown';
 
 /** The function kinds a reservation is asked for, and what each is. */
 export const CONCURRENCY_KINDS = {
@@ -59,7 +60,9 @@ export const concurrencyProblems = (
   functionsOf: (kind: ConcurrencyKind) => number,
 ): string[] => {
   if (!Number.isInteger(quota) || quota < UNRESERVED_CONCURRENCY) {
-    return [`${QUOTA_OPTION} must be an integer of at least ${UNRESERVED_CONCURRENCY}, got ${JSON.stringify(quota)}`];
+    return [
+      `lambdaConcurrencyQuota must be an integer of at least ${UNRESERVED_CONCURRENCY}, got ${JSON.stringify(quota)}`,
+    ];
   }
   const problems = Object.entries(reserved)
     .filter(([, value]) => value !== undefined && !(Number.isInteger(value) && value > 0))
@@ -73,7 +76,7 @@ export const concurrencyProblems = (
   );
   if (problems.length === 0 && total > quota - UNRESERVED_CONCURRENCY) {
     problems.push(
-      `the reservations add up to ${total}, more than the ${quota - UNRESERVED_CONCURRENCY} a quota of ${quota} ` +
+      `reservedConcurrency adds up to ${total}, more than the ${quota - UNRESERVED_CONCURRENCY} a quota of ${quota} ` +
         `leaves (AWS keeps ${UNRESERVED_CONCURRENCY} unreserved); lower them or state the account's quota with -c ${QUOTA_OPTION}`,
     );
   }
@@ -88,7 +91,6 @@ export const renderConcurrency = (
       { Type?: string; Properties?: Record<string, unknown>; Metadata?: Record<string, unknown> }
     >;
   },
-  table: (rows: string[][]) => string[],
   start: string,
   end: string,
 ): string => {
@@ -108,7 +110,7 @@ export const renderConcurrency = (
   return [
     start,
     '',
-    ...table([['Option', 'Reserves for', 'Functions', 'Reserved by default'], ...rows]),
+    ...markdownTable([['Option', 'Reserves for', 'Functions', 'Reserved by default'], ...rows]),
     '',
     `By default the stack reserves **${figure(total)}** concurrent executions in all, so it deploys into any account. ` +
       `AWS keeps ${figure(UNRESERVED_CONCURRENCY)} of a region's quota unreserved: with the default quota of ` +

@@ -110,7 +110,7 @@ export const generatedBlocks = (
   const counts = { name: 'counts', text: renderCounts(stackCounts(template)) };
   const deployOnly = [
     ...Object.entries(more).map(([name, render]) => block(name, render)),
-    block('concurrency', (start, end) => renderConcurrency(template.toJSON(), markdownTable, start, end)),
+    block('concurrency', (start, end) => renderConcurrency(template.toJSON(), start, end)),
     block('outputs', renderOutputs),
     block('policy', renderOperatorPolicy),
     block('cost', (start, end) => renderCost(costInputs(template.toJSON()), start, end)),

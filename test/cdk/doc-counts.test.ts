@@ -10,7 +10,6 @@ import { renderConcurrency } from '../../lib/infra/concurrency';
 import {
   COUNTS_END,
   COUNTS_START,
-  markdownTable,
   markers,
   renderCounts,
   renderOutputs,
@@ -44,14 +43,13 @@ describe('generated counts', () => {
   it('state the default template\u2019s reserved concurrency in docs/deploy.md "Concurrency", from the template', () => {
     const text = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
     const { start, end } = markers('concurrency');
-    const rendered = renderConcurrency(synthesizedTemplate().toJSON(), markdownTable, start, end);
+    const rendered = renderConcurrency(synthesizedTemplate().toJSON(), start, end);
     expect(withGenerated(text, 'concurrency', rendered)).toBe(text);
     // None by default, so any account can take it; one row per kind, the key actions finisher's too.
     expect(rendered).toContain('By default the stack reserves **0** concurrent executions in all');
     expect(rendered).toMatch(/\| `reservedConcurrencyKeyActions` +\| .* \| 1 +\| none +\|/);
     const asked = renderConcurrency(
       buildStack({ reservedConcurrency: { endpoint: 50 } }).template.toJSON(),
-      markdownTable,
       start,
       end,
     );

@@ -6,7 +6,7 @@
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BranchApiStack, resolveStackSettings, type BranchApiStackProps } from '../../lib/infra/branch-api-stack';
-import { deployEnvironment } from '../../lib/infra/context';
+import { contextOptionError, deployEnvironment, readAppSettings } from '../../lib/infra/context';
 import { buildStack, newApp, resourcesOfType } from './support';
 
 describe('stack props', () => {
@@ -27,16 +27,16 @@ describe('stack props', () => {
   it('refuse reserved concurrency the stated quota cannot give, and a malformed alarm e-mail', () => {
     // Four endpoints at 300 is 1,200: more than the 900 a default quota leaves.
     expect(() => resolveStackSettings({ reservedConcurrency: { endpoint: 300 } })).toThrow(
-      /reservations add up to 1200, more than the 900 a quota of 1000 leaves \(AWS keeps 100 unreserved\)/,
+      /reservedConcurrency adds up to 1200, more than the 900 a quota of 1000 leaves \(AWS keeps 100 unreserved\)/,
     );
     expect(() =>
       resolveStackSettings({ reservedConcurrency: { endpoint: 50, keyActions: 2 }, lambdaConcurrencyQuota: 300 }),
-    ).toThrow(/add up to 202, more than the 200 a quota of 300 leaves/);
+    ).toThrow(/adds up to 202, more than the 200 a quota of 300 leaves/);
     expect(resolveStackSettings({ reservedConcurrency: { endpoint: 50 }, lambdaConcurrencyQuota: 300 })).toEqual(
       expect.objectContaining({ reservedConcurrency: { endpoint: 50 }, lambdaConcurrencyQuota: 300 }),
     );
     expect(() => resolveStackSettings({ reservedConcurrency: { aggregator: 0 } })).toThrow(
-      /reservedConcurrencyAggregator must be a positive integer, got 0/,
+      /reservedConcurrency.aggregator must be a positive integer, got 0/,
     );
     expect(() => resolveStackSettings({ lambdaConcurrencyQuota: 50 })).toThrow(
       /lambdaConcurrencyQuota must be an integer of at least 100, got 50/,
@@ -173,6 +173,30 @@ describe('reserved concurrency', () => {
     ]);
     expect(found).toContainEqual(['KeyEventsExpiryFunction', 1, { option: 'reservedConcurrencyKeyExpiry', asked: 1 }]);
     expect(found).toContainEqual(['FallbackFunction', undefined, { option: 'reservedConcurrencyFallback' }]);
+  });
+});
+
+describe('reserved concurrency asked with -c', () => {
+  const settingsFrom = (context: Record<string, unknown>) => readAppSettings(newApp({ context }).node);
+
+  it('reads every kind, the key actions finisher too, and the quota', () => {
+    expect(
+      settingsFrom({ stage: 'dev', reservedConcurrencyKeyActions: '3', lambdaConcurrencyQuota: '500' }).stackProps,
+    ).toEqual({ reservedConcurrency: { keyActions: 3 }, lambdaConcurrencyQuota: 500 });
+  });
+
+  it('refuses more than the stated quota leaves, naming the -c options', () => {
+    const app = newApp({ context: { stage: 'dev', reservedConcurrencyEndpoint: '300' } });
+    const { stackProps } = readAppSettings(app.node);
+    let refused: Error | undefined;
+    try {
+      new BranchApiStack(app, 'Refused', stackProps);
+    } catch (error) {
+      refused = contextOptionError(error, app.node);
+    }
+    expect(refused?.message).toMatch(
+      /^-c reservedConcurrencyEndpoint=300: adds up to 1200, more than the 900 a quota of 1000 leaves/,
+    );
   });
 });
 
