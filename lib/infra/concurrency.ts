@@ -66,10 +66,7 @@ export const concurrencyProblems = (
   }
   const problems = Object.entries(reserved)
     .filter(([, value]) => value !== undefined && !(Number.isInteger(value) && value > 0))
-    .map(
-      ([kind, value]) =>
-        `${concurrencyOption(kind as ConcurrencyKind)} must be a positive integer, got ${JSON.stringify(value)}`,
-    );
+    .map(([kind, value]) => `reservedConcurrency.${kind} must be a positive integer, got ${JSON.stringify(value)}`);
   const total = Object.entries(reserved).reduce(
     (sum, [kind, value]) => sum + (Number(value) || 0) * functionsOf(kind as ConcurrencyKind),
     0,

@@ -135,7 +135,7 @@ describe('app context (cdk deploy -c ...)', () => {
     [{ rollupRetentionDays: '0' }, '-c rollupRetentionDays=0: must be a positive integer, got 0'],
     [
       { reservedConcurrencyEndpoint: '300' },
-      '-c reservedConcurrencyEndpoint=300: reserves 1233 in all; an account keeps 100',
+      '-c reservedConcurrencyEndpoint=300: adds up to 1200, more than the 900 a quota of 1000 leaves',
     ],
   ])('says the stack’s rule for %j of the -c option, not of an internal prop', (context, start) => {
     expect(refusalOf(context)).toMatch(new RegExp(`^${start.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));

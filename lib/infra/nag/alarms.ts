@@ -27,46 +27,33 @@ const ALARMED_CUSTOM_METRICS = [USAGE_WRITE_FAILED_METRIC, RATE_LIMIT_COUNTER_FA
  * with its documented dimensions when the stack starts watching it.
  */
 const FUNCTION = [['FunctionName'], ['FunctionName', 'Resource']];
-const API = [['ApiId'], ['ApiId', 'Stage'], ['ApiId', 'Stage', 'Route']];
-const TABLE = [['TableName'], ['GlobalSecondaryIndexName', 'TableName']];
-const OPERATION = [['Operation', 'TableName']];
-const QUEUE = [['QueueName']];
+const documented = (namespace: string, names: string, sets: readonly string[][]) =>
+  Object.fromEntries(names.split(' ').map((name) => [`${namespace} ${name}`, sets]));
 const AWS_METRIC_DIMENSIONS: Record<string, readonly string[][]> = {
-  ...Object.fromEntries(
-    [
-      'Errors',
-      'Throttles',
-      'Invocations',
-      'Duration',
-      'IteratorAge',
-      'DestinationDeliveryFailures',
-      'DeadLetterErrors',
-    ].map((name) => [`AWS/Lambda ${name}`, FUNCTION]),
+  ...documented(
+    'AWS/Lambda',
+    'Errors Throttles Invocations Duration IteratorAge DestinationDeliveryFailures DeadLetterErrors',
+    FUNCTION,
   ),
-  'AWS/Lambda ConcurrentExecutions': [[], ...FUNCTION],
-  ...Object.fromEntries(
-    ['4xx', '5xx', 'Count', 'Latency', 'IntegrationLatency'].map((name) => [`AWS/ApiGateway ${name}`, API]),
+  ...documented('AWS/Lambda', 'ConcurrentExecutions', [[], ...FUNCTION]),
+  ...documented('AWS/ApiGateway', '4xx 5xx Count Latency IntegrationLatency', [
+    ['ApiId'],
+    ['ApiId', 'Stage'],
+    ['ApiId', 'Stage', 'Route'],
+  ]),
+  ...documented(
+    'AWS/DynamoDB',
+    'ReadThrottleEvents WriteThrottleEvents ConsumedReadCapacityUnits ConsumedWriteCapacityUnits',
+    [['TableName'], ['GlobalSecondaryIndexName', 'TableName']],
   ),
-  ...Object.fromEntries(
-    ['ReadThrottleEvents', 'WriteThrottleEvents', 'ConsumedReadCapacityUnits', 'ConsumedWriteCapacityUnits'].map(
-      (name) => [`AWS/DynamoDB ${name}`, TABLE],
-    ),
-  ),
-  ...Object.fromEntries(
-    ['ThrottledRequests', 'SystemErrors', 'SuccessfulRequestLatency'].map((name) => [
-      `AWS/DynamoDB ${name}`,
-      OPERATION,
-    ]),
-  ),
-  'AWS/DynamoDB UserErrors': [[]],
-  ...Object.fromEntries(
-    [
-      'ApproximateNumberOfMessagesVisible',
-      'ApproximateAgeOfOldestMessage',
-      'ApproximateNumberOfMessagesNotVisible',
-      'NumberOfMessagesSent',
-      'NumberOfMessagesReceived',
-    ].map((name) => [`AWS/SQS ${name}`, QUEUE]),
+  ...documented('AWS/DynamoDB', 'ThrottledRequests SystemErrors SuccessfulRequestLatency', [
+    ['Operation', 'TableName'],
+  ]),
+  ...documented('AWS/DynamoDB', 'UserErrors', [[]]),
+  ...documented(
+    'AWS/SQS',
+    'ApproximateNumberOfMessagesVisible ApproximateAgeOfOldestMessage ApproximateNumberOfMessagesNotVisible NumberOfMessagesSent NumberOfMessagesReceived',
+    [['QueueName']],
   ),
 };
 
