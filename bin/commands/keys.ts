@@ -3,7 +3,7 @@ import { Option, type Command } from 'commander';
 import type { KeySettings, PendingActivity } from '../../lib/operator/keys';
 import { DEFAULT_GRACE, MAX_ACTIVITY_LIMIT } from '../../lib/operator/limits';
 import { OperatorError } from '../../lib/operator/errors';
-import { formatTable } from '../../lib/operator/format';
+import { formatTable, rollLinks } from '../../lib/operator/format';
 import { lines, terminal, type TerminalText } from '../../lib/operator/terminal';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { KEY_STATES, type KeyState } from '../../shared/domain/key-state';
@@ -46,10 +46,6 @@ const newKeyText = (key: string, record: ApiKeyRecord, heading: TerminalText): T
     terminal``,
     terminal`Store this key now: it is shown only once and cannot be recovered.`,
   ]);
-
-/** `from key_a`, `to key_b`, both, or `-`. */
-const rollLinks = ({ rolled_from, rolled_to }: { rolled_from?: string; rolled_to?: string }) =>
-  [rolled_from && `from ${rolled_from}`, rolled_to && `to ${rolled_to}`].filter(Boolean).join(', ') || '-';
 
 interface SettingsOptions {
   name?: string;
@@ -168,7 +164,9 @@ const addList = (keys: Command): void => {
                   dash(k.revoked_at),
                   dash(k.last_used_at),
                   dash(k.allowed_ips?.join(',')),
-                  rollLinks(k),
+                  rollLinks(k)
+                    .map(([direction, keyId]) => `${direction} ${keyId}`)
+                    .join(', ') || '-',
                 ]),
                 outputWidth(),
                 LIST_DROPPABLE,

@@ -3,12 +3,23 @@
  * revoked, leaked), newest first, who did each and what changed, read from the activity table
  * through the operator library (`listActivity`, the same as `keys activity`).
  */
+import { Hono } from 'hono';
 import type { ActivityChange, ActivityEntry } from '../../shared/domain/key-activity';
 import { listActivityPage } from '../operator/keys';
-import { html, type Html, type HtmlValue } from './html';
-import { notFound, queryValue } from './http';
-import { branchPath, cardCell, headerRow, layout, textWithTimes, time, withQuery } from './layout';
-import { page, type ConsoleRoute } from './routes';
+import {
+  branchPath,
+  cardCell,
+  headerRow,
+  html,
+  layout,
+  textWithTimes,
+  time,
+  withQuery,
+  type Html,
+  type HtmlValue,
+} from './layout';
+import { notFound, queryValue } from './refusals';
+import type { ConsoleEnv } from './session';
 
 /** Entries a page shows, as the usage log: newer and older pages link to the rest. */
 export const ACTIVITY_PAGE_SIZE = 50;
@@ -113,35 +124,29 @@ export const activityPage = (input: ActivityPageInput): string =>
       ${activityPager(input)}`,
   });
 
-const activityRoute: ConsoleRoute = {
-  method: 'GET',
-  path: '/branches/:branch/activity',
-  handle: async (r) => {
-    const branchId = r.params.branch!;
-    const keyId = queryValue(r.query, 'key');
-    const keys = await r.ctx.keys.listByBranch(branchId);
-    if (keyId !== undefined && !keys.some((k) => k.key_id === keyId))
-      throw notFound(`Branch ${branchId} has no key ${keyId}.`);
-    const before = queryValue(r.query, 'before');
-    const after = queryValue(r.query, 'after');
-    const { entries, newer, older } = await listActivityPage(r.ctx, {
+export const activityRoutes = new Hono<ConsoleEnv>().get('/branches/:branch/activity', async (c) => {
+  const branchId = c.req.param('branch');
+  const keyId = queryValue(c, 'key');
+  const keys = await c.var.ctx.keys.listByBranch(branchId);
+  if (keyId !== undefined && !keys.some((k) => k.key_id === keyId))
+    throw notFound(`Branch ${branchId} has no key ${keyId}.`);
+  const before = queryValue(c, 'before');
+  const after = queryValue(c, 'after');
+  const { entries, newer, older } = await listActivityPage(c.var.ctx, {
+    branchId,
+    limit: ACTIVITY_PAGE_SIZE,
+    ...(keyId !== undefined ? { keyId } : {}),
+    ...(before !== undefined ? { before } : {}),
+    ...(after !== undefined ? { after } : {}),
+  });
+  return c.html(
+    activityPage({
       branchId,
-      limit: ACTIVITY_PAGE_SIZE,
+      keys,
+      entries,
       ...(keyId !== undefined ? { keyId } : {}),
-      ...(before !== undefined ? { before } : {}),
-      ...(after !== undefined ? { after } : {}),
-    });
-    return page(
-      activityPage({
-        branchId,
-        keys,
-        entries,
-        ...(keyId !== undefined ? { keyId } : {}),
-        ...(newer !== undefined ? { newer } : {}),
-        ...(older !== undefined ? { older } : {}),
-      }),
-    );
-  },
-};
-
-export const ACTIVITY_ROUTES: ConsoleRoute[] = [activityRoute];
+      ...(newer !== undefined ? { newer } : {}),
+      ...(older !== undefined ? { older } : {}),
+    }),
+  );
+});

@@ -1,7 +1,7 @@
 /** `branch-api console`: serves the settings console until Ctrl-C. */
 import { createInterface } from 'node:readline';
-import { showControls } from './html';
-import { isLoopback } from './security';
+import { showControls } from './layout';
+import { isLoopback } from './session';
 import { startConsole, type SettingsConsole } from './server';
 
 export interface ConsoleCommandOptions {

@@ -4,6 +4,7 @@
  * notice, so a reload changes nothing; one whose entry is still pending answers with the keys page
  * and its warning (a re-sent form finds the change made and changes nothing).
  */
+import { Hono } from 'hono';
 import { OperatorError } from '../operator/errors';
 import {
   disableKey,
@@ -15,7 +16,6 @@ import {
   type KeySettings,
   type PendingActivity,
 } from '../operator/keys';
-import { html } from './html';
 import {
   formError,
   formSettings,
@@ -25,19 +25,18 @@ import {
   readKeyForm,
   type KeyFormValues,
 } from './key-form';
-import { branchPath, keyPath, layout, withQuery, type FormError } from './layout';
+import { branchPath, html, keyPath, layout, withQuery, type FormError } from './layout';
 import { findKey, keysView, pendingWarnings } from './keys-routes';
-import { page, redirect, type ConsoleRoute, type RouteRequest } from './routes';
+import type { ConsoleContext, ConsoleEnv } from './session';
 
 /** Back to the keys page, which says what was done to which key. */
-export const doneRedirect = (branchId: string, keyId: string, done: string) =>
-  redirect(withQuery(branchPath(branchId, 'keys'), { done, key: keyId }));
+const doneRedirect = (c: ConsoleContext, done: string) =>
+  c.redirect(withQuery(branchPath(c.req.param('branch')!, 'keys'), { done, key: c.req.param('key')! }), 303);
 
 /** The keys page after a change: redirected to, or shown at once with the warning of an entry still pending. */
-const doneAnswer = async (r: RouteRequest, done: string, pending: readonly PendingActivity[] | undefined) => {
-  const { branch, key } = r.params;
-  if (!pending) return doneRedirect(branch!, key!, done);
-  return page(await keysView(r, { done: { done, keyId: key! }, ...pendingWarnings(pending) }));
+const doneAnswer = async (c: ConsoleContext, done: string, pending: readonly PendingActivity[] | undefined) => {
+  if (!pending) return doneRedirect(c, done);
+  return c.html(await keysView(c, { done: { done, keyId: c.req.param('key')! }, ...pendingWarnings(pending) }));
 };
 
 const editPage = (branchId: string, key: KeyListing, csrf: string, values: KeyFormValues, error?: FormError) =>
@@ -67,51 +66,41 @@ const changeOf = (current: KeyFormValues, sent: KeyFormValues): KeySettings =>
     KEY_FORM_FIELDS.filter((field) => JSON.stringify(current[field]) !== JSON.stringify(sent[field])),
   );
 
-const keyOf = (r: RouteRequest): KeyOfBranch => ({ branchId: r.params.branch!, keyId: r.params.key! });
-
-const editFormRoute: ConsoleRoute = {
-  method: 'GET',
-  path: '/branches/:branch/keys/:key/edit',
-  handle: async (r) => {
-    const key = await findKey(r);
-    return page(editPage(r.params.branch!, key, r.session.csrf, keyFormValues(key)));
-  },
-};
-
-const editRoute: ConsoleRoute = {
-  method: 'POST',
-  path: '/branches/:branch/keys/:key/edit',
-  handle: async (r) => {
-    const key = await findKey(r);
-    const sent = readKeyForm(r.form);
-    try {
-      const change = changeOf(keyFormValues(key), sent);
-      if (Object.keys(change).length === 0) return doneRedirect(key.branch_id, key.key_id, 'updated');
-      const { pending } = await updateKey(r.ctx, { ...keyOf(r), ...change });
-      return await doneAnswer(r, 'updated', pending);
-    } catch (error) {
-      if (!(error instanceof OperatorError) || error.code !== 'invalid_input') throw error;
-      return page(editPage(key.branch_id, key, r.session.csrf, sent, formError(error)), 400);
-    }
-  },
-};
+const keyOf = (c: ConsoleContext): KeyOfBranch => ({ branchId: c.req.param('branch')!, keyId: c.req.param('key')! });
 
 /** A confirmed change of one key, then back to the list with its notice. */
-const changeRoute = (
-  action: string,
-  done: string,
-  run: (r: RouteRequest) => Promise<{ pending?: PendingActivity[] }>,
-): ConsoleRoute => ({
-  method: 'POST',
-  path: `/branches/:branch/keys/:key/${action}`,
-  handle: async (r) => doneAnswer(r, done, (await run(r)).pending),
-});
+const change =
+  (done: string, run: (c: ConsoleContext) => Promise<{ pending?: PendingActivity[] }>) => async (c: ConsoleContext) =>
+    doneAnswer(c, done, (await run(c)).pending);
 
 /** Before the keys routes: `/keys/:key/edit` is a form, not a confirmation page. */
-export const KEY_ACTION_ROUTES: ConsoleRoute[] = [
-  editFormRoute,
-  editRoute,
-  changeRoute('disable', 'disabled', (r) => disableKey(r.ctx, keyOf(r))),
-  changeRoute('enable', 'enabled', (r) => enableKey(r.ctx, keyOf(r))),
-  changeRoute('revoke', 'revoked', (r) => revokeKey(r.ctx, keyOf(r))),
-];
+export const keyActionRoutes = new Hono<ConsoleEnv>()
+  .get('/branches/:branch/keys/:key/edit', async (c) => {
+    const key = await findKey(c);
+    return c.html(editPage(c.req.param('branch'), key, c.var.session.csrf, keyFormValues(key)));
+  })
+  .post('/branches/:branch/keys/:key/edit', async (c) => {
+    const key = await findKey(c);
+    const sent = readKeyForm(c.var.form);
+    try {
+      const change = changeOf(keyFormValues(key), sent);
+      if (Object.keys(change).length === 0) return doneRedirect(c, 'updated');
+      const { pending } = await updateKey(c.var.ctx, { ...keyOf(c), ...change });
+      return await doneAnswer(c, 'updated', pending);
+    } catch (error) {
+      if (!(error instanceof OperatorError) || error.code !== 'invalid_input') throw error;
+      return c.html(editPage(key.branch_id, key, c.var.session.csrf, sent, formError(error)), 400);
+    }
+  })
+  .post(
+    '/branches/:branch/keys/:key/disable',
+    change('disabled', (c) => disableKey(c.var.ctx, keyOf(c))),
+  )
+  .post(
+    '/branches/:branch/keys/:key/enable',
+    change('enabled', (c) => enableKey(c.var.ctx, keyOf(c))),
+  )
+  .post(
+    '/branches/:branch/keys/:key/revoke',
+    change('revoked', (c) => revokeKey(c.var.ctx, keyOf(c))),
+  );

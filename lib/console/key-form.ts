@@ -8,8 +8,7 @@ import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { messageNaming, type OperatorError, type OperatorField } from '../operator/errors';
 import { parseAllowedIps, parseIsoDate, parseRateLimitText, scopeList } from '../operator/input';
 import type { KeySettings } from '../operator/keys';
-import { html, type Html } from './html';
-import { fieldError, hidden, textField, type FormError } from './layout';
+import { fieldError, hidden, html, textField, type FormError, type Html } from './layout';
 import { wallTimeToUtc } from './zone';
 
 /** What the form holds, as typed: a refused form is shown again with these values. */

@@ -7,20 +7,23 @@
  * more entry.
  */
 import { KEY_STATES } from '../../shared/domain/key-state';
+import { rollLinks } from '../operator/format';
 import type { AuditFinding } from '../operator/key-audit';
 import type { KeyListing } from '../operator/keys';
-import { html, type Html, type HtmlValue } from './html';
 import { keyForm, type KeyFormValues } from './key-form';
 import {
   branchPath,
   cardCell,
   hidden,
+  html,
   keyPath,
   layout,
   textWithTimes,
   time,
   withQuery,
   type FormError,
+  type Html,
+  type HtmlValue,
 } from './layout';
 
 /** A key as the keys page shows it: its listing and, for an active key, its audit findings. */
@@ -33,13 +36,11 @@ export interface KeyColumn {
   cell(key: KeyRow): HtmlValue;
 }
 
-const rollLinks = (k: KeyRow): HtmlValue =>
-  k.rolled_from || k.rolled_to
-    ? html`<br /><small
-          >${k.rolled_from ? html`rolled from <code>${k.rolled_from}</code>` : ''}
-          ${k.rolled_to ? html`rolled to <code>${k.rolled_to}</code>` : ''}</small
-        >`
-    : '';
+/** `rolled from ‹key›, to ‹key›`, as the CLI's key list says it. */
+const rolled = (k: KeyRow): HtmlValue => {
+  const links = rollLinks(k).map(([direction, keyId]) => html`${direction} <code>${keyId}</code>`);
+  return links.length ? html`<br /><small>rolled ${links.map((link, i) => (i ? html`, ${link}` : link))}</small>` : '';
+};
 
 /** An active key's audit findings, counted in its row; the findings themselves open in its menu. */
 const findingsCount = (k: KeyRow): HtmlValue => {
@@ -63,7 +64,7 @@ export const KEY_COLUMNS: KeyColumn[] = [
     header: 'Key',
     cell: (k) =>
       html`<strong>${k.name}</strong> <small><code title="Starts ${k.start}…">${k.key_id}</code></small
-        >${rollLinks(k)}`,
+        >${rolled(k)}`,
   },
   { header: 'Status', cell: (k) => html`<span class="status status-${k.status}">${k.status}</span>` },
   {

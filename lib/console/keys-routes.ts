@@ -7,8 +7,7 @@ import { DEFAULT_GRACE, parseGrace } from '../operator/input';
 import { auditOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
 import { createKey, listKeys, pendingNotice, rollKey, type KeyListing, type PendingActivity } from '../operator/keys';
 import { keyState } from '../../shared/domain/key-state';
-import { html, type Html } from './html';
-import { Refusal, notFound, queryValue } from './http';
+import { Hono } from 'hono';
 import { formError, formSettings, KEY_FORM_FIELDS, readKeyForm } from './key-form';
 import {
   confirmPage,
@@ -21,7 +20,9 @@ import {
   type KeyFilters,
   type KeysPageInput,
 } from './keys-page';
-import { page, type ConsoleRoute, type RouteRequest } from './routes';
+import { html, type Html } from './layout';
+import { notFound, queryValue, Refusal } from './refusals';
+import type { ConsoleContext, ConsoleEnv } from './session';
 
 type Extra = Partial<
   Omit<KeysPageInput, 'branchId' | 'keys' | 'total' | 'branchTotal' | 'asOf' | 'csrf' | 'formId'>
@@ -34,15 +35,15 @@ export const pendingWarnings = (pending: readonly PendingActivity[] | undefined)
   pending ? { warnings: pending.map(pendingNotice) } : {};
 
 /** What a change just did (its redirect's `done` and `key`), for the notice. */
-const doneOf = (query: URLSearchParams) => {
-  const done = queryValue(query, 'done');
-  const keyId = queryValue(query, 'key');
+const doneOf = (c: ConsoleContext) => {
+  const done = queryValue(c, 'done');
+  const keyId = queryValue(c, 'key');
   return done !== undefined && keyId !== undefined && Object.hasOwn(DONE_NOTICES, done) ? { done, keyId } : undefined;
 };
 
-const readFilters = (query: URLSearchParams): KeyFilters => {
-  const q = queryValue(query, 'q');
-  const status = queryValue(query, 'status');
+const readFilters = (c: ConsoleContext): KeyFilters => {
+  const q = queryValue(c, 'q');
+  const status = queryValue(c, 'status');
   if (status !== undefined && !(KEY_STATUSES as readonly string[]).includes(status)) {
     throw new Refusal(400, 'Bad request', `No key status "${status}".`);
   }
@@ -56,26 +57,26 @@ const readFilters = (query: URLSearchParams): KeyFilters => {
 const AUDIT_CONCURRENCY = 10;
 
 /** This page's audit, from the rollups (docs/console.md "Figures"): never a raw usage record. */
-const auditInChunks = async (r: RouteRequest, keys: readonly KeyListing[], now: Date) => {
+const auditInChunks = async (c: ConsoleContext, keys: readonly KeyListing[], now: Date) => {
   const audits: KeyAudit[] = [];
   for (let i = 0; i < keys.length; i += AUDIT_CONCURRENCY) {
     const chunk = keys.slice(i, i + AUDIT_CONCURRENCY);
-    audits.push(...(await auditOf(r.ctx, chunk, now, (key) => rollupUsageFacts(r.ctx, key, now))));
+    audits.push(...(await auditOf(c.var.ctx, chunk, now, (key) => rollupUsageFacts(c.var.ctx, key, now))));
   }
   return audits;
 };
 
 /** The keys page: the keys the filters select, a page of them, with this page's audit findings. */
-export const keysView = async (r: RouteRequest, extra: Extra = {}): Promise<string> => {
-  const branchId = r.params.branch!;
+export const keysView = async (c: ConsoleContext, extra: Extra = {}): Promise<string> => {
+  const branchId = c.req.param('branch')!;
   const filters = extra.filters ?? {};
   const page = extra.page ?? 1;
   const now = new Date();
-  const [all, asOf] = await Promise.all([listKeys(r.ctx, branchId, now), r.ctx.rollups.progress()]);
+  const [all, asOf] = await Promise.all([listKeys(c.var.ctx, branchId, now), c.var.ctx.rollups.progress()]);
   const selected = all.filter((key) => matchesKey(key, filters));
   const keys = selected.slice((page - 1) * KEYS_PAGE_SIZE, page * KEYS_PAGE_SIZE);
   // The audit of this page's active keys: the rules of `keys audit` (lib/operator/key-audit.ts).
-  const audits = await auditInChunks(r, keys, now);
+  const audits = await auditInChunks(c, keys, now);
   const findings = new Map(audits.map((audit) => [audit.key_id, audit.findings]));
   // Only a key of this branch is named in a notice: a crafted link cannot make the page say anything else.
   const doneKey = extra.done && all.find((key) => key.key_id === extra.done!.keyId);
@@ -90,24 +91,25 @@ export const keysView = async (r: RouteRequest, extra: Extra = {}): Promise<stri
     asOf: asOf ?? null,
     filters,
     page,
-    csrf: r.session.csrf,
-    formId: r.sessions.issueForm(r.session),
+    csrf: c.var.session.csrf,
+    formId: c.var.sessions.issueForm(c.var.session),
   });
 };
 
 /** The key of this branch named in the path, or a 404. */
-export const findKey = async (r: RouteRequest) => {
-  const { branch, key: keyId } = r.params;
-  const record = await r.ctx.keys.getById(keyId!);
+export const findKey = async (c: ConsoleContext) => {
+  const branch = c.req.param('branch');
+  const keyId = c.req.param('key')!;
+  const record = await c.var.ctx.keys.getById(keyId);
   if (!record || record.branch_id !== branch) throw notFound(`Branch ${branch} has no key ${keyId}.`);
   return { ...record, status: keyState(record, new Date()), last_used_at: null };
 };
 
 /** A form that shows a key value must be sent once: a reload re-sends it, and must not repeat it. */
-const sentTwice = async (r: RouteRequest, what: string) =>
-  r.sessions.consumeForm(r.session, r.form.get('_form') ?? undefined)
+const sentTwice = async (c: ConsoleContext, what: string) =>
+  c.var.sessions.consumeForm(c.var.session, c.var.form.get('_form') ?? undefined)
     ? undefined
-    : page(await keysView(r, { alert: `This form was already sent, so ${what}.` }), 409);
+    : c.html(await keysView(c, { alert: `This form was already sent, so ${what}.` }), 409);
 
 /** The grace-period choice of a roll's confirmation page (lib/operator/input.ts parseGrace reads it). */
 export const GRACE_CHOICES = [
@@ -138,36 +140,30 @@ const CONSEQUENCES: Record<string, string> = {
 };
 
 /** A roll's confirmation: a grace period to choose and a form sent once (it shows the new key). */
-const rollPage = (r: RouteRequest, key: KeyListing, error?: string) =>
+const rollPage = (c: ConsoleContext, key: KeyListing, error?: string) =>
   confirmPage({
-    branchId: r.params.branch!,
+    branchId: c.req.param('branch')!,
     key,
     action: KEY_ACTIONS.find((a) => a.action === 'roll')!,
-    csrf: r.session.csrf,
+    csrf: c.var.session.csrf,
     consequence: CONSEQUENCES.roll!,
-    formId: r.sessions.issueForm(r.session),
+    formId: c.var.sessions.issueForm(c.var.session),
     fields: graceField(),
     ...(error ? { error } : {}),
   });
 
-const listRoute: ConsoleRoute = {
-  method: 'GET',
-  path: '/branches/:branch/keys',
-  handle: async (r) => {
-    const pageNumber = Number(r.query.get('page') ?? '1');
+/** The "API keys" page, its confirmation pages, Create key and Roll (the other changes: key-action-routes.ts). */
+export const keyRoutes = new Hono<ConsoleEnv>()
+  .get('/branches/:branch/keys', async (c) => {
+    const pageNumber = Number(c.req.query('page') ?? '1');
     if (!Number.isSafeInteger(pageNumber) || pageNumber < 1)
       throw new Refusal(400, 'Bad request', 'No such page of keys.');
-    return page(await keysView(r, { filters: readFilters(r.query), page: pageNumber, done: doneOf(r.query) }));
-  },
-};
-
-const confirmRoute: ConsoleRoute = {
-  method: 'GET',
-  path: '/branches/:branch/keys/:key/:action',
-  handle: async (r) => {
-    const action = KEY_ACTIONS.find((a) => a.action === r.params.action);
+    return c.html(await keysView(c, { filters: readFilters(c), page: pageNumber, done: doneOf(c) }));
+  })
+  .get('/branches/:branch/keys/:key/:action', async (c) => {
+    const action = KEY_ACTIONS.find((a) => a.action === c.req.param('action'));
     if (!action) throw notFound();
-    const key = await findKey(r);
+    const key = await findKey(c);
     if (!action.applies(key)) {
       const rolled = key.rolled_to ? ` and rolled to ${key.rolled_to}` : '';
       throw new Refusal(
@@ -176,30 +172,25 @@ const confirmRoute: ConsoleRoute = {
         `Key ${key.key_id} is ${key.status}${rolled}: it cannot be ${action.done}.`,
       );
     }
-    if (action.action === 'roll') return page(rollPage(r, key));
-    return page(
+    if (action.action === 'roll') return c.html(rollPage(c, key));
+    return c.html(
       confirmPage({
-        branchId: r.params.branch!,
+        branchId: c.req.param('branch'),
         key,
         action,
-        csrf: r.session.csrf,
+        csrf: c.var.session.csrf,
         consequence: CONSEQUENCES[action.action] ?? '',
       }),
     );
-  },
-};
-
-const createRoute: ConsoleRoute = {
-  method: 'POST',
-  path: '/branches/:branch/keys',
-  handle: async (r) => {
-    const values = readKeyForm(r.form);
-    const again = await sentTwice(r, 'no new key was created. A key value is shown only once');
+  })
+  .post('/branches/:branch/keys', async (c) => {
+    const values = readKeyForm(c.var.form);
+    const again = await sentTwice(c, 'no new key was created. A key value is shown only once');
     if (again) return again;
     try {
       const { name, scopes = [], expiresAt, allowedIps, rateLimit } = formSettings(values, KEY_FORM_FIELDS);
-      const { key, record, pending } = await createKey(r.ctx, {
-        branchId: r.params.branch!,
+      const { key, record, pending } = await createKey(c.var.ctx, {
+        branchId: c.req.param('branch'),
         scopes,
         // An empty name gets the default one; an empty optional field is no setting.
         ...(name?.trim() ? { name } : {}),
@@ -209,41 +200,34 @@ const createRoute: ConsoleRoute = {
       });
       // 200 with the value in the body, never a redirect: the value must not reach a URL.
       const created = { key, name: record.name, keyId: record.key_id };
-      return page(await keysView(r, { created, ...pendingWarnings(pending) }));
+      return c.html(await keysView(c, { created, ...pendingWarnings(pending) }));
     } catch (error) {
       if (!(error instanceof OperatorError)) throw error;
-      return page(await keysView(r, { error: formError(error), form: values }), 400);
+      return c.html(await keysView(c, { error: formError(error), form: values }), 400);
     }
-  },
-};
-
-const rollRoute: ConsoleRoute = {
-  method: 'POST',
-  path: '/branches/:branch/keys/:key/roll',
-  handle: async (r) => {
-    const key = await findKey(r);
+  })
+  .post('/branches/:branch/keys/:key/roll', async (c) => {
+    const key = await findKey(c);
+    const grace = c.var.form.get('grace');
     // Checked before the form is used up: a wrong grace keeps the form for another try.
-    if (!GRACE_CHOICES.some((choice) => choice.value === r.form.get('grace'))) {
+    if (!GRACE_CHOICES.some((choice) => choice.value === grace)) {
       const choices = GRACE_CHOICES.map((choice) => choice.value).join(', ');
-      return page(rollPage(r, key, `Choose a grace period: one of ${choices}.`), 400);
+      return c.html(rollPage(c, key, `Choose a grace period: one of ${choices}.`), 400);
     }
-    const again = await sentTwice(r, 'the key was not rolled again');
+    const again = await sentTwice(c, 'the key was not rolled again');
     if (again) return again;
     try {
-      const { key, record, previous, pending } = await rollKey(r.ctx, {
-        branchId: r.params.branch!,
-        keyId: r.params.key!,
-        graceMs: parseGrace(r.form.get('grace') ?? ''),
+      const { key, record, previous, pending } = await rollKey(c.var.ctx, {
+        branchId: c.req.param('branch'),
+        keyId: c.req.param('key'),
+        graceMs: parseGrace(grace ?? ''),
       });
       const note = `Key ${previous.key_id} keeps working until ${previous.expires_at}.`;
       // 200 with the value in the body, never a redirect: the value must not reach a URL.
       const created = { key, name: record.name, keyId: record.key_id, note };
-      return page(await keysView(r, { created, ...pendingWarnings(pending) }));
+      return c.html(await keysView(c, { created, ...pendingWarnings(pending) }));
     } catch (error) {
       if (!(error instanceof OperatorError)) throw error;
-      return page(await keysView(r, { alert: error.message }), 409);
+      return c.html(await keysView(c, { alert: error.message }), 409);
     }
-  },
-};
-
-export const KEY_ROUTES: ConsoleRoute[] = [listRoute, confirmRoute, createRoute, rollRoute];
+  });

@@ -1,9 +1,47 @@
 /**
  * The console's page frame and the pieces every page shares: navigation, times, form fields
- * with their errors, hidden security fields. Rendered with `html`, so every value is escaped;
- * no inline script or style (the Content-Security-Policy allows neither).
+ * with their errors, hidden security fields. Rendered with `html` (hono/html), so every value is
+ * escaped; no inline script or style (the Content-Security-Policy allows neither).
  */
-import { html, type Html, type HtmlValue } from './html';
+import { html as honoHtml, raw } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
+
+/** Markup built by `html`. */
+export type Html = HtmlEscapedString;
+export type HtmlValue = Html | string | number | false | null | undefined | readonly HtmlValue[];
+
+// C0 and C1 controls (ESC starts terminal sequences), DEL, and the bidi overrides that can
+// reorder what a person reads.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Control characters as visible `\xNN` / `\u{NNNN}` text. */
+export const showControls = (value: string): string =>
+  value.replace(CONTROL, (char) => {
+    const code = char.codePointAt(0) ?? 0;
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u{${code.toString(16)}}`;
+  });
+
+const visible = (value: HtmlValue): HtmlValue =>
+  typeof value === 'string' ? showControls(value) : Array.isArray(value) ? value.map(visible) : value;
+
+/**
+ * hono/html, which escapes every value that is not its own output, with control characters
+ * (terminal escapes, bidi overrides) shown as text. No value is a promise, so neither is the result.
+ */
+export const html = (strings: TemplateStringsArray, ...values: HtmlValue[]): Html =>
+  honoHtml(strings, ...values.map(visible)) as Html;
+
+/** JSON for a `<script type="application/json">` data block: nothing in it can close the element. */
+export const jsonBlock = (id: string, value: unknown): Html => {
+  const json = JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return html`<script type="application/json" id="${id}">
+    ${raw(json)}
+  </script>`;
+};
 
 export type ConsolePage = 'keys' | 'usage' | 'usage.csv' | 'activity';
 

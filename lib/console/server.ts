@@ -1,40 +1,37 @@
 /**
  * The settings console: the branch's "API keys", "API usage" and "Activity" pages over the
- * operator library, on a local HTTP server (docs/console.md). `startConsole` serves it and
- * returns the URL to open, with its launch token.
+ * operator library, a Hono app on @hono/node-server (docs/console.md "Routes"). `startConsole`
+ * serves it and returns the URL to open, with its launch token.
  *
- * A request passes the checks every request gets (Host, assets, launch token, session; for a
- * POST, same origin and CSRF token), then the route table (ROUTES) answers it.
+ * Every request passes the middleware below in order (security headers, Host, assets, launch
+ * link, session and path; for a POST, same origin, form and CSRF token), then the routes.
  */
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
+import { getRequestListener } from '@hono/node-server';
+import { serveStatic } from '@hono/node-server/serve-static';
+import { Hono, type MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { setCookie } from 'hono/cookie';
+import { csrf } from 'hono/csrf';
+import { HTTPException } from 'hono/http-exception';
+import { secureHeaders } from 'hono/secure-headers';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
 import { InvalidUsagePositionError } from '../../shared/data/repositories/usage';
 import { createOperatorContext, type OperatorContext } from '../operator/context';
 import { OperatorError, type OperatorErrorCode } from '../operator/errors';
-import { showControls } from './html';
-import { checkId, matchPath, notFound, pathSegments, readForm, Refusal, send, type Reply } from './http';
-import { ACTIVITY_ROUTES } from './activity-routes';
-import { KEY_ACTION_ROUTES } from './key-action-routes';
-import { KEY_ROUTES } from './keys-routes';
-import { branchPath, homePage, messagePage } from './layout';
-import { page, redirect, type ConsoleRoute, type RouteRequest } from './routes';
-import {
-  allowedHosts,
-  DEFAULT_SESSION_TTL_MS,
-  isSameOrigin,
-  LaunchToken,
-  localPath,
-  randomToken,
-  sameSecret,
-  Sessions,
-  type Session,
-} from './security';
-import { USAGE_ROUTES } from './usage-routes';
+import { activityRoutes } from './activity-routes';
+import { keyActionRoutes } from './key-action-routes';
+import { keyRoutes } from './keys-routes';
+import { branchPath, homePage, messagePage, showControls } from './layout';
+import { checkId, checkPath, Refusal } from './refusals';
+import { timingSafeEqual } from 'hono/utils/buffer';
+import { allowedHosts, localPath, Sessions, type ConsoleEnv } from './session';
+import { usageRoutes } from './usage-routes';
 import { LOCAL_CONSOLE_PORT } from '../local-defaults';
 import { PROJECT_ROOT } from '../project-paths';
 
@@ -72,70 +69,39 @@ export interface SettingsConsole {
   close(): Promise<void>;
 }
 
-/** A file of an installed package, found from the package's main entry (chart.js exports no package.json). */
-const packageFile = (pkg: string, entry: string, file: string): Buffer =>
-  readFileSync(join(dirname(createRequire(import.meta.filename).resolve(`${pkg}${entry}`)), file));
+/** The folder of an installed package's main entry (chart.js exports no package.json). */
+const packageDir = (pkg: string, entry = ''): string =>
+  dirname(createRequire(import.meta.filename).resolve(`${pkg}${entry}`));
 
 // From the root, not from this file: the CLI runs a build of it in dist/ (scripts/build.mjs).
-const ownFile = (file: string): Buffer => readFileSync(join(PROJECT_ROOT, 'lib', 'console', 'assets', file));
-const JS = 'text/javascript; charset=utf-8';
-const CSS = 'text/css; charset=utf-8';
+const OWN_ASSETS = join(PROJECT_ROOT, 'lib', 'console', 'assets');
 
-const loadAssets = (): Record<string, { body: Buffer; type: string }> => ({
-  '/assets/pico.classless.min.css': {
-    body: packageFile('@picocss/pico', '/package.json', 'css/pico.classless.min.css'),
-    type: CSS,
-  },
-  '/assets/chart.umd.min.js': { body: packageFile('chart.js', '', 'chart.umd.min.js'), type: JS },
-  '/assets/console.js': { body: ownFile('console.js'), type: JS },
-  '/assets/console.css': { body: ownFile('console.css'), type: CSS },
-});
-
-/** The branches offered on the home page, each with its name (a branch not found is listed by id). */
-const namedBranches = (r: RouteRequest) =>
-  Promise.all(r.branches.map(async (id) => ({ id, name: (await r.ctx.branchData.getBranch(id))?.name })));
-
-const HOME_ROUTES: ConsoleRoute[] = [
-  { method: 'GET', path: '/', handle: async (r) => page(homePage(await namedBranches(r))) },
-  {
-    method: 'GET',
-    path: '/branches',
-    handle: async (r) => {
-      const branch = r.query.get('branch')?.trim();
-      if (!branch) return page(homePage(await namedBranches(r), 'Enter a branch id.'), 400);
-      return redirect(branchPath(checkId(branch, 'branch id'), 'keys'));
-    },
-  },
-];
-
-/** Every page of the console, matched in order. */
-export const ROUTES: readonly ConsoleRoute[] = [
-  ...HOME_ROUTES,
-  ...KEY_ACTION_ROUTES,
-  ...KEY_ROUTES,
-  ...USAGE_ROUTES,
-  ...ACTIVITY_ROUTES,
-];
-
-/** The route for this method and path, with its checked parameters; a known path with another method is a 405. */
-const route = (method: string, segments: string[]): { route: ConsoleRoute; params: Record<string, string> } => {
-  let pathMatched = false;
-  for (const candidate of ROUTES) {
-    const params = matchPath(candidate.path, segments);
-    if (!params) continue;
-    pathMatched = true;
-    if (candidate.method === method || (method === 'HEAD' && candidate.method === 'GET')) {
-      for (const [name, value] of Object.entries(params))
-        checkId(value, name === 'branch' ? 'branch id' : `${name} id`);
-      return { route: candidate, params };
-    }
-  }
-  if (pathMatched) throw new Refusal(405, 'Method not allowed', 'This page does not take that method.');
-  throw notFound();
+/** The files under /assets/, from installed packages and this checkout: no CDN, no build step. */
+const ASSETS = {
+  'pico.classless.min.css': join(packageDir('@picocss/pico', '/package.json'), 'css'),
+  'chart.umd.min.js': packageDir('chart.js'),
+  'console.js': OWN_ASSETS,
+  'console.css': OWN_ASSETS,
 };
 
+/** The home page, and the field that opens a branch by id. */
+const homeRoutes = new Hono<ConsoleEnv>()
+  .get('/', async (c) => c.html(homePage(await namedBranches(c.var))))
+  .get('/branches', async (c) => {
+    const branch = c.req.query('branch')?.trim();
+    if (!branch) return c.html(homePage(await namedBranches(c.var), 'Enter a branch id.'), 400);
+    return c.redirect(branchPath(checkId(branch, 'branch id'), 'keys'), 303);
+  });
+
+/** The branches offered on the home page, each with its name (a branch not found is listed by id). */
+const namedBranches = ({ ctx, branches }: ConsoleEnv['Variables']) =>
+  Promise.all(branches.map(async (id) => ({ id, name: (await ctx.branchData.getBranch(id))?.name })));
+
+/** Every page of the console: `/keys/:key/edit` (a form) before `/keys/:key/:action` (a confirmation). */
+const ROUTES = [homeRoutes, keyActionRoutes, keyRoutes, usageRoutes, activityRoutes];
+
 /** Each operator error code's page (lib/operator/errors.ts): mapped by code, never by message text. */
-const OPERATOR_ERROR_PAGES: Record<OperatorErrorCode, [status: number, title: string]> = {
+const OPERATOR_ERROR_PAGES: Record<OperatorErrorCode, [status: ContentfulStatusCode, title: string]> = {
   invalid_input: [400, 'Bad request'],
   unknown_branch: [404, 'Not found'],
   unknown_key: [404, 'Not found'],
@@ -144,129 +110,145 @@ const OPERATOR_ERROR_PAGES: Record<OperatorErrorCode, [status: number, title: st
 };
 
 /** The page for a failure: a refusal or bad input is a 4xx, never a stack trace. */
-const failurePage = (error: unknown): Reply | undefined => {
-  if (error instanceof Refusal) return page(messagePage(error.title, error.message), error.status);
-  if (error instanceof InvalidUsagePositionError) {
-    return page(messagePage('Bad request', 'That page of the log does not exist: start from the newest.'), 400);
-  }
-  if (error instanceof OperatorError) {
-    const [status, title] = OPERATOR_ERROR_PAGES[error.code];
-    return page(messagePage(title, error.message), status);
-  }
-  if (error instanceof DataStoreUnavailableError) {
-    return page(messagePage('Unavailable', 'DynamoDB is not reachable; try again shortly.'), 503);
-  }
+const failurePage = (error: unknown): [ContentfulStatusCode, title: string, message: string] | undefined => {
+  if (error instanceof Refusal) return [error.status, error.title, error.message];
+  // hono/csrf refuses with a bare 403.
+  if (error instanceof HTTPException && error.status === 403)
+    return [403, 'Refused', 'This form was not sent from the console itself.'];
+  if (error instanceof InvalidUsagePositionError)
+    return [400, 'Bad request', 'That page of the log does not exist: start from the newest.'];
+  if (error instanceof OperatorError) return [...OPERATOR_ERROR_PAGES[error.code], error.message];
+  if (error instanceof DataStoreUnavailableError)
+    return [503, 'Unavailable', 'DynamoDB is not reachable; try again shortly.'];
   return undefined;
 };
 
-/** What every request is checked against: set once the server listens (the port may be 0). */
-interface ConsoleState {
+/** What the app answers with, known once the server listens (the port may be 0). */
+interface ConsoleSetup {
   ctx: OperatorContext;
-  launchToken: LaunchToken;
-  assets: ReturnType<typeof loadAssets>;
-  branches: readonly string[];
-  origin: string;
-  hosts: Set<string>;
   sessions: Sessions;
+  branches: readonly string[];
+  hosts: Set<string>;
+  log: (line: string) => void;
 }
 
-/** The launch link: once, for a new session; a browser that has one already just goes on. */
-const launch = (state: ConsoleState, request: IncomingMessage, response: ServerResponse, url: URL): void => {
-  const given = url.searchParams.get('token') ?? '';
-  url.searchParams.delete('token');
-  const target = localPath(`${url.pathname}${url.search}`);
-  if (state.sessions.fromRequest(request)) return send(response, 303, '', { Location: target });
-  if (!state.launchToken.redeem(given)) {
-    throw new Refusal(
-      403,
-      'This link does not open the console',
-      'A launch link works once, and this one is wrong or already used. Press Enter in the terminal running the console for a new link.',
-    );
-  }
-  const session = state.sessions.create();
-  send(response, 303, '', { Location: target, 'Set-Cookie': state.sessions.cookie(session) });
+const MISDIRECTED = 'Misdirected request: this console answers only on its own address.\n';
+
+/** Headers on every response (docs/console.md "Security"): hono/secure-headers' own, with this policy. */
+const SECURE_HEADERS = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'self'"],
+    // Pico's icons (checkbox ticks, select arrows) are data: SVGs in its stylesheet.
+    imgSrc: ["'self'", 'data:'],
+    baseUri: ["'none'"],
+    formAction: ["'self'"],
+    objectSrc: ["'none'"],
+    frameAncestors: ["'none'"],
+  },
+  xFrameOptions: 'DENY',
+  // Plain http on this machine, where a browser ignores it.
+  strictTransportSecurity: false,
+});
+
+/** Pages are never cached; assets change only with an install or an edit. */
+const caching: MiddlewareHandler = async (c, next) => {
+  await next();
+  const asset = c.res.ok && c.req.path.startsWith('/assets/');
+  c.res.headers.set('Cache-Control', asset ? 'private, max-age=3600' : 'no-store');
 };
 
-/** A POST's body, once it is shown to come from the console's own page with the session's CSRF token. */
-const checkedForm = async (request: IncomingMessage, session: Session): Promise<URLSearchParams> => {
-  if (!isSameOrigin(request)) throw new Refusal(403, 'Refused', 'This form was not sent from the console itself.');
-  const form = await readForm(request);
-  if (!sameSecret(form.get('_csrf') ?? undefined, session.csrf)) {
+export const MAX_FORM_BYTES = 16 * 1024;
+
+const formLimit = bodyLimit({
+  maxSize: MAX_FORM_BYTES,
+  onError: () => {
+    throw new Refusal(413, 'Form too large', 'The form is larger than the console accepts.');
+  },
+});
+
+/** A POST's form, once it carries the session's CSRF token (after hono/csrf's check of Origin or Sec-Fetch-Site). */
+const formWithToken: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
+  const type = c.req.header('content-type')?.split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') {
+    throw new Refusal(415, 'Unsupported form', 'Forms are sent as application/x-www-form-urlencoded.');
+  }
+  const form = new URLSearchParams(await c.req.text());
+  if (!(await timingSafeEqual(form.get('_csrf') ?? '', c.var.session.csrf))) {
     throw new Refusal(403, 'Refused', 'The form is missing its security token: reload the page and try again.');
   }
-  return form;
+  c.set('form', form);
+  await next();
 };
 
-/** Host, assets, launch link, session; for a POST same origin and CSRF token; then the route table. */
-const handle = async (state: ConsoleState, request: IncomingMessage, response: ServerResponse): Promise<void> => {
-  // DNS rebinding: a page on another name that resolves here is still not this console.
-  if (!state.hosts.has((request.headers.host ?? '').toLowerCase())) {
-    return send(response, 421, 'Misdirected request: this console answers only on its own address.\n', {
-      'Content-Type': 'text/plain; charset=utf-8',
+const consoleApp = ({ ctx, sessions, branches, hosts, log }: ConsoleSetup): Hono<ConsoleEnv> => {
+  const app = new Hono<ConsoleEnv>();
+  app.use(SECURE_HEADERS, caching, async (c, next) => {
+    // DNS rebinding: a page on another name that resolves here is still not this console.
+    if (!hosts.has((c.req.header('host') ?? '').toLowerCase())) return c.text(MISDIRECTED, 421);
+    c.set('ctx', ctx);
+    c.set('sessions', sessions);
+    c.set('branches', branches);
+    await next();
+  });
+  for (const [file, folder] of Object.entries(ASSETS))
+    app.get(`/assets/${file}`, serveStatic({ path: join(folder, file) }));
+  // The launch link: once, for a new session; a browser that has one already just goes on.
+  app.use(async (c, next) => {
+    const given = c.req.query('token');
+    if (given === undefined || c.req.method !== 'GET') return next();
+    const url = new URL(c.req.url);
+    url.searchParams.delete('token');
+    if (!sessions.fromCookies(c.req.header('cookie'))) {
+      const session = await sessions.launch(given);
+      if (!session) {
+        throw new Refusal(
+          403,
+          'This link does not open the console',
+          'A launch link works once, and this one is wrong or already used. Press Enter in the terminal running the console for a new link.',
+        );
+      }
+      setCookie(c, sessions.cookieName, session.id, { path: '/', httpOnly: true, sameSite: 'Strict' });
+    }
+    return c.redirect(localPath(`${url.pathname}${url.search}`), 303);
+  });
+  app.use(async (c, next) => {
+    const session = sessions.fromCookies(c.req.header('cookie'));
+    if (!session) {
+      throw new Refusal(
+        401,
+        'Open the console from its link',
+        'Open the link the console printed when it started (it ends in ?token=…); a session ends 12 hours after its last page.',
+      );
+    }
+    c.set('session', session);
+    checkPath(c.req.url);
+    await next();
+  });
+  app.post('*', csrf(), formLimit, formWithToken);
+  for (const routes of ROUTES) app.route('/', routes);
+  // A known path with another method.
+  for (const path of new Set(ROUTES.flatMap((routes) => routes.routes.map((route) => route.path)))) {
+    app.all(path, () => {
+      throw new Refusal(405, 'Method not allowed', 'This page does not take that method.');
     });
   }
-  const url = new URL(request.url ?? '/', state.origin);
-  const method = request.method ?? 'GET';
-  const asset = state.assets[url.pathname];
-  if (asset && (method === 'GET' || method === 'HEAD')) {
-    // Files of installed packages and of this checkout: they change only with an install or an edit.
-    return send(response, 200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'private, max-age=3600' });
-  }
-  if (url.searchParams.has('token') && method === 'GET') return launch(state, request, response, url);
-  const session = state.sessions.fromRequest(request);
-  if (!session) {
-    throw new Refusal(
-      401,
-      'Open the console from its link',
-      'Open the link the console printed when it started (it ends in ?token=…); a session ends 12 hours after its last page.',
-    );
-  }
-  const { route: matched, params } = route(method, pathSegments(url.pathname));
-  const form = method === 'POST' ? await checkedForm(request, session) : new URLSearchParams();
-  const { ctx, sessions, branches } = state;
-  const reply = await matched.handle({
-    ctx,
-    session,
-    sessions,
-    params,
-    query: url.searchParams,
-    form,
-    response,
-    branches,
+  app.notFound((c) => c.html(messagePage('Not found', 'No such page.'), 404));
+  app.onError((error, c) => {
+    const failure = failurePage(error);
+    if (failure) return c.html(messagePage(failure[1], failure[2]), failure[0]);
+    const detail = error instanceof DataStoreError ? ` (${error.message})` : '';
+    const path = new URL(c.req.url).pathname;
+    log(`console: ${c.req.method} ${showControls(path)} failed: ${error.name}${showControls(detail)}`);
+    return c.html(messagePage('Something went wrong', 'The console could not complete this request.'), 500);
   });
-  if (reply) send(response, reply.status, reply.body, reply.headers);
-};
-
-/** The answer to a request that failed: its 4xx page, or a logged 500 that says nothing of the cause. */
-const fail = (log: (line: string) => void, request: IncomingMessage, response: ServerResponse, error: unknown) => {
-  if (response.headersSent) return void response.destroy();
-  const failure = failurePage(error);
-  if (failure) return send(response, failure.status, failure.body);
-  const name = error instanceof Error ? error.name : 'Error';
-  const detail = error instanceof DataStoreError ? ` (${error.message})` : '';
-  const path = new URL(request.url ?? '/', 'http://x').pathname;
-  log(`console: ${request.method} ${showControls(path)} failed: ${name}${showControls(detail)}`);
-  send(response, 500, messagePage('Something went wrong', 'The console could not complete this request.'));
+  return app;
 };
 
 export const startConsole = async (options: ConsoleOptions = {}): Promise<SettingsConsole> => {
   const host = options.host ?? '127.0.0.1';
   const ownsContext = options.ctx === undefined;
   const ctx = options.ctx ?? createOperatorContext(options.env ?? process.env);
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const state: ConsoleState = {
-    ctx,
-    launchToken: new LaunchToken(options.token ?? randomToken()),
-    assets: loadAssets(),
-    branches: options.branches ?? [],
-    origin: '',
-    hosts: new Set(),
-    sessions: new Sessions(0),
-  };
-  const server = createServer((request, response) => {
-    handle(state, request, response).catch((error: unknown) => fail(log, request, response, error));
-  });
-  server.listen(options.port ?? LOCAL_CONSOLE_PORT, host);
+  const server = createServer().listen(options.port ?? LOCAL_CONSOLE_PORT, host);
   try {
     await once(server, 'listening');
   } catch (error) {
@@ -274,19 +256,28 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
     throw error;
   }
   const port = (server.address() as AddressInfo).port;
+  const sessions = new Sessions(port, options.token, options.sessionTtlMs, options.now);
+  const app = consoleApp({
+    ctx,
+    sessions,
+    branches: options.branches ?? [],
+    hosts: allowedHosts(host, port),
+    log: options.log ?? ((line: string) => process.stderr.write(`${line}\n`)),
+  });
+  // Its own Request and Response, not the process's globals: the local API runs in this process too.
+  // A request without Host gets a URL on `hostname`, and then the Host check's 421.
+  server.on('request', getRequestListener(app.fetch, { hostname: 'localhost', overrideGlobalObjects: false }));
   const displayHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  state.origin = `http://${displayHost}:${port}`;
-  state.hosts = allowedHosts(host, port);
-  state.sessions = new Sessions(port, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.now);
-  const link = () => `${state.origin}/?token=${state.launchToken.value}`;
+  const origin = `http://${displayHost}:${port}`;
+  const link = () => `${origin}/?token=${sessions.token}`;
   return {
     url: link(),
     newLink: () => {
-      state.launchToken.renew();
+      sessions.renewToken();
       return link();
     },
-    origin: state.origin,
-    token: state.launchToken.value,
+    origin,
+    token: sessions.token,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

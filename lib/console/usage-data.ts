@@ -13,7 +13,7 @@ import { bucketOf, histogramPercentile, hourOf, RESPONSE_TIME_BOUNDS_MS } from '
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import type { OperatorContext } from '../operator/context';
 import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
-import { showControls } from './html';
+import { showControls } from './layout';
 
 /** A usage record as the log shows it (`source_ip` when the record has one: records before it was kept have none). */
 export type LoggedCall = UsageRecord;

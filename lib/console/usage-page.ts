@@ -3,9 +3,20 @@
  * from the rollups, and the log newest first (key name, caller's IP, a detail view per call),
  * with a CSV export of exactly what the filters select.
  */
-import { html, jsonBlock, type Html } from './html';
-import { MAX_QUERY_VALUE_LENGTH } from './http';
-import { branchPath, cardCell, headerRow, ipText, layout, pathText, time, withQuery } from './layout';
+import {
+  branchPath,
+  cardCell,
+  headerRow,
+  html,
+  ipText,
+  jsonBlock,
+  layout,
+  pathText,
+  time,
+  withQuery,
+  type Html,
+} from './layout';
+import { MAX_QUERY_VALUE_LENGTH } from './refusals';
 import {
   LOG_SCAN_LIMIT,
   RAW_COUNT_LIMIT,

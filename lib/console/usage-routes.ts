@@ -2,9 +2,9 @@
  * Routes of the "API usage" page and its CSV export: both read the same filters, so the CSV is
  * exactly what the page's filters select.
  */
-import { SECURITY_HEADERS } from './security';
-import { Refusal, notFound, queryValue } from './http';
-import { page, type ConsoleRoute, type RouteRequest } from './routes';
+import { Hono } from 'hono';
+import { notFound, queryValue, Refusal } from './refusals';
+import type { ConsoleContext, ConsoleEnv } from './session';
 import { usagePage } from './usage-page';
 import {
   allUsageRecords,
@@ -35,13 +35,13 @@ const parseBucket = (value: string | undefined, period: Period): Bucket => {
 };
 
 /** The page's filters from its query; a value it does not offer is a 400, an unknown key a 404. */
-const usageFilters = async (r: RouteRequest) => {
-  const branchId = r.params.branch!;
-  const keys = await r.ctx.keys.listByBranch(branchId);
-  const period = parsePeriod(queryValue(r.query, 'period'));
-  const keyId = queryValue(r.query, 'key');
-  const status = queryValue(r.query, 'status');
-  const route = queryValue(r.query, 'route');
+const usageFilters = async (c: ConsoleContext) => {
+  const branchId = c.req.param('branch')!;
+  const keys = await c.var.ctx.keys.listByBranch(branchId);
+  const period = parsePeriod(queryValue(c, 'period'));
+  const keyId = queryValue(c, 'key');
+  const status = queryValue(c, 'status');
+  const route = queryValue(c, 'route');
   if (keyId !== undefined && !keys.some((k) => k.key_id === keyId))
     throw notFound(`Branch ${branchId} has no key ${keyId}.`);
   if (status !== undefined && !isStatusFilter(status)) throw new Refusal(400, 'Bad request', `No status "${status}".`);
@@ -50,7 +50,7 @@ const usageFilters = async (r: RouteRequest) => {
   const filters: UsageFilters = {
     branchId,
     period,
-    bucket: parseBucket(queryValue(r.query, 'bucket'), period),
+    bucket: parseBucket(queryValue(c, 'bucket'), period),
     now: new Date(),
     ...(keyId ? { keyId } : {}),
     ...(status ? { status } : {}),
@@ -59,17 +59,32 @@ const usageFilters = async (r: RouteRequest) => {
   return { keys, filters };
 };
 
-const usageRoute: ConsoleRoute = {
-  method: 'GET',
-  path: '/branches/:branch/usage',
-  handle: async (r) => {
-    const { keys, filters } = await usageFilters(r);
-    const cursor = queryValue(r.query, 'cursor');
-    const newer = (queryValue(r.query, 'newer') ?? '').split('.').filter(Boolean);
+/**
+ * The CSV's rows, a page of records at a time, after its header row and the `first` page (read
+ * before the headers went out). A read failing later can no longer be a 500: `cut` ends the
+ * connection, so the download is visibly incomplete rather than a file that looks whole.
+ */
+async function* csvRows(first: IteratorResult<LoggedCall[]>, pages: AsyncIterable<LoggedCall[]>, cut: () => void) {
+  const rows = (records: LoggedCall[]) =>
+    records.map((record) => csvRow(CSV_COLUMNS.map((column) => record[column]))).join('');
+  yield csvRow(CSV_COLUMNS);
+  if (!first.done) yield rows(first.value);
+  try {
+    for await (const records of pages) yield rows(records);
+  } catch {
+    cut();
+  }
+}
+
+export const usageRoutes = new Hono<ConsoleEnv>()
+  .get('/branches/:branch/usage', async (c) => {
+    const { keys, filters } = await usageFilters(c);
+    const cursor = queryValue(c, 'cursor');
+    const newer = (queryValue(c, 'newer') ?? '').split('.').filter(Boolean);
     // The log first: a bad cursor fails before the chart's larger read starts.
-    const log = await loadUsageLog(r.ctx, filters, cursor);
-    const chart = await loadUsageChart(r.ctx, filters);
-    return page(
+    const log = await loadUsageLog(c.var.ctx, filters, cursor);
+    const chart = await loadUsageChart(c.var.ctx, filters);
+    return c.html(
       usagePage({
         branchId: filters.branchId,
         keys,
@@ -86,31 +101,17 @@ const usageRoute: ConsoleRoute = {
         ...(log.nextPosition ? { nextCursor: log.nextPosition } : {}),
       }),
     );
-  },
-};
-
-const csvRoute: ConsoleRoute = {
-  method: 'GET',
-  path: '/branches/:branch/usage.csv',
-  handle: async (r) => {
-    const { filters } = await usageFilters(r);
-    const pages = allUsageRecords(r.ctx, filters);
+  })
+  .get('/branches/:branch/usage.csv', async (c) => {
+    const { filters } = await usageFilters(c);
+    const pages = allUsageRecords(c.var.ctx, filters);
     // Read the first page before the headers go out, so a failure is still a proper error page.
     const first = await pages.next();
-    r.response.writeHead(200, {
-      ...SECURITY_HEADERS,
-      'Cache-Control': 'no-store',
+    const filename = `usage-${filters.branchId.replace(/[^\w.-]/g, '_')}-${filters.period}.csv`;
+    // Streamed as read, with backpressure.
+    const rows = csvRows(first, pages, () => c.env.outgoing.destroy());
+    return c.body(ReadableStream.from(rows).pipeThrough(new TextEncoderStream()), 200, {
       'Content-Type': 'text/csv; charset=utf-8',
-      'Content-Disposition': `attachment; filename="usage-${filters.branchId.replace(/[^\w.-]/g, '_')}-${filters.period}.csv"`,
+      'Content-Disposition': `attachment; filename="${filename}"`,
     });
-    r.response.write(csvRow(CSV_COLUMNS));
-    const write = (records: LoggedCall[]) =>
-      r.response.write(records.map((record) => csvRow(CSV_COLUMNS.map((column) => record[column]))).join(''));
-    if (!first.done) write(first.value);
-    for await (const records of pages) write(records);
-    r.response.end();
-    return undefined;
-  },
-};
-
-export const USAGE_ROUTES: ConsoleRoute[] = [usageRoute, csvRoute];
+  });

@@ -3,7 +3,7 @@
  * assets/console.js sends the reader's (`zone`, an IANA name) beside it and the console reads the
  * time there. Without the script nothing is sent and the field is read as UTC, as its label says.
  */
-import { Refusal } from './http';
+import { Refusal } from './refusals';
 
 const PARTS = ['year', 'month', 'day', 'hour', 'minute', 'second'] as const;
 

@@ -6,14 +6,14 @@
  */
 import { startConsole, type SettingsConsole } from '../../lib/console/server';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
-import { escapeHtml } from '../../lib/console/html';
+import { html } from '../../lib/console/layout';
 import type { RecordingProxy } from '../../lib/verify/recording-proxy';
 import { DENIED as DENIED_TEXT, denyActivityCopy, STAYS } from '../cli/denied-activity';
 import { postForm, useEnvironment } from './support';
 
 const setup = useEnvironment();
 const { ctx } = setup;
-const DENIED = escapeHtml(DENIED_TEXT);
+const DENIED = html`${DENIED_TEXT}`.toString();
 
 let proxy: RecordingProxy;
 const consoles: { console: SettingsConsole; ctx: OperatorContext }[] = [];

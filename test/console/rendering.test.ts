@@ -3,32 +3,31 @@
  * blocks), the chart's buckets by status class, and CSV fields a spreadsheet cannot run.
  */
 import fc from 'fast-check';
-import { escapeHtml, html, jsonBlock } from '../../lib/console/html';
-import type { IncomingMessage } from 'node:http';
-import { localPath, MAX_SESSIONS, Sessions } from '../../lib/console/security';
+import { html, jsonBlock } from '../../lib/console/layout';
+import { localPath, MAX_SESSIONS, Sessions } from '../../lib/console/session';
 import { csvField, csvRow } from '../../lib/console/usage-data';
 
 describe('html', () => {
   it('escapes every interpolated value and shows control characters as text', () => {
     const hostile = '<script>alert(1)</script>"\'&\u001b[31m\u202e';
-    expect(html`<td title="${hostile}">${hostile}</td>`.markup).toBe(
+    expect(html`<td title="${hostile}">${hostile}</td>`.toString()).toBe(
       '<td title="&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;\\x1b[31m\\u{202e}">' +
         '&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;\\x1b[31m\\u{202e}</td>',
     );
-    expect(html`<p>${html`<b>${'<i>'}</b>`}</p>`.markup).toBe('<p><b>&lt;i&gt;</b></p>');
+    expect(html`<p>${html`<b>${'<i>'}</b>`}</p>`.toString()).toBe('<p><b>&lt;i&gt;</b></p>');
   });
 
   it('never lets any string produce markup', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary' }), (value) => {
         // eslint-disable-next-line no-control-regex
-        expect(escapeHtml(value)).not.toMatch(/[<>"'\u0000-\u0008\u000b-\u001f\u007f]/);
+        expect(html`${value}`.toString()).not.toMatch(/[<>"'\u0000-\u0008\u000b-\u001f\u007f]/);
       }),
     );
   });
 
   it('keeps a JSON data block from closing its script element', () => {
-    const block = jsonBlock('data', { path: '</script><script>alert(1)</script>&' }).markup;
+    const block = jsonBlock('data', { path: '</script><script>alert(1)</script>&' }).toString();
     expect(block.match(/<\/script>/g)).toHaveLength(1);
     const json = block.slice(block.indexOf('>') + 1, block.lastIndexOf('</script>'));
     expect(JSON.parse(json)).toEqual({ path: '</script><script>alert(1)</script>&' });
@@ -77,15 +76,14 @@ describe('redirects', () => {
 });
 
 describe('sessions', () => {
-  const requestWith = (sessions: Sessions, id: string) =>
-    ({ headers: { cookie: `${sessions.cookieName}=${id}` } }) as unknown as IncomingMessage;
+  const cookieOf = (sessions: Sessions, id: string) => `${sessions.cookieName}=${id}`;
 
   it(`keep at most ${MAX_SESSIONS}, dropping the oldest first`, () => {
     const sessions = new Sessions(3001);
     const created = Array.from({ length: MAX_SESSIONS + 5 }, () => sessions.create());
     expect(sessions.size).toBe(MAX_SESSIONS);
-    expect(sessions.fromRequest(requestWith(sessions, created[4]!.id))).toBeUndefined();
-    expect(sessions.fromRequest(requestWith(sessions, created[5]!.id))).toBe(created[5]);
+    expect(sessions.fromCookies(cookieOf(sessions, created[4]!.id))).toBeUndefined();
+    expect(sessions.fromCookies(cookieOf(sessions, created[5]!.id))).toBe(created[5]);
   });
 
   it('issue at most 100 one-use form ids per session, each accepted once', () => {

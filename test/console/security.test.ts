@@ -289,7 +289,7 @@ it.each(badInput)('answers $name with a $status page, never a 500', async ({ pat
   const cookie = await sessionCookie(env.console);
   const response = await rawRequest(env.console.origin, path(), { method, headers: { cookie } });
   expect(response.status).toBe(status);
-  expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
+  expect(response.headers['content-type']?.toLowerCase()).toBe('text/html; charset=utf-8');
   expect(response.body).toContain('<h1>');
   expect(response.body).not.toMatch(/at .*\.ts:\d+|ValidationException/);
   expect(env.logged).toEqual([]);
