@@ -181,7 +181,8 @@ const formWithToken: MiddlewareHandler<ConsoleEnv> = async (c, next) => {
 };
 
 const consoleApp = ({ ctx, sessions, branches, hosts, log }: ConsoleSetup): Hono<ConsoleEnv> => {
-  const app = new Hono<ConsoleEnv>();
+  // A trailing slash finds the same page.
+  const app = new Hono<ConsoleEnv>({ strict: false });
   app.use(SECURE_HEADERS, caching, async (c, next) => {
     // DNS rebinding: a page on another name that resolves here is still not this console.
     if (!hosts.has((c.req.header('host') ?? '').toLowerCase())) return c.text(MISDIRECTED, 421);
