@@ -19,6 +19,7 @@ import { setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
+import { timingSafeEqual } from 'hono/utils/buffer';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
 import { InvalidUsagePositionError } from '../../shared/data/repositories/usage';
@@ -29,7 +30,6 @@ import { keyActionRoutes } from './key-action-routes';
 import { keyRoutes } from './keys-routes';
 import { branchPath, homePage, messagePage, showControls } from './layout';
 import { checkId, checkPath, Refusal } from './refusals';
-import { timingSafeEqual } from 'hono/utils/buffer';
 import { allowedHosts, localPath, Sessions, type ConsoleEnv } from './session';
 import { usageRoutes } from './usage-routes';
 import { LOCAL_CONSOLE_PORT } from '../local-defaults';
@@ -157,7 +157,7 @@ const caching: MiddlewareHandler = async (c, next) => {
   c.res.headers.set('Cache-Control', asset ? 'private, max-age=3600' : 'no-store');
 };
 
-export const MAX_FORM_BYTES = 16 * 1024;
+const MAX_FORM_BYTES = 16 * 1024;
 
 const formLimit = bodyLimit({
   maxSize: MAX_FORM_BYTES,
