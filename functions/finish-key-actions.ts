@@ -1,36 +1,36 @@
 /**
  * Finishes key actions from the keys table's stream (docs/decisions.md "Key events"): the event
- * source passes only records whose new image carries a pending entry; each is read again
- * (consistent) and, if still pending, copied to the activity table, its event sent, and cleared. A
- * crash of the function that acted is thus caught up here. The first record that can't be finished
- * is answered as a batch item failure, so Lambda retries from it.
+ * source passes only records whose new image has entries in its outbox; each key is read again
+ * (consistent) and its outbox finished: entries copied to the activity table, events sent in order,
+ * finished entries removed. A crash of the function that acted is thus caught up here. The first
+ * record whose key still has an entry waiting is answered as a batch item failure, so Lambda
+ * retries from it.
  */
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { createDocumentClient } from '../shared/data/dynamodb';
 import { createKeyEventEmitter } from '../shared/data/key-events';
-import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
+import { ActivityRepository, KeyOutbox } from '../shared/data/repositories';
 import { keysTable } from '../shared/data/tables';
 import { readDynamoDbSettings, readKeyEventSettings, readTableNames } from '../shared/config/env';
 import { logger } from '../shared/lambda/observability';
 
 const tables = readTableNames(process.env, ['keys', 'activity']);
 const client = createDocumentClient(readDynamoDbSettings(process.env));
-const keys = new KeysRepository(
+const outbox = new KeyOutbox(
   client,
   tables.keys,
   new ActivityRepository(client, tables.activity),
   createKeyEventEmitter(readKeyEventSettings(process.env), logger),
 );
 
-/** Whether the record's key has no entry left unfinished (none, or one now copied and sent). */
+/** Whether the record's key has no entry left waiting (none, or every one now copied and sent). */
 const finished = async (record: DynamoDBRecord): Promise<boolean> => {
   const keyHash = record.dynamodb?.Keys?.[keysTable.partitionKey.name]?.S;
   if (!keyHash) return true;
   try {
-    const { pending, sent } = await keys.finishPending(keyHash);
-    return !pending || sent;
+    return (await outbox.finishKey(keyHash)).length === 0;
   } catch (error) {
     logger.error('Key action not finished', { key_id: record.dynamodb?.NewImage?.key_id?.S, error });
     return false;

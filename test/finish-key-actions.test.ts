@@ -80,7 +80,7 @@ const batchOf = async (keyIds: readonly string[]): Promise<DynamoDBStreamEvent> 
 };
 const run = (event: DynamoDBStreamEvent) => invokeFunction(handler, event, buildContext('finish-key-actions'));
 const pending = async (keyId: string) =>
-  (await scanRaw(tableNames.keys)).some((item) => item.key_id?.S === keyId && item.pending_activity);
+  (await scanRaw(tableNames.keys)).some((item) => item.key_id?.S === keyId && item.outbox?.L?.length);
 const logged = async (keyId: string) =>
   (await scanRaw(tableNames.activity)).filter((item) => item.key_id?.S === keyId).map((item) => item.action!.S);
 

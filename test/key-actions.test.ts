@@ -298,7 +298,7 @@ describe('an action and its activity entry cannot disagree (a fault proxy in fro
     expect(entries.map((entry) => entry.action)).toEqual(['disabled', 'created']);
   });
 
-  it('the next action copies a pending entry first, so none is overwritten', async () => {
+  it('an entry whose copy failed waits on the key; the next action adds its own and both are copied', async () => {
     const { keyId } = await newKey();
     proxy.inject('PutItem', { kind: 'error' });
     await disableKey(faulty, { branchId, keyId });
@@ -348,7 +348,7 @@ describe('concurrent actions and keys from before activity', () => {
       new UpdateCommand({
         TableName: tableNames.keys,
         Key: { key_hash: item!.key_hash!.S! },
-        UpdateExpression: 'REMOVE version, pending_activity',
+        UpdateExpression: 'REMOVE version, outbox',
       }),
     );
     expect((await disableKey(ctx, { branchId, keyId })).key.version).toBe(1);

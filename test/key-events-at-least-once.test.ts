@@ -1,7 +1,7 @@
 /**
- * Key events at least once (docs/decisions.md "Key events"): an action's entry stays on its key
- * item until it is copied to the activity table and its event sent, so a process killed between
- * the two leaves it for the next CLI run or stack start to send. Real processes: a child's activity
+ * Key events at least once, in order (docs/decisions.md "Key events"): an action's entry waits in
+ * its key item's outbox until it is copied to the activity table and its event sent, so a process
+ * killed between the two leaves it for the next CLI run or stack start to send. Real processes: a child's activity
  * put is held by the fault proxy in front of the embedded DynamoDB, then the child is SIGKILLed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
-import { fileKeyEvents, KeyEventNotSentError } from '../shared/data/key-events';
+import { fileKeyEvents } from '../shared/data/key-events';
 import { PROJECT_ROOT, runCli } from './support/cli';
 import { startFaultProxy, type FaultProxy, type SeenRequest } from './support/fault-proxy';
 import { mainBranch } from './support/fixtures';
@@ -20,8 +20,9 @@ import { readEventsFile } from './support/secret-scanning';
 const branchId = mainBranch.id;
 const tempDir = () => mkdtempSync(join(tmpdir(), 'key-events-'));
 const eventsIn = (file: string) => (existsSync(file) ? readEventsFile(file) : []);
+/** How many of these keys have entries waiting in their outbox. */
 const pendingOn = async (keyIds: readonly string[]) =>
-  (await scanRaw(tableNames.keys)).filter((item) => keyIds.includes(item.key_id!.S!) && item.pending_activity).length;
+  (await scanRaw(tableNames.keys)).filter((item) => keyIds.includes(item.key_id!.S!) && item.outbox?.L?.length).length;
 const loggedActions = async (keyIds: readonly string[]) =>
   (await scanRaw(tableNames.activity))
     .filter((item) => keyIds.includes(item.key_id!.S!))
@@ -51,26 +52,32 @@ describe('an event that could not be sent', () => {
     expect(await loggedActions([record.key_id])).toEqual([`${record.key_id}:created`, `${record.key_id}:disabled`]);
     expect(await pendingOn([record.key_id])).toBe(1);
 
-    const sweep = await keysSendingTo(file).finishAllPending();
-    expect(sweep).toEqual({ pending: expect.any(Number), unsent: 0 });
+    const sweep = await keysSendingTo(file).outbox.finishAll();
+    expect(sweep).toEqual({ pending: expect.any(Number), unsent: 0, uncopied: 0 });
     expect(eventsIn(file).map((event) => [event['detail-type'], event.detail.event_id])).toEqual([
       ['Key Disabled', `${record.key_id}#2`],
     ]);
     expect(await pendingOn([record.key_id])).toBe(0);
-    await keysSendingTo(file).finishAllPending();
+    await keysSendingTo(file).outbox.finishAll();
     expect(eventsIn(file)).toHaveLength(1);
   });
 
-  it("is sent before the key's next action replaces its entry; if it still can't be, that action is refused", async () => {
+  it("never holds up the key's next action: both wait, in order, and are sent in order once they can be", async () => {
     const file = join(tempDir(), 'events.jsonl');
     const { record } = await createKey({ name: 'next action' });
     const ref = { branchId, keyId: record.key_id, actor: 'alice' };
     const unreachable = keysSendingTo(join(tempDir(), 'no-such-dir', 'events.jsonl'));
     await unreachable.disable(ref);
-    await expect(unreachable.enable(ref)).rejects.toThrow(KeyEventNotSentError);
-    expect((await unreachable.getById(record.key_id))!.disabled_at).toBeDefined();
+    const enabled = await unreachable.enable(ref);
+    expect(enabled.changed).toBe(true);
+    expect((await unreachable.getById(record.key_id))!.disabled_at).toBeUndefined();
+    // The disabled event was tried and not taken; the enabled one waits behind it, not tried.
+    expect(enabled.pending.map(({ entry, sent, heldBack }) => [entry.action, sent, heldBack])).toEqual([
+      ['disabled', false, false],
+      ['enabled', false, true],
+    ]);
 
-    await keysSendingTo(file).enable(ref);
+    expect(await keysSendingTo(file).outbox.finishAll()).toEqual({ pending: 2, unsent: 0, uncopied: 0 });
     expect(eventsIn(file).map((event) => [event['detail-type'], event.detail.event_id])).toEqual([
       ['Key Disabled', `${record.key_id}#2`],
       ['Key Enabled', `${record.key_id}#3`],
@@ -78,6 +85,7 @@ describe('an event that could not be sent', () => {
     expect(await loggedActions([record.key_id])).toEqual(
       ['created', 'disabled', 'enabled'].map((action) => `${record.key_id}:${action}`),
     );
+    expect(await pendingOn([record.key_id])).toBe(0);
   });
 });
 

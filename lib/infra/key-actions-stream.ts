@@ -1,9 +1,9 @@
 /**
- * Key events at least once, deployed (docs/decisions.md "Key events"): the keys table's stream
- * feeds functions/finish-key-actions.ts, which finishes the entry of an action whose function
- * died after its key write. Only records whose new image carries a pending entry invoke it. A
- * failing batch is split, retried a bounded number of times, then its pointer goes to a
- * dead-letter queue (the entries stay on their key items for the next finisher). Alarms on the
+ * Key events at least once, in order, deployed (docs/decisions.md "Key events"): the keys table's
+ * stream feeds functions/finish-key-actions.ts, which finishes the outbox of a key whose actor died
+ * after its key write or could not send. Only records whose new image has an entry in its outbox
+ * invoke it. A failing batch is split, retried a bounded number of times, then its pointer goes to
+ * a dead-letter queue (the entries stay on their key items for the next finisher). Alarms on the
  * queue and on the iterator age; the function's errors, throttles and duration by monitoring.ts.
  */
 import { Duration, Validations } from 'aws-cdk-lib';
@@ -21,9 +21,12 @@ import type { KeyEvents } from './key-events';
 import { deadLetterQueue, streamAlarms } from './stream-consumer';
 
 export const KEY_ACTIONS_ENTRY = 'functions/finish-key-actions.ts';
-/** The records that invoke it: an action's write carries its entry; the entry's clearing does not. */
+/**
+ * The records that invoke it: items with at least one entry in their outbox. The outbox is a list,
+ * which Lambda's filtering crushes: a field under it matches if any element has it.
+ */
 export const PENDING_ENTRY_PATTERN = {
-  dynamodb: { NewImage: { pending_activity: { M: { activity_id: { S: [{ exists: true }] } } } } },
+  dynamodb: { NewImage: { outbox: { L: { M: { activity_id: { S: [{ exists: true }] } } } } } },
 };
 /** Behind the stream by more than this, key events go out late: alarmed. */
 const MAX_ITERATOR_AGE = Duration.seconds(60);
@@ -54,7 +57,7 @@ export class KeyActionsStream extends Construct {
     if (!props.keysTable.tableStreamArn) throw new Error('KeyActionsStream: the keys table has no stream');
     this.function = new ApiFunction(this, 'Finisher', {
       entry: KEY_ACTIONS_ENTRY,
-      // A batch of ten: per record a GetItem, a PutItem, PutEvents and an UpdateItem, each bounded.
+      // A batch of ten: per record a GetItem, then per entry a PutItem, PutEvents and an UpdateItem, each bounded.
       timeout: Duration.seconds(30),
       reservedConcurrency: props.reservedConcurrency,
       ...loggingOf(props),
@@ -63,7 +66,7 @@ export class KeyActionsStream extends Construct {
         [TABLE_ENV.activity]: props.activityTable.tableName,
       },
     });
-    // The calls finishPending makes (shared/data/repositories/keys.ts): no Query, no index.
+    // The calls finishKey makes (shared/data/repositories/key-outbox.ts): no Query, no index.
     const { role } = this.function;
     role.addToPolicy(
       new iam.PolicyStatement({

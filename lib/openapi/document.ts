@@ -177,9 +177,8 @@ const buildReportOperation = (): Json => ({
     "is revoked at once (its next call answers `revoked_api_key`), its leak is recorded with the report's " +
     '`url` and `source`, and a `Key Leaked` event is sent. The answer labels each token by its SHA-256: ' +
     '`true_positive` for a key of this service (revoked now or before), `false_positive` for anything else. ' +
-    'Each token is handled on its own: one that could not be revoked keeps its entry, marked ' +
-    '`"error": "not_revoked"`, and the others are still revoked; when the database is unavailable the ' +
-    'report answers 503 once every other token is handled, to be sent again. ' +
+    'Each token is handled on its own: when one could not be revoked, the others are still revoked and ' +
+    'the report answers 5xx (503 when the database is unavailable), to be sent again. ' +
     `The same report sent again changes nothing more. Bodies over ${MAX_REPORT_BYTES} bytes are refused.`,
   tags: ['Security'],
   security: [],

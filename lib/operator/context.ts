@@ -80,14 +80,19 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
 };
 
 /**
- * Finishes the key actions a killed process left pending on a local target (docs/decisions.md "Key
- * events"): entries copied, events sent. Only with somewhere to send them; never fails the caller.
+ * Finishes the entries waiting in key items' outboxes on a local target (docs/decisions.md "Key
+ * events": a killed process's, or events the destination did not take): copied, events sent in
+ * order. Only with somewhere to send them; never fails the caller.
  */
 export const finishKeyActions = async (ctx: OperatorContext): Promise<void> => {
   if (!ctx.endpoint || ctx.keyEvents === noKeyEvents) return;
   try {
-    const { unsent } = await ctx.keys.finishAllPending();
-    if (unsent > 0) stderrWarning(`${unsent} key events could not be sent yet; the next command or start sends them`);
+    const { unsent, uncopied } = await ctx.keys.outbox.finishAll();
+    const left = [
+      unsent > 0 ? `${unsent} key event${unsent === 1 ? '' : 's'} could not be sent yet` : '',
+      uncopied > 0 ? `${uncopied} activity entr${uncopied === 1 ? 'y' : 'ies'} could not be written yet` : '',
+    ].filter(Boolean);
+    if (left.length > 0) stderrWarning(`${left.join(' and ')}; the next command or start finishes them, in order`);
   } catch (error) {
     stderrWarning(`unfinished key actions were not checked: ${(error as Error).message}`);
   }

@@ -16,7 +16,7 @@ import {
   type KeySettingsChange,
 } from '../../shared/domain/key-record';
 import type { KeyActionResult, KeyRef, PendingEntry } from '../../shared/data/repositories/keys';
-import type { ActivityEntry, KeyAction } from '../../shared/domain/key-activity';
+import { EVENTS_NOT_SENT, type ActivityEntry, type KeyAction } from '../../shared/domain/key-activity';
 import type { ActivityPage } from '../../shared/data/repositories/activity';
 import { SCOPES, type Scope } from '../../shared/domain/schemas';
 import { keyState, type KeyState } from '../../shared/domain/key-state';
@@ -53,8 +53,8 @@ export interface KeyListing extends ApiKeyRecord {
 }
 
 /**
- * A key action's entry not finished yet: the action has happened, and its entry waits on the key
- * for the key actions finisher or the key's next action (docs/decisions.md "Key events").
+ * A key action's entry not finished yet: the action has happened, and its entry waits on the key,
+ * in order, for the key actions finisher or the key's next action (docs/decisions.md "Key events").
  */
 export interface PendingActivity {
   key_id: string;
@@ -64,39 +64,49 @@ export interface PendingActivity {
   copied: boolean;
   /** Its key event sent. */
   sent: boolean;
-  /** Why not, in words: the DynamoDB failure named, or the event unsent. */
+  /** Why not, in words: the DynamoDB failure named, the event unsent, or an earlier one of the key unsent. */
   reason: string;
+  /** Events of the key's older entries that the bound folded into this one: never sent. */
+  events_not_sent?: number;
 }
 
-/** The entries an action left pending, if any: `{ pending }` to spread into its outcome. */
+/** The entries an action left waiting, if any: `{ pending }` to spread into its outcome. */
 const pendingOf = (ctx: OperatorContext, entries: readonly PendingEntry[]): { pending?: PendingActivity[] } => {
   if (entries.length === 0) return {};
-  const reasonOf = ({ copied, copyError, sent }: PendingEntry): string => {
+  const reasonOf = ({ copied, copyError, sent, heldBack }: PendingEntry): string => {
     const reasons: string[] = [];
     if (!copied) reasons.push(copyError === undefined ? 'no activity table' : dataStoreFailureMessage(copyError, ctx));
-    if (!sent) reasons.push('its destination did not take it: see "Key event not sent" in the log');
+    if (heldBack) reasons.push("an earlier event of this key is not sent yet, and a key's events go in order");
+    else if (!sent) reasons.push('its destination did not take it: see "Key event not sent" in the log');
     return reasons.join('; ');
   };
   return {
-    pending: entries.map((pending) => ({
-      key_id: pending.entry.key_id,
-      action: pending.entry.action,
-      activity_id: pending.entry.activity_id,
-      copied: pending.copied,
-      sent: pending.sent,
-      reason: reasonOf(pending),
-    })),
+    pending: entries.map((pending) => {
+      const folded = pending.entry.details?.[EVENTS_NOT_SENT];
+      return {
+        key_id: pending.entry.key_id,
+        action: pending.entry.action,
+        activity_id: pending.entry.activity_id,
+        copied: pending.copied,
+        sent: pending.sent,
+        reason: reasonOf(pending),
+        ...(folded === undefined ? {} : { events_not_sent: Number(folded) }),
+      };
+    }),
   };
 };
 
 /** What a pending entry means for the operator, one sentence (the CLI's warning, the console's notice). */
-export const pendingNotice = ({ key_id, action, copied, sent, reason }: PendingActivity): string => {
+export const pendingNotice = ({ key_id, action, copied, sent, reason, events_not_sent }: PendingActivity): string => {
   const missing = [copied ? '' : 'its activity entry is not written', sent ? '' : 'its key event is not sent']
     .filter(Boolean)
     .join(' and ');
+  const folded = events_not_sent
+    ? ` (${events_not_sent} older events of this key were folded into it, never sent)`
+    : '';
   return (
-    `key ${key_id} ${action}, but ${missing} yet (${reason}): it stays on the key and is finished ` +
-    'by the key actions finisher or the next action on this key'
+    `key ${key_id} ${action}, but ${missing} yet (${reason})${folded}: it stays on the key, in order, and is ` +
+    'finished by the key actions finisher or the next action on this key'
   );
 };
 
@@ -409,7 +419,8 @@ export const auditKeys = async (
   const now = request.now ?? new Date();
   await requireBranch(ctx, request.branchId);
   const listed = await ctx.keys.listByBranch(request.branchId);
-  if (ctx.keyEvents) await sendExpiringEvents({ keys: ctx.keys, keyEvents: ctx.keyEvents, candidates: listed, now });
+  if (ctx.keyEvents)
+    await sendExpiringEvents({ claims: ctx.expiryClaims, keyEvents: ctx.keyEvents, candidates: listed, now });
   const keys = await auditOf(ctx, listed, now);
   return { branch_id: request.branchId, generated_at: now.toISOString(), keys };
 };
@@ -448,7 +459,7 @@ export const listActivityPage = async (ctx: OperatorContext, request: ActivityRe
     throw invalidInput('position', ' is either before or after, not both');
   await requireBranch(ctx, request.branchId);
   if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
-  await ctx.keys.flushActivity(request.branchId);
+  await ctx.keys.outbox.finishBranch(request.branchId);
   return ctx.activity.page({
     branchId: request.branchId,
     limit,

@@ -135,7 +135,8 @@ export class Resolver {
 
 /**
  * Whether a value matches a filter pattern as Lambda's event filtering does, for what its filters
- * use here: nested fields, a list of exact values, `{ "exists": … }`.
+ * use here: nested fields (a list in the value is crushed: any element may match), a list of exact
+ * values, `{ "exists": … }`.
  */
 export const matchesPattern = (pattern: unknown, value: unknown): boolean => {
   if (Array.isArray(pattern)) {
@@ -146,6 +147,7 @@ export const matchesPattern = (pattern: unknown, value: unknown): boolean => {
     );
   }
   if (pattern === null || typeof pattern !== 'object') return false;
+  if (Array.isArray(value)) return value.some((element) => matchesPattern(pattern, element));
   return Object.entries(pattern).every(([name, inner]) => matchesPattern(inner, (value as Json | undefined)?.[name]));
 };
 

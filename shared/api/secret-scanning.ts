@@ -2,10 +2,10 @@
  * The secret scanning report (docs/decisions.md "Leaked keys"): signature first, then the shape,
  * then each reported token on its own: a live key that matches is revoked at once as the `leaked`
  * key action (its activity entry carries the report's url and source, cut to a bounded length; the
- * keys repository sends its `Key Leaked` event). A token whose revocation fails is answered with
- * `error: 'not_revoked'` and logged, and the others are still revoked; when the failure is the
- * database being unavailable, the report is a 503 after every other token was handled, so GitHub
- * sends it again. The raw token is never echoed, logged or stored: only its SHA-256.
+ * keys repository sends its `Key Leaked` event), whatever earlier events of the key still wait. A
+ * token whose revocation fails is logged and the others are still revoked; the report then answers
+ * 5xx (503 when the database is unavailable) so GitHub sends it again: a 200 would end GitHub's
+ * deliveries with a live key. The raw token is never echoed, logged or stored: only its SHA-256.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import pMap from 'p-map';
@@ -113,13 +113,8 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
         const tokenHash = hashApiKey(reported.token);
         let verdict = verdicts.get(tokenHash);
         if (!verdict) verdicts.set(tokenHash, (verdict = judge(reported, tokenHash, index)));
-        const { label, failure } = await verdict;
-        return {
-          token_hash: tokenHash,
-          token_type: reported.type,
-          label,
-          ...(failure === undefined ? {} : { error: 'not_revoked' as const }),
-        };
+        const { label } = await verdict;
+        return { token_hash: tokenHash, token_type: reported.type, label };
       },
       { concurrency: REPORT_CONCURRENCY },
     );
@@ -131,9 +126,9 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
       revoked_key_ids: judged.flatMap(({ revoked }) => (revoked ? [revoked.key_id] : [])),
       not_revoked: failures.length,
     });
-    // Worth a retry: every other token is settled, so the report sent again costs little.
-    const unavailable = failures.find((failure) => failure instanceof DataStoreUnavailableError);
-    if (unavailable) throw unavailable;
+    // Every other token is settled, so the report sent again costs little; a 200 would be final.
+    const failure = failures.find((failed) => failed instanceof DataStoreUnavailableError) ?? failures[0];
+    if (failure !== undefined) throw failure;
     return jsonResponse(200, answers);
   };
 };

@@ -1,7 +1,7 @@
 /**
  * Where key events go (docs/decisions.md "Key events"): an EventBridge bus deployed, a JSON-lines
  * file locally. Emitting never rejects: a failed send is retried, then logged at error level
- * ("Key event not sent") and handed back, so a key action's entry stays pending until it is sent.
+ * ("Key event not sent", with why) and handed back, so a key action's entry waits until it is sent.
  */
 import { appendFile } from 'node:fs/promises';
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
@@ -17,11 +17,6 @@ export interface EmitterLogger {
   error(message: string, extra: Record<string, unknown>): void;
 }
 
-/** A key action refused because the event of the key's previous action could not be sent yet. */
-export class KeyEventNotSentError extends Error {
-  override name = 'KeyEventNotSentError';
-}
-
 /** Attempts per event, first included. */
 export const KEY_EVENT_ATTEMPTS = 3;
 /** The log message of an event that could not be sent; its `key_event` field is the event to replay. */
@@ -29,15 +24,23 @@ export const KEY_EVENT_NOT_SENT = 'Key event not sent';
 /** PutEvents takes at most 10 entries per call. */
 const PUT_EVENTS_BATCH = 10;
 
-/** Sends events through `send` (which returns the ones that failed), retrying those, logging what is left. */
+/** What one send left: the events not taken, and why. */
+interface SendOutcome {
+  failed: readonly KeyEvent[];
+  error?: unknown;
+}
+
+/** Sends events through `send`, retrying the ones it did not take, logging what is left and why. */
 const withRetries =
-  (send: (events: readonly KeyEvent[]) => Promise<readonly KeyEvent[]>, logger: EmitterLogger) =>
+  (send: (events: readonly KeyEvent[]) => Promise<SendOutcome>, logger: EmitterLogger) =>
   async (events: readonly KeyEvent[]): Promise<readonly KeyEvent[]> => {
     let pending = events;
     let lastError: unknown;
     for (let attempt = 0; attempt < KEY_EVENT_ATTEMPTS && pending.length > 0; attempt += 1) {
       try {
-        pending = await send(pending);
+        const { failed, error } = await send(pending);
+        pending = failed;
+        lastError = error ?? lastError;
       } catch (error) {
         lastError = error;
       }
@@ -53,7 +56,7 @@ export const noKeyEvents: KeyEventEmitter = { emit: async () => [] };
 export const fileKeyEvents = (path: string, logger: EmitterLogger): KeyEventEmitter => ({
   emit: withRetries(async (events) => {
     if (events.length > 0) await appendFile(path, events.map((event) => `${JSON.stringify(event)}\n`).join(''));
-    return [];
+    return { failed: [] };
   }, logger),
 });
 
@@ -73,18 +76,21 @@ export const eventBridgeKeyEvents = (
 ): KeyEventEmitter => ({
   emit: withRetries(async (events) => {
     const failed: KeyEvent[] = [];
+    let error: unknown;
     for (let at = 0; at < events.length; at += PUT_EVENTS_BATCH) {
       const batch = events.slice(at, at + PUT_EVENTS_BATCH);
       // A batch that fails as a whole is retried alone, so the ones sent before it are not sent twice.
       const result = await client
         .send(new PutEventsCommand({ Entries: batch.map((event) => toEntry(event, busName)) }))
-        .catch(() => undefined);
+        .catch((failure: unknown) => void (error = failure));
       if (!result) failed.push(...batch);
       (result?.Entries ?? []).forEach((entry, index) => {
-        if (entry.ErrorCode && batch[index]) failed.push(batch[index]);
+        if (!entry.ErrorCode || !batch[index]) return;
+        failed.push(batch[index]);
+        error = new Error(`EventBridge refused the event: ${entry.ErrorCode} ${entry.ErrorMessage ?? ''}`.trim());
       });
     }
-    return failed;
+    return { failed, error };
   }, logger),
 });
 

@@ -1,6 +1,7 @@
 /**
  * Key activity records (docs/decisions.md "Key activity"): who did what to a key, when, and what
- * changed. Never a key value: `changes` holds settings only.
+ * changed. Never a key value: `changes` holds settings only. Until an entry is copied to the
+ * activity table and sent as its key event it waits on the key item, in order ("Key events").
  */
 
 /** Every key action that is recorded; `leaked` comes from a secret-scanning report. */
@@ -43,4 +44,39 @@ export const diffSettings = (
     if (JSON.stringify(was) !== JSON.stringify(now)) changes[field] = { before: was, after: now };
   }
   return changes;
+};
+
+/**
+ * Entries that wait on one key item at most. An entry is at most about 6 KB (a 200-character name
+ * and a 50-block allowlist, before and after; a leak's url is 2,048 characters and comes last), so
+ * the item stays near 130 KB at worst, a third of DynamoDB's 400 KB (docs/decisions.md "Key events").
+ */
+export const MAX_PENDING_ENTRIES = 20;
+
+/** What an entry says when older entries were folded into it: how many events, and the first one's id. */
+export const EVENTS_NOT_SENT = 'events_not_sent';
+export const FIRST_EVENT_NOT_SENT = 'first_event_not_sent';
+
+/** `oldest` folded into `next`: its event will never be sent, and `next` counts it. */
+const fold = (oldest: ActivityEntry, next: ActivityEntry): ActivityEntry => ({
+  ...next,
+  details: {
+    ...next.details,
+    [EVENTS_NOT_SENT]: String(Number(oldest.details?.[EVENTS_NOT_SENT] ?? 0) + 1),
+    [FIRST_EVENT_NOT_SENT]: oldest.details?.[FIRST_EVENT_NOT_SENT] ?? oldest.activity_id,
+  },
+});
+
+/**
+ * The waiting entries once `entry` joins them, oldest first: past `max`, the oldest is folded into
+ * the one after it, so an action is never refused for want of room.
+ */
+export const appendPending = (
+  waiting: readonly ActivityEntry[],
+  entry: ActivityEntry,
+  max = MAX_PENDING_ENTRIES,
+): ActivityEntry[] => {
+  const entries = [...waiting, entry];
+  while (entries.length > Math.max(max, 2)) entries.splice(0, 2, fold(entries[0]!, entries[1]!));
+  return entries;
 };

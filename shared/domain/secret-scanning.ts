@@ -43,16 +43,12 @@ export const reportedLocation = (reported: ReportedToken): Pick<ReportedToken, '
   source: cut(reported.source, MAX_REPORTED_SOURCE_CHARS),
 });
 
-/**
- * The answer: one entry per reported token, never the token itself (the OpenAPI document's schema).
- * `error` is set only on a token that has this service's format but could not be revoked.
- */
+/** The answer: one entry per reported token, never the token itself (the OpenAPI document's schema). */
 export const ReportAnswerSchema = z.array(
   z.object({
     token_hash: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
     token_type: z.string(),
     label: z.enum(['true_positive', 'false_positive']),
-    error: z.optional(z.literal('not_revoked')),
   }),
 );
 export type ReportAnswer = z.infer<typeof ReportAnswerSchema>[number];

@@ -4,7 +4,7 @@
  * first (a conditional write), so two runs never send the same one twice.
  */
 import type { ApiKeyRecord } from '../domain/key-record';
-import type { KeysRepository } from '../data/repositories/keys';
+import type { KeyExpiryClaims } from '../data/repositories/key-expiry-claims';
 import type { KeyEventEmitter } from '../data/key-events';
 import { keyEvent, SERVICE_ACTOR } from '../domain/key-events';
 
@@ -22,7 +22,7 @@ export const isExpiringSoon = (key: ApiKeyRecord, now: Date): boolean => {
 };
 
 export interface ExpiringEventsInput {
-  keys: Pick<KeysRepository, 'claimExpiringEvent'>;
+  claims: Pick<KeyExpiryClaims, 'claimExpiringEvent'>;
   keyEvents: KeyEventEmitter;
   /** Keys to consider; only those expiring soon are claimed. */
   candidates: readonly ApiKeyRecord[];
@@ -31,7 +31,7 @@ export interface ExpiringEventsInput {
 
 /** Claims and sends the "Key Expiring" events of the candidates; the keys it sent one for. */
 export const sendExpiringEvents = async ({
-  keys,
+  claims,
   keyEvents,
   candidates,
   now = new Date(),
@@ -39,7 +39,7 @@ export const sendExpiringEvents = async ({
   const sent: ApiKeyRecord[] = [];
   for (const key of candidates) {
     if (!isExpiringSoon(key, now) || key.expires_at === undefined) continue;
-    if (await keys.claimExpiringEvent(key.key_id, key.expires_at)) sent.push(key);
+    if (await claims.claimExpiringEvent(key.key_id, key.expires_at)) sent.push(key);
   }
   await keyEvents.emit(
     sent.map((key) => keyEvent('expiring', key, SERVICE_ACTOR, now, { expires_at: key.expires_at ?? '' })),

@@ -33,7 +33,7 @@ it('feeds the function only records whose new image carries a pending entry, spl
     MaximumRecordAgeInSeconds: 6 * 3600,
     FilterCriteria: {
       Filters: [
-        { Pattern: '{"dynamodb":{"NewImage":{"pending_activity":{"M":{"activity_id":{"S":[{"exists":true}]}}}}}}' },
+        { Pattern: '{"dynamodb":{"NewImage":{"outbox":{"L":{"M":{"activity_id":{"S":[{"exists":true}]}}}}}}}' },
       ],
     },
     FunctionResponseTypes: ['ReportBatchItemFailures'],

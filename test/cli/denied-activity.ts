@@ -13,7 +13,8 @@ export const DENIED =
   'to your AWS identity: its IAM policy needs the operator grants (docs/deploy.md "Operator permissions")';
 
 /** How the warning ends: where the entry is and who finishes it. */
-export const STAYS = 'it stays on the key and is finished by the key actions finisher or the next action on this key';
+export const STAYS =
+  'it stays on the key, in order, and is finished by the key actions finisher or the next action on this key';
 
 /** A DynamoDB endpoint that allows everything but the activity table's PutItem. */
 export const denyActivityCopy = (): Promise<RecordingProxy> => {

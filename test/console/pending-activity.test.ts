@@ -57,7 +57,7 @@ it('disables and edits the key, shows the notice and the pending warning; the fi
   expect(disabled.body).toContain(warning(record.key_id, 'disabled', DENIED));
   expect(await api(key)).toBe(401);
   expect(await loggedActions(record.key_id)).toEqual(['created']);
-  expect(await ctx.keys.finishAllPending()).toEqual({ pending: 1, unsent: 0 });
+  expect(await ctx.keys.outbox.finishAll()).toEqual({ pending: 1, unsent: 0, uncopied: 0 });
   expect(await loggedActions(record.key_id)).toEqual(['disabled', 'created']);
 
   const edited = await postForm(denied, branch(), keyUrl(record.key_id, 'edit'), [
@@ -67,7 +67,7 @@ it('disables and edits the key, shows the notice and the pending warning; the fi
   expect(edited.status).toBe(200);
   expect(edited.body).toContain(`Key “renamed” (${record.key_id}) is updated`);
   expect(edited.body).toContain(warning(record.key_id, 'updated', DENIED));
-  expect(await ctx.keys.finishAllPending()).toEqual({ pending: 1, unsent: 0 });
+  expect(await ctx.keys.outbox.finishAll()).toEqual({ pending: 1, unsent: 0, uncopied: 0 });
   expect(await loggedActions(record.key_id)).toEqual(['updated', 'disabled', 'created']);
 });
 
@@ -82,7 +82,7 @@ it('shows the new key and the pending warning when a created key has no entry wr
   expect(keyId).toBeDefined();
   expect(created.body).toContain(warning(keyId!, 'created', DENIED));
   expect((await ctx.keys.getById(keyId!))?.name).toBe('fresh');
-  expect(await ctx.keys.finishAllPending()).toEqual({ pending: 1, unsent: 0 });
+  expect(await ctx.keys.outbox.finishAll()).toEqual({ pending: 1, unsent: 0, uncopied: 0 });
   expect(await loggedActions(keyId!)).toEqual(['created']);
 });
 
@@ -94,7 +94,7 @@ it('escapes the reason for HTML', async () => {
   expect(revoked.body).toContain(`Key “escaped” (${record.key_id}) is revoked`);
   expect(revoked.body).toContain('DynamoDB refused the request on table no&lt;script&gt; (ACTIVITY_TABLE,');
   expect(revoked.body).not.toContain('no<script>');
-  expect(await ctx.keys.finishAllPending()).toEqual({ pending: 1, unsent: 0 });
+  expect(await ctx.keys.outbox.finishAll()).toEqual({ pending: 1, unsent: 0, uncopied: 0 });
   expect(await loggedActions(record.key_id)).toEqual(['revoked', 'created']);
 });
 
@@ -102,5 +102,5 @@ it('redirects as before when the entry is finished at once', async () => {
   const { record } = await ctx.keys.create({ branchId: branch(), scopes: ['read'], name: 'plain' });
   const disabled = await postForm(setup.env.console, branch(), keyUrl(record.key_id, 'disable'), []);
   expect(disabled.status).toBe(303);
-  expect(await ctx.keys.finishAllPending()).toEqual({ pending: 0, unsent: 0 });
+  expect(await ctx.keys.outbox.finishAll()).toEqual({ pending: 0, unsent: 0, uncopied: 0 });
 });

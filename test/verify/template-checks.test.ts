@@ -313,7 +313,7 @@ const KINDS: [string, (r: Resources, t: Template) => void, string, string, RegEx
         '{"dynamodb":{"NewImage":{"revoked_at":{"S":[{"exists":true}]}}}}'),
     'stream-filter',
     'KeyActionsStream',
-    /revoked_at.*, expected .*pending_activity/,
+    /revoked_at.*, expected .*outbox/,
   ],
   [
     'the keys stream mapping deleted',

@@ -6,6 +6,8 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ApiTableNames, TableNames } from '../tables';
 import { ActivityRepository } from './activity';
 import { BranchDataRepository } from './branch-data';
+import { KeyExpiryClaims } from './key-expiry-claims';
+import { KeyOutbox } from './key-outbox';
 import { KeyReader } from './key-reader';
 import { KeysRepository } from './keys';
 import { RateLimitsRepository } from './rate-limits';
@@ -16,6 +18,8 @@ export interface Repositories {
   keys: KeysRepository;
   /** The hot-path lookup of the same table. */
   keyReader: KeyReader;
+  /** "Key Expiring" claims on the same table's items. */
+  expiryClaims: KeyExpiryClaims;
   usage: UsageRepository;
   branchData: BranchDataRepository;
   rateLimits: RateLimitsRepository;
@@ -35,6 +39,7 @@ export const createRepositories = (
   return {
     keys: new KeysRepository(client, tables.keys, activity, keyEvents),
     keyReader: new KeyReader(client, tables.keys),
+    expiryClaims: new KeyExpiryClaims(client, tables.keys),
     usage: new UsageRepository(client, tables.usage),
     branchData: new BranchDataRepository(client, tables.branchData),
     rateLimits: new RateLimitsRepository(client, tables.rateLimits),
@@ -42,5 +47,14 @@ export const createRepositories = (
   };
 };
 
-export { ActivityRepository, BranchDataRepository, KeyReader, KeysRepository, RateLimitsRepository, UsageRepository };
+export {
+  ActivityRepository,
+  BranchDataRepository,
+  KeyExpiryClaims,
+  KeyOutbox,
+  KeyReader,
+  KeysRepository,
+  RateLimitsRepository,
+  UsageRepository,
+};
 export type { Page, PageRequest } from './page';

@@ -1,19 +1,21 @@
 /**
- * The hot-path key lookup: one strongly consistent GetItem by the key's hash, so a revocation
- * counts from the next request. The key actions read through it too (keys.ts).
+ * Reads of the keys table. The hot-path lookup is one strongly consistent GetItem by the key's
+ * hash, so a revocation counts from the next request; the key actions (keys.ts), their outbox
+ * (key-outbox.ts) and the expiry claims (key-expiry-claims.ts) also find items through the indexes.
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { ActivityEntry } from '../../domain/key-activity';
 import type { ApiKeyRecord } from '../../domain/key-record';
 import { DynamoRepository } from '../dynamodb';
+import { KEYS_BY_BRANCH_INDEX, KEYS_BY_ID_INDEX } from '../tables';
 
-/** The key item: the record, its hash, and the entry of its last action until it is copied out. */
+/** The key item: the record, its hash, and the entries of its actions not finished yet, oldest first. */
 export interface StoredKey extends ApiKeyRecord {
   key_hash: string;
-  pending_activity?: ActivityEntry;
+  outbox?: ActivityEntry[];
 }
 
-export const toRecord = ({ key_hash: _hash, pending_activity: _pending, ...record }: StoredKey): ApiKeyRecord => record;
+export const toRecord = ({ key_hash: _hash, outbox: _outbox, ...record }: StoredKey): ApiKeyRecord => record;
 
 export class KeyReader extends DynamoRepository {
   async getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
@@ -21,11 +23,38 @@ export class KeyReader extends DynamoRepository {
     return stored ? toRecord(stored) : undefined;
   }
 
-  /** The key item as stored, hash and pending entry included. */
+  /** The key item as stored, hash and outbox included. */
   async getStored(keyHash: string): Promise<StoredKey | undefined> {
     const { Item } = await this.run('GetItem', () =>
       this.client.send(new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true })),
     );
     return Item as StoredKey | undefined;
+  }
+
+  /** The key item with this id, from the by-id index (eventually consistent: read it again by hash to act). */
+  async findById(keyId: string): Promise<StoredKey | undefined> {
+    const { Items } = await this.run('Query', () =>
+      this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: KEYS_BY_ID_INDEX,
+          KeyConditionExpression: 'key_id = :id',
+          ExpressionAttributeValues: { ':id': keyId },
+          Limit: 1,
+        }),
+      ),
+    );
+    return Items?.[0] as StoredKey | undefined;
+  }
+
+  /** Every key item of a branch, newest first. */
+  async listOfBranch(branchId: string): Promise<StoredKey[]> {
+    const { items } = await this.queryItems<StoredKey>({
+      IndexName: KEYS_BY_BRANCH_INDEX,
+      KeyConditionExpression: 'branch_id = :branch',
+      ExpressionAttributeValues: { ':branch': branchId },
+      ScanIndexForward: false,
+    });
+    return items;
   }
 }
