@@ -9,10 +9,11 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { buildContext } from '../lib/local/events';
 import { invokeFunction } from '../lib/local/invoke';
 import { sequenceNumber, streamEvent, type StreamChange } from '../lib/local/stream-events';
-import { KeysRepository } from '../shared/data/repositories';
+import { eventBridgeKeyEvents } from '../shared/data/key-events';
+import { ActivityRepository, KeyOutbox, KeysRepository } from '../shared/data/repositories';
 import { eventBridgeEndpoint } from './support/event-bridge';
 import { mainBranch } from './support/fixtures';
-import { createKey, fixtureClient, scanRaw, setUpBranches, tableNames } from './support/harness';
+import { createKey, fixtureClient, fixtureKeys, scanRaw, setUpBranches, tableNames } from './support/harness';
 
 type Handler = (event: DynamoDBStreamEvent, context: ReturnType<typeof buildContext>) => Promise<DynamoDBBatchResponse>;
 
@@ -132,4 +133,30 @@ it('skips a record whose key is gone', async () => {
     'arn:aws:dynamodb:local:000000000000:table/keys',
   );
   expect(await run(event)).toEqual({ batchItemFailures: [] });
+});
+
+it('racing the actor, it sends every event in order of first arrival, each under its entry id; nothing is left', async () => {
+  const { record } = await createKey({ name: 'raced' });
+  const keyId = record.key_id;
+  const crashed = new KeysRepository(fixtureClient, tableNames.keys); // no activity table, no events
+  const ref = { branchId, keyId, actor: 'alice' };
+  for (const act of [crashed.disable, crashed.enable, crashed.disable, crashed.enable]) await act.call(crashed, ref);
+  expect((await fixtureKeys.getById(keyId))?.version).toBe(5);
+  // The actor's own finishing pass and the stream's, at once, over the same four entries.
+  const actor = new KeyOutbox(
+    fixtureClient,
+    tableNames.keys,
+    new ActivityRepository(fixtureClient, tableNames.activity),
+    eventBridgeKeyEvents(bus.client, 'branch-api-key-events', { error: () => undefined }),
+  );
+  const [, streamAnswer] = await Promise.all([
+    actor.finishKey((await scanRaw(tableNames.keys)).find((item) => item.key_id?.S === keyId)!.key_hash!.S!),
+    run(await batchOf([keyId])),
+  ]);
+  expect(streamAnswer).toEqual({ batchItemFailures: [] });
+  // Either may send an event the other sent too; consumers dedupe by id, and the first arrivals are in order.
+  const firstArrivals = [...new Set(acceptedIds.filter((id) => id.startsWith(`${keyId}#`)))];
+  expect(firstArrivals).toEqual([2, 3, 4, 5].map((version) => `${keyId}#${version}`));
+  expect(await pending(keyId)).toBe(false);
+  expect((await logged(keyId)).sort()).toEqual(['created', 'disabled', 'disabled', 'enabled', 'enabled']);
 });
