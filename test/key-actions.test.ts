@@ -18,6 +18,7 @@ import {
   updateKey,
   type KeySettings,
 } from '../lib/operator/keys';
+import { hashApiKey } from '../shared/domain/api-key';
 import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
 import { mainBranch, otherBranch } from './support/fixtures';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -364,8 +365,8 @@ describe('a leaked key (the secret-scanning handler revokes through the reposito
   it('is revoked with a leaked entry carrying the report, once', async () => {
     const { key, keyId } = await newKey();
     const leak = { url: 'https://github.com/o/r/blob/x/.env', source: 'content' };
-    await fixtureKeys.revoke(keyId, new Date(), 'github-secret-scanning', leak);
-    await fixtureKeys.revoke(keyId, new Date(), 'github-secret-scanning', leak);
+    await fixtureKeys.revokeLeaked(hashApiKey(key), leak, 'github-secret-scanning');
+    await fixtureKeys.revokeLeaked(hashApiKey(key), leak, 'github-secret-scanning');
     expectError(await callWith(key), 401, 'revoked_api_key');
     const entries = await listActivity(ctx, { branchId, keyId });
     expect(entries.map((entry) => entry.action)).toEqual(['leaked', 'created']);

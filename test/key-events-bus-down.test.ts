@@ -10,6 +10,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { handler as getBranch } from '../functions/get-branch';
 import { startConsole, type SettingsConsole } from '../lib/console/server';
 import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
+import { disableKey, pendingNotice } from '../lib/operator/keys';
 import { MAX_NAME_LENGTH } from '../lib/operator/limits';
 import { eventBridgeKeyEvents } from '../shared/data/key-events';
 import { ActivityRepository, KeysRepository } from '../shared/data/repositories';
@@ -201,13 +202,21 @@ describe(`past ${MAX_PENDING_ENTRIES} entries waiting on one key`, () => {
     const { key, record } = await keys.create({ branchId: BRANCH, scopes: ['read'], actor: 'alice' });
     const keyId = record.key_id;
     const ACTIONS = MAX_PENDING_ENTRIES + 5;
-    for (let i = 0; i < ACTIONS; i += 1) {
+    for (let i = 1; i < ACTIONS; i += 1) {
       const { changed } = await keys.update({ branchId: BRANCH, keyId, actor: 'alice' }, largest(i % 2));
       expect(changed).toBe(true);
     }
+    // The last action through the operator library: it takes effect, and its warnings say what was folded.
+    const disabled = await disableKey(ctx, { branchId: BRANCH, keyId });
+    expect(await api(key)).toBe('disabled_api_key');
+    const folded = ACTIONS + 1 - MAX_PENDING_ENTRIES;
+    expect(disabled.pending).toHaveLength(MAX_PENDING_ENTRIES);
+    expect(disabled.pending![0]).toMatchObject({ action: 'updated', events_not_sent: folded });
+    expect(pendingNotice(disabled.pending![0]!)).toContain(
+      `(${folded} older events of this key were folded into it, never sent)`,
+    );
     const stored = (await keys.outbox.finishKey(hashApiKey(key))).map(({ entry }) => entry);
     // Entries 1 to 6 folded into entry 7, which now counts them; 7 to 26 wait.
-    const folded = ACTIONS + 1 - MAX_PENDING_ENTRIES;
     expect(stored.map(({ activity_id }) => activity_id)).toEqual(
       Array.from({ length: MAX_PENDING_ENTRIES }, (_, i) => `${keyId}#${folded + 1 + i}`),
     );

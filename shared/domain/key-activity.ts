@@ -4,6 +4,8 @@
  * activity table and sent as its key event it waits on the key item, in order ("Key events").
  */
 
+import type { ApiKeyRecord } from './key-record';
+
 /** Every key action that is recorded; `leaked` comes from a secret-scanning report. */
 export const KEY_ACTIONS = ['created', 'updated', 'disabled', 'enabled', 'rolled', 'revoked', 'leaked'] as const;
 export type KeyAction = (typeof KEY_ACTIONS)[number];
@@ -45,6 +47,39 @@ export const diffSettings = (
   }
   return changes;
 };
+
+/** Fields of a key whose before/after an entry records. */
+export const RECORDED_FIELDS = [
+  'name',
+  'scopes',
+  'expires_at',
+  'allowed_ips',
+  'rate_limit',
+  'disabled_at',
+  'revoked_at',
+  'rolled_to',
+  'rolled_from',
+] as const;
+
+/** The entry of an action that took a key from `before` to `after` (whose version it is keyed by). */
+export const actionEntry = (
+  before: Partial<ApiKeyRecord>,
+  after: ApiKeyRecord,
+  action: KeyAction,
+  actor: string,
+  now: Date,
+  details?: Record<string, string>,
+): ActivityEntry => ({
+  activity_id: `${after.key_id}#${after.version ?? 0}`,
+  branch_id: after.branch_id,
+  key_id: after.key_id,
+  key_name: after.name,
+  action,
+  actor,
+  at: now.toISOString(),
+  changes: diffSettings(before, after as unknown as Record<string, unknown>, RECORDED_FIELDS),
+  ...(details ? { details } : {}),
+});
 
 /**
  * Entries that wait on one key item at most. An entry is at most about 6 KB (a 200-character name

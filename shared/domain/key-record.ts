@@ -42,18 +42,26 @@ export interface KeySettingsChange {
   rate_limit?: string | null;
 }
 
-/** Fields whose before/after an activity entry records. */
-export const RECORDED_FIELDS = [
-  'name',
-  'scopes',
-  'expires_at',
-  'allowed_ips',
-  'rate_limit',
-  'disabled_at',
+/**
+ * What a rolled key does not inherit: its identity, its links, its own times and history. Everything
+ * else (branch, name, scopes, IP allowlist, expiry, rate limit, and any setting added later) is
+ * copied, so a new key setting can't be lost in a roll.
+ */
+const NOT_INHERITED = new Set<string>([
+  'key_id',
+  'start',
+  'created_at',
   'revoked_at',
-  'rolled_to',
+  'disabled_at',
   'rolled_from',
-] as const;
+  'rolled_to',
+  'version',
+  'expiring_event_for',
+] satisfies (keyof ApiKeyRecord)[]);
+
+/** The settings a key rolled from `record` starts with. */
+export const inheritedSettings = (record: ApiKeyRecord): Pick<ApiKeyRecord, 'branch_id' | 'name' | 'scopes'> =>
+  Object.fromEntries(Object.entries(record).filter(([name]) => !NOT_INHERITED.has(name))) as ApiKeyRecord;
 
 /** A key's state forbids the action: `state` says why (`grace`: it was rolled, see `rolledTo`). */
 export class KeyActionRefusedError extends Error {

@@ -7,13 +7,13 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { apiKeyStart, generateApiKey, hashApiKey } from '../../domain/api-key';
-import { diffSettings, type ActivityEntry, type KeyAction } from '../../domain/key-activity';
+import { actionEntry, type KeyAction } from '../../domain/key-activity';
 import {
   KeyActionRefusedError,
   KeyChangedError,
   KeyNotFoundError,
   KeyNotRollableError,
-  RECORDED_FIELDS,
+  inheritedSettings,
   type ApiKeyRecord,
   type KeySettingsChange,
 } from '../../domain/key-record';
@@ -77,52 +77,11 @@ export interface KeyActionResult {
 /** Actor of actions taken without one (the tests' fixtures, keys made before activity existed). */
 export const UNKNOWN_ACTOR = 'unknown';
 
-/**
- * What a rolled key does not inherit: its identity, its links, its own times and history. Everything
- * else (branch, name, scopes, IP allowlist, expiry, rate limit, and any attribute added later) is
- * copied, so a new key setting can't be lost in a roll.
- */
-const NOT_INHERITED = new Set<string>([
-  'key_hash',
-  'key_id',
-  'start',
-  'created_at',
-  'revoked_at',
-  'disabled_at',
-  'rolled_from',
-  'rolled_to',
-  'version',
-  'outbox',
-  'expiring_event_for',
-]);
-const inheritedSettings = (stored: StoredKey): Record<string, unknown> =>
-  Object.fromEntries(Object.entries(stored).filter(([name]) => !NOT_INHERITED.has(name)));
-
 /** One action's change to a key item: attributes set and removed. */
 interface KeyMutation {
   set: Record<string, unknown>;
   remove: readonly string[];
 }
-
-/** The action's entry, as the key item's outbox carries it until it is copied and sent. */
-const entryOf = (
-  before: Partial<StoredKey>,
-  after: ApiKeyRecord,
-  action: KeyAction,
-  actor: string,
-  now: Date,
-  details?: Record<string, string>,
-): ActivityEntry => ({
-  activity_id: `${after.key_id}#${after.version ?? 0}`,
-  branch_id: after.branch_id,
-  key_id: after.key_id,
-  key_name: after.name,
-  action,
-  actor,
-  at: now.toISOString(),
-  changes: diffSettings(before, after as unknown as Record<string, unknown>, RECORDED_FIELDS),
-  ...(details ? { details } : {}),
-});
 
 const newKeyId = (): string => `key_${randomBytes(12).toString('base64url')}`;
 
@@ -164,9 +123,6 @@ interface Action {
   plan: Plan;
   details?: Record<string, string>;
 }
-
-/** Who acts on a key reference, and when. */
-const actorOf = (ref: Actor): Pick<Action, 'actor' | 'now'> => ({ actor: ref.actor, now: ref.now ?? new Date() });
 
 export class KeysRepository extends DynamoRepository {
   private readonly reader: KeyReader;
@@ -260,61 +216,42 @@ export class KeysRepository extends DynamoRepository {
     }
   }
 
+  /** Runs an action on a key of the branch, as `ref`'s actor. */
+  private async act(ref: KeyRef, action: KeyAction, plan: Plan): Promise<KeyActionResult> {
+    return this.perform(await this.requireStored(ref), { action, actor: ref.actor, now: ref.now ?? new Date(), plan });
+  }
+
   /** Changes settings of a live (active or disabled) key; unchanged settings write nothing. */
   async update(ref: KeyRef, change: KeySettingsChange): Promise<KeyActionResult> {
-    return this.perform(await this.requireStored(ref), {
-      action: 'updated',
-      ...actorOf(ref),
-      plan: (stored, state) => {
-        refuseUnless('updated', ['active', 'disabled'])(stored, state);
-        return mutationOf(change);
-      },
+    return this.act(ref, 'updated', (stored, state) => {
+      refuseUnless('updated', ['active', 'disabled'])(stored, state);
+      return mutationOf(change);
     });
   }
 
   /** Disables a key until it is enabled: 401 disabled_api_key meanwhile. Disabling twice changes nothing. */
   async disable(ref: KeyRef): Promise<KeyActionResult> {
-    return this.perform(await this.requireStored(ref), {
-      action: 'disabled',
-      ...actorOf(ref),
-      plan: (stored, state, now) => {
-        if (state === 'disabled') return undefined;
-        refuseUnless('disabled', ['active', 'grace'])(stored, state);
-        return { set: { disabled_at: now.toISOString() }, remove: [] };
-      },
+    return this.act(ref, 'disabled', (stored, state, now) => {
+      if (state === 'disabled') return undefined;
+      refuseUnless('disabled', ['active', 'grace'])(stored, state);
+      return { set: { disabled_at: now.toISOString() }, remove: [] };
     });
   }
 
   /** Enables a disabled key; an enabled one is left as it is. Revoked and expired keys are refused. */
   async enable(ref: KeyRef): Promise<KeyActionResult> {
-    return this.perform(await this.requireStored(ref), {
-      action: 'enabled',
-      ...actorOf(ref),
-      plan: (stored, state) => {
-        refuseUnless('enabled', ['active', 'grace', 'disabled'])(stored, state);
-        return stored.disabled_at === undefined ? undefined : { set: {}, remove: ['disabled_at'] };
-      },
+    return this.act(ref, 'enabled', (stored, state) => {
+      refuseUnless('enabled', ['active', 'grace', 'disabled'])(stored, state);
+      return stored.disabled_at === undefined ? undefined : { set: {}, remove: ['disabled_at'] };
     });
   }
 
   /**
    * Revokes a key from now on; revoking a revoked key changes nothing. The caller checks the branch.
-   * @param leak a secret-scanning report's facts (`url`, `source`): the entry is then `leaked`
    * @throws KeyNotFoundError when no key has this id
    */
-  async revoke(
-    keyId: string,
-    now = new Date(),
-    actor = UNKNOWN_ACTOR,
-    leak?: Record<string, string>,
-  ): Promise<KeyActionResult> {
-    return this.perform(await this.requireStored({ keyId }), {
-      action: leak ? 'leaked' : 'revoked',
-      actor,
-      now,
-      plan: revocation,
-      ...(leak ? { details: leak } : {}),
-    });
+  async revoke(keyId: string, now = new Date(), actor = UNKNOWN_ACTOR): Promise<KeyActionResult> {
+    return this.perform(await this.requireStored({ keyId }), { action: 'revoked', actor, now, plan: revocation });
   }
 
   /**
@@ -355,7 +292,7 @@ export class KeysRepository extends DynamoRepository {
     const endsAt = new Date(now.getTime() + Math.min(graceMs, remaining ?? graceMs)).toISOString();
     const created = await this.putNew(
       {
-        ...(inheritedSettings(stored) as Pick<ApiKeyRecord, 'branch_id' | 'name' | 'scopes'>),
+        ...inheritedSettings(toRecord(stored)),
         key_id: newKeyId(),
         created_at: now.toISOString(),
         rolled_from: keyId,
@@ -402,7 +339,7 @@ export class KeysRepository extends DynamoRepository {
     const item: StoredKey = {
       ...record,
       key_hash: hashApiKey(key),
-      outbox: [entryOf({}, record, 'created', actor, now, details)],
+      outbox: [actionEntry({}, record, 'created', actor, now, details)],
     };
     await this.run('PutItem', () =>
       this.client.send(
@@ -434,7 +371,7 @@ export class KeysRepository extends DynamoRepository {
     const version = (stored.version ?? 0) + 1;
     const after = { ...toRecord(stored), ...mutation.set, version } as ApiKeyRecord & Record<string, unknown>;
     for (const field of mutation.remove) delete after[field];
-    const append = outboxAppend(stored, entryOf(stored, after, action, actor, now, details));
+    const append = outboxAppend(stored, actionEntry(stored, after, action, actor, now, details));
     if (append.folded.length > 0) await this.outbox.keepInLog(append.folded);
     const names: Record<string, string> = { ...append.names, '#version': 'version' };
     const values: Record<string, unknown> = { ...append.values };
