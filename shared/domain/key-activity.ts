@@ -4,8 +4,6 @@
  * activity table and sent as its key event it waits on the key item, in order ("Key events").
  */
 
-import type { ApiKeyRecord } from './key-record';
-
 /** Every key action that is recorded; `leaked` comes from a secret-scanning report. */
 export const KEY_ACTIONS = ['created', 'updated', 'disabled', 'enabled', 'rolled', 'revoked', 'leaked'] as const;
 export type KeyAction = (typeof KEY_ACTIONS)[number];
@@ -63,8 +61,8 @@ export const RECORDED_FIELDS = [
 
 /** The entry of an action that took a key from `before` to `after` (whose version it is keyed by). */
 export const actionEntry = (
-  before: Partial<ApiKeyRecord>,
-  after: ApiKeyRecord,
+  before: object,
+  after: { key_id: string; branch_id: string; name: string; version?: number },
   action: KeyAction,
   actor: string,
   now: Date,
@@ -77,7 +75,7 @@ export const actionEntry = (
   action,
   actor,
   at: now.toISOString(),
-  changes: diffSettings(before, after as unknown as Record<string, unknown>, RECORDED_FIELDS),
+  changes: diffSettings(before as Record<string, unknown>, after as Record<string, unknown>, RECORDED_FIELDS),
   ...(details ? { details } : {}),
 });
 
