@@ -29,16 +29,6 @@ export interface PendingEntry {
   heldBack: boolean;
 }
 
-/** What a sweep of many outboxes found and left. */
-export interface OutboxSweep {
-  /** Entries that were waiting. */
-  pending: number;
-  /** Of those, entries whose event is still not sent. */
-  unsent: number;
-  /** Of those, entries still not in the activity table. */
-  uncopied: number;
-}
-
 /** The key item's attribute that holds the waiting entries. */
 const OUTBOX = 'outbox';
 
@@ -134,24 +124,23 @@ export class KeyOutbox extends DynamoRepository {
 
   /**
    * Finishes the outboxes of a branch's keys, so the activity read next agrees with the keys.
-   * @returns how many entries were waiting
    * @throws the first failed copy: a log that lacks an action is not shown
    */
-  async finishBranch(branchId: string): Promise<number> {
-    if (!this.activity) return 0;
-    const waiting = (await this.reader.listOfBranch(branchId)).filter((stored) => stored.outbox?.length);
-    const { pending, copyError } = await this.finishEach(waiting);
-    if (copyError) throw copyError.error;
-    return pending;
+  async finishBranch(branchId: string): Promise<void> {
+    if (!this.activity) return;
+    for (const stored of await this.reader.listOfBranch(branchId)) {
+      const failed = (await this.finish(stored)).find((entry) => entry.copyError !== undefined);
+      if (failed) throw failed.copyError;
+    }
   }
 
   /**
    * Finishes every outbox in the table (the local stack's start and operator commands). A Scan of
    * the whole table, filtered to items with entries waiting: its reads grow with the number of
    * keys, so it never runs on a request path.
-   * @returns how many entries were waiting, and how many are still not sent, or not copied
+   * @returns how many entries were waiting, and how many of them are still not sent, or not copied
    */
-  async finishAll(): Promise<OutboxSweep> {
+  async finishAll(): Promise<{ pending: number; unsent: number; uncopied: number }> {
     const pages = paginateScan(
       { client: this.client },
       {
@@ -162,6 +151,7 @@ export class KeyOutbox extends DynamoRepository {
         ConsistentRead: true,
       },
     );
+    const sweep = { pending: 0, unsent: 0, uncopied: 0 };
     const found: StoredKey[] = [];
     try {
       await this.run('Scan', async () => {
@@ -169,29 +159,21 @@ export class KeyOutbox extends DynamoRepository {
       });
     } catch (error) {
       // No keys table yet (a fresh local DynamoDB before `tables create`): nothing is waiting.
-      if ((error as Error).cause instanceof ResourceNotFoundException) return { pending: 0, unsent: 0, uncopied: 0 };
+      if ((error as Error).cause instanceof ResourceNotFoundException) return sweep;
       throw error;
     }
-    const { copyError: _copyError, ...counts } = await this.finishEach(found);
-    return counts;
+    for (const stored of found) {
+      const left = await this.finish(stored);
+      sweep.pending += stored.outbox?.length ?? 0;
+      sweep.unsent += left.filter((entry) => !entry.sent).length;
+      sweep.uncopied += left.filter((entry) => !entry.copied).length;
+    }
+    return sweep;
   }
 
   /** Puts entries an action is about to fold into the activity table, so the log keeps them; best effort. */
   async keepInLog(entries: readonly ActivityEntry[]): Promise<void> {
     await Promise.all(entries.map((entry) => this.copy(entry)));
-  }
-
-  private async finishEach(items: readonly StoredKey[]): Promise<OutboxSweep & { copyError?: { error: unknown } }> {
-    const sweep: OutboxSweep & { copyError?: { error: unknown } } = { pending: 0, unsent: 0, uncopied: 0 };
-    for (const stored of items) {
-      sweep.pending += stored.outbox?.length ?? 0;
-      const left = await this.finish(stored);
-      sweep.unsent += left.filter((entry) => !entry.sent).length;
-      sweep.uncopied += left.filter((entry) => !entry.copied).length;
-      const failed = left.find((entry) => entry.copyError !== undefined);
-      sweep.copyError ??= failed && { error: failed.copyError };
-    }
-    return sweep;
   }
 
   /** An idempotent put of the entry into the activity table (its key is the entry's id). */
