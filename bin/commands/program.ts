@@ -38,10 +38,12 @@ export const buildProgram = (jsonErrors = false): Command => {
       'after',
       `
 Target: DYNAMODB_ENDPOINT (e.g. the one "npm start" prints) or, when unset, a
-deployed stack with the default AWS credentials: --stack BranchApi-prod
---region eu-west-1 (before the command) reads its outputs; or set KEYS_TABLE,
-USAGE_TABLE, BRANCH_DATA_TABLE, ROLLUPS_TABLE, RATE_LIMITS_TABLE, ACTIVITY_TABLE
-and KEY_EVENT_BUS_NAME from them (docs/deploy.md).`,
+deployed stack with the default AWS credentials, named before the command:
+--outputs outputs.json (written by cdk deploy --outputs-file) or --stack
+BranchApi-prod (reads its outputs); or set KEYS_TABLE, USAGE_TABLE,
+BRANCH_DATA_TABLE, ROLLUPS_TABLE, RATE_LIMITS_TABLE, ACTIVITY_TABLE and
+KEY_EVENT_BUS_NAME from them. Region: --region, AWS_REGION, AWS_DEFAULT_REGION
+or the profile's config, as the AWS CLI resolves it (docs/deploy.md).`,
     )
     .option('--stack <name>', 'a deployed stack: read its outputs (DescribeStacks)')
     .option('--region <region>', 'its region (sets AWS_REGION)')
