@@ -223,8 +223,9 @@ describe(`past ${MAX_PENDING_ENTRIES} entries waiting on one key`, () => {
       const keyId = record.key_id;
       const ACTIONS = MAX_PENDING_ENTRIES + 5;
       for (let i = 1; i < ACTIONS; i += 1) {
-        const { changed } = await keys.update({ branchId: BRANCH, keyId, actor: 'alice' }, largest(i % 2));
-        expect(changed).toBe(true);
+        // The settings, not `changed`: on a busy machine the SDK may resend a write that landed.
+        const { record: updated } = await keys.update({ branchId: BRANCH, keyId, actor: 'alice' }, largest(i % 2));
+        expect(updated.name).toBe(largest(i % 2).name);
       }
       // The last action through the operator library: it takes effect, and its warnings say what was folded.
       const disabled = await disableKey(ctx, { branchId: BRANCH, keyId });
