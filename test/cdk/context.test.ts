@@ -166,7 +166,7 @@ describe('the real cdk synth', () => {
       execFile(
         process.execPath,
         [join(PROJECT_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk'), 'synth', '--quiet', '--output', output, ...args],
-        { cwd: PROJECT_ROOT, env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' }, timeout: 120_000 },
+        { cwd: PROJECT_ROOT, env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' }, timeout: 170_000 },
         (error, _stdout, stderr) =>
           resolve({
             code: error ? Number(error.code ?? 1) : 0,
