@@ -18,12 +18,12 @@ import {
   bucketOf,
   hourItemSk,
   hourOf,
-  itemSizeBytes,
   padSequence,
   RESPONSE_TIME_BOUNDS_MS,
   totalsOf,
   type HourRollup,
 } from '../shared/domain/rollups';
+import { itemSize } from '../shared/domain/item-size';
 import { createUsageAggregator } from '../shared/lambda/usage-stream';
 import { ensureTables } from '../lib/operator/tables';
 import { sequenceNumber, streamEvent, usageChange, type StreamChange } from '../lib/local/stream-events';
@@ -239,7 +239,7 @@ describe('aggregating the usage stream', () => {
     expect(await storedItems(['br_flood'])).toEqual(expectedItems(calls));
     // The bound (docs/usage-rollups.md "Bounds"): counters and one watermark per source (one per
     // usage write shard here), whatever the calls.
-    expect(itemSizeBytes(Item!)).toBeLessThan(1024 + USAGE_WRITE_SHARDS * 64);
+    expect(itemSize(Item!)).toBeLessThan(1024 + USAGE_WRITE_SHARDS * 64);
   }, 60_000);
 
   it('applies the other branches of a batch when one record cannot be applied, and reports that record', async () => {

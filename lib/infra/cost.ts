@@ -1,17 +1,19 @@
 /**
- * What the stack costs per month at a given number of API calls, from the synthesized template
- * (memory, architecture, alarms and their metrics, tables, indexes, point-in-time recovery,
- * retention, stream batch size) and the DynamoDB calls each route declares (shared/api/routes.ts,
- * which test/dynamodb-calls.test.ts holds to what the handlers do), beside the AWS-native
- * alternative: a REST API with API Gateway's own API keys and usage plans. `npm run cost` prints
- * it; `npm run docs:counts` writes it into docs/deploy.md ("What it costs").
+ * What the stack costs per month at 1 M, 10 M and 100 M API calls, beside the AWS-native
+ * alternative (a REST API with API Gateway's own keys and usage plans), from three sources, each
+ * named in the output: per-call inputs measured from what the code does (lib/infra/cost-inputs.json:
+ * test/cost-inputs.test.ts and `npm run bench` write it), the synthesized template (memory, alarms,
+ * tables, retention, tracing, log settings), and list prices with their date. What none of them can
+ * say is an assumption, stated as one. `npm run cost` prints it; `npm run docs:counts` writes it
+ * into docs/deploy.md ("What it costs").
  */
-import { routes, tableAccessOf } from '../../shared/api/routes';
-import { TABLE_ENV, type TableNames } from '../../shared/data/tables';
+import { join } from 'node:path';
 import { markdownTable } from '../markdown';
+import { PROJECT_ROOT } from '../project-paths';
 import type { Json } from './nag/rule';
+import measuredInputs from './cost-inputs.json';
 
-/** List prices, us-east-1, on-demand, no free tier: the assumptions every figure rests on. */
+/** List prices, us-east-1, on-demand, no free tier. */
 export const PRICES = {
   region: 'us-east-1',
   asOf: '2026-11',
@@ -19,6 +21,8 @@ export const PRICES = {
   restApiPerMillion: 3.5,
   lambdaArmPerGbSecond: 0.0000133334,
   lambdaPerMillionRequests: 0.2,
+  /** Lambda gives a function CPU in proportion to its memory: one vCPU at this many MB. */
+  lambdaMbPerVcpu: 1769,
   /** DynamoDB on-demand since November 2024. */
   dynamoWritePerMillionUnits: 0.625,
   dynamoReadPerMillionUnits: 0.125,
@@ -26,100 +30,156 @@ export const PRICES = {
   pitrPerGbMonth: 0.2,
   /** A standard-resolution alarm, per metric it evaluates (a metric-math alarm pays for each). */
   alarmMetricPerMonth: 0.1,
-  eventBridgePerMillionEvents: 1.0,
-  sqsPerMillionRequests: 0.4,
+  customMetricPerMonth: 0.3,
   logsIngestionPerGb: 0.5,
+  /** CloudWatch Logs counts each event as its message plus this many bytes. */
+  logEventOverheadBytes: 26,
+  logsInsightsPerGbScanned: 0.005,
   xrayPerMillionTracesRecorded: 5.0,
 } as const;
 
-/** What the template cannot say: assumed traffic shape, each stated in the doc with the table. */
+/** What neither the code, the template nor a price list says: each stated wherever it is used. */
 export const ASSUMPTIONS = {
-  /** Billed duration of a warm endpoint invocation (docs/deploy.md "Limits": ~20-30 ms). */
-  endpointMs: 30,
+  /** One DynamoDB call from Lambda in the same region ("single-digit milliseconds"). */
+  dynamoRoundTripMs: 5,
   /** Billed duration of one aggregator batch. */
   aggregatorBatchMs: 200,
-  /** Stored size of one usage record, in the table and again in its `by-key` index. */
-  usageRecordBytes: 400,
-  /** Log lines one call writes: the access log line, the function's request line, Lambda's REPORT line. */
-  logBytesPerCall: 1500,
-  /** X-Ray's default sampling rule: the first request each second, then 5 % of the rest. */
+  /** X-Ray's default sampling rule, which Lambda's active tracing applies: 1 request a second, then 5 %. */
   xrayReservoirPerSecond: 1,
   xrayRate: 0.05,
+  /** Usage reports an operator runs a month on the alternative's access logs, each over the month's logs. */
+  alternativeReportsPerMonth: 30,
 } as const;
+
+/** Where the measured inputs live: what the cost model reads, the test and the bench write. */
+export const COST_INPUTS_FILE = join(PROJECT_ROOT, 'lib', 'infra', 'cost-inputs.json');
+
+type Units = Record<string, number>;
+/** The per-call inputs measured from the code (lib/infra/cost-inputs.json). */
+export interface MeasuredInputs {
+  measuredBy: string;
+  endpoint: {
+    /** Lines and bytes an endpoint function logs for one successful call, the most of any route. */
+    logLines: number;
+    logBytes: number;
+    /** The stage's access log line for that call. */
+    accessLogBytes: number;
+    /** Request units of one successful call by table (and index), the most of any route. */
+    readUnits: Units;
+    writeUnits: Units;
+    /** Custom metrics published (Powertools EMF lines). */
+    metrics: string[];
+    usageItemBytes: number;
+    /** What one usage record stores, in the table and in each index, overhead included. */
+    storedBytes: Units;
+  };
+  aggregator: {
+    /** The stream batch measured: so many calls of so many keys in one hour. */
+    calls: number;
+    keys: number;
+    logLines: number;
+    logBytes: number;
+    readUnits: Units;
+    writeUnits: Units;
+    metrics: string[];
+  };
+  bench: {
+    /** `npm run bench` (bench/parts/depth.ts): the p50 slope over a delay injected before DynamoDB. */
+    sequentialDepth: number;
+    /** The same slope of the bare baseline, one read a call. */
+    bareDepth: number;
+    /** End-to-end p50 with no delay injected, ms: the CPU of a call on this machine, an upper bound. */
+    localMs: number;
+    date: string;
+  };
+}
+
+export const MEASURED: MeasuredInputs = measuredInputs;
+const TEST = MEASURED.measuredBy;
 
 const SECONDS_PER_MONTH = 30 * 24 * 3600;
 const GB = 1024 ** 3;
+const sum = (units: Units) => Object.values(units).reduce((a, b) => a + b, 0);
+const listed = (units: Units) =>
+  Object.entries(units)
+    .map(([name, n]) => `${name} ${n}`)
+    .join(', ');
 
-/** The figures the cost is computed from, each read from the template or the route table. */
-export interface CostInputs {
+/** The figures the template gives. */
+export interface TemplateInputs {
   endpointMemoryMb: number;
   aggregatorMemoryMb: number;
   architecture: string;
-  /** Alarms, and the metrics they evaluate (what CloudWatch bills). */
+  /** Alarms, and the metrics they evaluate (what CloudWatch bills); those a REST API stack would keep. */
   alarms: number;
   alarmMetrics: number;
+  apiAlarmMetrics: number;
   tables: number;
   pitrTables: number;
   usageRetentionDays: number;
-  streamBatchSize: number;
-  /** DynamoDB request units one successful call costs (the route's declared calls, the most of any route). */
-  readUnitsPerCall: number;
-  writeUnitsPerCall: number;
-  callsPerRequest: number;
+  /** Lambda's own START, END and REPORT lines are logged (system log level INFO or unset). */
+  platformLogs: boolean;
+  /** X-Ray active tracing on the endpoint functions. */
+  tracing: boolean;
 }
 
 const resources = (template: Json, type: string): Json[] =>
   Object.values<Json>(template.Resources ?? {}).filter((resource) => resource.Type === type);
 
-const functionByEntry = (template: Json, variable: string) =>
+const functionWith = (template: Json, variable: string) =>
   resources(template, 'AWS::Lambda::Function').find((fn) => fn.Properties?.Environment?.Variables?.[variable]);
 
-/** Indexes of a table the function names (each write to a table is written again to each `ALL` index). */
-const indexesOf = (template: Json, fn: Json | undefined, name: keyof TableNames): number => {
-  const ref = fn?.Properties?.Environment?.Variables?.[TABLE_ENV[name]]?.Ref;
-  return (template.Resources?.[ref]?.Properties?.GlobalSecondaryIndexes ?? []).length;
-};
+/** Metrics an alarm evaluates: each MetricStat of a metric-math alarm, else its one metric. */
+const alarmMetricsOf = (alarm: Json): Json[] =>
+  alarm.Properties?.Metrics
+    ? alarm.Properties.Metrics.filter((m: Json) => m.MetricStat).map((m: Json) => m.MetricStat.Metric)
+    : [alarm.Properties ?? {}];
 
-/** Strongly consistent reads (the key lookup) cost a whole read unit; the rest half of one (up to 4 KB). */
-const STRONG_READS = new Set<keyof TableNames>(['keys']);
-
-export const costInputs = (template: Json): CostInputs => {
-  const endpoint = functionByEntry(template, 'BRANCH_DATA_TABLE');
-  const aggregator = functionByEntry(template, 'ROLLUP_RETENTION_DAYS');
+export const templateInputs = (template: Json): TemplateInputs => {
+  const endpoint = functionWith(template, 'BRANCH_DATA_TABLE');
+  const aggregator = functionWith(template, 'ROLLUP_RETENTION_DAYS');
   const alarms = resources(template, 'AWS::CloudWatch::Alarm');
-  const perRoute = routes.map((route) => {
-    let reads = 0;
-    let writes = 0;
-    for (const { table, actions } of tableAccessOf(route)) {
-      for (const action of actions) {
-        if (/GetItem|Query/.test(action)) reads += STRONG_READS.has(table) ? 1 : 0.5;
-        else writes += 1 + indexesOf(template, endpoint, table);
-      }
-    }
-    return { reads, writes, calls: tableAccessOf(route).reduce((sum, access) => sum + access.actions.length, 0) };
-  });
-  const mapping = resources(template, 'AWS::Lambda::EventSourceMapping')[0];
+  const metrics = alarms.flatMap(alarmMetricsOf);
+  const tables = resources(template, 'AWS::DynamoDB::Table');
+  const systemLevel = endpoint?.Properties?.LoggingConfig?.SystemLogLevel;
   return {
     endpointMemoryMb: Number(endpoint?.Properties?.MemorySize ?? 128),
     aggregatorMemoryMb: Number(aggregator?.Properties?.MemorySize ?? 128),
     architecture: String(endpoint?.Properties?.Architectures?.[0] ?? 'x86_64'),
     alarms: alarms.length,
-    alarmMetrics: alarms.reduce(
-      (sum, alarm) =>
-        sum + Math.max(1, (alarm.Properties?.Metrics ?? []).filter((metric: Json) => metric.MetricStat).length),
-      0,
-    ),
-    tables: resources(template, 'AWS::DynamoDB::Table').length,
-    pitrTables: resources(template, 'AWS::DynamoDB::Table').filter(
-      (table) => table.Properties?.PointInTimeRecoverySpecification?.PointInTimeRecoveryEnabled,
-    ).length,
+    alarmMetrics: metrics.length,
+    apiAlarmMetrics: metrics.filter((metric) => metric.Namespace === 'AWS/ApiGateway').length,
+    tables: tables.length,
+    pitrTables: tables.filter((table) => table.Properties?.PointInTimeRecoverySpecification?.PointInTimeRecoveryEnabled)
+      .length,
     usageRetentionDays: Number(endpoint?.Properties?.Environment?.Variables?.USAGE_RETENTION_DAYS ?? 90),
-    streamBatchSize: Number(mapping?.Properties?.BatchSize ?? 100),
-    readUnitsPerCall: Math.max(...perRoute.map(({ reads }) => reads)),
-    writeUnitsPerCall: Math.max(...perRoute.map(({ writes }) => writes)),
-    callsPerRequest: Math.max(...perRoute.map(({ calls }) => calls)),
+    platformLogs: systemLevel === undefined || systemLevel === 'DEBUG' || systemLevel === 'INFO',
+    tracing: endpoint?.Properties?.TracingConfig?.Mode === 'Active',
   };
 };
+
+/** Everything the cost is computed from. */
+export interface CostInputs extends TemplateInputs {
+  measured: MeasuredInputs;
+}
+
+export const costInputs = (template: Json, measured: MeasuredInputs = MEASURED): CostInputs => ({
+  ...templateInputs(template),
+  measured,
+});
+
+/** Bytes of Lambda's START, END and REPORT lines per invocation (their published format), when logged. */
+const PLATFORM_LOG = { lines: 3, bytes: 330 };
+
+/**
+ * Billed ms of a warm call: its DynamoDB round trips in sequence, each an AWS round trip, plus the
+ * CPU it took here scaled to the function's share of a vCPU; Lambda bills whole milliseconds.
+ */
+export const billedMs = (depth: number, inputs: Pick<CostInputs, 'endpointMemoryMb' | 'measured'>): number =>
+  Math.ceil(
+    depth * ASSUMPTIONS.dynamoRoundTripMs +
+      inputs.measured.bench.localMs * Math.max(1, PRICES.lambdaMbPerVcpu / inputs.endpointMemoryMb),
+  );
 
 export interface CostLine {
   item: string;
@@ -131,27 +191,43 @@ export interface CostLine {
 
 export const VOLUMES = [1_000_000, 10_000_000, 100_000_000] as const;
 
-const xrayTraces = (calls: number) => {
-  const perSecond = calls / SECONDS_PER_MONTH;
-  const reservoir = Math.min(perSecond, ASSUMPTIONS.xrayReservoirPerSecond);
-  return (reservoir + (perSecond - reservoir) * ASSUMPTIONS.xrayRate) * SECONDS_PER_MONTH;
-};
-
 const p = PRICES;
 const a = ASSUMPTIONS;
-/** One line of the bill: `perMonth` at each volume. */
 const line = (item: string, math: string, perMonth: (calls: number) => number): CostLine => ({
   item,
   math,
   dollars: VOLUMES.map(perMonth),
 });
+const gbSeconds = (mb: number, ms: number) => (mb / 1024) * (ms / 1000);
+const logGb = (lines: number, bytes: number) => (bytes + lines * p.logEventOverheadBytes) / GB;
+
+const xrayTraces = (calls: number) => {
+  const perSecond = calls / SECONDS_PER_MONTH;
+  const reservoir = Math.min(perSecond, a.xrayReservoirPerSecond);
+  return (reservoir + (perSecond - reservoir) * a.xrayRate) * SECONDS_PER_MONTH;
+};
+const tracingLine = (on: boolean): CostLine =>
+  on
+    ? line(
+        'X-Ray traces',
+        `active tracing, X-Ray's default sampling (${a.xrayReservoirPerSecond}/s + ${a.xrayRate * 100} %), $${p.xrayPerMillionTracesRecorded} per million recorded`,
+        (n) => (xrayTraces(n) / 1e6) * p.xrayPerMillionTracesRecorded,
+      )
+    : line('X-Ray traces', 'tracing off (`-c tracing=active` turns it on)', () => 0);
 
 /** Each line of the bill at each volume: this stack (HTTP API, bearer keys in DynamoDB). */
 export const stackCost = (inputs: CostInputs): CostLine[] => {
-  const batchesPerCall = 1 / inputs.streamBatchSize;
-  // Usage records kept for the retention period, in the table and its by-key index.
-  const usageGb = (calls: number) => (calls * (inputs.usageRetentionDays / 30) * a.usageRecordBytes * 2) / GB;
-  const gbSeconds = (mb: number, ms: number) => (mb / 1024) * (ms / 1000);
+  const { endpoint, aggregator, bench } = inputs.measured;
+  const batches = (n: number) => n / aggregator.calls;
+  const ms = billedMs(bench.sequentialDepth, inputs);
+  const platform = inputs.platformLogs ? PLATFORM_LOG : { lines: 0, bytes: 0 };
+  const callLog = {
+    lines: endpoint.logLines + 1 + platform.lines,
+    bytes: endpoint.logBytes + endpoint.accessLogBytes + platform.bytes,
+  };
+  const months = inputs.usageRetentionDays / 30;
+  const indexBytes = sum(endpoint.storedBytes) - endpoint.storedBytes.usage!;
+  const customMetrics = new Set([...endpoint.metrics, ...aggregator.metrics]).size;
   return [
     line(
       'API Gateway HTTP API',
@@ -160,112 +236,193 @@ export const stackCost = (inputs: CostInputs): CostLine[] => {
     ),
     line(
       'Lambda requests',
-      `1 endpoint invocation per call + 1 aggregator batch per ${inputs.streamBatchSize} calls, $${p.lambdaPerMillionRequests} per million`,
-      (n) => ((n * (1 + batchesPerCall)) / 1e6) * p.lambdaPerMillionRequests,
+      `1 endpoint invocation per call + 1 aggregator batch per ${aggregator.calls} calls, $${p.lambdaPerMillionRequests} per million`,
+      (n) => ((n + batches(n)) / 1e6) * p.lambdaPerMillionRequests,
     ),
     line(
       'Lambda duration',
-      `${a.endpointMs} ms at ${inputs.endpointMemoryMb} MB (${inputs.architecture}) per call + ${a.aggregatorBatchMs} ms at ${inputs.aggregatorMemoryMb} MB per batch, $${p.lambdaArmPerGbSecond} per GB-s`,
+      `${ms} ms at ${inputs.endpointMemoryMb} MB (${inputs.architecture}) per call + ${a.aggregatorBatchMs} ms at ${inputs.aggregatorMemoryMb} MB per batch, $${p.lambdaArmPerGbSecond} per GB-s`,
       (n) =>
-        (n * gbSeconds(inputs.endpointMemoryMb, a.endpointMs) +
-          n * batchesPerCall * gbSeconds(inputs.aggregatorMemoryMb, a.aggregatorBatchMs)) *
+        (n * gbSeconds(inputs.endpointMemoryMb, ms) +
+          batches(n) * gbSeconds(inputs.aggregatorMemoryMb, a.aggregatorBatchMs)) *
         p.lambdaArmPerGbSecond,
     ),
     line(
       'DynamoDB writes',
-      `${inputs.writeUnitsPerCall} write units per call (rate-limit counter; usage record and its index) + 2 per batch (rollup hour and last-used items), $${p.dynamoWritePerMillionUnits} per million`,
-      (n) => ((n * (inputs.writeUnitsPerCall + 2 * batchesPerCall)) / 1e6) * p.dynamoWritePerMillionUnits,
+      `per call: ${listed(endpoint.writeUnits)}; per batch of ${aggregator.calls} calls of ${aggregator.keys} keys: ${listed(aggregator.writeUnits)}; $${p.dynamoWritePerMillionUnits} per million units`,
+      (n) =>
+        ((n * sum(endpoint.writeUnits) + batches(n) * sum(aggregator.writeUnits)) / 1e6) * p.dynamoWritePerMillionUnits,
     ),
     line(
       'DynamoDB reads',
-      `${inputs.readUnitsPerCall} read units per call (key lookup, strongly consistent; branch data), $${p.dynamoReadPerMillionUnits} per million`,
-      (n) => ((n * inputs.readUnitsPerCall) / 1e6) * p.dynamoReadPerMillionUnits,
+      `per call: ${listed(endpoint.readUnits)}; per batch: ${listed(aggregator.readUnits) || 'none'}; $${p.dynamoReadPerMillionUnits} per million units`,
+      (n) =>
+        ((n * sum(endpoint.readUnits) + batches(n) * sum(aggregator.readUnits)) / 1e6) * p.dynamoReadPerMillionUnits,
     ),
     line(
       'DynamoDB storage and PITR',
-      `usage records over ${inputs.usageRetentionDays} days, ${a.usageRecordBytes} B each ×2 (index), $${p.dynamoStoragePerGbMonth} + $${p.pitrPerGbMonth} (PITR on ${inputs.pitrTables} of ${inputs.tables} tables) per GB-month`,
-      (n) => usageGb(n) * (p.dynamoStoragePerGbMonth + p.pitrPerGbMonth),
-    ),
-    line(
-      'CloudWatch alarms',
-      `${inputs.alarms} alarms evaluating ${inputs.alarmMetrics} metrics, $${p.alarmMetricPerMonth} per metric-month`,
-      () => inputs.alarmMetrics * p.alarmMetricPerMonth,
+      `usage records kept ${inputs.usageRetentionDays} days, ${listed(endpoint.storedBytes)} B each; $${p.dynamoStoragePerGbMonth} per GB-month, PITR $${p.pitrPerGbMonth} on the table (not its indexes); the other tables hold far less`,
+      (n) =>
+        ((n * months) / GB) *
+        ((endpoint.storedBytes.usage! + indexBytes) * p.dynamoStoragePerGbMonth +
+          endpoint.storedBytes.usage! * p.pitrPerGbMonth),
     ),
     line(
       'CloudWatch Logs',
-      `${a.logBytesPerCall} B of log lines per call, $${p.logsIngestionPerGb} per GB ingested`,
-      (n) => ((n * a.logBytesPerCall) / GB) * p.logsIngestionPerGb,
+      `per call: the access log line (${endpoint.accessLogBytes} B), ${endpoint.logLines} function lines (${endpoint.logBytes} B)${inputs.platformLogs ? `, Lambda's START/END/REPORT (~${PLATFORM_LOG.bytes} B)` : ''}; per batch ${aggregator.logBytes} B; +${p.logEventOverheadBytes} B a line, $${p.logsIngestionPerGb} per GB`,
+      (n) =>
+        (n * logGb(callLog.lines, callLog.bytes) + batches(n) * logGb(aggregator.logLines, aggregator.logBytes)) *
+        p.logsIngestionPerGb,
     ),
     line(
-      'X-Ray traces',
-      `default sampling (${a.xrayReservoirPerSecond}/s + ${a.xrayRate * 100} %), $${p.xrayPerMillionTracesRecorded} per million recorded`,
-      (n) => (xrayTraces(n) / 1e6) * p.xrayPerMillionTracesRecorded,
+      'CloudWatch alarms and metrics',
+      `${inputs.alarms} alarms evaluating ${inputs.alarmMetrics} metrics ($${p.alarmMetricPerMonth} each); ${customMetrics} custom metric${customMetrics === 1 ? '' : 's'} published when nothing fails ($${p.customMetricPerMonth})`,
+      () => inputs.alarmMetrics * p.alarmMetricPerMonth + customMetrics * p.customMetricPerMonth,
     ),
-    line(
-      'EventBridge, SQS',
-      `key events only on key actions and rate limits reached ($${p.eventBridgePerMillionEvents} per million); the failure queue only on failures ($${p.sqsPerMillionRequests} per million): about 0`,
-      () => 0,
-    ),
+    tracingLine(inputs.tracing),
   ];
 };
 
-/** The same traffic on a REST API with API keys and usage plans: no key, counter or usage writes of ours. */
-export const nativeCost = (inputs: CostInputs): CostLine[] => [
-  line('API Gateway REST API', `$${p.restApiPerMillion} per million requests`, (n) => (n / 1e6) * p.restApiPerMillion),
-  line(
-    'Lambda',
-    `1 invocation per call, ${a.endpointMs} ms at ${inputs.endpointMemoryMb} MB`,
-    (n) =>
-      (n / 1e6) * p.lambdaPerMillionRequests +
-      n * (inputs.endpointMemoryMb / 1024) * (a.endpointMs / 1000) * p.lambdaArmPerGbSecond,
-  ),
-  line(
-    'DynamoDB reads',
-    '0.5 read units per call (branch data only)',
-    (n) => ((n * 0.5) / 1e6) * p.dynamoReadPerMillionUnits,
-  ),
-  line(
-    'CloudWatch, X-Ray',
-    'the same alarms, logs and traces',
-    (n) =>
-      inputs.alarmMetrics * p.alarmMetricPerMonth +
-      ((n * a.logBytesPerCall) / GB) * p.logsIngestionPerGb +
-      (xrayTraces(n) / 1e6) * p.xrayPerMillionTracesRecorded,
-  ),
-];
+/**
+ * The same traffic on a REST API with API keys and usage plans: its bare minimum (no per-call record,
+ * the same logs and tracing), and with what its user adds for the same records: an access log line
+ * carrying the usage record's fields, and a Logs Insights query over the month's lines per report.
+ */
+export const nativeCost = (inputs: CostInputs): { bare: CostLine[]; withRecords: CostLine[] } => {
+  const { endpoint, bench } = inputs.measured;
+  const ms = billedMs(bench.bareDepth, inputs);
+  const platform = inputs.platformLogs ? PLATFORM_LOG : { lines: 0, bytes: 0 };
+  const bare = [
+    line(
+      'API Gateway REST API',
+      `$${p.restApiPerMillion} per million requests (API keys and usage plans included)`,
+      (n) => (n / 1e6) * p.restApiPerMillion,
+    ),
+    line(
+      'Lambda',
+      `1 invocation per call, ${ms} ms at ${inputs.endpointMemoryMb} MB (one read: ${bench.bareDepth} round trips)`,
+      (n) =>
+        (n / 1e6) * p.lambdaPerMillionRequests + n * gbSeconds(inputs.endpointMemoryMb, ms) * p.lambdaArmPerGbSecond,
+    ),
+    line(
+      'DynamoDB reads',
+      `branch data ${endpoint.readUnits.branchData} units per call`,
+      (n) => ((n * (endpoint.readUnits.branchData ?? 0)) / 1e6) * p.dynamoReadPerMillionUnits,
+    ),
+    line(
+      'CloudWatch, X-Ray',
+      `the same minimal access log line${inputs.platformLogs ? ' and Lambda lines' : ''}, ${inputs.apiAlarmMetrics} API alarm metrics, the same tracing`,
+      (n) =>
+        n * logGb(1 + platform.lines, endpoint.accessLogBytes + platform.bytes) * p.logsIngestionPerGb +
+        inputs.apiAlarmMetrics * p.alarmMetricPerMonth +
+        (inputs.tracing ? (xrayTraces(n) / 1e6) * p.xrayPerMillionTracesRecorded : 0),
+    ),
+  ];
+  // The access log line then carries the record: key id, branch, method, path, route, status, time, ip, request id.
+  const recordLine = logGb(1, endpoint.usageItemBytes + 40);
+  const withRecords = [
+    ...bare,
+    line(
+      'Access log records',
+      `the usage record's fields in each access line (~${endpoint.usageItemBytes + 40} B more), $${p.logsIngestionPerGb} per GB`,
+      (n) => n * recordLine * p.logsIngestionPerGb,
+    ),
+    line(
+      'Usage reports',
+      `${a.alternativeReportsPerMonth} Logs Insights queries a month, each over the month's lines, $${p.logsInsightsPerGbScanned} per GB scanned`,
+      (n) =>
+        a.alternativeReportsPerMonth *
+        n *
+        (recordLine + logGb(1, endpoint.accessLogBytes)) *
+        p.logsInsightsPerGbScanned,
+    ),
+  ];
+  return { bare, withRecords };
+};
 
-const total = (lines: CostLine[]) => VOLUMES.map((_v, i) => lines.reduce((sum, line) => sum + line.dollars[i]!, 0));
+export const total = (lines: readonly CostLine[]) =>
+  VOLUMES.map((_v, i) => lines.reduce((sum_, one) => sum_ + one.dollars[i]!, 0));
 const money = (dollars: number) =>
   `$${dollars < 10 ? dollars.toFixed(2) : Math.round(dollars).toLocaleString('en-US')}`;
 const volume = (calls: number) => `${calls / 1e6} M calls`;
 
-/** The cost section's generated body: both tables, totals and per-million figures, and the prices. */
+/** Each input of the model, its value and where it comes from. */
+const inputRows = (inputs: CostInputs): string[][] => {
+  const { endpoint, aggregator, bench } = inputs.measured;
+  const measured = `measured: \`${TEST}\``;
+  const benched = `measured: \`npm run bench\` (${bench.date})`;
+  return [
+    ['Input', 'Value', 'Source'],
+    ['Function log lines per successful call', `${endpoint.logLines} (${endpoint.logBytes} B)`, measured],
+    ['Access log line per call', `${endpoint.accessLogBytes} B`, `${measured} (the stage's format)`],
+    [
+      `Aggregator log per batch of ${aggregator.calls} calls of ${aggregator.keys} keys`,
+      `${aggregator.logLines} lines (${aggregator.logBytes} B)`,
+      measured,
+    ],
+    [
+      'Write units per call',
+      listed(endpoint.writeUnits),
+      `${measured} (dynalite's ConsumedCapacity; indexes by DynamoDB's rules)`,
+    ],
+    ['Read units per call', listed(endpoint.readUnits), `${measured} (dynalite's ConsumedCapacity)`],
+    ['Write units per batch', listed(aggregator.writeUnits), `${measured} (as above)`],
+    [
+      'Stored bytes per usage record',
+      listed(endpoint.storedBytes),
+      `${measured} (DynamoDB's size rules, +100 B an item)`,
+    ],
+    ['DynamoDB round trips a call waits for', `${bench.sequentialDepth} (bare, one read: ${bench.bareDepth})`, benched],
+    ['CPU time of a call, here', `≤ ${bench.localMs} ms (end-to-end p50, no delay)`, benched],
+    ['One DynamoDB round trip on AWS', `${ASSUMPTIONS.dynamoRoundTripMs} ms`, 'assumed'],
+    [
+      'Billed duration of a warm call',
+      `${billedMs(bench.sequentialDepth, inputs)} ms`,
+      `round trips × ${ASSUMPTIONS.dynamoRoundTripMs} ms + CPU × ${PRICES.lambdaMbPerVcpu} MB ÷ memory`,
+    ],
+    ['Aggregator batch duration', `${ASSUMPTIONS.aggregatorBatchMs} ms`, 'assumed'],
+    [
+      'Memory, alarms, tables, retention, tracing, logs',
+      `${inputs.endpointMemoryMb} MB ${inputs.architecture}; ${inputs.alarms} alarms (${inputs.alarmMetrics} metrics); ${inputs.tables} tables (${inputs.pitrTables} with PITR); usage kept ${inputs.usageRetentionDays} days; tracing ${inputs.tracing ? 'active' : 'off'}; Lambda's own lines ${inputs.platformLogs ? 'on' : 'off'}`,
+      'the synthesized template',
+    ],
+    ['Prices', `${PRICES.region}, on-demand, no free tier`, `list prices as of ${PRICES.asOf} (\`lib/infra/cost.ts\`)`],
+  ];
+};
+
+/** The cost section's generated body: inputs, both tables, totals and per-million figures. */
 export const renderCost = (inputs: CostInputs, start: string, end: string): string => {
   const ours = stackCost(inputs);
-  const native = nativeCost(inputs);
-  const rows = (lines: CostLine[]) => [
-    ...lines.map((line) => [line.item, line.math, ...line.dollars.map(money)]),
-    ['**Total per month**', '', ...total(lines).map((dollars) => `**${money(dollars)}**`)],
-  ];
+  const { bare, withRecords } = nativeCost(inputs);
   const header = ['Item', 'How', ...VOLUMES.map(volume)];
+  const rows = (lines: CostLine[]) => lines.map((one) => [one.item, one.math, ...one.dollars.map(money)]);
+  const totalRow = (label: string, lines: CostLine[]) => [
+    `**${label}**`,
+    '',
+    ...total(lines).map((d) => `**${money(d)}**`),
+  ];
   const perMillion = (lines: CostLine[]) => money(total(lines)[2]! / 100);
   return [
     start,
     '',
-    `Prices: ${PRICES.region} list prices as of ${PRICES.asOf} (on-demand, no free tier), in \`lib/infra/cost.ts\`. ` +
-      `From the template: ${inputs.endpointMemoryMb} MB ${inputs.architecture} endpoints, ${inputs.alarms} alarms (${inputs.alarmMetrics} metrics), ` +
-      `${inputs.tables} tables (${inputs.pitrTables} with PITR), usage kept ${inputs.usageRetentionDays} days, stream batches of ${inputs.streamBatchSize}; ` +
-      `${inputs.callsPerRequest} DynamoDB calls per request.`,
+    ...markdownTable(inputRows(inputs)),
     '',
-    '**This stack** (HTTP API, bearer keys, per-key rate limits and usage records in DynamoDB):',
+    '**This stack** (HTTP API, bearer keys, per-key rate limits, a usage record per call, rollups):',
     '',
-    ...markdownTable([header, ...rows(ours)]),
+    ...markdownTable([header, ...rows(ours), totalRow('Total per month', ours)]),
     '',
-    '**The AWS-native alternative** (REST API, API Gateway API keys and usage plans; no usage log of its own, no per-call records, keys shown in the console):',
+    '**The AWS-native alternative** (REST API, API Gateway API keys and usage plans), bare and with the same records added:',
     '',
-    ...markdownTable([header, ...rows(native)]),
+    ...markdownTable([
+      header,
+      ...rows(bare),
+      totalRow('Total, bare (no per-call record)', bare),
+      ...rows(withRecords.slice(bare.length)),
+      totalRow('Total with per-call records', withRecords),
+    ]),
     '',
-    `At 100 M calls a month: ${perMillion(ours)} per million calls for this stack, ${perMillion(native)} for the alternative.`,
+    `At 100 M calls a month: ${perMillion(ours)} per million calls for this stack; ` +
+      `${perMillion(withRecords)} for the alternative with per-call records, ${perMillion(bare)} bare.`,
     '',
     end,
   ].join('\n');

@@ -84,7 +84,7 @@ export class DataTables extends Construct implements ApiTables {
         indexName: index.indexName,
         partitionKey: attribute(index.partitionKey),
         ...(index.sortKey ? { sortKey: attribute(index.sortKey) } : {}),
-        projectionType: dynamodb.ProjectionType.ALL,
+        projectionType: dynamodb.ProjectionType[index.projection ?? 'ALL'],
       });
     }
     return table;

@@ -13,6 +13,11 @@ export interface IndexDefinition {
   readonly indexName: string;
   readonly partitionKey: AttributeDefinition;
   readonly sortKey?: AttributeDefinition;
+  /**
+   * What each entry holds besides the keys. KEYS_ONLY: an update that leaves the keys alone writes
+   * nothing to the index (docs/decisions.md "Cost"). @default 'ALL'
+   */
+  readonly projection?: 'ALL' | 'KEYS_ONLY';
 }
 
 /** The name of each table in a deployment (a CDK stack output each) or on a local DynamoDB. */
@@ -250,9 +255,25 @@ export const createTableInput = (definition: TableDefinition, tableName: string)
           GlobalSecondaryIndexes: definition.indexes.map((index) => ({
             IndexName: index.indexName,
             KeySchema: keySchema(index.partitionKey, index.sortKey),
-            Projection: { ProjectionType: 'ALL' as const },
+            Projection: { ProjectionType: index.projection ?? 'ALL' },
           })),
         }
       : {}),
   };
+};
+
+/**
+ * The entry an index holds for an item, as DynamoDB projects it: the whole item (ALL), or the
+ * table's and the index's keys (KEYS_ONLY); undefined when the item lacks the index's keys (sparse).
+ */
+export const indexEntryOf = (
+  item: Record<string, unknown>,
+  table: Pick<TableDefinition, 'partitionKey' | 'sortKey'>,
+  index: IndexDefinition,
+): Record<string, unknown> | undefined => {
+  const keys = [table.partitionKey, table.sortKey, index.partitionKey, index.sortKey].flatMap((a) =>
+    a ? [a.name] : [],
+  );
+  if ([index.partitionKey, index.sortKey].some((a) => a && item[a.name] === undefined)) return undefined;
+  return index.projection === 'KEYS_ONLY' ? Object.fromEntries(keys.map((name) => [name, item[name]])) : item;
 };

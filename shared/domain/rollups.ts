@@ -191,17 +191,3 @@ export const totalsOf = (rollups: readonly HourRollup[], topRoutes = 10): Totals
     p99_ms: histogramPercentile(histogram, 99),
   };
 };
-
-/**
- * An item's size as DynamoDB counts it against the 400 KB limit: per attribute, its name's
- * UTF-8 bytes plus its value's (a string's UTF-8 bytes; a number's ~1 byte per 2 significant
- * digits, plus 1). Items here hold only strings and numbers.
- */
-export const itemSizeBytes = (item: Record<string, unknown>): number =>
-  Object.entries(item).reduce((size, [name, value]) => {
-    const digits = String(value)
-      .replace(/^-|\.|e.*$/gi, '')
-      .replace(/^0+|0+$/g, '').length;
-    const valueSize = typeof value === 'number' ? Math.ceil(digits / 2) + 1 : Buffer.byteLength(String(value), 'utf8');
-    return size + Buffer.byteLength(name, 'utf8') + valueSize;
-  }, 0);
