@@ -2,7 +2,7 @@
  * `npm run bench`: the figures of docs/performance.md in one run, each beside its yardstick and
  * its target. Writes bench/results.json and bench/results.md and prints the table. Every part
  * checks every answer it gets: a bench that took an error path fails. `-- --only e2e,stack` runs
- * some parts (coldstart, overhead, e2e, stack); only a full run writes the results.
+ * some parts (coldstart, overhead, e2e, depth, stack); only a full run writes the results.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +15,7 @@ import { resultsTable, type PartResult } from './lib/report';
 import { createKeys, startLocalStack } from './lib/stack';
 import { round } from './lib/stats';
 import { runCliPart } from './parts/cli';
+import { runDepth } from './parts/depth';
 import { runColdStart } from './parts/cold-start';
 import { runEndToEnd } from './parts/end-to-end';
 import { runLocalStack } from './parts/local-stack';
@@ -55,6 +56,7 @@ const PARTS: Record<string, () => Promise<Record<string, PartResult>>> = {
   coldstart: async () => ({ coldStart: await runColdStart(join(OUT_DIR, 'bundles')) }),
   overhead: async () => ({ overhead: await runOverhead(join(OUT_DIR, 'bundles')) }),
   e2e: async () => ({ endToEnd: await runEndToEnd() }),
+  depth: async () => ({ depth: await runDepth() }),
   stack: stackParts,
 };
 

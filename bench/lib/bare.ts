@@ -21,8 +21,10 @@ const PROVIDER_PATH = '/v1/payment-providers/';
 /** As the handlers ask: one item more than the default page of 50. */
 const QUERY_LIMIT = 51;
 
-export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTableNames) => {
-  const read = async (path: string, branchId: string): Promise<unknown> => {
+/** The data read of a path alone: what a handler with one read does (the depth part's yardstick). */
+export const createBareRead =
+  (client: DynamoDBDocumentClient, tables: ApiTableNames) =>
+  async (path: string, branchId: string): Promise<unknown> => {
     if (path === '/v1/members' || path === '/v1/payment-providers') {
       const members = path === '/v1/members';
       const query = new QueryCommand({
@@ -44,6 +46,9 @@ export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTab
     const sk = path.startsWith(PROVIDER_PATH) ? `PROVIDER#${path.slice(PROVIDER_PATH.length)}` : 'BRANCH';
     return (await client.send(new GetCommand({ TableName: tables.branchData, Key: { branch_id: branchId, sk } }))).Item;
   };
+
+export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTableNames) => {
+  const read = createBareRead(client, tables);
 
   /**
    * `path` is relative to {base_url}, e.g. `/v1/members`; `rawPath` is recorded as the usage path,

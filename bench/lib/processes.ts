@@ -148,8 +148,17 @@ export const treeRss = (pid: number): Resident => {
 
 export interface Child<Ready> {
   ready: Ready;
+  pid: number;
   stop(): Promise<void>;
 }
+
+/** CPU time a process has used so far, user and system, in ms (Linux /proc, in clock ticks of 10 ms). */
+export const cpuMs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command name.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 
 /**
  * Forks a TypeScript script of the bench (through tsx) in a process of its own; resolves with the
@@ -172,6 +181,7 @@ export const startChild = <Ready>(script: string, env: Record<string, string>): 
       child.off('exit', failed);
       resolve({
         ready,
+        pid: child.pid!,
         stop: async () => {
           if (child.exitCode !== null) return;
           const exited = new Promise((done) => child.once('exit', done));

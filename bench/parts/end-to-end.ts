@@ -25,7 +25,7 @@ const ROUND_SECONDS = 2;
 const CONNECTIONS = 8;
 
 /** One GET over a keep-alive connection: its time in ms. Fails unless 200, and on the gateway counted by the limiter. */
-const timedGet = (agent: Agent, url: string, key: string, counted: boolean): Promise<number> =>
+export const timedGet = (agent: Agent, url: string, key: string, counted: boolean): Promise<number> =>
   new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
     const req = httpRequest(url, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {

@@ -86,10 +86,10 @@ export interface MeasuredInputs {
   bench: {
     /** `npm run bench` (bench/parts/depth.ts): the p50 slope over a delay injected before DynamoDB. */
     sequentialDepth: number;
-    /** The same slope of the bare baseline, one read a call. */
+    /** The bare baseline with one read a call: the yardstick, 1 by definition. */
     bareDepth: number;
-    /** End-to-end p50 with no delay injected, ms: the CPU of a call on this machine, an upper bound. */
-    localMs: number;
+    /** CPU time of the local gateway per call, ms: the handler's work here, and the gateway's (an upper bound). */
+    cpuMs: number;
     date: string;
   };
 }
@@ -178,7 +178,7 @@ const PLATFORM_LOG = { lines: 3, bytes: 330 };
 export const billedMs = (depth: number, inputs: Pick<CostInputs, 'endpointMemoryMb' | 'measured'>): number =>
   Math.ceil(
     depth * ASSUMPTIONS.dynamoRoundTripMs +
-      inputs.measured.bench.localMs * Math.max(1, PRICES.lambdaMbPerVcpu / inputs.endpointMemoryMb),
+      inputs.measured.bench.cpuMs * Math.max(1, PRICES.lambdaMbPerVcpu / inputs.endpointMemoryMb),
   );
 
 export interface CostLine {
@@ -373,7 +373,7 @@ const inputRows = (inputs: CostInputs): string[][] => {
       `${measured} (DynamoDB's size rules, +100 B an item)`,
     ],
     ['DynamoDB round trips a call waits for', `${bench.sequentialDepth} (bare, one read: ${bench.bareDepth})`, benched],
-    ['CPU time of a call, here', `≤ ${bench.localMs} ms (end-to-end p50, no delay)`, benched],
+    ['CPU time of a call, here', `≤ ${bench.cpuMs} ms (the local gateway's, per call)`, benched],
     ['One DynamoDB round trip on AWS', `${ASSUMPTIONS.dynamoRoundTripMs} ms`, 'assumed'],
     [
       'Billed duration of a warm call',

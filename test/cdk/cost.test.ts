@@ -64,10 +64,10 @@ describe('the arithmetic', () => {
 
   it('billed duration: the round trips a call waits for, and its CPU at its share of a vCPU', () => {
     expect(
-      billedMs(3, { endpointMemoryMb: 1769, measured: { ...MEASURED, bench: { ...MEASURED.bench, localMs: 1 } } }),
+      billedMs(3, { endpointMemoryMb: 1769, measured: { ...MEASURED, bench: { ...MEASURED.bench, cpuMs: 1 } } }),
     ).toBe(16);
     expect(
-      billedMs(1, { endpointMemoryMb: 1769, measured: { ...MEASURED, bench: { ...MEASURED.bench, localMs: 1 } } }),
+      billedMs(1, { endpointMemoryMb: 1769, measured: { ...MEASURED, bench: { ...MEASURED.bench, cpuMs: 1 } } }),
     ).toBe(6);
   });
 
