@@ -237,25 +237,34 @@ it('measures what lib/infra/cost-inputs.json holds', async () => {
     requestTime: '29/Nov/2026:06:08:05 +0000',
   });
 
-  // One stream batch of the calls of BATCH.keys keys, in the order they were written.
-  for (let i = 0; i < BATCH.calls; i += 1) await call('GetBranch', keys[i % BATCH.keys]!, requestIdOf((n += 1)));
-  // In one hour, with a warm call's time, whenever the test runs: what the figure states.
-  const batch = (await scanRaw(tableNames.usage))
+  // Two stream batches of the calls of BATCH.keys keys, in the order they were written, in one hour
+  // and with a warm call's time whenever the test runs; the second is measured, as most batches of
+  // an hour find their items there.
+  for (let i = 0; i < 2 * BATCH.calls; i += 1) await call('GetBranch', keys[i % BATCH.keys]!, requestIdOf((n += 1)));
+  const calls = (await scanRaw(tableNames.usage))
     .map((raw) => unmarshall(raw) as UsageRecord & { sk: string })
     .filter((record) => record.route === 'GET /v1/branch')
     .sort((a, b) => a.sk.localeCompare(b.sk))
-    .slice(-BATCH.calls)
+    .slice(-2 * BATCH.calls)
     .map((record, i) => ({
       ...record,
       timestamp: new Date(HOUR + i * 1000).toISOString(),
       response_time_ms: TYPICAL_MS,
     }));
-  const event = streamEvent(
-    batch.map((record, i) => usageChange(record, i + 1)),
-    'arn:aws:dynamodb:us-east-1:123456789012:table/branch-api-usage',
-  );
+  const aggregateBatch = (first: number) =>
+    invokeFunction(
+      aggregate,
+      streamEvent(
+        calls.slice(first, first + BATCH.calls).map((record, i) => usageChange(record, first + i + 1)),
+        'arn:aws:dynamodb:us-east-1:123456789012:table/branch-api-usage',
+      ),
+      buildContext('aggregate') as Context,
+    );
+  const rollupItems = new Set<string>();
   aggregatorMeter.take();
-  const aggregatorLog = await logged(() => invokeFunction(aggregate, event, buildContext('aggregate') as Context));
+  await aggregateBatch(0);
+  await indexWriteUnits(aggregatorMeter.take().writes, rollupItems);
+  const aggregatorLog = await logged(() => aggregateBatch(BATCH.calls));
   const aggregated = aggregatorMeter.take();
 
   const measured: Omit<MeasuredInputs, 'bench'> = {
@@ -272,7 +281,7 @@ it('measures what lib/infra/cost-inputs.json holds', async () => {
       logBytes: aggregatorLog.bytes,
       metrics: [...new Set(aggregatorLog.metrics)].sort(),
       readUnits: aggregated.read,
-      writeUnits: { ...aggregated.write, ...(await indexWriteUnits(aggregated.writes, new Set())) },
+      writeUnits: { ...aggregated.write, ...(await indexWriteUnits(aggregated.writes, rollupItems)) },
     },
   };
   if (process.env.COST_INPUTS === 'write') {

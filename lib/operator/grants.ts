@@ -63,8 +63,8 @@ const USAGE_LOG = [
   on('usage', ['Query'], USAGE_BY_KEY_INDEX),
   on('keys', ['Query'], KEYS_BY_ID_INDEX),
 ];
-/** A branch's (or one key's) hourly rollups. */
-const ROLLUP_HOURS = [on('rollups', ['Query']), on('rollups', ['Query'], ROLLUPS_BY_KEY_INDEX)];
+/** A branch's (or one key's: its items found on the index, then read) hourly rollups. */
+const ROLLUP_HOURS = [on('rollups', ['Query', 'BatchGetItem']), on('rollups', ['Query'], ROLLUPS_BY_KEY_INDEX)];
 
 /** Every operator command and the console's pages, and what each may ask of the stack. */
 export const OPERATOR_GRANTS = {

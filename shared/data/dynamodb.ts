@@ -6,9 +6,11 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   DynamoDBDocumentClient,
   paginateQuery,
+  type BatchGetCommandInput,
   type BatchWriteCommandInput,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
@@ -133,6 +135,7 @@ type Item = Record<string, unknown>;
 /** Sends of one batch request, first included, before what is still unprocessed fails the call. */
 export const BATCH_ATTEMPTS = 8;
 const BATCH_WRITE_LIMIT = 25;
+const BATCH_GET_LIMIT = 100;
 
 /** A batch output's unprocessed part (UnprocessedItems, UnprocessedKeys), or undefined when it is empty. */
 export const unprocessed = <R extends object>(left: R | undefined): R | undefined =>
@@ -201,6 +204,25 @@ export abstract class DynamoRepository {
       const current: R = pending;
       pending = await this.run(operation, () => send(current));
     }
+  }
+
+  /** Items by key, 100 to a BatchGetItem (in no particular order; keys must not repeat). */
+  protected async batchGet(keys: readonly Item[], projection?: string): Promise<Item[]> {
+    const found: Item[] = [];
+    for (let i = 0; i < keys.length; i += BATCH_GET_LIMIT) {
+      const request: BatchGetCommandInput['RequestItems'] = {
+        [this.tableName]: {
+          Keys: keys.slice(i, i + BATCH_GET_LIMIT),
+          ...(projection ? { ProjectionExpression: projection } : {}),
+        },
+      };
+      await this.untilProcessed('BatchGetItem', request, async (RequestItems) => {
+        const output = await this.client.send(new BatchGetCommand({ RequestItems }));
+        found.push(...(output.Responses?.[this.tableName] ?? []));
+        return unprocessed(output.UnprocessedKeys);
+      });
+    }
+    return found;
   }
 
   /** Puts items 25 to a BatchWriteItem. */

@@ -106,7 +106,7 @@ export const ROLLUPS_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
  * time order under `sk`, the same items by key through the `by-key` index (`keyPartition`). The
  * usage records and rollups expire by DynamoDB TTL; the activity log is kept.
  */
-const timeOrdered = (partition: string, keyPartition: string) =>
+const timeOrdered = (partition: string, keyPartition: string, projection: 'ALL' | 'KEYS_ONLY' = 'ALL') =>
   ({
     partitionKey: { name: partition, type: 'S' },
     sortKey: { name: 'sk', type: 'S' },
@@ -115,6 +115,7 @@ const timeOrdered = (partition: string, keyPartition: string) =>
         indexName: USAGE_BY_KEY_INDEX,
         partitionKey: { name: keyPartition, type: 'S' },
         sortKey: { name: 'sk', type: 'S' },
+        projection,
       },
     ],
   }) as const satisfies Partial<TableDefinition>;
@@ -167,14 +168,15 @@ export const branchDataTable: TableDefinition = {
 /**
  * Usage rollups (docs/decisions.md "Usage rollups"): per branch, one item per key and hour
  * (sort key `h#<hour>#<key id>`, so a branch × period is one Query) and one `last#<key id>` item
- * per key holding when it was last used; the index serves one key × period.
+ * per key holding when it was last used; the index finds one key's items in a period. Keys only:
+ * the aggregator's updates leave an item's keys alone, so they write nothing to it (docs/decisions.md "Cost").
  */
 export const rollupsTable: TableDefinition = {
   id: 'UsageRollups',
   name: 'rollups',
   envVar: 'ROLLUPS_TABLE',
   localName: 'branch-api-usage-rollups',
-  ...timeOrdered('branch_id', 'key_id'),
+  ...timeOrdered('branch_id', 'key_id', 'KEYS_ONLY'),
   ...expiring,
 };
 

@@ -60,7 +60,7 @@ export const tableRules = [
   }),
   tableRule(
     'table-indexes',
-    'the indexes the code queries, with their keys and ALL projected (and no other)',
+    'the indexes the code queries, with their keys and projection (and no other)',
     (table, definition) => {
       const indexes = new Map(
         asList<Json>(read(table, table.globalSecondaryIndexes)).map((index) => [index.indexName, index]),
@@ -71,8 +71,9 @@ export const tableRules = [
         const key = templateKey(table, actual.keySchema);
         if (key !== showKey(index.partitionKey, index.sortKey))
           return `index ${index.indexName} has key ${key}, expected ${showKey(index.partitionKey, index.sortKey)}`;
-        if (actual.projection?.projectionType !== 'ALL')
-          return `index ${index.indexName} projects ${actual.projection?.projectionType ?? 'nothing'}, the code reads whole items from it (ALL)`;
+        const projection = index.projection ?? 'ALL';
+        if (actual.projection?.projectionType !== projection)
+          return `index ${index.indexName} projects ${actual.projection?.projectionType ?? 'nothing'}, the code reads ${projection} from it`;
       }
       const extra = [...indexes.keys()].filter((name) => !definition.indexes.some((index) => index.indexName === name));
       return extra.length ? `index ${extra.join(', ')} is not in shared/data/tables.ts` : undefined;

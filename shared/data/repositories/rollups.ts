@@ -99,17 +99,14 @@ const expiresOf = (hour: string, retentionDays: number) =>
 
 export class RollupsRepository extends DynamoRepository {
   /**
-   * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item and
-   * source, one conditional UpdateItem adds the calls past the watermark and moves it, so a redelivery
-   * adds nothing twice. A group that fails is returned in `failed`; the others are applied.
+   * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item,
+   * one conditional UpdateItem adds the calls of all its sources past their watermarks and moves
+   * them; after a redelivery, one per source, so nothing is added twice. A group that fails is
+   * returned in `failed`; the others are applied.
    */
   async apply(calls: readonly StreamCall[], retentionDays: number): Promise<ApplyResult> {
     const result: ApplyResult = { applied: 0, duplicates: 0, failed: [] };
-    const groups = groupBy(calls, ({ record, source }) => {
-      const { branchId, keyId, hour } = hourItemOf(record);
-      return JSON.stringify([branchId, keyId, hour, source]);
-    });
-    await inParallel([...groups.values()], async (group) => {
+    const applyGroup = async (group: readonly StreamCall[]) => {
       try {
         const applied = await this.applyGroup(group, retentionDays);
         result.applied += applied;
@@ -117,6 +114,13 @@ export class RollupsRepository extends DynamoRepository {
       } catch (error) {
         for (const call of group) result.failed.push({ call, error });
       }
+    };
+    const items = groupBy(calls, ({ record }) => JSON.stringify(Object.values(hourItemOf(record))));
+    await inParallel([...items.values()], async (itemCalls) => {
+      const sources = [...groupBy(itemCalls, ({ source }) => source).values()];
+      // One write for all of an item's sources when none of their calls was applied (docs/usage-rollups.md "Cost").
+      if (sources.length > 1 && (await this.addAllSources(sources, retentionDays, itemCalls, result))) return;
+      for (const group of sources) await applyGroup(group);
     });
     const failed = new Set(result.failed.map((f) => f.call));
     const applied = calls.filter((call) => !failed.has(call));
@@ -129,6 +133,30 @@ export class RollupsRepository extends DynamoRepository {
     return result;
   }
 
+  /**
+   * All of an item's sources in one UpdateItem, on condition that every source's watermark is below
+   * its first call: true when written; false when one was not (a redelivery), for the per-source path.
+   */
+  private async addAllSources(
+    sources: readonly (readonly StreamCall[])[],
+    retentionDays: number,
+    itemCalls: readonly StreamCall[],
+    result: ApplyResult,
+  ): Promise<boolean> {
+    const pending = sources.map((group) => ({ source: group[0]!.source, calls: pastWatermark(group, undefined) }));
+    try {
+      await this.addCalls(this.itemKey(itemCalls[0]!.record), pending, retentionDays);
+    } catch (error) {
+      if (error instanceof ConditionNotMetError) return false;
+      for (const call of itemCalls) result.failed.push({ call, error });
+      return true;
+    }
+    const applied = pending.reduce((sum, { calls }) => sum + calls.length, 0);
+    result.applied += applied;
+    result.duplicates += itemCalls.length - applied;
+    return true;
+  }
+
   /** One item × source: optimistic first (nothing of it applied yet), else read the watermark and apply what is past it. */
   private async applyGroup(group: readonly StreamCall[], retentionDays: number): Promise<number> {
     const { source } = group[0]!;
@@ -136,11 +164,15 @@ export class RollupsRepository extends DynamoRepository {
     let watermark: string | undefined;
     let known = false;
     for (let attempt = 0; attempt < GROUP_ATTEMPTS; attempt += 1) {
-      const pending = pastWatermark(group, watermark);
-      if (pending.length === 0) return 0;
+      const calls = pastWatermark(group, watermark);
+      if (calls.length === 0) return 0;
       try {
-        await this.addCalls(key, source, pending, known ? watermark : undefined, retentionDays);
-        return pending.length;
+        await this.addCalls(
+          key,
+          [{ source, calls, ...(known && watermark !== undefined ? { expected: watermark } : {}) }],
+          retentionDays,
+        );
+        return calls.length;
       } catch (error) {
         if (!(error instanceof ConditionNotMetError)) throw error;
       }
@@ -157,46 +189,51 @@ export class RollupsRepository extends DynamoRepository {
   }
 
   /**
-   * The UpdateItem: counters added, `v` (the version a rebuild checks) bumped, the watermark set
-   * to the newest call's sequence. Its condition: with `expected` unknown, the watermark is
-   * absent or below the oldest call; with `expected` read, it is still exactly that.
+   * The UpdateItem: counters added, `v` (the version a rebuild checks) bumped, each source's
+   * watermark set to its newest call's sequence. Its condition, per source: with `expected`
+   * unknown, the watermark is absent or below the oldest call; with `expected` read, it is still
+   * exactly that.
    */
   private async addCalls(
     key: { branch_id: string; sk: string },
-    source: string,
-    calls: readonly StreamCall[],
-    expected: string | undefined,
+    sources: readonly { source: string; calls: readonly StreamCall[]; expected?: string }[],
     retentionDays: number,
   ): Promise<void> {
-    const { record } = calls[0]!;
+    const { record } = sources[0]!.calls[0]!;
     const counters: Counters = new Map();
-    for (const call of calls) addCall(counters, call.record);
+    for (const { calls } of sources) for (const call of calls) addCall(counters, call.record);
     counters.set('v', 1);
     const { hour } = hourItemOf(record);
-    const names: Record<string, string> = { '#w': watermarkName(source), '#hour': 'hour' };
+    const names: Record<string, string> = { '#hour': 'hour' };
     const values: Record<string, unknown> = {
       ':key': record.key_id,
       ':hour': hour,
       ':expires': expiresOf(hour, retentionDays),
-      ':last': calls.at(-1)!.sequence,
     };
     const adds = [...counters.entries()].map(([name, by], i) => {
       names[`#c${i}`] = name;
       values[`:c${i}`] = by;
       return `#c${i} :c${i}`;
     });
-    let condition = '#w = :expected';
-    if (expected === undefined) {
-      condition = 'attribute_not_exists(#w) OR #w < :first';
-      values[':first'] = calls[0]!.sequence;
-    } else values[':expected'] = expected;
+    const sets: string[] = [];
+    const conditions = sources.map(({ source, calls, expected }, i) => {
+      names[`#w${i}`] = watermarkName(source);
+      values[`:last${i}`] = calls.at(-1)!.sequence;
+      sets.push(`#w${i} = :last${i}`);
+      if (expected !== undefined) {
+        values[`:expected${i}`] = expected;
+        return `#w${i} = :expected${i}`;
+      }
+      values[`:first${i}`] = calls[0]!.sequence;
+      return `(attribute_not_exists(#w${i}) OR #w${i} < :first${i})`;
+    });
     await this.run('UpdateItem', () =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: key,
-          UpdateExpression: `ADD ${adds.join(', ')} SET key_id = :key, #hour = :hour, expires_at_epoch = :expires, #w = :last`,
-          ConditionExpression: condition,
+          UpdateExpression: `ADD ${adds.join(', ')} SET key_id = :key, #hour = :hour, expires_at_epoch = :expires, ${sets.join(', ')}`,
+          ConditionExpression: conditions.join(' AND '),
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
         }),
@@ -218,22 +255,24 @@ export class RollupsRepository extends DynamoRepository {
     );
   }
 
+  /** A branch's hour items in a period; a key's found through the `by-key` index (its keys only), then read. */
   private async hourItems({ branchId, keyId, fromHour, toHour }: RollupQuery) {
     const range = { ':from': `${HOUR_ITEM_PREFIX}${fromHour}`, ':to': `${HOUR_ITEM_PREFIX}${toHour}\uffff` };
-    const { items } = await this.queryItems(
-      keyId === undefined
-        ? {
-            KeyConditionExpression: 'branch_id = :pk AND sk BETWEEN :from AND :to',
-            ExpressionAttributeValues: { ':pk': branchId, ...range },
-          }
-        : {
-            IndexName: ROLLUPS_BY_KEY_INDEX,
-            KeyConditionExpression: 'key_id = :pk AND sk BETWEEN :from AND :to',
-            FilterExpression: 'branch_id = :branch',
-            ExpressionAttributeValues: { ':pk': keyId, ':branch': branchId, ...range },
-          },
-    );
-    return items;
+    if (keyId === undefined) {
+      const { items } = await this.queryItems({
+        KeyConditionExpression: 'branch_id = :pk AND sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':pk': branchId, ...range },
+      });
+      return items;
+    }
+    const { items: keys } = await this.queryItems({
+      IndexName: ROLLUPS_BY_KEY_INDEX,
+      KeyConditionExpression: 'key_id = :pk AND sk BETWEEN :from AND :to',
+      FilterExpression: 'branch_id = :branch',
+      ExpressionAttributeValues: { ':pk': keyId, ':branch': branchId, ...range },
+    });
+    const items = await this.batchGet(keys.map(({ sk }) => ({ branch_id: branchId, sk })));
+    return items.sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
   }
 
   /**

@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
-import { BatchGetCommand, PutCommand, QueryCommand, type BatchGetCommandInput } from '@aws-sdk/lib-dynamodb';
-import { DynamoRepository, unprocessed } from '../dynamodb';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoRepository } from '../dynamodb';
 import { USAGE_BY_KEY_INDEX, USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
 import { inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
@@ -52,7 +52,6 @@ const toRecord = (item: Record<string, unknown>): UsageRecord => {
   return record as unknown as UsageRecord;
 };
 
-const BATCH_GET_LIMIT = 100;
 /** A record's table key in its shard: the branch's write shard and its time. */
 const tableKeyIn = (record: UsageRecord, shard: number) => ({
   pk: `${record.branch_id}#${shard}`,
@@ -157,20 +156,12 @@ export class UsageRepository extends UsageRecorder {
    * so writing a file twice adds nothing and the stream carries each call once.
    */
   async storedAlready(records: readonly UsageRecord[]): Promise<Set<string>> {
-    const found = new Set<string>();
-    for (let i = 0; i < records.length; i += BATCH_GET_LIMIT) {
-      const byKey = new Map(records.slice(i, i + BATCH_GET_LIMIT).map((r) => [itemKeyOf(r).sk + r.branch_id, r]));
-      const Keys = [...byKey.values()].map((record) => itemKeyOf(record));
-      const request: BatchGetCommandInput['RequestItems'] = {
-        [this.tableName]: { Keys, ProjectionExpression: 'pk, sk, request_id' },
-      };
-      await this.untilProcessed('BatchGetItem', request, async (RequestItems) => {
-        const output = await this.client.send(new BatchGetCommand({ RequestItems }));
-        for (const item of output.Responses?.[this.tableName] ?? []) found.add(String(item.request_id));
-        return unprocessed(output.UnprocessedKeys);
-      });
-    }
-    return found;
+    // One key per item: a batch may not name one twice.
+    const keys = new Map(
+      records.map((record) => [`${record.branch_id}\u0000${itemKeyOf(record).sk}`, itemKeyOf(record)]),
+    );
+    const items = await this.batchGet([...keys.values()], 'pk, sk, request_id');
+    return new Set(items.map((item) => String(item.request_id)));
   }
 
   /** When a key was last used, from its newest usage record. */
