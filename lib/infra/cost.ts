@@ -44,6 +44,8 @@ export const ASSUMPTIONS = {
   dynamoRoundTripMs: 5,
   /** Billed duration of one aggregator batch. */
   aggregatorBatchMs: 200,
+  /** Keys calling, evenly: how many a stream batch holds follows from it (the measured batch's 10). */
+  activeKeys: 10,
   /** X-Ray's default sampling rule, which Lambda's active tracing applies: 1 request a second, then 5 %. */
   xrayReservoirPerSecond: 1,
   xrayRate: 0.05,
@@ -81,6 +83,8 @@ export interface MeasuredInputs {
     logBytes: number;
     readUnits: Units;
     writeUnits: Units;
+    /** Of those, what a batch writes whatever its keys (its progress); the rest is per key in the batch. */
+    fixedWriteUnits: number;
     metrics: string[];
   };
   bench: {
@@ -121,6 +125,9 @@ export interface TemplateInputs {
   platformLogs: boolean;
   /** X-Ray active tracing on the endpoint functions. */
   tracing: boolean;
+  /** The usage stream's mapping: most records a batch, and how long Lambda gathers them. */
+  batchSize: number;
+  batchWindowSeconds: number;
 }
 
 const resources = (template: Json, type: string): Json[] =>
@@ -138,6 +145,10 @@ const alarmMetricsOf = (alarm: Json): Json[] =>
 export const templateInputs = (template: Json): TemplateInputs => {
   const endpoint = functionWith(template, 'BRANCH_DATA_TABLE');
   const aggregator = functionWith(template, 'ROLLUP_RETENTION_DAYS');
+  const aggregatorId = Object.keys(template.Resources ?? {}).find((id) => template.Resources[id] === aggregator);
+  const mapping = resources(template, 'AWS::Lambda::EventSourceMapping').find(
+    (one) => one.Properties?.FunctionName?.Ref === aggregatorId,
+  );
   const alarms = resources(template, 'AWS::CloudWatch::Alarm');
   const metrics = alarms.flatMap(alarmMetricsOf);
   const tables = resources(template, 'AWS::DynamoDB::Table');
@@ -155,6 +166,8 @@ export const templateInputs = (template: Json): TemplateInputs => {
     usageRetentionDays: Number(endpoint?.Properties?.Environment?.Variables?.USAGE_RETENTION_DAYS ?? 90),
     platformLogs: systemLevel === undefined || systemLevel === 'DEBUG' || systemLevel === 'INFO',
     tracing: endpoint?.Properties?.TracingConfig?.Mode === 'Active',
+    batchSize: Number(mapping?.Properties?.BatchSize ?? 100),
+    batchWindowSeconds: Number(mapping?.Properties?.MaximumBatchingWindowInSeconds ?? 0),
   };
 };
 
@@ -215,10 +228,27 @@ const tracingLine = (on: boolean): CostLine =>
       )
     : line('X-Ray traces', 'tracing off (`-c tracing=active` turns it on)', () => 0);
 
+/**
+ * A stream batch at a monthly volume: its calls (as many as arrive within the batching window, at
+ * most the batch size) and its write units, the measured progress write plus the measured units
+ * per key times the keys such a batch holds (calls spread evenly over ASSUMPTIONS.activeKeys).
+ */
+export const streamBatch = (inputs: CostInputs, callsPerMonth: number) => {
+  const { aggregator } = inputs.measured;
+  const calls = Math.max(
+    1,
+    Math.min(inputs.batchSize, (callsPerMonth / SECONDS_PER_MONTH) * inputs.batchWindowSeconds),
+  );
+  const keys = a.activeKeys * (1 - (1 - 1 / a.activeKeys) ** calls);
+  const perKey = (sum(aggregator.writeUnits) - aggregator.fixedWriteUnits) / aggregator.keys;
+  return { calls, keys, writeUnits: aggregator.fixedWriteUnits + perKey * keys };
+};
+
 /** Each line of the bill at each volume: this stack (HTTP API, bearer keys in DynamoDB). */
 export const stackCost = (inputs: CostInputs): CostLine[] => {
   const { endpoint, aggregator, bench } = inputs.measured;
-  const batches = (n: number) => n / aggregator.calls;
+  const batches = (n: number) => n / streamBatch(inputs, n).calls;
+  const batchWrites = (n: number) => batches(n) * streamBatch(inputs, n).writeUnits;
   const ms = billedMs(bench.sequentialDepth, inputs);
   const platform = inputs.platformLogs ? PLATFORM_LOG : { lines: 0, bytes: 0 };
   const callLog = {
@@ -228,6 +258,7 @@ export const stackCost = (inputs: CostInputs): CostLine[] => {
   const months = inputs.usageRetentionDays / 30;
   const indexBytes = sum(endpoint.storedBytes) - endpoint.storedBytes.usage!;
   const customMetrics = new Set([...endpoint.metrics, ...aggregator.metrics]).size;
+  const batchShape = VOLUMES.map((n) => Math.round(streamBatch(inputs, n).calls)).join(' / ');
   return [
     line(
       'API Gateway HTTP API',
@@ -236,7 +267,7 @@ export const stackCost = (inputs: CostInputs): CostLine[] => {
     ),
     line(
       'Lambda requests',
-      `1 endpoint invocation per call + 1 aggregator batch per ${aggregator.calls} calls, $${p.lambdaPerMillionRequests} per million`,
+      `1 endpoint invocation per call + 1 aggregator batch per ${batchShape} calls (batches of ≤ ${inputs.batchSize} gathered for ≤ ${inputs.batchWindowSeconds} s), $${p.lambdaPerMillionRequests} per million`,
       (n) => ((n + batches(n)) / 1e6) * p.lambdaPerMillionRequests,
     ),
     line(
@@ -249,9 +280,8 @@ export const stackCost = (inputs: CostInputs): CostLine[] => {
     ),
     line(
       'DynamoDB writes',
-      `per call: ${listed(endpoint.writeUnits)}; per batch of ${aggregator.calls} calls of ${aggregator.keys} keys: ${listed(aggregator.writeUnits)}; $${p.dynamoWritePerMillionUnits} per million units`,
-      (n) =>
-        ((n * sum(endpoint.writeUnits) + batches(n) * sum(aggregator.writeUnits)) / 1e6) * p.dynamoWritePerMillionUnits,
+      `per call: ${listed(endpoint.writeUnits)}; per stream batch: ${aggregator.fixedWriteUnits} + ${(sum(aggregator.writeUnits) - aggregator.fixedWriteUnits) / aggregator.keys} per key in it (${a.activeKeys} keys calling); $${p.dynamoWritePerMillionUnits} per million units`,
+      (n) => ((n * sum(endpoint.writeUnits) + batchWrites(n)) / 1e6) * p.dynamoWritePerMillionUnits,
     ),
     line(
       'DynamoDB reads',

@@ -44,7 +44,7 @@ export interface UsageAggregationProps extends FunctionLogging {
   readonly batchSize?: number;
   /**
    * Longest wait to fill a batch; with the processing time it bounds the lag (at most 60 s).
-   * @default Duration.seconds(5)
+   * @default Duration.seconds(30): at low volume a batch then holds calls enough to spread its writes (docs/decisions.md "Cost")
    */
   readonly maxBatchingWindow?: Duration;
   /**
@@ -99,7 +99,7 @@ const settingsOf = (props: UsageAggregationProps): AggregationSettings => {
   const settings: AggregationSettings = {
     retentionDays: props.rollupRetentionDays ?? DEFAULT_ROLLUP_RETENTION_DAYS,
     batchSize: props.batchSize ?? 100,
-    window: props.maxBatchingWindow ?? Duration.seconds(5),
+    window: props.maxBatchingWindow ?? Duration.seconds(30),
     retryAttempts: props.retryAttempts ?? 5,
     maxIteratorAge: props.maxIteratorAge ?? Duration.seconds(60),
     maxRecordAge: props.maxRecordAge ?? Duration.hours(6),

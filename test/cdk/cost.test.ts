@@ -8,7 +8,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ENDPOINT_MEMORY_MB } from '../../lib/infra/api-function';
 import { generatedBlocks } from '../../lib/infra/counts';
-import { billedMs, costInputs, MEASURED, nativeCost, PRICES, stackCost, total, VOLUMES } from '../../lib/infra/cost';
+import {
+  billedMs,
+  costInputs,
+  MEASURED,
+  nativeCost,
+  PRICES,
+  stackCost,
+  streamBatch,
+  total,
+  VOLUMES,
+} from '../../lib/infra/cost';
 import { PROJECT_ROOT } from '../../lib/project-paths';
 import { tableDefinitions } from '../../shared/data/tables';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../../shared/domain/usage-record';
@@ -55,11 +65,23 @@ describe('the arithmetic', () => {
     expect(nativeCost(inputs).bare[0]!.dollars).toEqual(VOLUMES.map((n) => (n / 1e6) * PRICES.restApiPerMillion));
   });
 
-  it('DynamoDB writes: the measured units per call and per batch, at the write price', () => {
+  it('DynamoDB writes: the measured units per call and per stream batch, at the write price', () => {
     const sum = (units: Record<string, number>) => Object.values(units).reduce((a, b) => a + b, 0);
-    const { endpoint, aggregator } = MEASURED;
-    const perCall = sum(endpoint.writeUnits) + sum(aggregator.writeUnits) / aggregator.calls;
-    expect(item('DynamoDB writes').dollars[0]).toBeCloseTo(perCall * PRICES.dynamoWritePerMillionUnits, 9);
+    VOLUMES.forEach((n, i) => {
+      const batch = streamBatch(inputs, n);
+      const perCall = sum(MEASURED.endpoint.writeUnits) + batch.writeUnits / batch.calls;
+      expect(item('DynamoDB writes').dollars[i]).toBeCloseTo(
+        (n / 1e6) * perCall * PRICES.dynamoWritePerMillionUnits,
+        9,
+      );
+    });
+  });
+
+  it('a stream batch holds what arrives within the batching window, at most the batch size', () => {
+    const seconds = 30 * 24 * 3600;
+    expect(streamBatch(inputs, 1e6).calls).toBeCloseTo((1e6 / seconds) * inputs.batchWindowSeconds, 9);
+    expect(streamBatch(inputs, 1e8).calls).toBe(inputs.batchSize);
+    expect(streamBatch(inputs, 1e8).writeUnits).toBeGreaterThan(streamBatch(inputs, 1e6).writeUnits);
   });
 
   it('billed duration: the round trips a call waits for, and its CPU at its share of a vCPU', () => {

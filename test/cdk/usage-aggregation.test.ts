@@ -32,7 +32,7 @@ describe('the usage table stream', () => {
       EventSourceArn: { 'Fn::GetAtt': [usage, 'StreamArn'] },
       StartingPosition: 'TRIM_HORIZON',
       BatchSize: 100,
-      MaximumBatchingWindowInSeconds: 5,
+      MaximumBatchingWindowInSeconds: 30,
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: 5,
       MaximumRecordAgeInSeconds: 6 * 3600,
