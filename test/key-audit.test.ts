@@ -1,11 +1,12 @@
 /**
  * `auditKeys` (lib/operator/keys.ts) with a faked clock: every finding code, at and around its
- * threshold, from keys and usage records written to the embedded DynamoDB at chosen times.
+ * threshold, from keys and calls (usage records and their rollups) written to the embedded DynamoDB at chosen times.
  */
 import { createOperatorContext, type OperatorContext } from '../lib/operator/context';
 import { AUDIT_CODES, type AuditCode } from '../lib/operator/key-audit';
 import { parseGrace } from '../lib/operator/input';
 import { auditKeys, requireKeyOfBranch } from '../lib/operator/keys';
+import { padSequence } from '../shared/domain/rollups';
 import type { Scope } from '../shared/domain/schemas';
 import { mainBranch, otherBranch } from './support/fixtures';
 import { createKey, fixtureKeys, fixtureUsage, setUpBranches } from './support/harness';
@@ -18,21 +19,23 @@ const BRANCH = otherBranch.id;
 let ctx: OperatorContext;
 const ids: Record<string, string> = {};
 
+let sequence = 0;
+/** A call: its usage record, and that record applied to the rollups as the aggregator does (the audit reads those). */
 const used = async (keyId: string, at: Date, route = 'GET /v1/branch') => {
-  await fixtureUsage.put(
-    {
-      key_id: keyId,
-      branch_id: BRANCH,
-      method: 'GET',
-      path: '/api/v1/branch',
-      route,
-      status: 200,
-      response_time_ms: 3,
-      timestamp: at.toISOString(),
-      request_id: `req-${keyId}-${at.getTime()}`,
-    },
-    90,
-  );
+  const record = {
+    key_id: keyId,
+    branch_id: BRANCH,
+    method: 'GET',
+    path: '/api/v1/branch',
+    route,
+    status: 200,
+    response_time_ms: 3,
+    timestamp: at.toISOString(),
+    request_id: `req-${keyId}-${at.getTime()}`,
+  };
+  await fixtureUsage.put(record, 90);
+  sequence += 1;
+  await ctx.rollups.apply([{ record, source: `audit|${BRANCH}`, sequence: padSequence(String(sequence))! }], 400);
 };
 
 const key = async (

@@ -121,11 +121,10 @@ describe('a record per call with a known key', () => {
   it('is stored with a TTL of the retention (90 days by default) and no other extra attribute', async () => {
     const { res, record } = await recorded(() => invoke(getBranch, { path: '/v1/branch', key }));
     const raw = (await scanRaw(tableNames.usage)).find((item) => item.request_id?.S === res.requestId)!;
-    expect(Object.keys(raw).sort()).toEqual([...Object.keys(record), 'expires_at_epoch', 'key_pk', 'pk', 'sk'].sort());
-    // The write shard (docs/capacity.md "Per branch"): the same for the branch and the key, from the request id.
+    expect(Object.keys(raw).sort()).toEqual([...Object.keys(record), 'expires_at_epoch', 'pk', 'sk'].sort());
+    // The write shard (docs/capacity.md "Per branch"), from the request id.
     const shard = raw.pk!.S!.slice(`${record.branch_id}#`.length);
     expect(Number(shard)).toBe(usageShardOf(record.request_id));
-    expect(raw.key_pk!.S).toBe(`${record.key_id}#${shard}`);
     expect(Number(raw.expires_at_epoch!.N)).toBe(Math.floor(Date.parse(record.timestamp) / 1000) + 90 * DAY);
     expect(raw.sk!.S).toBe(`${record.timestamp}#${record.request_id}`);
   });

@@ -100,7 +100,6 @@ export const createBareRequest = (client: DynamoDBDocumentClient, tables: ApiTab
           request_id: requestId,
           source_ip: sourceIp,
           pk: `${branchId}#${shard}`,
-          key_pk: `${keyId}#${shard}`,
           sk: `${timestamp}#${requestId}`,
           expires_at_epoch: Math.floor(Date.now() / 1000) + 90 * 86_400,
         },

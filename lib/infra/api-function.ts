@@ -114,6 +114,11 @@ export interface ApiFunctionProps {
    */
   readonly logLevel?: string;
   /**
+   * X-Ray active tracing (X-Ray's default sampling): the stack's `tracing` choice.
+   * @default true
+   */
+  readonly tracing?: boolean;
+  /**
    * Environment variables added to the defaults (Powertools settings, source maps).
    * @default - none
    */
@@ -121,12 +126,13 @@ export interface ApiFunctionProps {
 }
 
 /** The log settings a construct hands on to each of its functions. */
-export type FunctionLogging = Pick<ApiFunctionProps, 'logRetention' | 'logLevel'>;
+export type FunctionLogging = Pick<ApiFunctionProps, 'logRetention' | 'logLevel' | 'tracing'>;
 
 /** The log settings given and no others: an absent one keeps ApiFunction's default. */
-export const loggingOf = ({ logRetention, logLevel }: FunctionLogging): FunctionLogging => ({
+export const loggingOf = ({ logRetention, logLevel, tracing }: FunctionLogging): FunctionLogging => ({
   ...(logRetention !== undefined ? { logRetention } : {}),
   ...(logLevel !== undefined ? { logLevel } : {}),
+  ...(tracing !== undefined ? { tracing } : {}),
 });
 
 /** A function of the API with its log group and a role that has nothing until it is given something. */
@@ -164,7 +170,7 @@ export class ApiFunction extends Construct {
       reservedConcurrentExecutions: props.reservedConcurrency,
       role: this.role,
       logGroup: this.logGroup,
-      tracing: lambda.Tracing.ACTIVE,
+      tracing: props.tracing === false ? lambda.Tracing.DISABLED : lambda.Tracing.ACTIVE,
       bundling: {
         ...BUNDLING,
         ...(String(this.node.tryGetContext(BUNDLING_LOGS_CONTEXT)) === 'true' ? { logLevel: LogLevel.INFO } : {}),
@@ -177,6 +183,7 @@ export class ApiFunction extends Construct {
       },
     });
 
+    if (props.tracing === false) return;
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:

@@ -53,6 +53,7 @@ export const CONTEXT_OPTIONS = {
   rollupRetentionDays: { ...NUMBER, prop: 'rollupRetentionDays' },
   defaultRateLimit: { ...TEXT, prop: 'defaultRateLimit' },
   logLevel: { ...TEXT, schema: z.string().toUpperCase(), prop: 'logLevel' },
+  tracing: { ...BOOLEAN, prop: 'tracing' },
   alarmTopicArn: { ...TEXT, prop: 'alarmTopicArn' },
   alarmEmail: { ...TEXT, prop: 'alarmEmail' },
   serverErrorRatePercent: { ...NUMBER, prop: 'serverErrorRatePercent' },

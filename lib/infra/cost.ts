@@ -226,7 +226,7 @@ const tracingLine = (on: boolean): CostLine =>
         `active tracing, X-Ray's default sampling (${a.xrayReservoirPerSecond}/s + ${a.xrayRate * 100} %), $${p.xrayPerMillionTracesRecorded} per million recorded`,
         (n) => (xrayTraces(n) / 1e6) * p.xrayPerMillionTracesRecorded,
       )
-    : line('X-Ray traces', 'tracing off (`-c tracing=active` turns it on)', () => 0);
+    : line('X-Ray traces', 'tracing off (`-c tracing=false`)', () => 0);
 
 /**
  * A stream batch at a monthly volume: its calls (as many as arrive within the batching window, at
@@ -291,7 +291,7 @@ export const stackCost = (inputs: CostInputs): CostLine[] => {
     ),
     line(
       'DynamoDB storage and PITR',
-      `usage records kept ${inputs.usageRetentionDays} days, ${listed(endpoint.storedBytes)} B each; $${p.dynamoStoragePerGbMonth} per GB-month, PITR $${p.pitrPerGbMonth} on the table (not its indexes); the other tables hold far less`,
+      `usage records kept ${inputs.usageRetentionDays} days, ${listed(endpoint.storedBytes)} B each; $${p.dynamoStoragePerGbMonth} per GB-month, PITR $${p.pitrPerGbMonth}; the other tables hold far less`,
       (n) =>
         ((n * months) / GB) *
         ((endpoint.storedBytes.usage! + indexBytes) * p.dynamoStoragePerGbMonth +

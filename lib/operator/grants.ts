@@ -11,7 +11,6 @@ import {
   OPERATOR_TABLES,
   operatorTableOutput,
   ROLLUPS_BY_KEY_INDEX,
-  USAGE_BY_KEY_INDEX,
 } from '../../shared/data/tables';
 import { KEY_EVENT_BUS_OUTPUT } from './target';
 
@@ -58,11 +57,7 @@ const KEY_ACTION: CommandGrants = {
 const KEY_LISTING = [BRANCH, on('keys', ['Query'], KEYS_BY_BRANCH_INDEX), on('rollups', ['Query'])];
 
 /** A branch's usage records, or with --key one key's (the key checked first). */
-const USAGE_LOG = [
-  on('usage', ['Query']),
-  on('usage', ['Query'], USAGE_BY_KEY_INDEX),
-  on('keys', ['Query'], KEYS_BY_ID_INDEX),
-];
+const USAGE_LOG = [on('usage', ['Query']), on('keys', ['Query'], KEYS_BY_ID_INDEX)];
 /** A branch's (or one key's: its items found on the index, then read) hourly rollups. */
 const ROLLUP_HOURS = [on('rollups', ['Query', 'BatchGetItem']), on('rollups', ['Query'], ROLLUPS_BY_KEY_INDEX)];
 
@@ -91,9 +86,9 @@ export const OPERATOR_GRANTS = {
     ],
     putEvents: true,
   },
-  // Sends the `Key Expiring` events of its keys (claimed on the key item) and reads their usage.
+  // Sends the `Key Expiring` events of its keys (claimed on the key item) and reads their rollups.
   'keys audit': {
-    dynamodb: [...KEY_LISTING, on('keys', ['UpdateItem']), ...USAGE_LOG, ...ROLLUP_HOURS],
+    dynamodb: [...KEY_LISTING, on('keys', ['UpdateItem']), ...ROLLUP_HOURS],
     putEvents: true,
   },
   usage: { dynamodb: [BRANCH, ...USAGE_LOG, on('rollups', ['Query'])] },

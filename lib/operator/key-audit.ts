@@ -22,9 +22,6 @@ export interface KeyUsageFacts {
   basis?: string;
 }
 
-/** Most usage records read per key to learn which routes it called. */
-export const USAGE_FACTS_MAX_RECORDS = 10_000;
-
 const SCOPE_OF_ROUTE = new Map(routes.map((route) => [routeKey(route), route.scope]));
 
 /** The scopes the given route templates require. */
@@ -35,18 +32,6 @@ const scopesOf = (used: Iterable<string>): Set<Scope> => {
     if (scope) scopes.add(scope);
   }
   return scopes;
-};
-
-/**
- * The usage facts of a key, from its raw usage records (bounded). The one place the audit reads
- * usage, so hourly rollups can answer it instead without touching the audit.
- */
-export const keyUsageFacts = async (ctx: OperatorContext, keyId: string): Promise<KeyUsageFacts> => {
-  const [lastUsedAt, used] = await Promise.all([
-    ctx.usage.lastUsedAt(keyId),
-    ctx.usage.routesUsed(keyId, USAGE_FACTS_MAX_RECORDS),
-  ]);
-  return { ...(lastUsedAt ? { lastUsedAt } : {}), scopesNeeded: scopesOf(used.routes), complete: used.complete };
 };
 
 /** Stable finding codes: scripts may branch on them. */
@@ -141,7 +126,7 @@ export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date
   // Only from evidence: a key with no calls has no needs to compare with (never_used says so).
   const unneeded = facts.lastUsedAt ? key.scopes.filter((scope) => !facts.scopesNeeded.has(scope)) : [];
   if (unneeded.length > 0) {
-    const basis = facts.basis ?? (facts.complete ? 'its calls' : `its newest ${USAGE_FACTS_MAX_RECORDS} calls`);
+    const basis = facts.basis ?? 'its calls';
     findings.push({
       code: 'unused_scopes',
       message: `none of ${basis} needed ${unneeded.join(', ')}: a key without them would do`,
@@ -156,13 +141,13 @@ export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date
 
 /**
  * The audit of the given keys that are active at `now` (revoked and expired keys open nothing),
- * with each key's usage facts from `factsOf` (by default its raw usage records).
+ * with each key's usage facts from `factsOf` (`rollupUsageFacts`).
  */
 export const auditOf = async <K extends ApiKeyRecord>(
   ctx: OperatorContext,
   records: readonly K[],
   now: Date,
-  factsOf: (key: K) => Promise<KeyUsageFacts> = (key) => keyUsageFacts(ctx, key.key_id),
+  factsOf: (key: K) => Promise<KeyUsageFacts>,
 ): Promise<KeyAudit[]> => {
   const active = records.filter((key) => isUsable(keyState(key, now)));
   return Promise.all(

@@ -24,7 +24,7 @@ import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import type { OperatorContext } from './context';
 import { dataStoreFailureMessage } from './data-store-failure';
 import { invalidInput, OperatorError } from './errors';
-import { auditOf, type KeyAudit } from './key-audit';
+import { auditOf, rollupUsageFacts, type KeyAudit } from './key-audit';
 import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_ACTIVITY_LIMIT, MAX_GRACE_MS, MAX_NAME_LENGTH } from './limits';
 
 /** A key's settings, as a key is created with them or changed to them. */
@@ -417,11 +417,10 @@ export const auditKeys = async (
   request: { branchId: string; now?: Date },
 ): Promise<AuditReport> => {
   const now = request.now ?? new Date();
-  await requireBranch(ctx, request.branchId);
-  const listed = await ctx.keys.listByBranch(request.branchId);
+  const listed = await listKeys(ctx, request.branchId, now);
   if (ctx.keyEvents)
     await sendExpiringEvents({ claims: ctx.expiryClaims, keyEvents: ctx.keyEvents, candidates: listed, now });
-  const keys = await auditOf(ctx, listed, now);
+  const keys = await auditOf(ctx, listed, now, (key) => rollupUsageFacts(ctx, key, now));
   return { branch_id: request.branchId, generated_at: now.toISOString(), keys };
 };
 

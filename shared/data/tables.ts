@@ -76,7 +76,8 @@ export interface TableDefinition {
 
 export const KEYS_BY_BRANCH_INDEX = 'by-branch';
 export const KEYS_BY_ID_INDEX = 'by-key-id';
-export const USAGE_BY_KEY_INDEX = 'by-key';
+/** The per-key index of the rollups and activity tables (`timeOrdered`). */
+export const BY_KEY_INDEX = 'by-key';
 export const ACTIVE_PROVIDERS_INDEX = 'active-providers';
 
 /** API keys, looked up by the SHA-256 of the key value. */
@@ -98,13 +99,11 @@ export const keysTable: TableDefinition = {
   stream: 'NEW_IMAGE',
 };
 
-/** The rollups table's per-key index: the same layout as the usage table's. */
-export const ROLLUPS_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
+export const ROLLUPS_BY_KEY_INDEX = BY_KEY_INDEX;
 
 /**
- * The layout of the usage, rollups and activity tables: items of a partition (`partition`) in
- * time order under `sk`, the same items by key through the `by-key` index (`keyPartition`). The
- * usage records and rollups expire by DynamoDB TTL; the activity log is kept.
+ * The layout of the rollups and activity tables: items of a partition (`partition`) in time order
+ * under `sk`, the same items by key through the `by-key` index (`keyPartition`).
  */
 const timeOrdered = (partition: string, keyPartition: string, projection: 'ALL' | 'KEYS_ONLY' = 'ALL') =>
   ({
@@ -112,7 +111,7 @@ const timeOrdered = (partition: string, keyPartition: string, projection: 'ALL' 
     sortKey: { name: 'sk', type: 'S' },
     indexes: [
       {
-        indexName: USAGE_BY_KEY_INDEX,
+        indexName: BY_KEY_INDEX,
         partitionKey: { name: keyPartition, type: 'S' },
         sortKey: { name: 'sk', type: 'S' },
         projection,
@@ -130,15 +129,18 @@ export const USAGE_WRITE_SHARDS = 16;
 
 /**
  * One record per call, in the partition `<branch_id>#<shard>` (`pk`) under the sort key
- * `<timestamp>#<request id>` (`sk`); a key's records under `<key_id>#<shard>` (`key_pk`) in the
- * by-key index. The shard comes from the request id, so a replayed record lands on its own item.
+ * `<timestamp>#<request id>` (`sk`), expiring by TTL. The shard comes from the request id, so a
+ * replayed record lands on its own item. No index: a key's records are its branch's, filtered
+ * (docs/decisions.md "Cost").
  */
 export const usageTable: TableDefinition = {
   id: 'Usage',
   name: 'usage',
   envVar: 'USAGE_TABLE',
   localName: 'branch-api-usage',
-  ...timeOrdered('pk', 'key_pk'),
+  partitionKey: { name: 'pk', type: 'S' },
+  sortKey: { name: 'sk', type: 'S' },
+  indexes: [],
   ...expiring,
   // Feeds the rollups aggregator (docs/decisions.md "Usage rollups").
   stream: 'NEW_IMAGE',
@@ -194,8 +196,7 @@ export const rateLimitsTable: TableDefinition = {
   timeToLiveAttribute: 'expires_at_epoch',
 };
 
-/** The activity table's per-key index: the same layout as the usage table's. */
-export const ACTIVITY_BY_KEY_INDEX = USAGE_BY_KEY_INDEX;
+export const ACTIVITY_BY_KEY_INDEX = BY_KEY_INDEX;
 
 /**
  * Key activity (docs/decisions.md "Key activity"): one item per key action, by branch, newest first

@@ -109,6 +109,13 @@ describe('functions', () => {
     },
   );
 
+  it('trace nothing and may not write traces with tracing off (-c tracing=false)', () => {
+    const off = buildStack({ tracing: false }).template;
+    for (const fn of Object.values(resourcesOfType(off, 'AWS::Lambda::Function')))
+      expect(fn.Properties.TracingConfig).toBeUndefined();
+    expect(JSON.stringify(resourcesOfType(off, 'AWS::IAM::Policy'))).not.toContain('xray:');
+  });
+
   const environmentOf = (fn: ApiFunction): Record<string, unknown> =>
     resourcesOfType(template, 'AWS::Lambda::Function')[logicalId(fn.function)]?.Properties.Environment.Variables;
   const runtimeVariables = {
@@ -227,13 +234,13 @@ describe('tables', () => {
     expectKept(keys);
   });
 
-  it('usage: by branch write shard and timestamp, indexed by key shard, with TTL; point-in-time recovery; retained and deletion-protected', () => {
+  it('usage: by branch write shard and timestamp, no index, with TTL; point-in-time recovery; retained and deletion-protected', () => {
     const usage = tableOf(tableDefinitions[1]);
     expect(usage.Properties.KeySchema).toEqual([
       { AttributeName: 'pk', KeyType: 'HASH' },
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ]);
-    expect(usage.Properties.GlobalSecondaryIndexes[0].KeySchema[0].AttributeName).toBe('key_pk');
+    expect(usage.Properties.GlobalSecondaryIndexes).toBeUndefined();
     expect(usage.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expires_at_epoch', Enabled: true });
     expectKept(usage);
   });
@@ -514,7 +521,6 @@ describe('alarms', () => {
   it.each([
     ['keys', 'by-branch'],
     ['keys', 'by-key-id'],
-    ['usage', 'by-key'],
     ['branchData', 'active-providers'],
   ] as const)("fire on read or write throttling of the %s table's %s index", (name, indexName) => {
     expectThrottleAlarm([

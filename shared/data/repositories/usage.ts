@@ -1,9 +1,9 @@
 import pLimit from 'p-limit';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
-import { USAGE_BY_KEY_INDEX, USAGE_WRITE_SHARDS } from '../tables';
+import { USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
-import { inTurn, mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
+import { mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
 
 export interface UsageQuery {
   branchId: string;
@@ -48,34 +48,26 @@ export class InvalidUsagePositionError extends Error {
 }
 
 const toRecord = (item: Record<string, unknown>): UsageRecord => {
-  const { pk: _pk, key_pk: _keyPk, sk: _sk, expires_at_epoch: _ttl, ...record } = item;
+  const { pk: _pk, sk: _sk, expires_at_epoch: _ttl, ...record } = item;
   return record as unknown as UsageRecord;
 };
 
-/** A record's table key in its shard: the branch's write shard and its time. */
-const tableKeyIn = (record: UsageRecord, shard: number) => ({
-  pk: `${record.branch_id}#${shard}`,
+/** A record's table key: its branch's write shard (by request id) and its time. */
+const itemKeyOf = (record: UsageRecord) => ({
+  pk: `${record.branch_id}#${usageShardOf(record.request_id)}`,
   sk: `${record.timestamp}#${record.request_id}`,
 });
-/** A record's table key: its branch's write shard (by request id) and its time. */
-const itemKeyOf = (record: UsageRecord) => tableKeyIn(record, usageShardOf(record.request_id));
 
 /** The table item of a record: its keys in its write shard, and its TTL (bulk loads outside the repository use it too). */
-export const usageItemOf = (record: UsageRecord, retentionDays: number) => {
-  const shard = usageShardOf(record.request_id);
-  const { pk, sk } = tableKeyIn(record, shard);
-  return {
-    ...record,
-    pk,
-    sk,
-    key_pk: `${record.key_id}#${shard}`,
-    expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
-  };
-};
+export const usageItemOf = (record: UsageRecord, retentionDays: number) => ({
+  ...record,
+  ...itemKeyOf(record),
+  expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+});
 
 /** What one merged read of the usage table asks for. */
 interface ShardedRead {
-  branchId?: string;
+  branchId: string;
   keyId?: string;
   since?: Date;
   /** Only records older than this sort key. */
@@ -164,63 +156,11 @@ export class UsageRepository extends UsageRecorder {
     return new Set(items.map((item) => String(item.request_id)));
   }
 
-  /** When a key was last used, from its newest usage record. */
-  async lastUsedAt(keyId: string): Promise<string | undefined> {
-    const { items } = await this.readMerged({ keyId, limit: 1, attributes: ['timestamp'] });
-    return items[0]?.timestamp as string | undefined;
-  }
-
   /**
-   * The route templates of about `maxRecords` of a key's newest calls. Order doesn't matter, so each
-   * shard is read on its own up to an equal share (records spread evenly by request id): nothing is
-   * read twice. `complete` is false when a shard had more.
-   */
-  async routesUsed(keyId: string, maxRecords: number): Promise<{ routes: Set<string>; complete: boolean }> {
-    const routes = new Set<string>();
-    const share = Math.max(1, Math.ceil(maxRecords / USAGE_WRITE_SHARDS));
-    let complete = true;
-    const shards = Array.from({ length: USAGE_WRITE_SHARDS }, (_, shard) => shard);
-    await inTurn(shards, async (shard) => {
-      let read = 0;
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const page = await this.keyShardPage(keyId, shard, Math.min(1000, share - read), startKey);
-        for (const item of page.Items ?? []) if (typeof item.route === 'string') routes.add(item.route);
-        read += page.Items?.length ?? 0;
-        startKey = page.LastEvaluatedKey;
-      } while (startKey && read < share);
-      if (startKey) complete = false;
-    });
-    return { routes, complete };
-  }
-
-  /** One page of one shard of a key's records, newest first, route only. */
-  private keyShardPage(keyId: string, shard: number, limit: number, startKey?: Record<string, unknown>) {
-    return this.gate(() =>
-      this.run('Query', () =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: USAGE_BY_KEY_INDEX,
-            KeyConditionExpression: 'key_pk = :pk',
-            ExpressionAttributeValues: { ':pk': `${keyId}#${shard}` },
-            ScanIndexForward: false,
-            Limit: limit,
-            ProjectionExpression: '#route',
-            ExpressionAttributeNames: { '#route': 'route' },
-            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-          }),
-        ),
-      ),
-    );
-  }
-
-  /**
-   * The newest records of a branch, or of a key (through the by-key index, only within `branchId`
-   * when given), merged across the write shards (usage-shards.ts).
+   * The newest records of a branch, or of one of its keys (the branch's records filtered: each read
+   * pays for the branch's records it passes, docs/decisions.md "Cost"), merged across the write shards.
    */
   private readMerged({ branchId, keyId, since, before, limit, attributes }: ShardedRead) {
-    const byKey = keyId !== undefined;
     // An exclusive upper bound with a lower one: BETWEEN is inclusive, so the bound itself is dropped below.
     const range =
       since && before !== undefined
@@ -234,7 +174,7 @@ export class UsageRepository extends UsageRecorder {
     if (sinceKey !== undefined && before !== undefined && before < sinceKey) {
       return Promise.resolve({ items: [], more: false });
     }
-    const filtered = byKey && branchId !== undefined;
+    const filtered = keyId !== undefined;
     const names = attributes ? Object.fromEntries(attributes.map((name, i) => [`#a${i}`, name])) : undefined;
     const read: ShardReader = async (shard, startKey) => {
       const page = await this.gate(() =>
@@ -242,14 +182,13 @@ export class UsageRepository extends UsageRecorder {
           this.client.send(
             new QueryCommand({
               TableName: this.tableName,
-              ...(byKey ? { IndexName: USAGE_BY_KEY_INDEX } : {}),
-              KeyConditionExpression: `${byKey ? 'key_pk' : 'pk'} = :pk${range}`,
-              ...(filtered ? { FilterExpression: 'branch_id = :branch' } : {}),
+              KeyConditionExpression: `pk = :pk${range}`,
+              ...(filtered ? { FilterExpression: 'key_id = :key' } : {}),
               ExpressionAttributeValues: {
-                ':pk': `${byKey ? keyId : branchId}#${shard}`,
+                ':pk': `${branchId}#${shard}`,
                 ...(sinceKey === undefined ? {} : { ':since': sinceKey }),
                 ...(before === undefined ? {} : { ':before': before }),
-                ...(filtered ? { ':branch': branchId } : {}),
+                ...(filtered ? { ':key': keyId } : {}),
               },
               ...(names
                 ? { ProjectionExpression: ['sk', ...Object.keys(names)].join(', '), ExpressionAttributeNames: names }
