@@ -86,9 +86,9 @@ export const OPERATOR_GRANTS = {
     ],
     putEvents: true,
   },
-  // Sends the `Key Expiring` events of its keys (claimed on the key item) and reads their rollups.
+  // Sends the `Key Expiring` events of its keys (claimed on the key item, found by id) and reads their rollups.
   'keys audit': {
-    dynamodb: [...KEY_LISTING, on('keys', ['UpdateItem']), ...ROLLUP_HOURS],
+    dynamodb: [...KEY_LISTING, on('keys', ['UpdateItem']), on('keys', ['Query'], KEYS_BY_ID_INDEX), ...ROLLUP_HOURS],
     putEvents: true,
   },
   usage: { dynamodb: [BRANCH, ...USAGE_LOG, on('rollups', ['Query'])] },

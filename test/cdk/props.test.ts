@@ -18,6 +18,7 @@ describe('stack props', () => {
       usageRetentionDays: 90,
       defaultRateLimit: '50/s',
       logLevel: 'INFO',
+      tracing: true,
       serverErrorRatePercent: 5,
       reservedConcurrency: {},
       lambdaConcurrencyQuota: 1000,
