@@ -8,7 +8,11 @@
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { PublicKeySource, PublicKeysUnavailableError } from '../shared/data/secret-scanning-keys';
 import { keysDocument, newSigningKey } from './support/secret-scanning';
 
@@ -71,6 +75,57 @@ describe('a file: keys document', () => {
     await expect(new PublicKeySource({ url: broken.url }).get('key-1')).rejects.toBeInstanceOf(
       PublicKeysUnavailableError,
     );
+  });
+});
+
+describe('reports that arrive together', () => {
+  it('on a fresh source share the one read under way: every one gets the key, the document is read once', async () => {
+    let reads = 0;
+    const { url, stop } = await serve((_request, response) => {
+      reads += 1;
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ public_keys: [{ key_identifier: 'key-1', key: first.publicPem }] }));
+    });
+    try {
+      const source = new PublicKeySource({ url, allowHttp: true });
+      const keys = await Promise.all(Array.from({ length: 5 }, () => source.get('key-1')));
+      expect(keys).toEqual(Array(5).fill(first.publicPem));
+      expect(reads).toBe(1);
+    } finally {
+      stop();
+    }
+  });
+});
+
+describe('a file: keys document that is not a regular file', () => {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  const fifo = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'secret-scanning-'));
+    dirs.push(dir);
+    const path = join(dir, 'keys.fifo');
+    execFileSync('mkfifo', [path]);
+    return path;
+  };
+
+  it.each([
+    ['a FIFO no one writes to', fifo],
+    ['a device', () => '/dev/zero'],
+    ['a directory', () => tmpdir()],
+  ])('%s is refused without being read: PublicKeysUnavailableError', async (_name, path) => {
+    const source = new PublicKeySource({ url: pathToFileURL(path()).href, timeoutMs: 60_000 });
+    await expect(source.get('key-1')).rejects.toThrow('Public keys document is not a regular file');
+  });
+
+  it('does not hold the reports after it: once the document is a file, the next read finds the key', async () => {
+    const path = fifo();
+    const time = clock();
+    const source = new PublicKeySource({ url: pathToFileURL(path).href, minRefreshMs: 1, now: time.now });
+    await expect(source.get('key-1')).rejects.toBeInstanceOf(PublicKeysUnavailableError);
+    rmSync(path);
+    writeFileSync(path, JSON.stringify({ public_keys: [{ key_identifier: 'key-1', key: first.publicPem }] }));
+    time.advance(1);
+    expect(await source.get('key-1')).toBe(first.publicPem);
   });
 });
 
