@@ -78,25 +78,6 @@ describe('a file: keys document', () => {
   });
 });
 
-describe('reports that arrive together', () => {
-  it('on a fresh source share the one read under way: every one gets the key, the document is read once', async () => {
-    let reads = 0;
-    const { url, stop } = await serve((_request, response) => {
-      reads += 1;
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ public_keys: [{ key_identifier: 'key-1', key: first.publicPem }] }));
-    });
-    try {
-      const source = new PublicKeySource({ url, allowHttp: true });
-      const keys = await Promise.all(Array.from({ length: 5 }, () => source.get('key-1')));
-      expect(keys).toEqual(Array(5).fill(first.publicPem));
-      expect(reads).toBe(1);
-    } finally {
-      stop();
-    }
-  });
-});
-
 describe('a file: keys document that is not a regular file', () => {
   const dirs: string[] = [];
   afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
@@ -164,17 +145,35 @@ const serve = async (handler: Parameters<typeof createServer>[1]) => {
 };
 
 describe('an http keys document', () => {
-  it('is fetched and cached: one request for many reports', async () => {
+  /** A keys document server that counts the reads. */
+  const keysServer = async () => {
     let requests = 0;
-    const { url, stop } = await serve((_request, response) => {
+    const server = await serve((_request, response) => {
       requests += 1;
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ public_keys: [{ key_identifier: 'key-1', key: first.publicPem }] }));
     });
+    return { ...server, requests: () => requests };
+  };
+
+  it('is fetched and cached: one request for many reports', async () => {
+    const { url, stop, requests } = await keysServer();
     try {
       const source = new PublicKeySource({ url, allowHttp: true });
       for (let i = 0; i < 5; i += 1) expect(await source.get('key-1')).toBe(first.publicPem);
-      expect(requests).toBe(1);
+      expect(requests()).toBe(1);
+    } finally {
+      stop();
+    }
+  });
+
+  it('is read once for reports that arrive together on a fresh source: each waits for the read under way', async () => {
+    const { url, stop, requests } = await keysServer();
+    try {
+      const source = new PublicKeySource({ url, allowHttp: true });
+      const keys = await Promise.all(Array.from({ length: 5 }, () => source.get('key-1')));
+      expect(keys).toEqual(Array(5).fill(first.publicPem));
+      expect(requests()).toBe(1);
     } finally {
       stop();
     }

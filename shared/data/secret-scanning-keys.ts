@@ -58,7 +58,8 @@ const readBounded = async (chunks: AsyncIterable<Uint8Array>): Promise<string> =
 const readFile = async (path: string): Promise<string> => {
   const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    if (!(await file.stat()).isFile()) throw new PublicKeysUnavailableError('Public keys document is not a regular file');
+    if (!(await file.stat()).isFile())
+      throw new PublicKeysUnavailableError('Public keys document is not a regular file');
     // One byte past the limit is enough to know the file is too large.
     return await readBounded(file.createReadStream({ autoClose: false, end: MAX_DOCUMENT_BYTES }));
   } finally {
