@@ -42,7 +42,8 @@ export interface DeliveryStats {
 /** The records a feed holds before its writers wait: under a minute of the local stack's busiest traffic. */
 export const MAX_PENDING = 10_000;
 
-type Entry = { change: StreamChange; observedAt: number };
+/** A queued record; `unkept` once setting it aside has failed (it stays queued). */
+type Entry = { change: StreamChange; observedAt: number; unkept?: boolean };
 
 /** The shard a partition key value's records go to (as DynamoDB's stream keeps a key in one shard). */
 export const shardOf = (partitionKey: string, shards: number): number =>
@@ -179,20 +180,33 @@ export class ShardedDelivery {
     this.released(count);
   }
 
-  /** After a failed delivery: set the head aside once it has failed often enough, else wait to retry. */
+  /**
+   * After a failed delivery: set the head aside once it has failed often enough, else wait to
+   * retry. A head that can't be set aside either (the store itself is down) stays first and starts
+   * its attempts again: a record leaves the queue delivered or set aside, never lost.
+   */
   private async afterFailure(shard: Shard): Promise<void> {
     shard.attempts += 1;
     if (shard.attempts >= this.maxAttempts) {
-      const [head] = shard.queue.splice(0, 1);
       shard.attempts = 0;
-      this.counts.setAside += 1;
-      this.released(1);
-      await this.options
-        .setAside(head!.change, `failed ${this.maxAttempts} deliveries`)
-        .catch((error: unknown) => this.options.onError(error));
-      return;
+      const head = shard.queue[0]!;
+      const kept = await this.options.setAside(head.change, `failed ${this.maxAttempts} deliveries`).then(
+        () => true,
+        (error: unknown) => {
+          // Said once per record, not at every round of an outage.
+          if (!head.unkept) this.options.onError(error);
+          head.unkept = true;
+          return false;
+        },
+      );
+      if (kept) {
+        shard.queue.shift();
+        this.counts.setAside += 1;
+        this.released(1);
+        return;
+      }
     }
-    const delay = Math.min(2000, this.retryDelayMs * 2 ** (shard.attempts - 1));
+    const delay = Math.min(2000, this.retryDelayMs * 2 ** Math.max(0, shard.attempts - 1));
     await new Promise((resolve) => setTimeout(resolve, delay));
   }
 
