@@ -41,7 +41,11 @@ type Write = typeof process.stdout.write;
  * Appends to `file` in order, one write at a time, counting the bytes each write took: after a
  * failed write (ENOSPC) the rest waits in memory, bounded, and goes once the file takes it again.
  */
-const logAppender = async (file: string, tell: (text: TerminalText) => void) => {
+export const openLogAppender = async (
+  file: string,
+  tell: (text: TerminalText) => void,
+  maxBytes = MAX_UNWRITTEN_LOG_BYTES,
+) => {
   const handle = await open(file, 'a');
   const queue: Buffer[] = [];
   let queued = 0;
@@ -77,12 +81,14 @@ const logAppender = async (file: string, tell: (text: TerminalText) => void) => 
   const run = () => (draining ??= drain().finally(() => (draining = undefined)));
 
   return {
+    /** Bytes waiting to be written. */
+    held: () => queued,
     write: (chunk: Uint8Array | string) => {
       const bytes = Buffer.from(chunk);
       queue.push(bytes);
       queued += bytes.length;
       // The oldest whole lines go first; the head may be half written.
-      while (queued > MAX_UNWRITTEN_LOG_BYTES && queue.length > 2) {
+      while (queued > maxBytes && queue.length > 2) {
         const [oldest] = queue.splice(1, 1);
         queued -= oldest!.length;
         dropped += oldest!.length;
@@ -106,7 +112,7 @@ export const routeLogs = async (file: string, verbose: boolean): Promise<LogRout
   const { stdout, stderr } = process;
   const toTerminal = stdout.write.bind(stdout);
   const toStderr = stderr.write.bind(stderr);
-  const log = await logAppender(file, (text) => void toStderr(`${text}\n`));
+  const log = await openLogAppender(file, (text) => void toStderr(`${text}\n`));
   const tee =
     (terminal: Write | undefined): Write =>
     (chunk: Uint8Array | string, ...rest: unknown[]) => {
