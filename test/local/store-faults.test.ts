@@ -11,17 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOperatorContext } from '../../lib/operator/context';
 import { summarizeUsage } from '../../lib/operator/usage-rollups';
+import { tableDefinitions } from '../../shared/data/tables';
 import { hourOf } from '../../shared/domain/rollups';
 import { CLI, PROJECT_ROOT } from '../support/cli';
 
-const localTables = {
-  KEYS_TABLE: '',
-  USAGE_TABLE: '',
-  BRANCH_DATA_TABLE: '',
-  ROLLUPS_TABLE: '',
-  RATE_LIMITS_TABLE: '',
-  ACTIVITY_TABLE: '',
-};
+/** No table name of the test file's: the stack's own local names. */
+const localTables = Object.fromEntries(tableDefinitions.map(({ envVar }) => [envVar, '']));
 
 /** `branch-api serve` in a child process; `wrap` runs it under another command (unshare). */
 const startServe = (args: string[], wrap: string[] = []) => {
