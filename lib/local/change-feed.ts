@@ -25,7 +25,7 @@ type Item = Record<string, AttributeValue>;
 
 export interface ChangeFeedOptions extends Pick<
   DeliveryOptions,
-  'shards' | 'batchSize' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts' | 'maxPending'
+  'shards' | 'batchSize' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts' | 'maxPending' | 'storeDown'
 > {
   /** The DynamoDB the proxy forwards to. */
   target: string;
@@ -196,7 +196,7 @@ const createDelivery = (options: ChangeFeedOptions, tableName: string, onError: 
       (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
     onError,
     ...Object.fromEntries(
-      (['shards', 'batchSize', 'batchWindowMs', 'retryDelayMs', 'maxAttempts', 'maxPending'] as const)
+      (['shards', 'batchSize', 'batchWindowMs', 'retryDelayMs', 'maxAttempts', 'maxPending', 'storeDown'] as const)
         .filter((name) => options[name] !== undefined)
         .map((name) => [name, options[name]]),
     ),

@@ -21,6 +21,8 @@ export const REOPEN_EVERY_MS = 1000;
 export interface DiskStore {
   /** Passes a request to the store, or answers 503 with the reason while it can't serve. */
   serve(request: IncomingMessage, response: ServerResponse): void;
+  /** True while it can't serve. */
+  down(): boolean;
   close(): Promise<void>;
 }
 
@@ -167,9 +169,11 @@ export const openDiskStore = async (dataDir: string, onNotice: (message: string)
     request.pipe(upstream);
   };
 
+  const down = () => current === undefined || fault !== undefined;
   return {
     serve: (request, response) =>
-      current && fault === undefined ? forward(request, response) : unavailable(request, response, fault ?? 'closed'),
+      down() ? unavailable(request, response, fault ?? 'closed') : forward(request, response),
+    down,
     close: async () => {
       closed = true;
       clearTimeout(timer);

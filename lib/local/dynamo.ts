@@ -23,6 +23,8 @@ export interface EmbeddedDynamo {
    * applies the same guard, so a request it passes on costs no second exchange over TCP.
    */
   serve(request: IncomingMessage, response: ServerResponse): void;
+  /** True while the store can't serve (only one on disk ever is: ./disk-store.ts). */
+  down(): boolean;
   close(): Promise<void>;
 }
 export interface EmbeddedDynamoOptions {
@@ -87,6 +89,7 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
     endpoint: `http://${address}:${port}`,
     port,
     serve,
+    down: () => onDisk?.down() ?? false,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

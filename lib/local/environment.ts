@@ -75,7 +75,7 @@ const startStoreAndFeed = async (
     }
     const feed = await startUsageChangeFeed({
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
-      ...(dynamo ? { store: dynamo.serve } : {}),
+      ...(dynamo ? { store: dynamo.serve, storeDown: dynamo.down } : {}),
       usageTable: operatorTableNames(process.env).usage,
       // On loopback whatever HOST says: the database is for this machine's tools only.
       host: LOCAL_HOST,

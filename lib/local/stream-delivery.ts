@@ -7,6 +7,7 @@
  * (bisecting, partial batch responses) are tested on the aggregator (test/rollups.test.ts).
  */
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { streamEvent, type StreamChange } from './stream-events';
 
@@ -30,6 +31,11 @@ export interface DeliveryOptions {
   maxPending?: number;
   setAside: (change: StreamChange, reason: string) => Promise<void>;
   onError: (error: unknown) => void;
+  /**
+   * True while the store the handler writes to can't serve (lib/local/disk-store.ts): a delivery
+   * that fails then says nothing about its records and does not count. @default never
+   */
+  storeDown?: () => boolean;
 }
 
 export interface DeliveryStats {
@@ -50,6 +56,9 @@ export const shardOf = (partitionKey: string, shards: number): number =>
   createHash('sha1').update(partitionKey).digest().readUInt32BE(0) % shards;
 
 export const DEFAULT_SHARDS = 4;
+
+/** The longest wait before a redelivery. */
+const MAX_RETRY_DELAY_MS = 2000;
 
 interface Shard {
   queue: Entry[];
@@ -186,6 +195,7 @@ export class ShardedDelivery {
    * its attempts again: a record leaves the queue delivered or set aside, never lost.
    */
   private async afterFailure(shard: Shard): Promise<void> {
+    if (this.options.storeDown?.()) return sleep(this.retryDelay(this.maxAttempts));
     shard.attempts += 1;
     if (shard.attempts >= this.maxAttempts) {
       shard.attempts = 0;
@@ -206,8 +216,12 @@ export class ShardedDelivery {
         return;
       }
     }
-    const delay = Math.min(2000, this.retryDelayMs * 2 ** Math.max(0, shard.attempts - 1));
-    await new Promise((resolve) => setTimeout(resolve, delay));
+    await sleep(this.retryDelay(shard.attempts));
+  }
+
+  /** The wait before redelivering a record that failed `attempts` times: doubled each time, at most 2 s. */
+  private retryDelay(attempts: number): number {
+    return Math.min(MAX_RETRY_DELAY_MS, this.retryDelayMs * 2 ** Math.max(0, attempts - 1));
   }
 
   private async pump(shard: Shard): Promise<void> {

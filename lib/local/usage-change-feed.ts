@@ -25,7 +25,7 @@ import type { StreamChange } from './stream-events';
 
 export interface UsageChangeFeedOptions extends Pick<
   ChangeFeedOptions,
-  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts' | 'store'
+  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts' | 'store' | 'storeDown'
 > {
   /** The DynamoDB holding the tables. */
   target: string;
