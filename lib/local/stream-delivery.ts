@@ -7,7 +7,6 @@
  * (bisecting, partial batch responses) are tested on the aggregator (test/rollups.test.ts).
  */
 import { createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { streamEvent, type StreamChange } from './stream-events';
 
@@ -48,17 +47,13 @@ export interface DeliveryStats {
 /** The records a feed holds before its writers wait: under a minute of the local stack's busiest traffic. */
 export const MAX_PENDING = 10_000;
 
-/** A queued record; `unkept` once setting it aside has failed (it stays queued). */
-type Entry = { change: StreamChange; observedAt: number; unkept?: boolean };
+type Entry = { change: StreamChange; observedAt: number };
 
 /** The shard a partition key value's records go to (as DynamoDB's stream keeps a key in one shard). */
 export const shardOf = (partitionKey: string, shards: number): number =>
   createHash('sha1').update(partitionKey).digest().readUInt32BE(0) % shards;
 
 export const DEFAULT_SHARDS = 4;
-
-/** The longest wait before a redelivery. */
-const MAX_RETRY_DELAY_MS = 2000;
 
 interface Shard {
   queue: Entry[];
@@ -76,6 +71,8 @@ export class ShardedDelivery {
   private readonly maxAttempts: number;
   private readonly maxPending: number;
   private readonly counts: DeliveryStats = { delivered: 0, setAside: 0, pending: 0 };
+  /** Records that could not be set aside either (they stay queued): said once each. */
+  private readonly unkept = new WeakSet<StreamChange>();
   private closed = false;
   private idle: (() => void)[] = [];
   private waiting: (() => void)[] = [];
@@ -195,33 +192,25 @@ export class ShardedDelivery {
    * its attempts again: a record leaves the queue delivered or set aside, never lost.
    */
   private async afterFailure(shard: Shard): Promise<void> {
-    if (this.options.storeDown?.()) return sleep(this.retryDelay(this.maxAttempts));
-    shard.attempts += 1;
+    const down = this.options.storeDown?.() ?? false;
+    if (!down) shard.attempts += 1;
     if (shard.attempts >= this.maxAttempts) {
-      shard.attempts = 0;
       const head = shard.queue[0]!;
-      const kept = await this.options.setAside(head.change, `failed ${this.maxAttempts} deliveries`).then(
-        () => true,
-        (error: unknown) => {
-          // Said once per record, not at every round of an outage.
-          if (!head.unkept) this.options.onError(error);
-          head.unkept = true;
-          return false;
-        },
-      );
-      if (kept) {
+      shard.attempts = 0;
+      try {
+        await this.options.setAside(head.change, `failed ${this.maxAttempts} deliveries`);
         shard.queue.shift();
         this.counts.setAside += 1;
         this.released(1);
         return;
+      } catch (error) {
+        if (!this.unkept.has(head.change)) this.options.onError(error);
+        this.unkept.add(head.change);
       }
     }
-    await sleep(this.retryDelay(shard.attempts));
-  }
-
-  /** The wait before redelivering a record that failed `attempts` times: doubled each time, at most 2 s. */
-  private retryDelay(attempts: number): number {
-    return Math.min(MAX_RETRY_DELAY_MS, this.retryDelayMs * 2 ** Math.max(0, attempts - 1));
+    const doublings = down ? this.maxAttempts : Math.max(0, shard.attempts - 1);
+    const delay = Math.min(2000, this.retryDelayMs * 2 ** doublings);
+    await new Promise((resolve) => setTimeout(resolve, delay));
   }
 
   private async pump(shard: Shard): Promise<void> {
