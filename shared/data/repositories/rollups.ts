@@ -29,6 +29,12 @@ const DAY_SECONDS = 86_400;
 /** The aggregator's progress item: a partition no branch id can be (ids never start with `#`). */
 const PROGRESS_KEY = { branch_id: '#aggregator', sk: 'progress' };
 const SET_ASIDE_PREFIX = 'dead#';
+/** The local change feed's crash marks (docs/decisions.md "Local store and change feed"), in a partition of their own. */
+const PENDING_PARTITION = '#local-feed';
+const pendingKey = (branchId: string, hour: string) => ({
+  branch_id: PENDING_PARTITION,
+  sk: `pending#${hour}#${branchId}`,
+});
 /** Set-aside records read to describe them: enough to name the period to rebuild. */
 const SET_ASIDE_READ_LIMIT = 1000;
 
@@ -421,5 +427,29 @@ export class RollupsRepository extends DynamoRepository {
       );
     }
     return items.length;
+  }
+
+  /** Marks a branch's hour as one that may hold calls not applied yet: a start after a crash recounts it. */
+  async markPending(branchId: string, hour: string): Promise<void> {
+    await this.run('PutItem', () =>
+      this.client.send(
+        new PutCommand({ TableName: this.tableName, Item: { ...pendingKey(branchId, hour), branchId, hour } }),
+      ),
+    );
+  }
+
+  async clearPending(branchId: string, hour: string): Promise<void> {
+    await this.run('DeleteItem', () =>
+      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: pendingKey(branchId, hour) })),
+    );
+  }
+
+  /** Every branch hour marked pending, oldest hour first. */
+  async pendingHours(): Promise<{ branchId: string; hour: string }[]> {
+    const { items } = await this.queryItems({
+      KeyConditionExpression: 'branch_id = :pk',
+      ExpressionAttributeValues: { ':pk': PENDING_PARTITION },
+    });
+    return items.map((item) => ({ branchId: String(item.branchId), hour: String(item.hour) }));
   }
 }
