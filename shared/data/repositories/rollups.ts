@@ -273,13 +273,14 @@ export class RollupsRepository extends DynamoRepository {
 
   /**
    * Replaces an hour item's counters with a recount, keeping its watermarks, on condition that
-   * no call was applied to it since `stored` was read (its version is unchanged). False when one was.
+   * no call was applied to it since `stored` was read (its version is unchanged). False when one
+   * was. The item stays marked `unverified` (by this rebuild) until `verified` clears it.
    */
   async replaceHour(
     item: { branchId: string; keyId: string; hour: string },
     counters: Counters,
     stored: StoredHour | undefined,
-    retentionDays: number,
+    { retentionDays, rebuild }: { retentionDays: number; rebuild: string },
   ): Promise<boolean> {
     const sk = hourItemSk(item.hour, item.keyId);
     try {
@@ -296,6 +297,7 @@ export class RollupsRepository extends DynamoRepository {
               hour: item.hour,
               expires_at_epoch: expiresOf(item.hour, retentionDays),
               v: (stored?.version ?? 0) + 1,
+              unverified: rebuild,
             },
             ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
             ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
@@ -306,6 +308,27 @@ export class RollupsRepository extends DynamoRepository {
     } catch (error) {
       if (error instanceof ConditionNotMetError) return false;
       throw error;
+    }
+  }
+
+  /** Clears the `unverified` mark a rebuild left on these items (sort keys), unless another rebuild's replaced it. */
+  async verified(branchId: string, sks: readonly string[], rebuild: string): Promise<void> {
+    for (const sk of sks) {
+      try {
+        await this.run('UpdateItem', () =>
+          this.client.send(
+            new UpdateCommand({
+              TableName: this.tableName,
+              Key: { branch_id: branchId, sk },
+              UpdateExpression: 'REMOVE unverified',
+              ConditionExpression: 'unverified = :rebuild',
+              ExpressionAttributeValues: { ':rebuild': rebuild },
+            }),
+          ),
+        );
+      } catch (error) {
+        if (!(error instanceof ConditionNotMetError)) throw error;
+      }
     }
   }
 

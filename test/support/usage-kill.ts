@@ -1,0 +1,187 @@
+/**
+ * The kill tests' tools (test/local/usage-kill-*.test.ts): child processes (usage-kill-child.ts,
+ * bundled once and started one ahead, so a test waits for no module loading), a seeded random
+ * source, logs of records to replay, and the check every kill test makes of an hour: its raw
+ * records, what the rollups count, and whether the summary names it unverified.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { build } from 'esbuild';
+import type { Recovery } from '../../lib/local/usage-change-feed';
+import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
+import { summarizeUsage } from '../../lib/operator/usage-rollups';
+import { PROJECT_ROOT } from '../../lib/project-paths';
+import type { UsageRecord } from '../../shared/domain/usage-record';
+
+export const HOUR_MS = 3_600_000;
+// One per jest worker: files running side by side never write the same bundle.
+const BUNDLE = join(PROJECT_ROOT, 'node_modules', '.cache', 'usage-kill', `child-${process.pid}.mjs`);
+
+/** A seeded random source in [0, 1) (mulberry32): a failing seed replays the same choices. */
+export const randomOf = (seed: number) => {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+};
+
+interface Child {
+  send(line: string): void;
+  next(): Promise<string>;
+  kill(): Promise<void>;
+  stderr(): string;
+}
+
+const spawnChild = async (): Promise<Child> => {
+  const child = spawn(process.execPath, [BUNDLE], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, DYNAMODB_ENDPOINT: '', FEED_WINDOW_MS: '200' },
+    // Its stdout is the aggregator's log; it speaks on a pipe of its own.
+    stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+  // A line sent to a child that was just killed goes nowhere.
+  child.stdin!.on('error', () => undefined);
+  const exited = once(child, 'exit');
+  const lines = createInterface({ input: child.stdio[3] as Readable })[Symbol.asyncIterator]();
+  const next = async () => {
+    const { value, done } = await lines.next();
+    if (done) throw new Error(`The child ended: ${stderr.slice(-2000)}`);
+    return value as string;
+  };
+  const ready = await next();
+  if (ready !== 'ready') throw new Error(`The child said ${ready}`);
+  return {
+    send: (line) => void child.stdin!.write(`${line}\n`),
+    next,
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+    stderr: () => stderr,
+  };
+};
+
+/** Child processes, one always started ahead; `close()` kills them all. */
+export const childPool = () => {
+  let bundled: Promise<unknown> | undefined;
+  const started: Promise<Child>[] = [];
+  const spawnOne = () => {
+    bundled ??= build({
+      entryPoints: [join(PROJECT_ROOT, 'test', 'support', 'usage-kill-child.ts')],
+      outfile: BUNDLE,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      packages: 'external',
+      logLevel: 'warning',
+    });
+    const child = bundled.then(spawnChild);
+    started.push(child);
+    child.catch(() => undefined);
+    return child;
+  };
+  let spare = spawnOne();
+  const take = () => {
+    const child = spare;
+    spare = spawnOne();
+    return child;
+  };
+  return {
+    /** The store and feed of the local stack on `dataDir` (usage-kill-child.ts `stack`). */
+    stack: async (dataDir: string) => {
+      const child = await take();
+      child.send(`stack ${dataDir}`);
+      const { endpoint, recovery } = JSON.parse(await child.next()) as { endpoint: string; recovery: Recovery | null };
+      const drain = async () => {
+        child.send('drain');
+        if ((await child.next()) !== 'drained') throw new Error('The stack did not drain');
+      };
+      return { endpoint, recovery, drain, kill: child.kill };
+    },
+    /** `usage rebuild` of one hour in a child; `onWait` runs where it waits for the longest lag. */
+    rebuild: async (endpoint: string, branchId: string, hour: string, onWait: () => Promise<void>) => {
+      const child = await take();
+      child.send(`rebuild ${endpoint} ${branchId} ${hour} ${new Date(Date.parse(hour) + HOUR_MS).toISOString()}`);
+      const done = (async () => {
+        for (let line = await child.next(); ; line = await child.next()) {
+          if (line !== 'wait') return JSON.parse(line) as unknown;
+          await onWait();
+          child.send('go');
+        }
+      })();
+      done.catch(() => undefined);
+      return { done, kill: child.kill };
+    },
+    close: async () => {
+      await Promise.all(
+        started.map((child) =>
+          child.then(
+            (c) => c.kill(),
+            () => undefined,
+          ),
+        ),
+      );
+    },
+  };
+};
+
+/** An operator context on an endpoint, closed after `work`. */
+export const withContext = async <T>(endpoint: string, work: (ctx: OperatorContext) => Promise<T>): Promise<T> => {
+  const ctx = createOperatorContext({ ...process.env, DYNAMODB_ENDPOINT: endpoint });
+  try {
+    return await work(ctx);
+  } finally {
+    ctx.close();
+  }
+};
+
+/** `count` calls of a key spread over one hour, with request ids that start with `tag`. */
+export const callsIn = (hour: string, count: number, tag: string, key: { branchId: string; keyId: string }) =>
+  Array.from({ length: count }, (_, i): UsageRecord => ({
+    branch_id: key.branchId,
+    key_id: key.keyId,
+    method: 'GET',
+    path: '/api/v1/branch',
+    route: 'GET /v1/branch',
+    status: i % 7 === 0 ? 500 : 200,
+    response_time_ms: (i % 50) + 0.25,
+    timestamp: new Date(Date.parse(hour) + Math.floor((i * HOUR_MS) / count)).toISOString(),
+    request_id: `${tag}-${i}`,
+  }));
+
+/** A log file of these records, as `usage replay` reads one ("Usage record not stored" lines). */
+export const logOf = async (records: readonly UsageRecord[]) => {
+  const file = join(await mkdtemp(join(tmpdir(), 'usage-kill-')), 'failed-usage.log');
+  const line = (record: UsageRecord) =>
+    JSON.stringify({ level: 'ERROR', message: 'Usage record not stored', usage_record: record });
+  await writeFile(file, records.map(line).join('\n'));
+  return file;
+};
+
+/** An hour of a branch: its raw records, the calls the rollups count, and whether the summary names it unverified. */
+export const countsOf = async (ctx: OperatorContext, branchId: string, hour: string) => {
+  const [since, until] = [new Date(hour), new Date(Date.parse(hour) + HOUR_MS)];
+  let raw = 0;
+  let position: string | undefined;
+  do {
+    const page = await ctx.usage.query({ branchId, since, until, limit: 1000, ...(position ? { position } : {}) });
+    raw += page.records.length;
+    position = page.nextPosition;
+  } while (position);
+  const summary = await summarizeUsage(ctx, { branchId, since: hour, until: until.toISOString(), by: 'hour' });
+  return { raw, rolled: summary.totals.calls, unverified: summary.unverified?.hours.includes(hour) ?? false };
+};
+
+/** Exact, or named unverified by the summary: never silently short or over. */
+export const exactOrNamed = ({ raw, rolled, unverified }: Awaited<ReturnType<typeof countsOf>>) =>
+  raw === rolled || unverified ? 'exact or named' : `raw ${raw}, rolled ${rolled}, not named`;
