@@ -206,6 +206,8 @@ export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Pro
   const timer = setInterval(() => void marks.sweep(feed.pending()), SWEEP_EVERY_MS).unref();
   return {
     ...feed,
+    // Drained, nothing is left to apply: no mark is needed any more.
+    drain: () => feed.drain().then(() => marks.sweep(feed.pending())),
     begin: async (ctx) => {
       const recovered = recount(ctx, store.rollups);
       recovering = recovered.catch(() => undefined);

@@ -1,12 +1,11 @@
 /**
- * The kill tests' tools (test/local/usage-kill-*.test.ts): child processes (usage-kill-child.ts,
- * bundled once and started one ahead, so a test waits for no module loading), a seeded random
+ * The kill tests' tools (test/local/usage-kill-*.test.ts): child processes to kill, a seeded random
  * source, logs of records to replay, and the check every kill test makes of an hour: its raw
  * records, what the rollups count, and whether the summary names it unverified.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,11 +15,13 @@ import type { Recovery } from '../../lib/local/usage-change-feed';
 import { createOperatorContext, type OperatorContext } from '../../lib/operator/context';
 import { summarizeUsage } from '../../lib/operator/usage-rollups';
 import { PROJECT_ROOT } from '../../lib/project-paths';
+import { startFaultProxy } from './fault-proxy';
+import { mainBranch } from './fixtures';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 
 export const HOUR_MS = 3_600_000;
 // One per jest worker: files running side by side never write the same bundle.
-const BUNDLE = join(PROJECT_ROOT, 'node_modules', '.cache', 'usage-kill', `child-${process.pid}.mjs`);
+const BUNDLE_DIR = join(PROJECT_ROOT, 'node_modules', '.cache', 'usage-kill', String(process.pid));
 
 /** A seeded random source in [0, 1) (mulberry32): a failing seed replays the same choices. */
 export const randomOf = (seed: number) => {
@@ -37,13 +38,14 @@ interface Child {
   send(line: string): void;
   next(): Promise<string>;
   kill(): Promise<void>;
-  stderr(): string;
 }
 
-const spawnChild = async (): Promise<Child> => {
-  const child = spawn(process.execPath, [BUNDLE], {
+type Role = 'stack' | 'rebuild';
+
+const spawnChild = async (role: Role): Promise<Child> => {
+  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'usage-kill-child.mjs'), role], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, DYNAMODB_ENDPOINT: '', FEED_WINDOW_MS: '200' },
+    env: { ...process.env, DYNAMODB_ENDPOINT: '' },
     // Its stdout is the aggregator's log; it speaks on a pipe of its own.
     stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
   });
@@ -67,60 +69,76 @@ const spawnChild = async (): Promise<Child> => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },
-    stderr: () => stderr,
   };
 };
 
-/** Child processes, one always started ahead; `close()` kills them all. */
+/** A rebuild of one hour of `mainBranch` in a child, through `endpoint`; `onWait` runs where it waits for the longest lag. */
+const rebuildIn = (child: Child, endpoint: string, hour: string, onWait: () => Promise<void>) => {
+  child.send(`rebuild ${endpoint} ${mainBranch.id} ${hour}`);
+  const done = (async () => {
+    for (let line = await child.next(); ; line = await child.next()) {
+      if (line !== 'wait') return line;
+      await onWait();
+      child.send('go');
+    }
+  })();
+  done.catch(() => undefined);
+  return done;
+};
+
+/**
+ * Child processes (usage-kill-child.ts), bundled once (split as the CLI's build is, so a child
+ * loads only what its role runs), each started one ahead of its use so a test waits for no module
+ * loading; `close()` kills them all.
+ */
 export const childPool = () => {
   let bundled: Promise<unknown> | undefined;
   const started: Promise<Child>[] = [];
-  const spawnOne = () => {
+  const spares = new Map<Role, Promise<Child>>();
+  const spawnOne = (role: Role) => {
     bundled ??= build({
       entryPoints: [join(PROJECT_ROOT, 'test', 'support', 'usage-kill-child.ts')],
-      outfile: BUNDLE,
+      outdir: BUNDLE_DIR,
+      outExtension: { '.js': '.mjs' },
       bundle: true,
+      splitting: true,
       platform: 'node',
       format: 'esm',
       packages: 'external',
       logLevel: 'warning',
     });
-    const child = bundled.then(spawnChild);
+    const child = bundled.then(() => spawnChild(role));
     started.push(child);
     child.catch(() => undefined);
+    spares.set(role, child);
     return child;
   };
-  let spare = spawnOne();
-  const take = () => {
-    const child = spare;
-    spare = spawnOne();
+  const take = (role: Role) => {
+    const child = spares.get(role) ?? spawnOne(role);
+    spawnOne(role);
     return child;
   };
   return {
-    /** The store and feed of the local stack on `dataDir` (usage-kill-child.ts `stack`). */
-    stack: async (dataDir: string) => {
-      const child = await take();
-      child.send(`stack ${dataDir}`);
+    /**
+     * The store and feed of the local stack on `dataDir`, batching deliveries `windowMs`
+     * (usage-kill-child.ts `stack`); a rebuild may run in it, to be killed with it.
+     */
+    stack: async (dataDir: string, windowMs: number) => {
+      const child = await take('stack');
+      child.send(`${dataDir} ${windowMs}`);
       const { endpoint, recovery } = JSON.parse(await child.next()) as { endpoint: string; recovery: Recovery | null };
       const drain = async () => {
         child.send('drain');
         if ((await child.next()) !== 'drained') throw new Error('The stack did not drain');
       };
-      return { endpoint, recovery, drain, kill: child.kill };
+      const rebuild = (through: string, hour: string, onWait: () => Promise<void>) =>
+        rebuildIn(child, through, hour, onWait);
+      return { endpoint, recovery, drain, rebuild, kill: child.kill };
     },
-    /** `usage rebuild` of one hour in a child; `onWait` runs where it waits for the longest lag. */
-    rebuild: async (endpoint: string, branchId: string, hour: string, onWait: () => Promise<void>) => {
-      const child = await take();
-      child.send(`rebuild ${endpoint} ${branchId} ${hour} ${new Date(Date.parse(hour) + HOUR_MS).toISOString()}`);
-      const done = (async () => {
-        for (let line = await child.next(); ; line = await child.next()) {
-          if (line !== 'wait') return JSON.parse(line) as unknown;
-          await onWait();
-          child.send('go');
-        }
-      })();
-      done.catch(() => undefined);
-      return { done, kill: child.kill };
+    /** A rebuild in a child of its own. */
+    rebuild: async (endpoint: string, hour: string, onWait: () => Promise<void>) => {
+      const child = await take('rebuild');
+      return { done: rebuildIn(child, endpoint, hour, onWait), kill: child.kill };
     },
     close: async () => {
       await Promise.all(
@@ -131,9 +149,68 @@ export const childPool = () => {
           ),
         ),
       );
+      await rm(BUNDLE_DIR, { recursive: true, force: true });
     },
   };
 };
+
+/**
+ * The local stack (a child) on a data directory of its own, with a key of `mainBranch`;
+ * `restart()` starts it again after a kill, with another batching window if given.
+ */
+export const stackWithKey = async (pool: ReturnType<typeof childPool>, windowMs: number) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'usage-kill-stack-'));
+  let stack = await pool.stack(dataDir, windowMs);
+  const keyId = await withContext(stack.endpoint, async (ctx) => {
+    await ctx.branchData.putBranch(mainBranch);
+    return (await ctx.keys.create({ branchId: mainBranch.id, scopes: ['read'] })).record.key_id;
+  });
+  return {
+    key: { branchId: mainBranch.id, keyId },
+    now: () => stack,
+    restart: async (window = windowMs) => (stack = await pool.stack(dataDir, window)),
+    close: async () => {
+      await stack.kill();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+};
+
+/**
+ * A rebuild of `hour` of `mainBranch` through a proxy to the stack, killed at a random point: one
+ * of its requests (the next is held), or where it waits for the longest lag, once the stack has
+ * applied what it held (some of it recounted). It runs in a child of its own, or `inStack`: then
+ * the stack is killed with it, and so is `alsoKill`.
+ */
+export const killRebuild = async (
+  pool: ReturnType<typeof childPool>,
+  { stack, hour, random, inStack = false, alsoKill }: RebuildKill,
+) => {
+  const proxy = await startFaultProxy(stack.endpoint);
+  // A rebuild of one hour makes 20-45 requests.
+  const killAt = random() < 0.3 ? 'wait' : Math.floor(random() * 45);
+  if (killAt !== 'wait') proxy.inject('*', { kind: 'stall' }, Number.POSITIVE_INFINITY, killAt);
+  const onWait = async () => {
+    await stack.drain();
+    if (killAt === 'wait') await rebuild.kill();
+  };
+  const rebuild: { done: Promise<unknown>; kill: () => Promise<unknown> } = inStack
+    ? { done: stack.rebuild(proxy.endpoint, hour, onWait), kill: () => Promise.all([stack.kill(), alsoKill?.()]) }
+    : await pool.rebuild(proxy.endpoint, hour, onWait);
+  await Promise.race([rebuild.done, proxy.until((seen) => killAt !== 'wait' && seen.length > killAt)]).catch(
+    () => undefined,
+  );
+  await rebuild.kill();
+  await proxy.close();
+};
+
+interface RebuildKill {
+  stack: Awaited<ReturnType<ReturnType<typeof childPool>['stack']>>;
+  hour: string;
+  random: () => number;
+  inStack?: boolean;
+  alsoKill?: () => Promise<unknown>;
+}
 
 /** An operator context on an endpoint, closed after `work`. */
 export const withContext = async <T>(endpoint: string, work: (ctx: OperatorContext) => Promise<T>): Promise<T> => {
