@@ -74,13 +74,14 @@ describe('the stack killed during a replay', () => {
       const random = randomOf(seed);
       const { hour, calls, file, counts } = await seedHour(seed, random);
       const proxy = await startFaultProxy(local.now().endpoint);
-      // A replay of 10-70 records makes 3-5 requests: kill before, during or after them, and
-      // while the feed (a 200 ms window) has delivered none, some or all of them.
+      // A replay of 10-70 records makes 3-5 requests: kill before, during or after them, once the
+      // feed has applied a random count of what was stored (none, some or all; counted, not timed).
       const passing = Math.floor(random() * 6);
       proxy.inject('*', { kind: 'stall' }, Number.POSITIVE_INFINITY, passing);
       const replay = withContext(proxy.endpoint, (ctx) => replayUsageLog(ctx, file)).catch(() => undefined);
       await Promise.race([proxy.until((seen) => seen.length > passing), replay]);
-      await new Promise((resolve) => setTimeout(resolve, random() * 400));
+      const applied = Math.floor(random() * ((await counts()).raw + 1));
+      while ((await counts()).rolled < applied) await new Promise((resolve) => setTimeout(resolve, 20));
       await local.now().kill();
       await proxy.close();
 
