@@ -132,6 +132,34 @@ it('skips each impossible line by number and reason, and writes the possible one
   expect(stored.records.map((r) => r.request_id)).toEqual([good.request_id]);
 });
 
+it('stores the good lines of a file whose other lines carry poison durations and IPs, naming each bad one', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'replay-poison-'));
+  const file = join(dir, 'function.log');
+  const poison: Partial<UsageRecord>[] = [
+    { response_time_ms: 1e308 },
+    { response_time_ms: 1e125 },
+    { response_time_ms: 1e-200 },
+    { response_time_ms: 1e-100 },
+    { source_ip: `fe80::1%${'z'.repeat(380_000)}` },
+  ];
+  // 21 lines: a poison line after every three good ones.
+  const lines = Array.from({ length: 21 }, (_, i) => (i % 4 === 3 ? record(poison[(i - 3) / 4]) : record()));
+  await writeFile(file, lines.map(line).join('\n'));
+  const result = await replayUsageLog(ctx, file, { now });
+  expect(result).toMatchObject({ found: 16, stored: 16, skipped_count: 5 });
+  expect(result.skipped).toEqual([
+    { line: 4, reason: 'not a valid usage record (response_time_ms)' },
+    { line: 8, reason: 'not a valid usage record (response_time_ms)' },
+    { line: 12, reason: 'not a valid usage record (response_time_ms)' },
+    { line: 16, reason: 'not a valid usage record (response_time_ms)' },
+    { line: 20, reason: `longer than ${MAX_LINE_BYTES} bytes` },
+  ]);
+  const stored = new Set(
+    (await fixtureUsage.query({ branchId: mainBranch.id, keyId, limit: 100 })).records.map((r) => r.request_id),
+  );
+  expect(lines.filter((r) => stored.has(r.request_id)).length).toBe(16);
+});
+
 it('skips a line past the length cap by number, and writes the lines around it', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'replay-long-'));
   const file = join(dir, 'function.log');
