@@ -177,13 +177,14 @@ export class ShardedDelivery {
   private async afterFailure(shard: Shard): Promise<void> {
     shard.attempts += 1;
     if (shard.attempts >= this.maxAttempts) {
-      const [head] = shard.queue.splice(0, 1);
+      // Still pending while it is set aside: a crash meanwhile leaves its hour marked for a recount.
+      await this.options
+        .setAside(shard.queue[0]!, `failed ${this.maxAttempts} deliveries`)
+        .catch((error: unknown) => this.options.onError(error));
+      shard.queue.splice(0, 1);
       shard.attempts = 0;
       this.counts.setAside += 1;
       this.released(1);
-      await this.options
-        .setAside(head!, `failed ${this.maxAttempts} deliveries`)
-        .catch((error: unknown) => this.options.onError(error));
       return;
     }
     const delay = Math.min(2000, this.retryDelayMs * 2 ** (shard.attempts - 1));
