@@ -12,7 +12,7 @@ import { ActivityRepository, KeysRepository } from '../shared/data/repositories'
 import { PublicKeySource } from '../shared/data/secret-scanning-keys';
 import { readSecretScanningSettings, TABLE_ENV } from '../shared/config/env';
 import { logger, telemetry } from '../shared/lambda/observability';
-import { config, documentClient, keyEvents } from '../shared/lambda/runtime';
+import { config, documentClient, keyEvents, keyReader } from '../shared/lambda/runtime';
 
 const settings = readSecretScanningSettings(process.env);
 const activityTable = process.env[TABLE_ENV.activity]?.trim();
@@ -26,6 +26,7 @@ export const handler = createMiddlewareChain(
       activityTable ? new ActivityRepository(documentClient, activityTable) : undefined,
       keyEvents,
     ),
+    keyReader,
     logger,
   }),
   // Its calls' bounds don't sum below its timeout (docs/decisions.md "Deadlines and timeouts").

@@ -8,7 +8,11 @@
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { PublicKeySource, PublicKeysUnavailableError } from '../shared/data/secret-scanning-keys';
 import { keysDocument, newSigningKey } from './support/secret-scanning';
 
@@ -74,6 +78,38 @@ describe('a file: keys document', () => {
   });
 });
 
+describe('a file: keys document that is not a regular file', () => {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  const fifo = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'secret-scanning-'));
+    dirs.push(dir);
+    const path = join(dir, 'keys.fifo');
+    execFileSync('mkfifo', [path]);
+    return path;
+  };
+
+  it.each([
+    ['a FIFO no one writes to', fifo],
+    ['a device', () => '/dev/zero'],
+    ['a directory', () => tmpdir()],
+  ])('%s is refused without being read: PublicKeysUnavailableError', async (_name, path) => {
+    const source = new PublicKeySource({ url: pathToFileURL(path()).href, timeoutMs: 60_000 });
+    await expect(source.get('key-1')).rejects.toThrow('Public keys document is not a regular file');
+  });
+
+  it('does not hold the reports after it: once the document is a file, the next read finds the key', async () => {
+    const path = fifo();
+    const time = clock();
+    const source = new PublicKeySource({ url: pathToFileURL(path).href, minRefreshMs: 1, now: time.now });
+    await expect(source.get('key-1')).rejects.toBeInstanceOf(PublicKeysUnavailableError);
+    rmSync(path);
+    writeFileSync(path, JSON.stringify({ public_keys: [{ key_identifier: 'key-1', key: first.publicPem }] }));
+    time.advance(1);
+    expect(await source.get('key-1')).toBe(first.publicPem);
+  });
+});
+
 describe('a keys document over 256 KB', () => {
   it('is refused, not parsed: PublicKeysUnavailableError', async () => {
     const big = keysDocument([first]);
@@ -109,17 +145,35 @@ const serve = async (handler: Parameters<typeof createServer>[1]) => {
 };
 
 describe('an http keys document', () => {
-  it('is fetched and cached: one request for many reports', async () => {
+  /** A keys document server that counts the reads. */
+  const keysServer = async () => {
     let requests = 0;
-    const { url, stop } = await serve((_request, response) => {
+    const server = await serve((_request, response) => {
       requests += 1;
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ public_keys: [{ key_identifier: 'key-1', key: first.publicPem }] }));
     });
+    return { ...server, requests: () => requests };
+  };
+
+  it('is fetched and cached: one request for many reports', async () => {
+    const { url, stop, requests } = await keysServer();
     try {
       const source = new PublicKeySource({ url, allowHttp: true });
       for (let i = 0; i < 5; i += 1) expect(await source.get('key-1')).toBe(first.publicPem);
-      expect(requests).toBe(1);
+      expect(requests()).toBe(1);
+    } finally {
+      stop();
+    }
+  });
+
+  it('is read once for reports that arrive together on a fresh source: each waits for the read under way', async () => {
+    const { url, stop, requests } = await keysServer();
+    try {
+      const source = new PublicKeySource({ url, allowHttp: true });
+      const keys = await Promise.all(Array.from({ length: 5 }, () => source.get('key-1')));
+      expect(keys).toEqual(Array(5).fill(first.publicPem));
+      expect(requests()).toBe(1);
     } finally {
       stop();
     }

@@ -20,6 +20,7 @@ import {
   FAST_FAILURE_ENV,
   fixtureClient,
   fixtureKeys,
+  headerOf,
   invoke,
   loadService,
   setUpBranches,
@@ -27,7 +28,7 @@ import {
   type Service,
 } from './support/harness';
 import { secretScanningRoute } from '../shared/api/routes';
-import { REPORT_CONCURRENCY } from '../shared/api/secret-scanning';
+import { REPORT_CONCURRENCY, REPORT_RESERVE_MS } from '../shared/api/secret-scanning';
 import { ActivityRepository } from '../shared/data/repositories';
 import {
   keysDocument,
@@ -266,7 +267,11 @@ describe('each token on its own', () => {
         logs.restore();
       }
       expectError(res, 503, 'service_unavailable');
-      expect(proxy.operations().filter((operation) => operation === 'GetItem')).toHaveLength(2);
+      // One batch read for both well-formed tokens; only the key is read again, to be revoked.
+      expect(proxy.operations().filter((operation) => /^(Batch)?GetItem$/.test(operation))).toEqual([
+        'BatchGetItem',
+        'GetItem',
+      ]);
       expect(logs.entries).toContainEqual(
         expect.objectContaining({ message: 'Secret scanning report', tokens: 3, not_revoked: 1 }),
       );
@@ -286,7 +291,7 @@ describe('each token on its own', () => {
     }
   });
 
-  it('a 1 MB report is answered in full, its lookups overlapped up to the bound, a repeated token judged once', async () => {
+  it('a 1 MB report is answered in full, its revocations overlapped up to the bound, a repeated token judged once', async () => {
     const live = await Promise.all(Array.from({ length: 40 }, () => createKey()));
     const liveKeys = new Set(live.map(({ key }) => key));
     const tokens = [...live.map(({ key }) => key), live[0]!.key];
@@ -326,8 +331,87 @@ describe('each token on its own', () => {
     );
     for (const { record } of live)
       expect((await fixtureKeys.getById(record.key_id))?.revoked_at).toEqual(expect.any(String));
-    expect(counter.commands.filter((command) => command === 'GetItemCommand')).toHaveLength(new Set(tokens).size);
+    // Which tokens are keys: one batch read per 100; each live key is then read to be revoked.
+    const batches = Math.ceil(new Set(tokens).size / 100);
+    expect(counter.commands.filter((command) => command === 'BatchGetItemCommand')).toHaveLength(batches);
+    expect(counter.commands.filter((command) => command === 'GetItemCommand')).toHaveLength(live.length);
     expect(mostInFlight).toBe(REPORT_CONCURRENCY);
+  });
+});
+
+describe('reports right after a start', () => {
+  it('five at once all succeed: they wait for the public keys read already under way', async () => {
+    const fresh = await loadService({ SECRET_SCANNING_KEYS_URL: document.url, KEY_EVENTS_FILE: eventsFile });
+    const { key } = await createKey();
+    const body = JSON.stringify([reported(key)]);
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => invoke(fresh.secretScanning, reportInput(body, { key: github }))),
+    );
+    expect(answers.map(({ statusCode }) => statusCode)).toEqual([200, 200, 200, 200, 200]);
+    expectError(await branchCall(key), 401, 'revoked_api_key');
+  });
+});
+
+describe('a report that takes long', () => {
+  it("the red team's: 1 MB of well-formed tokens that are no key, 2 live keys at the end — a 200 with both revoked, one read per 100 tokens", async () => {
+    const live = [await createKey(), await createKey()];
+    const entry = (token: string) => ({ token, type: 't', url: 'u', source: 's' });
+    const entrySize = JSON.stringify(entry(generateApiKey())).length + 1;
+    const strangers = Array.from({ length: Math.floor(MAX_REPORT_BYTES / entrySize) - 2 }, () => generateApiKey());
+    const tokens = [...strangers, ...live.map(({ key }) => key)];
+    const body = JSON.stringify(tokens.map(entry));
+    expect(body.length).toBeLessThanOrEqual(MAX_REPORT_BYTES);
+    expect(strangers.length).toBeGreaterThan(10_000);
+
+    const counter = countCommands(service.runtime.documentClient);
+    const res = await report(body);
+    const made = counter.commands;
+    expect(res.statusCode).toBe(200);
+    expect(res.json.slice(-2)).toEqual(
+      live.map(({ key }) => expect.objectContaining({ token_hash: hashApiKey(key), label: 'true_positive' })),
+    );
+    for (const { key } of live) expectError(await branchCall(key), 401, 'revoked_api_key');
+    // Tokens that are no key cost a share of a batch read, not a read each.
+    expect(made.filter((command) => command === 'BatchGetItemCommand')).toHaveLength(Math.ceil(tokens.length / 100));
+    expect(made.filter((command) => command === 'GetItemCommand')).toHaveLength(live.length);
+  });
+
+  it('whose revocations outlast the function: a 503 with what fit revoked, never a 500, and each resend goes on from there', async () => {
+    const live = await Promise.all(Array.from({ length: REPORT_CONCURRENCY + 8 }, () => createKey()));
+    const body = JSON.stringify(live.map(({ key }) => reported(key)));
+    const counter = countCommands(service.runtime.documentClient);
+    const revokedCount = async () =>
+      (await Promise.all(live.map(({ record }) => fixtureKeys.getById(record.key_id)))).filter((k) => k?.revoked_at)
+        .length;
+    // A stand-in clock: the time left drops past the reserve once a key is written, so the test
+    // counts writes, not time. What started before that runs to its end.
+    const deliver = () => {
+      counter.reset();
+      const writes = () => counter.commands.filter((command) => command === 'UpdateItemCommand').length;
+      const getRemainingTimeInMillis = () => REPORT_RESERVE_MS + (writes() === 0 ? 1000 : -1000);
+      return invoke(service.secretScanning, reportInput(body, { key: github }), { getRemainingTimeInMillis });
+    };
+
+    const logs = captureLogs(service.logger);
+    let first;
+    try {
+      first = await deliver();
+    } finally {
+      logs.restore();
+    }
+    expectError(first, 503, 'service_unavailable');
+    expect(headerOf(first, 'retry-after')).toBe('1');
+    expect(await revokedCount()).toBe(REPORT_CONCURRENCY);
+    expect(logs.entries).toContainEqual(
+      expect.objectContaining({ message: 'Secret scanning report', tokens: live.length, deferred: 8 }),
+    );
+
+    const second = await deliver();
+    expect(second.statusCode).toBe(200);
+    expect(second.json.map(({ label }: { label: string }) => label)).toEqual(live.map(() => 'true_positive'));
+    expect(await revokedCount()).toBe(live.length);
+    // The resend read only the keys still live: the revoked ones cost it nothing but the batch read.
+    expect(counter.commands.filter((command) => command === 'GetItemCommand')).toHaveLength(8);
   });
 });
 
@@ -421,10 +505,13 @@ describe('least privilege', () => {
     const { key } = await createKey();
     counter.reset();
     await report(JSON.stringify([reported(key), reported(generateApiKey())]));
-    const made = counter.sent.map(({ command, input }) => [
-      `dynamodb:${command.replace(/Command$/, '')}`,
-      Object.entries(tableNames).find(([, name]) => name === input.TableName)?.[0] ?? input.TableName,
-    ]);
+    const made = counter.sent.map(({ command, input }) => {
+      const table = input.TableName ?? Object.keys(input.RequestItems)[0];
+      return [
+        `dynamodb:${command.replace(/Command$/, '')}`,
+        Object.entries(tableNames).find(([, name]) => name === table)?.[0] ?? table,
+      ];
+    });
     const declared = secretScanningRoute.access.flatMap(({ table, actions }) =>
       actions.map((action) => [action, table]),
     );

@@ -28,6 +28,13 @@ const formatSetAside = (report: SetAsideReport): TerminalText =>
     terminal`Repair: ${report.repair}`,
   ]);
 
+/** The warning a summary prints for hours a rebuild left unverified (at most 24 named), with the rebuild that checks them. */
+const formatUnverified = ({ hours, repair }: NonNullable<UsageRollupSummary['unverified']>): TerminalText =>
+  lines([
+    terminal`Warning: ${hours.length} hour(s) are not verified (a rebuild stopped before checking them; they may count a call twice): ${hours.slice(0, 24).join(', ')}${hours.length > 24 ? ', …' : ''}`,
+    terminal`Repair: ${repair}`,
+  ]);
+
 /** @param width the terminal's width: tables are cut to fit it (bin/commands/kit.ts outputWidth) */
 const formatSummary = (summary: UsageRollupSummary, width?: number): TerminalText => {
   const { totals } = summary;
@@ -35,6 +42,7 @@ const formatSummary = (summary: UsageRollupSummary, width?: number): TerminalTex
     terminal`Branch ${summary.branch_id}, ${summary.key_id ? `key ${summary.key_id}` : 'all keys'}, ${summary.since} to ${summary.until}`,
     terminal`As of ${summary.as_of ?? 'never (the aggregator has not applied any call yet)'}`,
     ...(summary.set_aside ? [formatSetAside(summary.set_aside)] : []),
+    ...(summary.unverified ? [formatUnverified(summary.unverified)] : []),
     terminal`${totals.calls} call(s)${totals.calls ? ` — ${classes(totals.by_status_class)}` : ''}`,
     terminal`response time p50 ${ms(totals.p50_ms)} ms, p95 ${ms(totals.p95_ms)} ms, p99 ${ms(totals.p99_ms)} ms`,
   ];

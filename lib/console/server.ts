@@ -118,8 +118,12 @@ const failurePage = (error: unknown): [ContentfulStatusCode, title: string, mess
   if (error instanceof InvalidUsagePositionError)
     return [400, 'Bad request', 'That page of the log does not exist: start from the newest.'];
   if (error instanceof OperatorError) return [...OPERATOR_ERROR_PAGES[error.code], error.message];
-  if (error instanceof DataStoreUnavailableError)
-    return [503, 'Unavailable', 'DynamoDB is not reachable; try again shortly.'];
+  if (error instanceof DataStoreUnavailableError) {
+    // What DynamoDB answered, when it did: the embedded one says why it can't serve (a full disk).
+    const answer = error.cause as { message?: string; $metadata?: { httpStatusCode?: number } } | undefined;
+    const said = answer?.$metadata?.httpStatusCode ? `DynamoDB answered: ${answer.message?.slice(0, 500)}` : '';
+    return [503, 'Unavailable', said || 'DynamoDB is not reachable; try again shortly.'];
+  }
   return undefined;
 };
 

@@ -20,7 +20,7 @@ import { Validations } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { DEFAULT_RATE_LIMIT } from '../../shared/domain/rate-limit';
 import { SERVICE_NAME } from '../../shared/domain/telemetry';
-import type { TableAccess } from '../../shared/api/routes';
+import { ENDPOINT_TIMEOUT_SECONDS, type TableAccess } from '../../shared/api/routes';
 import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/data/tables';
 import { PROJECT_ROOT } from '../project-paths';
 
@@ -79,7 +79,7 @@ export const BUNDLING_LOGS_CONTEXT = 'bundlingLogs';
  * sequence, each within its SDK deadline, plus a cold start, under API Gateway's 30 s limit.
  */
 export const ENDPOINT_MEMORY_MB = 512;
-export const ENDPOINT_TIMEOUT = Duration.seconds(10);
+export const ENDPOINT_TIMEOUT = Duration.seconds(ENDPOINT_TIMEOUT_SECONDS);
 /** The catch-all function does no I/O at all: it only matches the path. */
 export const FALLBACK_MEMORY_MB = 256;
 export const FALLBACK_TIMEOUT = Duration.seconds(3);

@@ -7,9 +7,10 @@
  * HOST the API uses, and only serves clients that are not a browser page (docs/decisions.md,
  * "Embedded DynamoDB").
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
+import { openDiskStore } from './disk-store';
 import { listen } from './listen';
 import { LOCAL_HOST } from '../local-defaults';
 
@@ -18,20 +19,24 @@ export interface EmbeddedDynamo {
   endpoint: string;
   port: number;
   /**
-   * dynalite's own request handler, without the listener's guard: for a proxy in this process
-   * that applies the same guard, so a request it passes on costs no second HTTP exchange.
+   * The store's own handler, without the listener's guard: for a proxy in this process that
+   * applies the same guard, so a request it passes on costs no second exchange over TCP.
    */
   serve(request: IncomingMessage, response: ServerResponse): void;
+  /** True while the store can't serve (only one on disk ever is: ./disk-store.ts). */
+  down(): boolean;
   close(): Promise<void>;
 }
 export interface EmbeddedDynamoOptions {
   /** 0 picks a free port. @default 0 */
   port?: number;
   /**
-   * Directory of the store (LevelDB, dynalite's `path`): the data stays there across restarts.
-   * In memory when absent (docs/decisions.md "Local store and change feed").
+   * Directory of the store (LevelDB, dynalite's `path`, in a worker thread: ./disk-store.ts): the
+   * data stays there across restarts. In memory when absent (docs/decisions.md "Local store and change feed").
    */
   dataDir?: string;
+  /** Told when the store on disk stops serving (a full disk) and when it serves again. */
+  onNotice?: (message: string) => void;
 }
 
 /** Always loopback: the store has no authentication of its own. */
@@ -60,29 +65,35 @@ export const refuse = (response: ServerResponse): void => {
 };
 
 export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): Promise<EmbeddedDynamo> => {
-  const server = dynalite({
-    createTableMs: 0,
-    deleteTableMs: 0,
-    updateTableMs: 0,
-    ...(options.dataDir ? { path: options.dataDir } : {}),
-  });
-  // dynalite's own handler, for the requests that pass the guard.
-  const serve = server.listeners('request')[0] as EmbeddedDynamo['serve'];
-  server.removeAllListeners('request');
+  const onDisk = options.dataDir
+    ? await openDiskStore(options.dataDir, options.onNotice ?? (() => undefined))
+    : undefined;
+  // In memory nothing can fail to write: dynalite's own handler, in this thread.
+  const serve =
+    onDisk?.serve ??
+    (dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }).listeners(
+      'request',
+    )[0] as EmbeddedDynamo['serve']);
   let port = 0;
-  server.on('request', (request: IncomingMessage, response: ServerResponse) =>
+  const server = createServer((request, response) =>
     fromBrowser(request, port) ? refuse(response) : serve(request, response),
   );
-  port = await listen(server, options.port ?? 0, EMBEDDED_DYNAMO_HOST);
+  try {
+    port = await listen(server, options.port ?? 0, EMBEDDED_DYNAMO_HOST);
+  } catch (error) {
+    await onDisk?.close();
+    throw error;
+  }
   const { address } = server.address() as AddressInfo;
   return {
     endpoint: `http://${address}:${port}`,
     port,
     serve,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    down: () => onDisk?.down() ?? false,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await onDisk?.close();
+    },
   };
 };

@@ -17,6 +17,7 @@ import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from 
 import { DEMO_SEED_FILE } from '../project-paths';
 import { tableDefinitions } from '../../shared/data/tables';
 import { LOCAL_API_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../local-defaults';
+import { terminal } from '../operator/terminal';
 
 export { DEMO_SEED_FILE };
 
@@ -68,10 +69,13 @@ const startStoreAndFeed = async (
 ): Promise<{ dynamo: EmbeddedDynamo | undefined; feed: UsageChangeFeed }> => {
   let dynamo: EmbeddedDynamo | undefined;
   try {
-    if (!options.dynamoEndpoint) dynamo = await startEmbeddedDynamo(storeDir ? { dataDir: storeDir } : {});
+    if (!options.dynamoEndpoint) {
+      const onNotice = (message: string) => process.stderr.write(`${terminal`${message}`}\n`);
+      dynamo = await startEmbeddedDynamo(storeDir ? { dataDir: storeDir, onNotice } : {});
+    }
     const feed = await startUsageChangeFeed({
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
-      ...(dynamo ? { store: dynamo.serve } : {}),
+      ...(dynamo ? { store: dynamo.serve, storeDown: dynamo.down } : {}),
       usageTable: operatorTableNames(process.env).usage,
       // On loopback whatever HOST says: the database is for this machine's tools only.
       host: LOCAL_HOST,

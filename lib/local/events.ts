@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import type { ApiEvent } from '../../shared/api/http/response';
-import { API_STAGE } from '../../shared/api/routes';
+import { API_STAGE, ENDPOINT_TIMEOUT_SECONDS } from '../../shared/api/routes';
 
 export const LOCAL_STAGE = API_STAGE;
 
@@ -112,18 +112,24 @@ export const buildEvent = (input: EventInput): ApiEvent => {
   };
 };
 
-/** A Lambda context like the runtime's, with a 10 s remaining-time clock as a deployed function has. */
-export const buildContext = (functionName = 'branch-api-local'): Context => ({
-  callbackWaitsForEmptyEventLoop: false,
-  functionName,
-  functionVersion: '$LATEST',
-  invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-  memoryLimitInMB: '256',
-  awsRequestId: randomUUID(),
-  logGroupName: `/aws/lambda/${functionName}`,
-  logStreamName: 'local',
-  getRemainingTimeInMillis: () => 10_000,
-  done: () => undefined,
-  fail: () => undefined,
-  succeed: () => undefined,
-});
+/**
+ * A Lambda context like the runtime's, its remaining time counting down from the function's
+ * timeout (shared/api/routes.ts) as a deployed function's does.
+ */
+export const buildContext = (functionName = 'branch-api-local', timeoutSeconds = ENDPOINT_TIMEOUT_SECONDS): Context => {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '256',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+};

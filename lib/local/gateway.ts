@@ -17,6 +17,7 @@ import {
   routeKey,
   routes,
   secretScanningRoute,
+  timeoutSecondsOf,
   type AnyRouteDefinition,
 } from '../../shared/api/routes';
 import { buildContext, buildEvent, LOCAL_STAGE } from './events';
@@ -144,7 +145,8 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
         : { routeKey: '$default' }),
     });
     const fn = (route && functions.byRoute.get(route)) ?? functions.fallback;
-    send(response, await invokeFunction(fn, event, buildContext() as ApiContext));
+    const context = buildContext(undefined, timeoutSecondsOf(event.routeKey)) as ApiContext;
+    send(response, await invokeFunction(fn, event, context));
   };
 
   const server = createServer(HEADER_LIMIT, (request, response) => {

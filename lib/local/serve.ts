@@ -72,7 +72,11 @@ const bannerOf = (
 const recoveryOf = ({ recovery }: LocalEnvironment) => {
   if (!recovery) return [];
   const said = [
-    terminal`The last run stopped before its usage change feed had applied every call: the rollups since ${recovery.since} were recounted from the raw records (${recovery.calls} calls).`,
+    terminal`The last run stopped before its usage change feed had applied every call: the rollups of the hours it had not applied were recounted from the raw records (${recovery.calls} calls).`,
+    ...recovery.recounted
+      .slice(0, 10)
+      .map(({ branchId, since, until }) => terminal`  ${branchId}: ${since} to ${until}`),
+    ...(recovery.recounted.length > 10 ? [terminal`  … and ${recovery.recounted.length - 10} more period(s)`] : []),
   ];
   for (const { branchId, error, repair } of recovery.failed) {
     said.push(terminal`  ${branchId} could not be recounted (${error}); repair: ${repair}`);

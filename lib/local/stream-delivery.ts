@@ -30,6 +30,11 @@ export interface DeliveryOptions {
   maxPending?: number;
   setAside: (change: StreamChange, reason: string) => Promise<void>;
   onError: (error: unknown) => void;
+  /**
+   * True while the store the handler writes to can't serve (lib/local/disk-store.ts): a delivery
+   * that fails then says nothing about its records and does not count. @default never
+   */
+  storeDown?: () => boolean;
 }
 
 export interface DeliveryStats {
@@ -42,8 +47,6 @@ export interface DeliveryStats {
 /** The records a feed holds before its writers wait: under a minute of the local stack's busiest traffic. */
 export const MAX_PENDING = 10_000;
 
-type Entry = { change: StreamChange; observedAt: number };
-
 /** The shard a partition key value's records go to (as DynamoDB's stream keeps a key in one shard). */
 export const shardOf = (partitionKey: string, shards: number): number =>
   createHash('sha1').update(partitionKey).digest().readUInt32BE(0) % shards;
@@ -51,7 +54,7 @@ export const shardOf = (partitionKey: string, shards: number): number =>
 export const DEFAULT_SHARDS = 4;
 
 interface Shard {
-  queue: Entry[];
+  queue: StreamChange[];
   delivering: boolean;
   timer: NodeJS.Timeout | undefined;
   /** Failed deliveries of the record at the head of the queue. */
@@ -66,6 +69,8 @@ export class ShardedDelivery {
   private readonly maxAttempts: number;
   private readonly maxPending: number;
   private readonly counts: DeliveryStats = { delivered: 0, setAside: 0, pending: 0 };
+  /** Records that could not be set aside either (they stay queued): said once each. */
+  private readonly unkept = new WeakSet<StreamChange>();
   private closed = false;
   private idle: (() => void)[] = [];
   private waiting: (() => void)[] = [];
@@ -87,7 +92,7 @@ export class ShardedDelivery {
   /** Queues a numbered change on its partition key's shard. */
   push(change: StreamChange, partitionKey: string): void {
     const shard = this.shards[shardOf(partitionKey, this.shards.length)]!;
-    shard.queue.push({ change, observedAt: performance.now() });
+    shard.queue.push(change);
     this.counts.pending += 1;
     this.schedule(shard);
   }
@@ -111,10 +116,9 @@ export class ShardedDelivery {
     return drained;
   }
 
-  /** When the oldest change still to deliver was observed (epoch ms); undefined when none is. */
-  oldestPending(): number | undefined {
-    const heads = this.shards.flatMap((s) => (s.queue[0] ? [s.queue[0].observedAt] : []));
-    return heads.length ? Date.now() - (performance.now() - Math.min(...heads)) : undefined;
+  /** The changes still to deliver, those being delivered included. */
+  pending(): StreamChange[] {
+    return this.shards.flatMap((shard) => shard.queue);
   }
 
   stats(): DeliveryStats {
@@ -155,17 +159,14 @@ export class ShardedDelivery {
   }
 
   /** Delivers one batch; returns how many records from its head were applied. */
-  private async deliverOnce(batch: Entry[]): Promise<number> {
+  private async deliverOnce(batch: StreamChange[]): Promise<number> {
     try {
-      const event = streamEvent(
-        batch.map((e) => e.change),
-        this.options.tableArn,
-      );
-      const failed = (await this.options.handler(event))?.batchItemFailures[0]?.itemIdentifier;
+      const failed = (await this.options.handler(streamEvent(batch, this.options.tableArn)))?.batchItemFailures[0]
+        ?.itemIdentifier;
       if (failed === undefined) return batch.length;
       return Math.max(
         0,
-        batch.findIndex((e) => e.change.sequenceNumber === failed),
+        batch.findIndex((change) => change.sequenceNumber === failed),
       );
     } catch (error) {
       this.options.onError(error);
@@ -179,20 +180,31 @@ export class ShardedDelivery {
     this.released(count);
   }
 
-  /** After a failed delivery: set the head aside once it has failed often enough, else wait to retry. */
+  /**
+   * After a failed delivery: set the head aside once it has failed often enough, else wait to
+   * retry. A head that can't be set aside either (the store itself is down) stays first and starts
+   * its attempts again: a record leaves the queue delivered or set aside, never lost.
+   */
   private async afterFailure(shard: Shard): Promise<void> {
-    shard.attempts += 1;
+    const down = this.options.storeDown?.() ?? false;
+    if (!down) shard.attempts += 1;
     if (shard.attempts >= this.maxAttempts) {
-      const [head] = shard.queue.splice(0, 1);
+      const head = shard.queue[0]!;
       shard.attempts = 0;
-      this.counts.setAside += 1;
-      this.released(1);
-      await this.options
-        .setAside(head!.change, `failed ${this.maxAttempts} deliveries`)
-        .catch((error: unknown) => this.options.onError(error));
-      return;
+      try {
+        // Still pending while it is set aside: a crash meanwhile leaves its hour marked for a recount.
+        await this.options.setAside(head, `failed ${this.maxAttempts} deliveries`);
+        shard.queue.shift();
+        this.counts.setAside += 1;
+        this.released(1);
+        return;
+      } catch (error) {
+        if (!this.unkept.has(head)) this.options.onError(error);
+        this.unkept.add(head);
+      }
     }
-    const delay = Math.min(2000, this.retryDelayMs * 2 ** (shard.attempts - 1));
+    const doublings = down ? this.maxAttempts : Math.max(0, shard.attempts - 1);
+    const delay = Math.min(2000, this.retryDelayMs * 2 ** doublings);
     await new Promise((resolve) => setTimeout(resolve, delay));
   }
 

@@ -1,10 +1,10 @@
 /**
  * The usage table's change feed for `npm start`: the generic feed (./change-feed.ts) delivering
  * to the deployed aggregator function itself, with records that fail every delivery set aside in
- * the rollups table, and a mark in that table while it runs, so that a start after a crash
- * recounts what the crash left unapplied (docs/decisions.md "Local store and change feed").
+ * the rollups table, and crash marks: before a call reaches the store, the branch and hour it is
+ * counted in are marked in the rollups table, and a mark goes once nothing of its hour is left to
+ * apply. A start that finds marks recounts those hours (docs/decisions.md "Local store and change feed").
  */
-import { DeleteCommand, GetCommand, PutCommand, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { createDocumentClient } from '../../shared/data/dynamodb';
@@ -18,6 +18,7 @@ import { operatorTableNames } from '../operator/context';
 import { rebuildRollups } from '../operator/usage-rebuild';
 import { usageRetentionDays } from '../operator/usage-rollups';
 import { startChangeFeed, type ChangeFeed, type ChangeFeedOptions } from './change-feed';
+import type { Item } from './change-capture';
 import { buildContext } from './events';
 import { loadHandler } from './functions';
 import { invokeFunction } from './invoke';
@@ -25,7 +26,7 @@ import type { StreamChange } from './stream-events';
 
 export interface UsageChangeFeedOptions extends Pick<
   ChangeFeedOptions,
-  'port' | 'host' | 'onError' | 'shards' | 'retryDelayMs' | 'maxAttempts' | 'store'
+  'port' | 'host' | 'onError' | 'shards' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts' | 'store' | 'storeDown'
 > {
   /** The DynamoDB holding the tables. */
   target: string;
@@ -37,18 +38,19 @@ export interface UsageChangeFeedOptions extends Pick<
 
 export interface UsageChangeFeed extends ChangeFeed {
   /**
-   * Marks the feed running; when a run before it stopped without applying every call, recounts
-   * the rollups since that run's last applied point first. Call once the tables exist.
+   * Recounts the hours a run before it left marked (it stopped before applying their calls); the
+   * feed's writes wait meanwhile. Call once the tables exist.
    */
   begin(ctx: OperatorContext): Promise<Recovery | undefined>;
 }
 
 /** What a start did about a run that ended without applying every call. */
 export interface Recovery {
-  since: string;
-  /** Calls the rollups hold for the recounted period now, over every branch. */
+  /** The periods recounted (whole hours, `until` exclusive). */
+  recounted: { branchId: string; since: string; until: string }[];
+  /** Calls the rollups hold for the recounted periods now. */
   calls: number;
-  /** Branches whose recount failed, with the command that repairs each. */
+  /** Periods whose recount failed, with the command that repairs each (they stay marked for the next start). */
   failed: { branchId: string; error: string; repair: string }[];
 }
 
@@ -56,14 +58,12 @@ type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<D
 
 /** A clean stop waits this long for the feed to apply what it holds. */
 export const DRAIN_ON_STOP_MS = 10_000;
-/** How far before a pending write its call may have started (a request's deadline, with room). */
-const CALL_MARGIN_MS = 60_000;
-/** How often the running mark moves forward. */
-const MARK_EVERY_MS = 60_000;
-/** The running feed's mark: a partition no branch id can be (ids never start with `#`). */
-const RUNNING_MARK = { branch_id: '#local-feed', sk: 'running' };
+/** How often marks of hours with nothing left to apply are removed. */
+const SWEEP_EVERY_MS = 60_000;
+const HOUR_MS = 3_600_000;
 
-const repairOf = (branchId: string, since: string) => `branch-api usage rebuild --branch ${branchId} --since ${since}`;
+const repairOf = (branchId: string, since: string, until?: string) =>
+  `branch-api usage rebuild --branch ${branchId} --since ${since}${until ? ` --until ${until}` : ''}`;
 
 /** The dead-letter store: set-aside records go to the rollups table, under their branch, where `usage` and the console find them. */
 export const rollupsSetAside = (target: string, rollupsTable: string) => {
@@ -83,28 +83,93 @@ export const rollupsSetAside = (target: string, rollupsTable: string) => {
           throw new Error(`A call could not be set aside (${String(error)}); repair: ${repairOf(branchId, since)}`);
         });
     },
-    client,
+    rollups,
     close: () => client.destroy(),
   };
 };
 
-/** Every branch that has keys (and so may have calls): a scan, as the local store is small. */
-const branchesWithKeys = async (ctx: OperatorContext): Promise<string[]> => {
-  const found = new Set<string>();
-  const pages = paginateScan({ client: ctx.client }, { TableName: ctx.tables.keys, ProjectionExpression: 'branch_id' });
-  for await (const page of pages) for (const item of page.Items ?? []) found.add(String(item.branch_id));
-  return [...found].sort();
+/** The branch and hour a stored usage item is counted in, as the mark's text; undefined for an item no rollup counts. */
+const hourOfItem = (item: Item | undefined): string | undefined => {
+  const [branchId, time] = [item?.branch_id?.S, item?.timestamp?.S];
+  return branchId && time && !Number.isNaN(Date.parse(time)) ? JSON.stringify([branchId, hourOf(time)]) : undefined;
 };
 
-/** Recounts every branch's rollups since `since` (nothing else writes usage yet: no settle, no lag). */
-const recount = async (ctx: OperatorContext, since: string): Promise<Recovery> => {
-  const recovery: Recovery = { since, calls: 0, failed: [] };
-  for (const branchId of await branchesWithKeys(ctx)) {
+/**
+ * The crash marks of a running feed: a branch hour is marked before the first write of one of its
+ * calls is forwarded, and unmarked by a sweep once no write of it is in flight and no change of
+ * it waits for delivery. Operations on one mark run in turn, so a mark is never removed after a
+ * later write has put it back.
+ */
+const crashMarks = (rollups: RollupsRepository, onError: (error: unknown) => void) => {
+  const marked = new Map<string, Promise<void>>();
+  const inFlight = new Map<string, number>();
+  const turns = new Map<string, Promise<unknown>>();
+  const inTurn = (mark: string, operation: (branchId: string, hour: string) => Promise<void>) => {
+    const [branchId, hour] = JSON.parse(mark) as [string, string];
+    const done = (turns.get(mark) ?? Promise.resolve()).then(() => operation(branchId, hour));
+    const turn = done.catch(() => undefined).then(() => void (turns.get(mark) === turn && turns.delete(mark)));
+    turns.set(mark, turn);
+    return done;
+  };
+  const mark = (text: string) => {
+    let put = marked.get(text);
+    if (!put) {
+      put = inTurn(text, (branchId, hour) => rollups.markPending(branchId, hour));
+      marked.set(text, put);
+      put.catch(() => marked.get(text) === put && marked.delete(text));
+    }
+    return put;
+  };
+  return {
+    around: async <T>(puts: Item[], write: () => Promise<T>): Promise<T> => {
+      const marks = [...new Set(puts.flatMap((item) => hourOfItem(item) ?? []))];
+      for (const text of marks) inFlight.set(text, (inFlight.get(text) ?? 0) + 1);
+      try {
+        await Promise.all(marks.map(mark));
+        return await write();
+      } finally {
+        for (const text of marks) {
+          const left = inFlight.get(text)! - 1;
+          if (left > 0) inFlight.set(text, left);
+          else inFlight.delete(text);
+        }
+      }
+    },
+    /** Removes the marks of hours with nothing left to apply; resolves once they are removed. */
+    sweep: async (pending: readonly StreamChange[]) => {
+      const needed = new Set([...inFlight.keys(), ...pending.flatMap((change) => hourOfItem(change.newImage) ?? [])]);
+      const removed = [...marked.keys()].filter((text) => !needed.has(text));
+      for (const text of removed) marked.delete(text);
+      await Promise.all(
+        removed.map((text) => inTurn(text, (branchId, hour) => rollups.clearPending(branchId, hour)).catch(onError)),
+      );
+    },
+  };
+};
+
+/** Recounts the marked hours of each branch, a run of consecutive hours at a time (nothing else writes usage yet: no settle, no lag). */
+const recount = async (ctx: OperatorContext, rollups: RollupsRepository): Promise<Recovery | undefined> => {
+  const marks = await rollups.pendingHours();
+  if (marks.length === 0) return undefined;
+  const recovery: Recovery = { recounted: [], calls: 0, failed: [] };
+  const runs: { branchId: string; hours: string[] }[] = [];
+  for (const { branchId, hour } of marks.sort(
+    (a, b) => a.branchId.localeCompare(b.branchId) || a.hour.localeCompare(b.hour),
+  )) {
+    const last = runs.at(-1);
+    if (last?.branchId === branchId && Date.parse(last.hours.at(-1)!) + HOUR_MS === Date.parse(hour))
+      last.hours.push(hour);
+    else runs.push({ branchId, hours: [hour] });
+  }
+  for (const { branchId, hours } of runs) {
+    const [since, until] = [hours[0]!, new Date(Date.parse(hours.at(-1)!) + HOUR_MS).toISOString()];
     try {
-      const result = await rebuildRollups(ctx, { branchId, since, settleSeconds: 0, maxLagSeconds: 0 });
+      const result = await rebuildRollups(ctx, { branchId, since, until, settleSeconds: 0, maxLagSeconds: 0 });
       recovery.calls += result.calls_after;
+      recovery.recounted.push({ branchId, since, until });
+      for (const hour of hours) await rollups.clearPending(branchId, hour);
     } catch (error) {
-      recovery.failed.push({ branchId, error: (error as Error).message, repair: repairOf(branchId, since) });
+      recovery.failed.push({ branchId, error: (error as Error).message, repair: repairOf(branchId, since, until) });
     }
   }
   return recovery;
@@ -118,8 +183,10 @@ const recount = async (ctx: OperatorContext, since: string): Promise<Recovery> =
 export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Promise<UsageChangeFeed> => {
   let aggregator: Promise<StreamHandler> | undefined;
   const { target, usageTable: tableName, rollupsTable, ...rest } = options;
-  const rollupsTableName = rollupsTable ?? operatorTableNames(process.env).rollups;
-  const store = rollupsSetAside(target, rollupsTableName);
+  const onError = options.onError ?? (() => undefined);
+  const store = rollupsSetAside(target, rollupsTable ?? operatorTableNames(process.env).rollups);
+  const marks = crashMarks(store.rollups, onError);
+  let recovering: Promise<unknown> | undefined;
   const feed = await startChangeFeed({
     target,
     tableName,
@@ -129,43 +196,34 @@ export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Pro
       return invokeFunction(await aggregator, event, buildContext('branch-api-aggregate-usage'));
     },
     setAside: store.setAside,
+    // A recount at the start must not read a call whose change is still to come: writes wait for it.
+    aroundWrite: async (puts, write) => {
+      await recovering;
+      return marks.around(puts, write);
+    },
     ...rest,
   });
-  const onError = options.onError ?? (() => undefined);
-  let marked: string | undefined;
-  const mark = async (since: string) => {
-    await store.client.send(new PutCommand({ TableName: rollupsTableName, Item: { ...RUNNING_MARK, since } }));
-    marked = since;
-  };
-  // Moves the mark to the hour of the oldest call still to apply: a recount starts there.
-  const advance = () => {
-    const oldest = feed.oldestPending() ?? Date.now();
-    const since = hourOf(oldest - CALL_MARGIN_MS);
-    if (marked !== undefined && since > marked) mark(since).catch(onError);
-  };
-  const timer = setInterval(advance, MARK_EVERY_MS).unref();
+  const timer = setInterval(() => void marks.sweep(feed.pending()), SWEEP_EVERY_MS).unref();
   return {
     ...feed,
+    // Drained, nothing is left to apply: no mark is needed any more.
+    drain: () => feed.drain().then(() => marks.sweep(feed.pending())),
     begin: async (ctx) => {
-      const { Item: previous } = await store.client.send(
-        new GetCommand({ TableName: rollupsTableName, Key: RUNNING_MARK, ConsistentRead: true }),
-      );
-      const recovery = typeof previous?.since === 'string' ? await recount(ctx, previous.since) : undefined;
-      await mark(hourOf(Date.now() - CALL_MARGIN_MS));
-      return recovery;
+      const recovered = recount(ctx, store.rollups);
+      recovering = recovered.catch(() => undefined);
+      try {
+        return await recovered;
+      } finally {
+        recovering = undefined;
+      }
     },
     close: async () => {
       clearInterval(timer);
       let timeout: NodeJS.Timeout | undefined;
-      const drained = await Promise.race([
-        feed.drain().then(() => true),
-        new Promise<boolean>((resolve) => (timeout = setTimeout(() => resolve(false), DRAIN_ON_STOP_MS))),
-      ]);
+      await Promise.race([feed.drain(), new Promise((resolve) => (timeout = setTimeout(resolve, DRAIN_ON_STOP_MS)))]);
       clearTimeout(timeout);
-      // Everything applied: nothing for the next start to recount. Otherwise the mark stays.
-      if (drained && marked !== undefined) {
-        await store.client.send(new DeleteCommand({ TableName: rollupsTableName, Key: RUNNING_MARK })).catch(onError);
-      }
+      // What was applied needs no recount; the marks of what was not stay for the next start.
+      await marks.sweep(feed.pending());
       await feed.close();
       store.close();
     },

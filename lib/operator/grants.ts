@@ -94,8 +94,11 @@ export const OPERATOR_GRANTS = {
   usage: { dynamodb: [BRANCH, ...USAGE_LOG, on('rollups', ['Query'])] },
   // The aggregator's progress is one item of the rollups table.
   'usage summary': { dynamodb: [BRANCH, ...ROLLUP_HOURS, on('rollups', ['GetItem'])] },
-  // Replaces hour items with a recount and clears the calls the aggregator set aside.
-  'usage rebuild': { dynamodb: [BRANCH, ...USAGE_LOG, ...ROLLUP_HOURS, on('rollups', ['PutItem', 'DeleteItem'])] },
+  // Replaces hour items with a recount, clears the mark it leaves on them once they are checked,
+  // and clears the calls the aggregator set aside.
+  'usage rebuild': {
+    dynamodb: [BRANCH, ...USAGE_LOG, ...ROLLUP_HOURS, on('rollups', ['PutItem', 'UpdateItem', 'DeleteItem'])],
+  },
   'usage replay': {
     dynamodb: [on('keys', ['Query'], KEYS_BY_ID_INDEX), on('usage', ['BatchGetItem', 'BatchWriteItem'])],
   },

@@ -5,6 +5,7 @@
  * buckets), never the records; each item is rewritten only if the aggregator did not touch it
  * since the rebuild read it, so the two never count a call twice.
  */
+import { randomUUID } from 'node:crypto';
 import { positiveIntEnv } from '../../shared/config/env';
 import { addCall, HOUR_ITEM_PREFIX, hourItemSk, hourOf, type Counters } from '../../shared/domain/rollups';
 import type { StoredHour } from '../../shared/data/repositories/rollups';
@@ -108,6 +109,8 @@ const recountHour = async (ctx: OperatorContext, branchId: string, keyId: string
  * to the hour before it: a read per busy hour, none per empty one.
  */
 const hoursToRebuild = async (scope: Scope, fromHour: string, toHour: string): Promise<Set<string>> => {
+  // One hour: recounting it finds as fast whether it holds anything.
+  if (fromHour === toHour) return new Set([fromHour]);
   const { ctx, branchId, keyId } = scope;
   const byKey = keyId !== undefined ? { keyId } : {};
   const stored = await ctx.rollups.storedHours({ branchId, fromHour, toHour, ...byKey });
@@ -128,7 +131,16 @@ interface Scope {
   branchId: string;
   keyId: string | undefined;
   retentionDays: number;
+  /** This rebuild's mark on the items it rewrites, until they are checked. */
+  rebuild: string;
 }
+
+const hourQuery = ({ branchId, keyId }: Scope, hour: string) => ({
+  branchId,
+  fromHour: hour,
+  toHour: hour,
+  ...(keyId !== undefined ? { keyId } : {}),
+});
 
 /** What the rebuild did, by hour and item; a redone hour overwrites its own entries. */
 interface Tally {
@@ -143,12 +155,11 @@ interface Tally {
  * the version each rewritten item now has, or undefined when the aggregator kept writing.
  */
 const rebuildHour = async (scope: Scope, hour: string, tally: Tally): Promise<Map<string, number> | undefined> => {
-  const { ctx, branchId, keyId, retentionDays } = scope;
+  const { ctx, branchId, keyId } = scope;
   const written = new Map<string, number>();
   let pending: Set<string> | undefined;
   for (let attempt = 0; attempt < HOUR_ATTEMPTS; attempt += 1) {
-    const query = { branchId, fromHour: hour, toHour: hour, ...(keyId ? { keyId } : {}) };
-    const stored = await ctx.rollups.storedHours(query);
+    const stored = await ctx.rollups.storedHours(hourQuery(scope, hour));
     const recount = await recountHour(ctx, branchId, keyId, hour);
     tally.records.set(hour, recount.records);
     const all = new Map<string, { keyId: string; counters: Counters; stored: StoredHour | undefined }>();
@@ -160,7 +171,8 @@ const rebuildHour = async (scope: Scope, hour: string, tally: Tally): Promise<Ma
     for (const [sk, item] of all) {
       if (pending && !pending.has(sk)) continue;
       const { counters, stored: before } = item;
-      if (!(await ctx.rollups.replaceHour({ branchId, keyId: item.keyId, hour }, counters, before, retentionDays))) {
+      const replaced = await ctx.rollups.replaceHour({ branchId, keyId: item.keyId, hour }, counters, before, scope);
+      if (!replaced) {
         busy.add(sk);
         continue;
       }
@@ -178,7 +190,8 @@ const rebuildHour = async (scope: Scope, hour: string, tally: Tally): Promise<Ma
  * The check after the rewrite (docs/usage-rollups.md "Rebuild"): a call the recount read but the
  * stream had not yet delivered would be added again after the rewrite. Such a call reaches the
  * aggregator within the longest lag, so once that has passed an item whose version did not move
- * is exact; an hour whose items moved is recounted and checked again.
+ * is exact; an hour whose items moved is recounted (its versions in `written` replaced) and
+ * checked again. Returns the hours still moving after the last round.
  */
 const checkHours = async (
   scope: Scope,
@@ -186,25 +199,19 @@ const checkHours = async (
   wait: () => Promise<void>,
   tally: Tally,
 ) => {
-  let pending = written;
-  for (let round = 0; round < CHECK_ROUNDS && pending.size > 0; round += 1) {
+  let pending = [...written.keys()];
+  for (let round = 0; round < CHECK_ROUNDS && pending.length > 0; round += 1) {
     await wait();
     const moved: string[] = [];
-    for (const [hour, versions] of pending) {
-      const query = {
-        branchId: scope.branchId,
-        fromHour: hour,
-        toHour: hour,
-        ...(scope.keyId ? { keyId: scope.keyId } : {}),
-      };
-      const stored = await scope.ctx.rollups.storedHours(query);
-      if ([...versions].some(([sk, version]) => stored.get(sk)?.version !== version)) moved.push(hour);
+    for (const hour of pending) {
+      const stored = await scope.ctx.rollups.storedHours(hourQuery(scope, hour));
+      if ([...written.get(hour)!].some(([sk, version]) => stored.get(sk)?.version !== version)) moved.push(hour);
     }
-    pending = new Map();
     // An hour still busy gets a version no item has: it counts as moved, and is redone next round.
-    for (const hour of moved) pending.set(hour, (await rebuildHour(scope, hour, tally)) ?? new Map([['', -1]]));
+    for (const hour of moved) written.set(hour, (await rebuildHour(scope, hour, tally)) ?? new Map([['', -1]]));
+    pending = moved;
   }
-  return [...pending.keys()];
+  return pending;
 };
 
 export const rebuildRollups = async (ctx: OperatorContext, request: RebuildRequest): Promise<RebuildResult> => {
@@ -231,6 +238,7 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
     branchId: request.branchId,
     keyId: request.keyId,
     retentionDays: rollupRetentionDays(env),
+    rebuild: randomUUID(),
   };
   const endMs = Date.parse(toHour) + HOUR_MS;
   // Hours that ended less than the settle time ago are left alone: the hours before `settledEnd`.
@@ -253,6 +261,9 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
   }
   const wait = () => (request.wait ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(lagMs);
   if (lagMs > 0) busy.push(...(await checkHours(scope, written, wait, tally)));
+  for (const [hour, versions] of written) {
+    if (!busy.includes(hour)) await ctx.rollups.verified(request.branchId, [...versions.keys()], scope.rebuild);
+  }
   const cleared =
     settledEnd > Date.parse(fromHour)
       ? await ctx.rollups.clearSetAside(request.branchId, fromHour, new Date(settledEnd).toISOString(), request.keyId)

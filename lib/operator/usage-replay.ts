@@ -9,10 +9,10 @@
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { createInterface } from 'node:readline';
 import { routeKey, routes } from '../../shared/api/routes';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import { UsageRecordSchema } from '../../shared/domain/usage-record-schema';
+import { DataStoreError } from '../../shared/data/data-store-errors';
 import type { OperatorContext } from './context';
 import { invalidInput, OperatorError } from './errors';
 import { usageRetentionDays, type Env } from './usage-rollups';
@@ -58,6 +58,31 @@ export interface ReplayOptions {
   now?: Date;
 }
 
+/**
+ * The lines of a stream, read a chunk at a time; a line longer than `maxBytes` comes out as
+ * undefined, without ever being held whole (a file of one 600 MB line is read in flat memory).
+ */
+export async function* boundedLines(input: AsyncIterable<Buffer>, maxBytes: number) {
+  let parts: Buffer[] = [];
+  let size = 0;
+  const line = () => (size > maxBytes ? undefined : Buffer.concat(parts).toString('utf8').replace(/\r$/, ''));
+  const keep = (piece: Buffer) => {
+    size += piece.length;
+    if (size > maxBytes) parts = [];
+    else parts.push(piece);
+  };
+  for await (const chunk of input) {
+    let start = 0;
+    for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
+      keep(chunk.subarray(start, end));
+      yield line();
+      [parts, size, start] = [[], 0, end + 1];
+    }
+    keep(chunk.subarray(start));
+  }
+  if (size > 0) yield line();
+}
+
 /** A JSON log line, alone or after a CloudWatch prefix (`<time>\t<request id>\t{...}`). */
 const parseLogLine = (line: string): Record<string, unknown> | undefined => {
   const start = line.indexOf('{');
@@ -78,7 +103,12 @@ const parseLogLine = (line: string): Record<string, unknown> | undefined => {
  */
 export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
 /** The bounds of what a call can have recorded (docs/usage-rollups.md "Replay"). */
-export const RECORD_BOUNDS = { path: 2048, id: 64 } as const;
+export const RECORD_BOUNDS = { path: 2048, id: 64, ip: 45 } as const;
+/**
+ * The longest log line read: a "not stored" entry (a record within the bounds above, its error
+ * and a CloudWatch prefix) is a few KB. A longer line is skipped unread, whatever its length.
+ */
+export const MAX_LINE_BYTES = 64 * 1024;
 /** The method of each route the API has: a record of any other route did not come from it. */
 const METHOD_OF_ROUTE = new Map(routes.map((route) => [routeKey(route), route.method as string]));
 
@@ -96,7 +126,11 @@ const impossibility = (record: UsageRecord, now: Date): string | undefined => {
   if (record.path.length > RECORD_BOUNDS.path || !record.path.startsWith('/')) {
     return `path not one of at most ${RECORD_BOUNDS.path} characters starting with /`;
   }
-  if (record.source_ip !== undefined && isIP(record.source_ip) === 0) return 'source_ip not an IP address';
+  const ip = record.source_ip;
+  // API Gateway's source IP never has a zone id (`%eth0`): one of any size is refused.
+  if (ip !== undefined && (ip.length > RECORD_BOUNDS.ip || ip.includes('%') || isIP(ip) === 0)) {
+    return `source_ip not an IPv4 or IPv6 address of at most ${RECORD_BOUNDS.ip} characters`;
+  }
   return undefined;
 };
 
@@ -111,8 +145,8 @@ export const readLogLine = (line: string, now = new Date()): UsageRecord | strin
   if (entry.message !== USAGE_NOT_STORED_MESSAGE || String(entry.level).toUpperCase() !== 'ERROR') return undefined;
   const parsed = UsageRecordSchema.safeParse(entry.usage_record);
   if (!parsed.success) {
-    const fields = parsed.error.issues.map((issue) => issue.path.join('.') || 'record');
-    return `not a valid usage record (${fields.join(', ')})`;
+    const fields = new Set(parsed.error.issues.map((issue) => issue.path.join('.') || 'record'));
+    return `not a valid usage record (${[...fields].join(', ')})`;
   }
   const impossible = impossibility(parsed.data, now);
   return impossible ? `cannot have happened: ${impossible}` : parsed.data;
@@ -166,13 +200,30 @@ export const storeUsageBatch = async <E extends { record: UsageRecord }>(
   }
   const stored = await ctx.usage.storedAlready(accepted);
   const fresh = [...new Map(accepted.filter((r) => !stored.has(r.request_id)).map((r) => [r.request_id, r])).values()];
-  // Four BatchWriteItems of 25 in flight at once (each retries its own unprocessed items).
-  const writes: Promise<void>[] = [];
-  for (let i = 0; i < fresh.length && !dryRun; i += 25) {
-    writes.push(ctx.usage.putBatch(fresh.slice(i, i + 25), retentionDays));
-  }
-  await Promise.all(writes);
-  tally.stored += fresh.length;
+  const entryOf = new Map(batch.map((entry) => [entry.record, entry]));
+  let refused = 0;
+  // Four BatchWriteItems of 25 in flight at once (each retries its own unprocessed items). One the
+  // store refuses is written a record at a time: only the records it refuses are skipped.
+  const write = async (records: UsageRecord[]) => {
+    try {
+      return await ctx.usage.putBatch(records, retentionDays);
+    } catch (error) {
+      if (!(error instanceof DataStoreError)) throw error;
+    }
+    for (const record of records) {
+      await ctx.usage.put(record, retentionDays).catch((error: unknown) => {
+        if (!(error instanceof DataStoreError)) throw error;
+        refused += 1;
+        skip(entryOf.get(record)!, `the data store refused it (${error.message})`);
+      });
+    }
+  };
+  await Promise.all(
+    Array.from({ length: dryRun ? 0 : Math.ceil(fresh.length / 25) }, (_, i) =>
+      write(fresh.slice(i * 25, i * 25 + 25)),
+    ),
+  );
+  tally.stored += fresh.length - refused;
   tally.already_stored += accepted.length - fresh.length;
   return accepted;
 };
@@ -212,11 +263,11 @@ export const replayUsageLog = async (
     onProgress?.({ lines: result.lines, found: result.found, stored: result.stored });
   };
   let number = 0;
-  for await (const line of createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity })) {
+  for await (const line of boundedLines(createReadStream(file), MAX_LINE_BYTES)) {
     number += 1;
     if (number < fromLine) continue;
     result.lines += 1;
-    const read = readLogLine(line, now);
+    const read = line === undefined ? `longer than ${MAX_LINE_BYTES} bytes` : readLogLine(line, now);
     if (typeof read === 'string') skip(result, { line: number, reason: read });
     else if (read) {
       result.found += 1;

@@ -101,6 +101,8 @@ export interface UsageRollupSummary {
   as_of: string | null;
   /** Calls of this branch the aggregator set aside, not in these totals until a rebuild repairs them. */
   set_aside: SetAsideReport | null;
+  /** Hours a rebuild rewrote and stopped before checking (they may count a call twice), with their repair. */
+  unverified: { hours: string[]; repair: string } | null;
 }
 
 export interface SetAsideReport {
@@ -126,6 +128,14 @@ export const setAsideReport = async (ctx: OperatorContext, branchId: string): Pr
     newest: found.newest,
     repair: `branch-api usage rebuild --branch ${branchId} --since ${since} --until ${until}`,
   };
+};
+
+/** The hours of these items a rebuild left unverified, and the rebuild that checks them; null when there are none. */
+const unverifiedReport = (branchId: string, items: readonly HourRollup[]) => {
+  const hours = [...new Set(items.filter((item) => item.unverified).map((item) => item.hour))].sort();
+  if (hours.length === 0) return null;
+  const until = new Date(Date.parse(hours.at(-1)!) + HOUR_MS).toISOString();
+  return { hours, repair: `branch-api usage rebuild --branch ${branchId} --since ${hours[0]} --until ${until}` };
 };
 
 const bucketStart = (hour: string, by: SummaryGranularity) =>
@@ -172,5 +182,6 @@ export const summarizeUsage = async (
     items_read: hours.length,
     as_of: (await ctx.rollups.progress()) ?? null,
     set_aside: await setAsideReport(ctx, request.branchId),
+    unverified: unverifiedReport(request.branchId, hours),
   };
 };

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { startChangeCapture, type CapturedChange } from '../local/change-capture';
 import { forwardRequest, readBody } from '../local/forward';
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Json } from './assembly';
 
@@ -18,43 +18,10 @@ export interface DynamoOperation {
 }
 
 /** One item changed in a streamed table, as its stream would show it (DynamoDB JSON images). */
-export interface CapturedWrite {
-  table: string;
+export interface CapturedWrite extends Omit<CapturedChange, 'eventName'> {
   /** When the request arrived (process clock): orders the changes of every function. */
   at: bigint;
-  keys: Record<string, unknown>;
-  oldImage?: Record<string, unknown>;
-  newImage?: Record<string, unknown>;
 }
-
-/** The items one write request touches in the streamed tables (table name → key attribute names). */
-const touchedBy = (
-  action: string,
-  body: Json,
-  streamed: ReadonlyMap<string, readonly string[]>,
-): { table: string; key: Record<string, unknown> }[] => {
-  const pick = (table: string, item: Json | undefined) =>
-    Object.fromEntries((streamed.get(table) ?? []).map((name) => [name, item?.[name]]));
-  const one = (table: string, operation: Json | undefined) =>
-    operation?.Item ? pick(table, operation.Item) : ((operation?.Key ?? {}) as Record<string, unknown>);
-  let touched: { table: string; key: Record<string, unknown> }[] = [];
-  if (action === 'PutItem' || action === 'UpdateItem' || action === 'DeleteItem') {
-    touched = [{ table: String(body.TableName), key: one(String(body.TableName), body) }];
-  } else if (action === 'BatchWriteItem') {
-    touched = Object.entries<Json[]>(body.RequestItems ?? {}).flatMap(([table, requests]) =>
-      requests.map((entry) => ({ table, key: one(table, entry.PutRequest ?? entry.DeleteRequest) })),
-    );
-  } else if (action === 'TransactWriteItems') {
-    touched = asArray(body.TransactItems).flatMap((entry: Json) =>
-      Object.values<Json>(entry)
-        .filter((operation) => operation?.TableName && (operation.Item || operation.Key))
-        .map((operation) => ({ table: String(operation.TableName), key: one(String(operation.TableName), operation) })),
-    );
-  }
-  return touched.filter((item) => streamed.has(item.table));
-};
-
-const asArray = (value: unknown): Json[] => (Array.isArray(value) ? (value as Json[]) : []);
 
 const WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
 
@@ -107,9 +74,6 @@ export interface RecordingProxy {
   close(): Promise<void>;
 }
 
-type Item = Record<string, unknown>;
-type Touched = { table: string; key: Item };
-
 /** The answer DynamoDB gives a throttled write (the fault the throttle alarms watch for). */
 const refuseWrite = (response: ServerResponse) => {
   response.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' });
@@ -153,7 +117,7 @@ const parseRequest = (request: IncomingMessage, body: Buffer): { action: string;
   }
 };
 
-/** Work still in flight, awaited by `settled()`: stream image captures and requests being handled. */
+/** Requests still being handled, awaited by `settled()`. */
 const pendingWork = () => {
   const pending = new Set<Promise<unknown>>();
   return {
@@ -172,43 +136,9 @@ const pendingWork = () => {
   };
 };
 
-/** Reads the images straight from the embedded DynamoDB: not recorded, not the function's call. */
-const imageReader = (upstream: string) => {
-  const reader = new DynamoDBClient({
-    endpoint: upstream,
-    region: LOCAL_REGION,
-    credentials: { accessKeyId: 'verify', secretAccessKey: 'verify' },
-  });
-  const imageOf = async (table: string, key: Item) =>
-    (await reader.send(new GetItemCommand({ TableName: table, Key: key as never, ConsistentRead: true }))).Item as
-      Item | undefined;
-  return { imageOf, destroy: () => reader.destroy() };
-};
-
-/** Records the changes a successful write made: each touched item's image before and after it. */
-const captureChanges = async (
-  writes: CapturedWrite[],
-  imageOf: (table: string, key: Item) => Promise<Item | undefined>,
-  change: { touched: Touched[]; before: (Item | undefined)[]; at: bigint },
-) => {
-  const after = await Promise.all(change.touched.map((item) => imageOf(item.table, item.key)));
-  change.touched.forEach((item, i) => {
-    const [oldImage, newImage] = [change.before[i], after[i]];
-    // DynamoDB writes no stream record for a write that changed nothing.
-    if (JSON.stringify(oldImage) === JSON.stringify(newImage)) return;
-    writes.push({
-      table: item.table,
-      at: change.at,
-      keys: item.key,
-      ...(oldImage ? { oldImage } : {}),
-      ...(newImage ? { newImage } : {}),
-    });
-  });
-};
-
 /**
  * @param streamed tables that have a stream, with their key attribute names: each change to them
- * is captured with its old and new image, read around the write (calls are sequential here).
+ * is captured with its old and new image (lib/local/change-capture.ts).
  * @param allows when given, a policy: a request with an operation it refuses is answered
  * AccessDeniedException, as DynamoDB answers one its caller's IAM policy does not allow.
  */
@@ -218,7 +148,7 @@ export const startRecordingProxy = async (
   allows?: (action: string, arn: string) => boolean,
 ): Promise<RecordingProxy> => {
   const target = new URL(upstream);
-  const { imageOf, destroy } = imageReader(upstream);
+  const capture = startChangeCapture(upstream, streamed);
   const { track, settled } = pendingWork();
   const proxy: RecordingProxy = {
     endpoint: '',
@@ -241,12 +171,14 @@ export const startRecordingProxy = async (
     }
     if (proxy.failWrites && WRITE_ACTIONS.has(action)) return refuseWrite(response);
     const at = process.hrtime.bigint();
-    const touched = touchedBy(action, parsed, streamed);
-    const before = await Promise.all(touched.map((item) => imageOf(item.table, item.key)));
-    const captured = (status: number) => {
-      if (status < 300 && touched.length > 0) track(captureChanges(proxy.writes, imageOf, { touched, before, at }));
-    };
-    await new Promise<void>((resolve) => forwardRequest(target, request, response, body, captured, resolve));
+    if (capture.touches(action, parsed)) {
+      const answer = await capture.write(request, body, action, parsed, (changes) =>
+        proxy.writes.push(...changes.map(({ eventName: _event, ...change }) => ({ ...change, at }))),
+      );
+      response.writeHead(answer.statusCode, answer.headers);
+      return void response.end(answer.body);
+    }
+    await new Promise<void>((resolve) => forwardRequest(target, request, response, body, undefined, resolve));
   };
   const server: Server = createServer((request, response) => {
     track(
@@ -267,7 +199,7 @@ export const startRecordingProxy = async (
     await proxy.settled();
     server.closeAllConnections();
     await closed;
-    destroy();
+    capture.close();
   };
   return proxy;
 };

@@ -8,7 +8,12 @@ import { ACTIVE_PROVIDERS_INDEX, type TableNames } from '../data/tables';
 
 /** The DynamoDB calls the functions make, by their IAM action names. */
 export type DynamoDbAction =
-  'dynamodb:GetItem' | 'dynamodb:Query' | 'dynamodb:PutItem' | 'dynamodb:UpdateItem' | 'dynamodb:Scan';
+  | 'dynamodb:GetItem'
+  | 'dynamodb:BatchGetItem'
+  | 'dynamodb:Query'
+  | 'dynamodb:PutItem'
+  | 'dynamodb:UpdateItem'
+  | 'dynamodb:Scan';
 
 /**
  * Calls a function makes on one table: on the table itself or, with `index`, on that index only.
@@ -36,6 +41,13 @@ export interface RouteDefinition {
 }
 
 export type RouteId = RouteDefinition['id'];
+
+/**
+ * An endpoint function's timeout, in seconds: its DynamoDB calls, each within its deadline, end
+ * inside it (docs/decisions.md "Deadlines and timeouts"). The stack sets it; the local run's
+ * context counts down from it, as Lambda's does.
+ */
+export const ENDPOINT_TIMEOUT_SECONDS = 10;
 
 /** The stage every route is served under: `{base_url}` ends in `/api`, deployed and locally (docs/decisions.md "HTTP contract"). */
 export const API_STAGE = 'api';
@@ -91,6 +103,8 @@ export interface ReportRouteDefinition {
   readonly summary: string;
   /** Every table call its function makes. */
   readonly access: readonly TableAccess[];
+  /** Its function's timeout, in seconds: the stack's and the local run's (ENDPOINT_TIMEOUT_SECONDS). */
+  readonly timeoutSeconds: number;
 }
 
 export const secretScanningRoute: ReportRouteDefinition = {
@@ -99,13 +113,19 @@ export const secretScanningRoute: ReportRouteDefinition = {
   path: '/security/secret-scanning',
   entry: 'functions/secret-scanning.ts',
   summary: 'Report leaked API keys (GitHub secret scanning partner program)',
-  // The key by hash, then its revocation (the `leaked` action); its entry copied to the activity
-  // table, then cleared from the key item (another UpdateItem).
+  // Which tokens are keys, 100 hashes a batch read; then each live key by hash and its revocation
+  // (the `leaked` action); its entry copied to the activity table, then cleared from the key item.
   access: [
-    { table: 'keys', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
+    { table: 'keys', actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'] },
     { table: 'activity', actions: ['dynamodb:PutItem'] },
   ],
+  // Under API Gateway's 30 s integration limit, so the gateway relays the answer (docs/decisions.md "Leaked keys").
+  timeoutSeconds: 28,
 };
+
+/** The timeout of the function behind a route key (`$default`: the catch-all), in seconds. */
+export const timeoutSecondsOf = (key: string): number =>
+  key === routeKey(secretScanningRoute) ? secretScanningRoute.timeoutSeconds : ENDPOINT_TIMEOUT_SECONDS;
 
 /** Any route the gateway serves. */
 export type AnyRouteDefinition = RouteDefinition | ReportRouteDefinition;

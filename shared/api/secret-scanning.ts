@@ -5,9 +5,12 @@
  * keys repository sends its `Key Leaked` event), whatever earlier events of the key still wait. A
  * token whose revocation fails is logged and the others are still revoked; the report then answers
  * 5xx (503 when the database is unavailable) so GitHub sends it again: a 200 would end GitHub's
- * deliveries with a live key. The raw token is never echoed, logged or stored: only its SHA-256.
+ * deliveries with a live key. Which tokens are keys is one batch read per 100, and no revocation
+ * starts too late to answer in time: what is left answers 503 and the resend goes on from there.
+ * The raw token is never echoed, logged or stored: only its SHA-256.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
 import pMap from 'p-map';
 import { DataStoreUnavailableError } from '../data/data-store-errors';
 import { hashApiKey, isWellFormedApiKey } from '../domain/api-key';
@@ -24,7 +27,7 @@ import {
 } from '../domain/secret-scanning';
 import type { ApiKeyRecord } from '../domain/key-record';
 import type { PendingEntry } from '../data/repositories/keys';
-import { invalidRequest, invalidSignature, payloadTooLarge } from './errors';
+import { invalidRequest, invalidSignature, payloadTooLarge, serviceUnavailable } from './errors';
 import { jsonResponse, type ApiEvent, type ApiResponse } from './http/response';
 
 export interface SecretScanningDeps {
@@ -44,8 +47,16 @@ export interface SecretScanningDeps {
       | undefined
     >;
   };
+  /** Which hashes are keys, up to 100 in one read (shared/data/repositories/key-reader.ts). */
+  keyReader: {
+    getStoredBatch(
+      keyHashes: readonly string[],
+    ): Promise<{ found: ReadonlyMap<string, { revoked_at?: string | undefined }>; unprocessed: readonly string[] }>;
+  };
   logger: Pick<Logger, 'info' | 'error'>;
   now?: () => Date;
+  /** Time kept back for the work under way once no more starts. @default REPORT_RESERVE_MS */
+  reserveMs?: number;
 }
 
 /**
@@ -53,6 +64,16 @@ export interface SecretScanningDeps {
  * thousands must overlap them to finish inside the function's timeout (docs/decisions.md "Leaked keys").
  */
 export const REPORT_CONCURRENCY = 32;
+
+/** Hashes per batch read (DynamoDB's BatchGetItem limit). */
+const LOOKUP_BATCH = 100;
+
+/**
+ * Time a revocation may need once started: its key read, write, activity copy and clearing write
+ * (2 s each at the default DynamoDB deadline) and its key event (three sends of up to 3 s). Nothing
+ * starts with less left, so a slow report answers 503 before the function's timeout, never a 500.
+ */
+export const REPORT_RESERVE_MS = 17_000;
 
 /** The raw body as sent, without reading what it says. */
 const rawBody = (event: ApiEvent): Buffer => Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
@@ -72,11 +93,50 @@ const verifiedBody = async (event: ApiEvent, publicKeys: SecretScanningDeps['pub
 /** What one distinct token came to. */
 interface Verdict {
   label: ReportAnswer['label'];
+  /** Not judged in this delivery: no time was left to start it. */
+  deferred?: true;
   /** The key this token revoked now, if it did. */
   revoked?: ApiKeyRecord;
   /** Why this token could not be revoked, if it could not. */
   failure?: unknown;
 }
+
+/** A well-formed token's key as the batch read found it; `deferred` when it was not read in time. */
+type Lookup = { revoked: boolean } | 'deferred';
+
+/**
+ * The keys among a report's well-formed tokens, by hash: one batch read per 100 distinct hashes,
+ * each started only while `inTime()`; a hash with no key is absent, so it costs no read of its own.
+ */
+const lookUpKeys = async (
+  report: readonly ReportedToken[],
+  keyReader: SecretScanningDeps['keyReader'],
+  inTime: () => boolean,
+): Promise<Map<string, Lookup>> => {
+  const hashes = [
+    ...new Set(report.filter(({ token }) => isWellFormedApiKey(token)).map(({ token }) => hashApiKey(token))),
+  ];
+  const batches = Array.from({ length: Math.ceil(hashes.length / LOOKUP_BATCH) }, (_, i) =>
+    hashes.slice(i * LOOKUP_BATCH, (i + 1) * LOOKUP_BATCH),
+  );
+  const keys = new Map<string, Lookup>();
+  await pMap(
+    batches,
+    async (batch) => {
+      if (!inTime()) return batch.forEach((hash) => keys.set(hash, 'deferred'));
+      const { found, unprocessed } = await keyReader.getStoredBatch(batch);
+      for (const [hash, item] of found) keys.set(hash, { revoked: item.revoked_at !== undefined });
+      // Throttled: the resend reads them.
+      for (const hash of unprocessed) keys.set(hash, 'deferred');
+    },
+    { concurrency: REPORT_CONCURRENCY },
+  );
+  return keys;
+};
+
+/** True while there is time to start more work: more than the reserve left of the function's time. */
+const inTimeOf = (context: Pick<Context, 'getRemainingTimeInMillis'>, reserveMs: number) => () =>
+  context.getRemainingTimeInMillis() > reserveMs;
 
 export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
   const now = deps.now ?? (() => new Date());
@@ -101,10 +161,23 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
     }
   };
 
-  return async (event: ApiEvent): Promise<ApiResponse> => {
+  /** A token as the batch read left it: no key, revoked already, not read in time, or a live key to judge. */
+  const triage =
+    (keys: Map<string, Lookup>, inTime: () => boolean) =>
+    async (reported: ReportedToken, tokenHash: string, index: number): Promise<Verdict> => {
+      const key = keys.get(tokenHash);
+      if (key === undefined) return { label: 'false_positive' };
+      if (key !== 'deferred' && key.revoked) return { label: 'true_positive' };
+      if (key === 'deferred' || !inTime()) return { label: 'true_positive', deferred: true };
+      return judge(reported, tokenHash, index);
+    };
+
+  return async (event: ApiEvent, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<ApiResponse> => {
     const body = await verifiedBody(event, deps.publicKeys);
     const report = parseReport(body);
     if (!report) throw invalidRequest('The report must be a JSON array of {token, type, url, source}.');
+    const inTime = inTimeOf(context, deps.reserveMs ?? REPORT_RESERVE_MS);
+    const verdictOf = triage(await lookUpKeys(report, deps.keyReader, inTime), inTime);
     // A token reported twice (found in two places) is judged once, where it is first named.
     const verdicts = new Map<string, Promise<Verdict>>();
     const answers = await pMap(
@@ -112,7 +185,7 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
       async (reported, index): Promise<ReportAnswer> => {
         const tokenHash = hashApiKey(reported.token);
         let verdict = verdicts.get(tokenHash);
-        if (!verdict) verdicts.set(tokenHash, (verdict = judge(reported, tokenHash, index)));
+        if (!verdict) verdicts.set(tokenHash, (verdict = verdictOf(reported, tokenHash, index)));
         const { label } = await verdict;
         return { token_hash: tokenHash, token_type: reported.type, label };
       },
@@ -125,10 +198,13 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
       true_positives: answers.filter(({ label }) => label === 'true_positive').length,
       revoked_key_ids: judged.flatMap(({ revoked }) => (revoked ? [revoked.key_id] : [])),
       not_revoked: failures.length,
+      deferred: judged.filter(({ deferred }) => deferred).length,
     });
     // Every other token is settled, so the report sent again costs little; a 200 would be final.
     const failure = failures.find((failed) => failed instanceof DataStoreUnavailableError) ?? failures[0];
     if (failure !== undefined) throw failure;
+    // Out of time: what was revoked stays revoked, and the resend reads it as such.
+    if (judged.some(({ deferred }) => deferred)) throw serviceUnavailable(1);
     return jsonResponse(200, answers);
   };
 };

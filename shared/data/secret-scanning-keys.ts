@@ -6,8 +6,8 @@
  * when a report names an identifier the cache lacks — at most once per `minRefreshMs`, so unknown
  * identifiers can't turn every report into a fetch.
  */
-import { createReadStream } from 'node:fs';
-import { addAbortSignal } from 'node:stream';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { keysDocumentUrl } from '../domain/github';
 import { PublicKeysDocumentSchema } from '../domain/secret-scanning';
@@ -51,12 +51,32 @@ const readBounded = async (chunks: AsyncIterable<Uint8Array>): Promise<string> =
   return Buffer.concat(parts).toString('utf8');
 };
 
+/**
+ * A local keys document: a regular file only. Opened without blocking, so a FIFO (whose open would
+ * wait for a writer) or a device is refused at once instead of holding the fetch every report waits on.
+ */
+const readFile = async (path: string): Promise<string> => {
+  const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!(await file.stat()).isFile())
+      throw new PublicKeysUnavailableError('Public keys document is not a regular file');
+    // One byte past the limit is enough to know the file is too large.
+    return await readBounded(file.createReadStream({ autoClose: false, end: MAX_DOCUMENT_BYTES }));
+  } finally {
+    await file.close();
+  }
+};
+
+/** Rejects once the signal aborts, whatever `work` is waiting on (a read the kernel holds, say). */
+const within = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> =>
+  Promise.race([
+    work,
+    new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
+  ]);
+
 const readDocument = async (url: URL, timeoutMs: number): Promise<string> => {
   const signal = AbortSignal.timeout(timeoutMs);
-  if (url.protocol === 'file:') {
-    // One byte past the limit is enough to know the file is too large.
-    return await readBounded(addAbortSignal(signal, createReadStream(fileURLToPath(url), { end: MAX_DOCUMENT_BYTES })));
-  }
+  if (url.protocol === 'file:') return within(readFile(fileURLToPath(url)), signal);
   // A redirect could lead anywhere the function can reach (instance metadata, say): refused.
   const response = await fetch(url, { signal, redirect: 'error', headers: { accept: 'application/json' } });
   if (!response.ok) throw new PublicKeysUnavailableError(`Public keys document answered ${response.status}`);
@@ -104,13 +124,13 @@ export class PublicKeySource {
   async get(identifier: string): Promise<string | undefined> {
     const cached = this.keys.get(identifier);
     if (cached !== undefined) return cached;
-    if (this.now() - this.lastFetch >= this.minRefreshMs) await this.refresh();
+    // A fetch already under way is waited for, whoever started it: concurrent reports share it.
+    if (this.inFlight || this.now() - this.lastFetch >= this.minRefreshMs) await this.refresh();
     else if (this.keys.size === 0) throw new PublicKeysUnavailableError('Public keys document not read yet');
     return this.keys.get(identifier);
   }
 
   private refresh(): Promise<void> {
-    // Concurrent reports wait for one fetch.
     this.inFlight ??= this.load().finally(() => {
       this.inFlight = undefined;
     });

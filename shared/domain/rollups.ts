@@ -105,6 +105,8 @@ export interface HourRollup {
   byStatus: Record<string, number>;
   byRoute: Record<string, number>;
   histogram: number[];
+  /** A rebuild rewrote it and stopped before checking that no call it recounted was counted again. */
+  unverified?: true;
 }
 
 export const toHourRollup = (item: Record<string, unknown>): HourRollup => {
@@ -116,6 +118,7 @@ export const toHourRollup = (item: Record<string, unknown>): HourRollup => {
     byStatus: {},
     byRoute: {},
     histogram: new Array<number>(RESPONSE_TIME_BOUNDS_MS.length + 1).fill(0),
+    ...(item.unverified !== undefined ? { unverified: true } : {}),
   };
   for (const [name, value] of Object.entries(item)) {
     if (typeof value !== 'number') continue;

@@ -5,7 +5,8 @@
  */
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { SECRET_SCANNING_TIMEOUT } from '../../lib/infra/secret-scanning';
-import { secretScanningRoute } from '../../shared/api/routes';
+import { routeKey, secretScanningRoute, timeoutSecondsOf } from '../../shared/api/routes';
+import { buildContext } from '../../lib/local/events';
 import { buildStack, logicalId, resourcesOfType, asArray } from './support';
 
 const { stack, template } = buildStack();
@@ -44,6 +45,7 @@ describe('the secret scanning report', () => {
     const grants = grantsOf(template, logicalId(fn.role)).filter((grant) => !grant.startsWith('xray:'));
     expect(grants.sort()).toEqual(
       [
+        `dynamodb:BatchGetItem ${keysTableArn}`,
         `dynamodb:GetItem ${keysTableArn}`,
         `dynamodb:UpdateItem ${keysTableArn}`,
         `dynamodb:PutItem ${JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.tables.activity), 'Arn'] })}`,
@@ -60,6 +62,15 @@ describe('the secret scanning report', () => {
       Timeout: SECRET_SCANNING_TIMEOUT.toSeconds(),
     });
     expect(SECRET_SCANNING_TIMEOUT.toSeconds()).toBeLessThan(30);
+  });
+
+  it('has the timeout the local run counts down from: one source, the route', () => {
+    const context = buildContext(undefined, timeoutSecondsOf(routeKey(secretScanningRoute)));
+    const remaining = context.getRemainingTimeInMillis();
+    expect(remaining).toBeLessThanOrEqual(SECRET_SCANNING_TIMEOUT.toMilliseconds());
+    // Only the instants between building the context and reading it have gone by.
+    expect(remaining).toBeGreaterThan(SECRET_SCANNING_TIMEOUT.toMilliseconds() - 1000);
+    expect(SECRET_SCANNING_TIMEOUT.toSeconds()).toBe(secretScanningRoute.timeoutSeconds);
   });
 
   it('reads the public keys from GitHub and names the bus', () => {

@@ -1,12 +1,15 @@
 /**
  * The embedded DynamoDB (lib/local/dynamo.ts) answers local programs only: it listens on loopback
  * whatever HOST the API uses, and refuses what a web page could send it (a request with an Origin,
- * a CORS preflight, a foreign Host after DNS rebinding), while the AWS SDK keeps working.
+ * a CORS preflight, a foreign Host after DNS rebinding), while the AWS SDK keeps working. On disk
+ * it runs in a worker thread behind a private Unix socket.
  */
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { networkInterfaces } from 'node:os';
-import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../lib/local/dynamo';
 import { startLocalEnvironment } from '../../lib/local/environment';
 
@@ -132,6 +135,53 @@ describe('in the local environment with HOST=0.0.0.0', () => {
       }
     } finally {
       await environment.close();
+    }
+  });
+});
+
+describe('on disk (a worker thread of its own)', () => {
+  it('keeps its data across a close, serves the SDK through the same guard, and its socket is private', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'embedded-dynamo-'));
+    const before = new Set(await readdir(tmpdir()));
+    try {
+      const first = await startEmbeddedDynamo({ dataDir });
+      const created = (await readdir(tmpdir())).filter(
+        (name) => !before.has(name) && name.startsWith('branch-api-store-'),
+      );
+      expect(created).toHaveLength(1);
+      // The worker's socket: in a folder no other user may enter.
+      expect((await stat(join(tmpdir(), created[0]!))).mode & 0o777).toBe(0o700);
+      const client = (endpoint: string) =>
+        new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'any', secretAccessKey: 'any' } });
+      const one = client(first.endpoint);
+      await one.send(
+        new CreateTableCommand({
+          TableName: 'kept',
+          KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+          AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+          BillingMode: 'PAY_PER_REQUEST',
+        }),
+      );
+      one.destroy();
+      const refused = await fetch(first.endpoint, {
+        method: 'POST',
+        headers: { ...LIST_TABLES, Origin: 'http://evil.example' },
+        body: '{}',
+      });
+      expect(refused.status).toBe(403);
+      await first.close();
+      expect(await readdir(tmpdir())).not.toContain(created[0]);
+
+      const second = await startEmbeddedDynamo({ dataDir });
+      const two = client(second.endpoint);
+      try {
+        expect((await two.send(new ListTablesCommand({}))).TableNames).toEqual(['kept']);
+      } finally {
+        two.destroy();
+        await second.close();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -13,6 +13,8 @@ import { dirname, join } from 'node:path';
 import { createOperatorContext } from '../../lib/operator/context';
 import { summarizeUsage } from '../../lib/operator/usage-rollups';
 import { hourOf } from '../../shared/domain/rollups';
+import { generateApiKey } from '../../shared/domain/api-key';
+import { MAX_REPORT_BYTES } from '../../shared/domain/secret-scanning';
 import { CLI, PROJECT_ROOT, runCli } from '../support/cli';
 import { expectToMatchContract } from '../support/contract';
 import { normalizeBanner, readmeBlock } from '../support/readme';
@@ -238,7 +240,7 @@ describe('a quiet terminal', () => {
   });
 });
 
-it('revokes a key on a report signed with its own key pair, and writes the Key Leaked event to the printed file', async () => {
+it('revokes keys on reports signed with its own key pair: five at once right after the start, then 1 MB of tokens', async () => {
   const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0', KEY_EVENTS_FILE: '', SECRET_SCANNING_KEYS_URL: '' });
   running = serve.child;
   const stdout = await serve.ready;
@@ -246,31 +248,37 @@ it('revokes a key on a report signed with its own key pair, and writes the Key L
   const key = /export BRANCH_API_KEY=(wsk_[0-9A-Za-z]+)/.exec(stdout)![1]!;
   const eventsFile = /Key events: (\S+)/.exec(stdout)![1]!;
   const signingKey = /Secret scanning reports: signed with (\S+)/.exec(stdout)![1]!;
+  const dynamoEndpoint = /DynamoDB: {2}(http:\/\/\S+)/.exec(stdout)![1]!;
   expect(stdout).toContain(`KEY_EVENTS_FILE=${eventsFile}`);
 
-  const body = JSON.stringify([
-    { token: key, type: 'branch_api_key', url: 'https://github.com/o/r', source: 'content' },
-  ]);
-  const signature = sign('sha256', Buffer.from(body), readFileSync(signingKey, 'utf8')).toString('base64');
   const path = '/security/secret-scanning';
-  const response = await fetch(`${baseUrl}${path}`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'github-public-key-identifier': 'branch-api-local',
-      'github-public-key-signature': signature,
-    },
-    body,
-  });
-  const text = await response.text();
-  expectToMatchContract({
-    method: 'POST',
-    path,
-    statusCode: response.status,
-    headers: Object.fromEntries(response.headers),
-    body: text,
-  });
-  expect(JSON.parse(text)).toEqual([expect.objectContaining({ label: 'true_positive' })]);
+  const postReport = async (entries: { token: string; type: string; url: string; source: string }[]) => {
+    const body = JSON.stringify(entries);
+    const signature = sign('sha256', Buffer.from(body), readFileSync(signingKey, 'utf8')).toString('base64');
+    const response = await fetch(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'github-public-key-identifier': 'branch-api-local',
+        'github-public-key-signature': signature,
+      },
+      body,
+    });
+    const text = await response.text();
+    expectToMatchContract({
+      method: 'POST',
+      path,
+      statusCode: response.status,
+      headers: Object.fromEntries(response.headers),
+      body: text,
+    });
+    return { status: response.status, json: JSON.parse(text) };
+  };
+  // The first reports of a start share the read of the public keys that the first one began.
+  const leak = [{ token: key, type: 'branch_api_key', url: 'https://github.com/o/r', source: 'content' }];
+  const first = await Promise.all(Array.from({ length: 5 }, () => postReport(leak)));
+  expect(first.map(({ status }) => status)).toEqual([200, 200, 200, 200, 200]);
+  expect(first[0]!.json).toEqual([expect.objectContaining({ label: 'true_positive' })]);
   const after = await get(baseUrl, '/v1/branch', key);
   expect([after.status, after.json.error.code]).toEqual([401, 'revoked_api_key']);
   const events = readFileSync(eventsFile, 'utf8')
@@ -280,9 +288,28 @@ it('revokes a key on a report signed with its own key pair, and writes the Key L
   expect(events.map((event) => event['detail-type'])).toContain('Key Leaked');
   expect(readFileSync(eventsFile, 'utf8')).not.toContain(key);
 
+  // 1 MB of tokens that are no key, two live keys at the end: answered in full within the
+  // deployed function's timeout, which the local run's context counts down from.
+  const cli = (args: string[]) =>
+    runCli(args, { DYNAMODB_ENDPOINT: dynamoEndpoint, KEYS_TABLE: '', USAGE_TABLE: '', BRANCH_DATA_TABLE: '' });
+  const live: string[] = [];
+  for (let i = 0; i < 2; i += 1) {
+    live.push((await cli(['keys', 'create', '--branch', 'br_demo', '--scopes', 'read', '--json'])).json.key);
+  }
+  const entry = (token: string) => ({ token, type: 't', url: 'u', source: 's' });
+  const count = Math.floor(MAX_REPORT_BYTES / (JSON.stringify(entry(generateApiKey())).length + 1));
+  const big = await postReport([
+    ...Array.from({ length: count - 2 }, () => entry(generateApiKey())),
+    ...live.map(entry),
+  ]);
+  expect(big.status).toBe(200);
+  expect(big.json).toHaveLength(count);
+  expect(big.json.slice(-2).map(({ label }: { label: string }) => label)).toEqual(['true_positive', 'true_positive']);
+  for (const token of live) expect((await get(baseUrl, '/v1/branch', token)).status).toBe(401);
+
   serve.child.kill('SIGINT');
   expect((await serve.exited)[0]).toBe(0);
-});
+}, 120_000);
 
 it('removes the temporary folders it made (store, logs, key events) on Ctrl-C, and keeps a named one', async () => {
   const serve = startServe({ PORT: '0', DYNAMODB_PORT: '0', KEY_EVENTS_FILE: '' });

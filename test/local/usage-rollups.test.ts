@@ -198,6 +198,32 @@ describe('usage rebuild', () => {
     expect(rebuilt).toMatchObject({ records: 1, calls_after: 1, busy_hours: [] });
     expect(totalsOf(await ctx.rollups.hours({ branchId: mainBranch.id, fromHour: late, toHour: late })).calls).toBe(1);
   });
+  it('names the hours a rebuild stopped before checking, with the rebuild that repairs them', async () => {
+    const stopped = hourOf(Date.now() - 7 * 3_600_000);
+    const until = new Date(Date.parse(stopped) + 3_600_000).toISOString();
+    await viaFeed.put({ ...inHour(0, 'stopped-1'), timestamp: new Date(Date.parse(stopped) + 1000).toISOString() }, 90);
+    await feed.drain();
+    // The rebuild stops where it waits for the lag (a fault injected here: a killed process's
+    // kill tests are test/local/usage-kill-*.test.ts).
+    const stop = new Error('stopped');
+    await expect(
+      rebuildRollups(ctx, { branchId: mainBranch.id, since: stopped, until, wait: () => Promise.reject(stop) }),
+    ).rejects.toBe(stop);
+    const repair = `branch-api usage rebuild --branch ${mainBranch.id} --since ${stopped} --until ${until}`;
+    const summarize = ['usage', 'summary', '--branch', mainBranch.id, '--since', stopped, '--until', until];
+    const json = await runCli([...summarize, '--json'], feedEnv);
+    expect(json.json.unverified).toEqual({ hours: [stopped], repair });
+    const text = await runCli(summarize, feedEnv);
+    expect(text.stdout).toContain(`Warning: 1 hour(s) are not verified`);
+    expect(text.stdout).toContain(`Repair: ${repair}`);
+    // The repair: the rebuild run again, to the end.
+    const repaired = await runCli([...repair.split(' ').slice(1), '--json'], feedEnv);
+    expect(repaired.json).toMatchObject({ records: 1, calls_after: 1, busy_hours: [] });
+    expect((await runCli([...summarize, '--json'], feedEnv)).json).toMatchObject({
+      unverified: null,
+      totals: { calls: 1 },
+    });
+  });
 });
 
 describe('the change feed endpoint', () => {

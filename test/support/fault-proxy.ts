@@ -22,6 +22,8 @@ export type Fault =
   | { kind: 'throttle' }
   /** HTTP 500 InternalServerError. */
   | { kind: 'error' }
+  /** HTTP 400 ValidationException: DynamoDB refuses what it was sent. */
+  | { kind: 'invalid' }
   /** Never answers: the request hangs until the client gives up (or the proxy stops). */
   | { kind: 'stall' }
   /** Drops the connection without an answer (ECONNRESET on the client). */
@@ -81,6 +83,11 @@ const ERROR_BODIES = {
     message: 'The level of configured provisioned throughput for the table was exceeded (injected by fault proxy)',
   },
   error: { status: 500, type: 'InternalServerError', message: 'Internal server error (injected by fault proxy)' },
+  invalid: {
+    status: 400,
+    type: 'ValidationException',
+    message: 'One or more parameter values were invalid (injected by fault proxy)',
+  },
 } as const;
 
 const operationOf = (req: IncomingMessage): string => {
@@ -124,7 +131,8 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
       case undefined:
         return forward(req, res, body);
       case 'throttle':
-      case 'error': {
+      case 'error':
+      case 'invalid': {
         const { status, type, message } = ERROR_BODIES[fault.kind];
         res.writeHead(status, { 'Content-Type': JSON_CONTENT_TYPE, 'x-amzn-RequestId': `fault-${seen.length}` });
         res.end(JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${type}`, message }));

@@ -12,6 +12,7 @@ import { createDocumentClient } from '../../shared/data/dynamodb';
 import type { ApiResponse } from '../../shared/api/http/response';
 import type { ApiContext } from '../../shared/api/middlewares';
 import type { createMiddlewareChain } from '../../shared/api/middleware-chain';
+import { timeoutSecondsOf } from '../../shared/api/routes';
 import type * as Observability from '../../shared/lambda/observability';
 import type * as Runtime from '../../shared/lambda/runtime';
 import { createRepositories } from '../../shared/data/repositories';
@@ -72,8 +73,12 @@ export interface InvokeResult extends ApiResponse {
   requestId: string;
 }
 
-/** Invokes a handler as Lambda would, with a bearer key if given. */
-export const invoke = async (handler: Handler, input: EventInput & { key?: string }): Promise<InvokeResult> => {
+/** Invokes a handler as Lambda would, with a bearer key if given; `context` replaces parts of Lambda's. */
+export const invoke = async (
+  handler: Handler,
+  input: EventInput & { key?: string },
+  context: Partial<ApiContext> = {},
+): Promise<InvokeResult> => {
   const { key, headers, ...rest } = input;
   const event = buildEvent({
     ...rest,
@@ -84,7 +89,8 @@ export const invoke = async (handler: Handler, input: EventInput & { key?: strin
       ...headers,
     },
   });
-  const response = await invokeFunction(handler, event, buildContext() as ApiContext);
+  const lambda = buildContext(undefined, timeoutSecondsOf(event.routeKey)) as ApiContext;
+  const response = await invokeFunction(handler, event, { ...lambda, ...context });
   // Every response any test sees must match the OpenAPI document, status and headers included.
   expectToMatchContract({
     method: event.requestContext.http.method,

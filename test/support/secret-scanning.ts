@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { secretScanningRoute } from '../../shared/api/routes';
+import { routeKey, secretScanningRoute } from '../../shared/api/routes';
 import type { EventInput } from '../../lib/local/events';
 
 export interface SigningKey {
@@ -81,7 +81,7 @@ export const reportInput = (body: string | Buffer, options: ReportOptions = {}):
   const signature = options.signature ?? (options.key ? signBody(body, options.key) : undefined);
   if (identifier !== undefined && options.omit !== 'identifier') headers['github-public-key-identifier'] = identifier;
   if (signature !== undefined && options.omit !== 'signature') headers['github-public-key-signature'] = signature;
-  return { method: 'POST', path: secretScanningRoute.path, headers, body };
+  return { method: 'POST', path: secretScanningRoute.path, routeKey: routeKey(secretScanningRoute), headers, body };
 };
 
 /** A report entry as GitHub sends it. */

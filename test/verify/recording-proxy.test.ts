@@ -82,6 +82,20 @@ it('captures inserts, updates and deletes of a streamed table with their images,
   ]);
 });
 
+it('counts a put of the same attributes in another order, sets included, as no change', async () => {
+  proxy.writes.length = 0;
+  const item = { pk: { S: 'same' }, tags: { SS: ['a', 'b'] }, n: { N: '1' } };
+  await client.send(new PutItemCommand({ TableName: 'streamed', Item: item }));
+  await client.send(
+    new PutItemCommand({ TableName: 'streamed', Item: { n: { N: '1' }, tags: { SS: ['b', 'a'] }, pk: { S: 'same' } } }),
+  );
+  await client.send(new DeleteItemCommand({ TableName: 'streamed', Key: { pk: { S: 'never-written' } } }));
+  await proxy.settled();
+  expect(proxy.writes.map(({ keys, oldImage }) => ({ keys, oldImage }))).toEqual([
+    { keys: { pk: { S: 'same' } }, oldImage: undefined },
+  ]);
+});
+
 it('records each call with its table and index, and refuses writes when told to', async () => {
   proxy.operations.length = 0;
   await client.send(

@@ -3,7 +3,7 @@
  * hash, so a revocation counts from the next request; the key actions (keys.ts), their outbox
  * (key-outbox.ts) and the expiry claims (key-expiry-claims.ts) also find items through the indexes.
  */
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { ActivityEntry } from '../../domain/key-activity';
 import type { ApiKeyRecord } from '../../domain/key-record';
 import { DynamoRepository } from '../dynamodb';
@@ -56,5 +56,32 @@ export class KeyReader extends DynamoRepository {
       ScanIndexForward: false,
     });
     return items;
+  }
+
+  /**
+   * Whether each of up to 100 distinct hashes is a key, and revoked: one strongly consistent
+   * BatchGetItem, not retried; the hashes DynamoDB left unprocessed are handed back.
+   */
+  async getStoredBatch(
+    keyHashes: readonly string[],
+  ): Promise<{ found: Map<string, Pick<StoredKey, 'key_hash' | 'revoked_at'>>; unprocessed: string[] }> {
+    const { Responses, UnprocessedKeys } = await this.run('BatchGetItem', () =>
+      this.client.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [this.tableName]: {
+              Keys: keyHashes.map((key_hash) => ({ key_hash })),
+              ConsistentRead: true,
+              ProjectionExpression: 'key_hash, revoked_at',
+            },
+          },
+        }),
+      ),
+    );
+    const items = (Responses?.[this.tableName] ?? []) as Pick<StoredKey, 'key_hash' | 'revoked_at'>[];
+    return {
+      found: new Map(items.map((item) => [item.key_hash, item])),
+      unprocessed: (UnprocessedKeys?.[this.tableName]?.Keys ?? []).map((key) => String(key.key_hash)),
+    };
   }
 }

@@ -29,6 +29,12 @@ const DAY_SECONDS = 86_400;
 /** The aggregator's progress item: a partition no branch id can be (ids never start with `#`). */
 const PROGRESS_KEY = { branch_id: '#aggregator', sk: 'progress' };
 const SET_ASIDE_PREFIX = 'dead#';
+/** The local change feed's crash marks (docs/decisions.md "Local store and change feed"), in a partition of their own. */
+const PENDING_PARTITION = '#local-feed';
+const pendingKey = (branchId: string, hour: string) => ({
+  branch_id: PENDING_PARTITION,
+  sk: `pending#${hour}#${branchId}`,
+});
 /** Set-aside records read to describe them: enough to name the period to rebuild. */
 const SET_ASIDE_READ_LIMIT = 1000;
 
@@ -306,13 +312,14 @@ export class RollupsRepository extends DynamoRepository {
 
   /**
    * Replaces an hour item's counters with a recount, keeping its watermarks, on condition that
-   * no call was applied to it since `stored` was read (its version is unchanged). False when one was.
+   * no call was applied to it since `stored` was read (its version is unchanged). False when one
+   * was. The item stays marked `unverified` (by this rebuild) until `verified` clears it.
    */
   async replaceHour(
     item: { branchId: string; keyId: string; hour: string },
     counters: Counters,
     stored: StoredHour | undefined,
-    retentionDays: number,
+    { retentionDays, rebuild }: { retentionDays: number; rebuild: string },
   ): Promise<boolean> {
     const sk = hourItemSk(item.hour, item.keyId);
     try {
@@ -329,6 +336,7 @@ export class RollupsRepository extends DynamoRepository {
               hour: item.hour,
               expires_at_epoch: expiresOf(item.hour, retentionDays),
               v: (stored?.version ?? 0) + 1,
+              unverified: rebuild,
             },
             ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
             ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
@@ -339,6 +347,27 @@ export class RollupsRepository extends DynamoRepository {
     } catch (error) {
       if (error instanceof ConditionNotMetError) return false;
       throw error;
+    }
+  }
+
+  /** Clears the `unverified` mark a rebuild left on these items (sort keys), unless another rebuild's replaced it. */
+  async verified(branchId: string, sks: readonly string[], rebuild: string): Promise<void> {
+    for (const sk of sks) {
+      try {
+        await this.run('UpdateItem', () =>
+          this.client.send(
+            new UpdateCommand({
+              TableName: this.tableName,
+              Key: { branch_id: branchId, sk },
+              UpdateExpression: 'REMOVE unverified',
+              ConditionExpression: 'unverified = :rebuild',
+              ExpressionAttributeValues: { ':rebuild': rebuild },
+            }),
+          ),
+        );
+      } catch (error) {
+        if (!(error instanceof ConditionNotMetError)) throw error;
+      }
     }
   }
 
@@ -460,5 +489,29 @@ export class RollupsRepository extends DynamoRepository {
       );
     }
     return items.length;
+  }
+
+  /** Marks a branch's hour as one that may hold calls not applied yet: a start after a crash recounts it. */
+  async markPending(branchId: string, hour: string): Promise<void> {
+    await this.run('PutItem', () =>
+      this.client.send(
+        new PutCommand({ TableName: this.tableName, Item: { ...pendingKey(branchId, hour), branchId, hour } }),
+      ),
+    );
+  }
+
+  async clearPending(branchId: string, hour: string): Promise<void> {
+    await this.run('DeleteItem', () =>
+      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: pendingKey(branchId, hour) })),
+    );
+  }
+
+  /** Every branch hour marked pending, oldest hour first. */
+  async pendingHours(): Promise<{ branchId: string; hour: string }[]> {
+    const { items } = await this.queryItems({
+      KeyConditionExpression: 'branch_id = :pk',
+      ExpressionAttributeValues: { ':pk': PENDING_PARTITION },
+    });
+    return items.map((item) => ({ branchId: String(item.branchId), hour: String(item.hour) }));
   }
 }
