@@ -1,8 +1,8 @@
 /**
- * DynamoDB stream events as Lambda receives them (NEW_IMAGE view), built from written items: what
- * the local change feed delivers and the tests replay.
+ * DynamoDB stream events as Lambda receives them, built from written items: what the local change
+ * feed delivers (NEW_IMAGE view), the tests replay and the verifier feeds a template's consumers.
  */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, StreamViewType } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { UsageRecord } from '../../shared/domain/usage-record';
@@ -14,24 +14,34 @@ export interface StreamChange {
   keys: Record<string, AttributeValue>;
   /** Absent for REMOVE. */
   newImage?: Record<string, AttributeValue>;
+  /** Absent for INSERT; in a record only where the table's view has old images. */
+  oldImage?: Record<string, AttributeValue>;
   /** Increasing within a partition, as DynamoDB's are within a shard. */
   sequenceNumber: string;
 }
 
-export const streamRecord = (change: StreamChange, tableArn: string): DynamoDBRecord => ({
+type Image = NonNullable<DynamoDBRecord['dynamodb']>['NewImage'];
+
+/** One change as its table's stream delivers it, with the images the view type keeps. */
+export const streamRecord = (
+  change: StreamChange,
+  tableArn: string,
+  viewType: StreamViewType = 'NEW_IMAGE',
+): DynamoDBRecord => ({
   eventID: change.sequenceNumber,
   eventName: change.eventName,
   eventVersion: '1.1',
   eventSource: 'aws:dynamodb',
-  awsRegion: 'local',
+  awsRegion: tableArn.split(':')[3],
   eventSourceARN: `${tableArn}/stream/local`,
   dynamodb: {
     ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
-    Keys: change.keys as NonNullable<DynamoDBRecord['dynamodb']>['Keys'],
-    ...(change.newImage ? { NewImage: change.newImage as NonNullable<DynamoDBRecord['dynamodb']>['NewImage'] } : {}),
+    Keys: change.keys as Image,
+    ...(change.newImage && viewType.startsWith('NEW') ? { NewImage: change.newImage as Image } : {}),
+    ...(change.oldImage && viewType.includes('OLD') ? { OldImage: change.oldImage as Image } : {}),
     SequenceNumber: change.sequenceNumber,
     SizeBytes: JSON.stringify(change.newImage ?? change.keys).length,
-    StreamViewType: 'NEW_IMAGE',
+    StreamViewType: viewType,
   },
 });
 

@@ -4,8 +4,9 @@
  * source mappings and alarms. Intrinsics are resolved once, here, against a local world: a table's
  * name is a local table, a resource's ARN a local ARN, so what the template wires can run here.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import type { Statement } from '../infra/nag/iam';
 
 /** CloudFormation and DynamoDB JSON, whose shape depends on the resource type or the request. */
@@ -153,18 +154,14 @@ export const matchesPattern = (pattern: unknown, value: unknown): boolean => {
 
 /** Reads one stack of the assembly in `dir` (the only one, or the one named). */
 export const readAssembly = (dir: string, stackName?: string): Assembly => {
-  const manifestFile = join(dir, 'manifest.json');
-  if (!existsSync(manifestFile)) throw new Error(`${dir} is not a cloud assembly (no manifest.json)`);
-  const stacks = Object.entries<Json>((JSON.parse(readFileSync(manifestFile, 'utf8')) as Json).artifacts ?? {}).filter(
-    ([, artifact]) => artifact.type === 'aws:cloudformation:stack',
-  );
-  const chosen = stackName ? stacks.find(([stack]) => stack === stackName) : stacks[0];
+  if (!existsSync(join(dir, 'manifest.json'))) throw new Error(`${dir} is not a cloud assembly (no manifest.json)`);
+  const stacks = new CloudAssembly(dir).stacksRecursively;
+  const chosen = stackName ? stacks.find((stack) => stack.id === stackName) : stacks[0];
   if (!chosen) throw new Error(`No stack ${stackName ?? ''} in ${dir}`);
   if (!stackName && stacks.length > 1) {
-    throw new Error(`${dir} holds ${stacks.length} stacks; name one (${stacks.map(([stack]) => stack).join(', ')})`);
+    throw new Error(`${dir} holds ${stacks.length} stacks; name one (${stacks.map((stack) => stack.id).join(', ')})`);
   }
-  const template = JSON.parse(readFileSync(join(dir, chosen[1].properties.templateFile), 'utf8')) as Json;
-  return assemblyOf(chosen[0], template, dir);
+  return assemblyOf(chosen.id, chosen.template as Json, dir);
 };
 
 /** Every statement of each role (inline, then attached policies), its resources resolved. */

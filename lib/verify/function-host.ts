@@ -4,9 +4,12 @@
  * asset code with the template's handler string. Its stdout is its log: EMF metric lines are read
  * from it as CloudWatch would.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import pLimit from 'p-limit';
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Json, type TemplateFunction } from './assembly';
 import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
 
@@ -108,61 +111,6 @@ const contextOf = (fn: TemplateFunction, id: string) => ({
   callbackWaitsForEmptyEventLoop: false,
 });
 
-/** Reads the child's stdout as CloudWatch reads a log: line by line, keeping the EMF metrics. */
-const collectMetrics = (child: ChildProcess, metrics: EmittedMetric[]) => {
-  let buffered = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
-    for (const line of lines) metrics.push(...metricsOfLine(line));
-  });
-  child.stderr?.resume();
-};
-
-type Settle = (outcome: InvokeOutcome) => void;
-
-/** Resolves once the code is imported (or failed to be); routes each answer to its pending invocation. */
-const whenReady = (child: ChildProcess, host: FunctionHost, pending: Map<string, Settle>) =>
-  new Promise<void>((resolve) => {
-    child.on('message', (message: Json) => {
-      if (message.type === 'ready') resolve();
-      else if (message.type === 'import-failed') {
-        host.importError = message.message;
-        resolve();
-      } else
-        pending.get(message.id)?.(message.type === 'error' ? { error: message.message } : { result: message.result });
-    });
-    child.on('exit', (code) => {
-      host.importError ??= `the process exited with code ${code} before it was ready`;
-      resolve();
-      for (const settle of pending.values()) settle({ error: `the process exited with code ${code}` });
-    });
-  });
-
-/** Invokes the handler in the child once; an answer later than the Timeout is an error, as on Lambda. */
-const invoker =
-  (child: ChildProcess, host: FunctionHost, pending: Map<string, Settle>) =>
-  (event: unknown): Promise<InvokeOutcome> =>
-    new Promise<InvokeOutcome>((resolve) => {
-      const { fn } = host;
-      if (host.importError) return resolve({ error: host.importError });
-      const id = randomUUID();
-      host.invocations += 1;
-      const started = performance.now();
-      pending.set(id, (outcome) => {
-        pending.delete(id);
-        const seconds = (performance.now() - started) / 1000;
-        // Lambda would have stopped it: its answer would never have been seen.
-        resolve(
-          seconds > fn.timeoutSeconds && !outcome.error
-            ? { error: `ran ${seconds.toFixed(1)} s, longer than its Timeout of ${fn.timeoutSeconds} s` }
-            : outcome,
-        );
-      });
-      child.send({ id, event, context: contextOf(fn, id) });
-    });
-
 /**
  * @param streamed tables with a stream (name → key attribute names), whose changes the proxy captures.
  * @param eventsEndpoint where the function's EventBridge client sends (AWS_ENDPOINT_URL_EVENTBRIDGE)
@@ -174,32 +122,54 @@ export const startFunction = async (
   eventsEndpoint?: string,
 ): Promise<FunctionHost> => {
   const proxy = await startRecordingProxy(dynamoEndpoint, streamed);
-  const child: ChildProcess = fork(RUNNER, [fn.codeDir, fn.handler, String(fn.timeoutSeconds)], {
+  const child = fork(RUNNER, [fn.codeDir, fn.handler, String(fn.timeoutSeconds)], {
     env: environmentOf(fn, proxy.endpoint, eventsEndpoint),
     execArgv: [],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
+  const exited = new Promise<string>((resolve) =>
+    child.once('exit', (code) => resolve(`the process exited with code ${code}`)),
+  );
+  /** The runner's next message: it answers each message it is sent, one at a time. */
+  const answer = (): Promise<Json> =>
+    Promise.race([
+      once(child, 'message').then(([message]) => message as Json),
+      exited.then((message) => ({ type: 'error', message })),
+    ]);
+  // Its stdout is its log, read as CloudWatch reads one: line by line, keeping the EMF metrics.
+  const metrics: EmittedMetric[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => metrics.push(...metricsOfLine(line)));
+  child.stderr!.resume();
+  const ready = await answer();
+  const importError = ready.type === 'ready' ? undefined : String(ready.message);
+  /** An answer later than the Timeout is an error: Lambda would have stopped the function before it. */
+  const invokeOnce = async (event: unknown): Promise<InvokeOutcome> => {
+    if (importError || !child.connected) return { error: importError ?? (await exited) };
+    host.invocations += 1;
+    const started = performance.now();
+    child.send({ event, context: contextOf(fn, randomUUID()) });
+    const message = await answer();
+    const seconds = (performance.now() - started) / 1000;
+    if (message.type === 'error') return { error: String(message.message) };
+    return seconds > fn.timeoutSeconds
+      ? { error: `ran ${seconds.toFixed(1)} s, longer than its Timeout of ${fn.timeoutSeconds} s` }
+      : { result: message.result };
+  };
+  // One invocation at a time, as one Lambda execution environment serves them.
+  const oneAtATime = pLimit(1);
   const host: FunctionHost = {
     fn,
     proxy,
-    metrics: [],
+    metrics,
     invocations: 0,
-    invoke: async () => ({ error: 'not started' }),
-    close: async () => undefined,
-  };
-  collectMetrics(child, host.metrics);
-  const pending = new Map<string, Settle>();
-  await whenReady(child, host, pending);
-  host.invoke = invoker(child, host, pending);
-  const exited = new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
-  // The process first (its pending retries and timers end with it), then its proxy drains.
-  host.close = async () => {
-    child.kill();
-    await exited;
-    await proxy.close();
+    ...(importError ? { importError } : {}),
+    invoke: (event) => oneAtATime(() => invokeOnce(event)),
+    // The process first (its pending retries and timers end with it), then its proxy drains.
+    close: async () => {
+      child.kill();
+      await exited;
+      await proxy.close();
+    },
   };
   return host;
 };

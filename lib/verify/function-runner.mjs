@@ -44,6 +44,11 @@ nodeModule.registerHooks?.({
   },
 });
 
+const failure = (type, error) => ({
+  type,
+  message: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+});
+
 let handler;
 try {
   const file = ['.mjs', '.js', '.cjs'].map((ext) => join(codeDir, moduleName + ext)).find((f) => existsSync(f));
@@ -53,13 +58,10 @@ try {
   if (typeof handler !== 'function') throw new Error(`the module exports no function "${exportName}"`);
   process.send({ type: 'ready' });
 } catch (error) {
-  process.send({
-    type: 'import-failed',
-    message: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-  });
+  process.send(failure('import-failed', error));
 }
 
-process.on('message', async ({ id, event, context }) => {
+process.on('message', async ({ event, context }) => {
   // The template's Timeout: code that budgets its work on the remaining time sees what Lambda gives it.
   const deadline = Date.now() + Number(timeoutSeconds) * 1000;
   const lambdaContext = {
@@ -71,12 +73,8 @@ process.on('message', async ({ id, event, context }) => {
   };
   try {
     const result = await handler(event, lambdaContext);
-    process.send({ type: 'result', id, result });
+    process.send({ type: 'result', result });
   } catch (error) {
-    process.send({
-      type: 'error',
-      id,
-      message: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-    });
+    process.send(failure('error', error));
   }
 });

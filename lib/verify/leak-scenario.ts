@@ -5,73 +5,55 @@
  * to put key events are judged in lib/verify/observed.ts).
  *
  * One variable of the template is replaced: SECRET_SCANNING_KEYS_URL. GitHub's keys can't sign
- * here, so the run signs with a key pair of its own, published as a keys document behind a
- * `file:` URL, exactly as the local stack does.
+ * here, so the run signs with a key pair made as the local stack makes its own
+ * (lib/local/key-events-setup.ts), published as a keys document behind a `file:` URL.
  */
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { randomUUID, sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { routeKey, secretScanningRoute } from '../../shared/api/routes';
 import { MAX_REPORT_BYTES } from '../../shared/domain/secret-scanning';
+import { LOCAL_SIGNING_KEY_ID, setUpLocalKeyEvents } from '../local/key-events-setup';
 import { LOCAL_REGION, type Assembly, type Json, type TemplateFunction } from './assembly';
 
 export const REPORT_ROUTE_KEY = routeKey(secretScanningRoute);
 const KEYS_URL_ENV = 'SECRET_SCANNING_KEYS_URL';
-const KEY_ID = 'verify';
 
-export interface ReportCase {
-  label: string;
-  method: string;
-  path: string;
-  expected: number;
-  code?: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** Points every function that reads SECRET_SCANNING_KEYS_URL at a key pair of this run; returns its signer. */
+/** Signs a report body as GitHub does: the headers that go with it. */
 export type Signer = (body: string) => Record<string, string>;
 
+/** Points every function that reads SECRET_SCANNING_KEYS_URL at the local stack's own key pair; returns its signer. */
 export const useOwnSigningKey = (functions: readonly TemplateFunction[]): Signer => {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const file = join(mkdtempSync(join(tmpdir(), 'verify-keys-')), 'public_keys.json');
-  const key = publicKey.export({ type: 'spki', format: 'pem' }).toString();
-  writeFileSync(file, JSON.stringify({ public_keys: [{ key_identifier: KEY_ID, key, is_current: true }] }));
+  const { secretScanningKeysUrl, signingKeyFile } = setUpLocalKeyEvents(undefined, {});
+  const privateKey = readFileSync(signingKeyFile!);
   for (const fn of functions) {
-    if (fn.environment[KEYS_URL_ENV] !== undefined) fn.environment[KEYS_URL_ENV] = pathToFileURL(file).href;
+    if (fn.environment[KEYS_URL_ENV] !== undefined) fn.environment[KEYS_URL_ENV] = secretScanningKeysUrl;
   }
   return (body: string): Record<string, string> => ({
     'content-type': 'application/json',
-    'github-public-key-identifier': KEY_ID,
+    'github-public-key-identifier': LOCAL_SIGNING_KEY_ID,
     'github-public-key-signature': sign('sha256', Buffer.from(body), privateKey).toString('base64'),
   });
 };
 
+/** Adds one call on the report route (the scenario's own case builder). */
+type ReportCase = (
+  label: string,
+  expected: number,
+  request: { body: string; headers: Record<string, string>; code?: string },
+) => void;
+
 /** The report route's cases: a live key reported (twice), and each refusal. */
-export const reportCases = (signed: (body: string) => Record<string, string>, leakedKey: string): ReportCase[] => {
+export const reportCases = (signed: Signer, leakedKey: string, at: ReportCase): void => {
   const report = JSON.stringify([
     { token: leakedKey, type: 'branch_api_key', url: 'https://verify.local', source: 'content' },
   ]);
-  const notArray = '{"token":"x"}';
-  const big = `[${' '.repeat(MAX_REPORT_BYTES)}]`;
-  const at = (label: string, expected: number, body: string, headers: Record<string, string>, code?: string) => ({
-    label: `${REPORT_ROUTE_KEY}: ${label}`,
-    method: secretScanningRoute.method,
-    path: secretScanningRoute.path,
-    expected,
-    body,
-    headers,
-    ...(code ? { code } : {}),
-  });
-  return [
-    at('a signed report of a live key', 200, report, signed(report)),
-    at('the same report again', 200, report, signed(report)),
-    at('an unsigned report', 401, report, { 'content-type': 'application/json' }, 'invalid_signature'),
-    at('a report over 1 MB', 413, big, signed(big), 'payload_too_large'),
-    at('a signed report that is not an array', 400, notArray, signed(notArray), 'invalid_request'),
-  ];
+  const request = (body: string, code?: string) => ({ body, headers: signed(body), ...(code ? { code } : {}) });
+  const unsigned = { 'content-type': 'application/json' };
+  at('a signed report of a live key', 200, request(report));
+  at('the same report again', 200, request(report));
+  at('an unsigned report', 401, { ...request(report, 'invalid_signature'), headers: unsigned });
+  at('a report over 1 MB', 413, request(`[${' '.repeat(MAX_REPORT_BYTES)}]`, 'payload_too_large'));
+  at('a signed report that is not an array', 400, request('{"token":"x"}', 'invalid_request'));
 };
 
 /** Logical ids of the functions an EventBridge schedule rule invokes. */

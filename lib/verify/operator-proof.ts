@@ -7,7 +7,7 @@
  * as AWS does, and so is each command's own list of grants. Whatever a command was refused, or
  * failed with, is a `DEFECT [operator-proof]` line.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,7 +68,8 @@ export interface OperatorProofReport {
 
 /** Commands run at once: the machine's cores are the verifier's too. */
 const CONCURRENCY = 2;
-const COMMAND_TIMEOUT_MS = 120_000;
+/** A command still running after two minutes is killed (and fails the proof). */
+const CLI_OPTIONS = { cwd: PROJECT_ROOT, timeout: 120_000, killSignal: 'SIGKILL' } as const;
 
 /** The variables a deployed operator does not have: every output's, every table's, the local target's, AWS's own. */
 const isTargetVariable = (name: string) =>
@@ -102,19 +103,6 @@ const failureOf = (code: number | null, stderr: string, stdout = ''): string | u
   );
 };
 
-/** A child's output as it comes, and its exit. */
-const watch = (child: ChildProcess) => {
-  const output = { stdout: '', stderr: '' };
-  child.stdout?.on('data', (chunk: Buffer) => (output.stdout += chunk.toString('utf8')));
-  child.stderr?.on('data', (chunk: Buffer) => (output.stderr += chunk.toString('utf8')));
-  const timer = setTimeout(() => child.kill('SIGKILL'), COMMAND_TIMEOUT_MS);
-  const exited = once(child, 'close').then(([code]) => {
-    clearTimeout(timer);
-    return code as number | null;
-  });
-  return { output, exited };
-};
-
 /** A log line of a call whose usage record was not stored, as the functions log it. */
 const replayLine = (keyId: string, branchId: string, at: Date) => ({
   level: 'ERROR',
@@ -132,11 +120,6 @@ const replayLine = (keyId: string, branchId: string, at: Date) => ({
   },
 });
 
-interface Outcome {
-  labels: OperatorCommand[];
-  failure?: string;
-}
-
 type Work = (env: NodeJS.ProcessEnv, use: (label: OperatorCommand) => void) => Promise<string | undefined>;
 
 /** A console page the proof opens, and its path. */
@@ -152,7 +135,6 @@ class OperatorProof {
   private readonly policy: Statement[];
   private readonly grants: Partial<Record<OperatorCommand, Statement[]>> = {};
   private readonly refusals = new Map<string, Set<OperatorCommand>>();
-  private readonly outcomes: Outcome[] = [];
   private readonly limit = pLimit(CONCURRENCY);
   readonly operations: OperatorProofReport['operations'] = {};
   requests = 0;
@@ -208,8 +190,9 @@ class OperatorProof {
   /**
    * Runs `work` with DynamoDB and the bus behind the policy and the grants of the command it names
    * (`use` switches, for the console's pages); a request either refuses is AccessDeniedException.
+   * What it failed with is a refusal of every command it ran as.
    */
-  private async guarded(first: OperatorCommand, work: Work): Promise<Outcome> {
+  private async guarded(first: OperatorCommand, work: Work): Promise<void> {
     let current = first;
     const labels = new Set([first]);
     const allows = (action: string, arn: string) => this.allows(current, action, arn);
@@ -222,28 +205,31 @@ class OperatorProof {
         AWS_ENDPOINT_URL_EVENTBRIDGE: bus.endpoint,
       };
       const failure = await work(env, (label) => labels.add((current = label)));
-      return { labels: [...labels], ...(failure ? { failure } : {}) };
+      if (failure) for (const label of labels) this.refuse(label, `failed: ${failure}`);
     } finally {
       await Promise.all([dynamo.close(), bus.close()]);
     }
   }
 
+  /** The CLI as the operator runs it: its output as it comes, and its exit. */
   private spawnCli(args: readonly string[], env: NodeJS.ProcessEnv) {
-    const child = spawn(process.execPath, [CLI_FILE, ...this.target, ...args], { cwd: PROJECT_ROOT, env });
-    return { child, ...watch(child) };
+    const child = spawn(process.execPath, [CLI_FILE, ...this.target, ...args], { ...CLI_OPTIONS, env });
+    const output = { stdout: '', stderr: '' };
+    child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString('utf8')));
+    return { child, output, exited: once(child, 'close').then(([code]) => code as number | null) };
   }
 
   /** Runs one command; its `--json` answer, parsed, when it worked. */
   command(label: OperatorCommand, args: string[]): Promise<Record<string, unknown> | undefined> {
     return this.limit(async () => {
       let answer: Record<string, unknown> | undefined;
-      const outcome = await this.guarded(label, async (env) => {
+      await this.guarded(label, async (env) => {
         const { output, exited } = this.spawnCli(args, env);
         const code = await exited;
         if (code === 0 && args.includes('--json')) answer = JSON.parse(output.stdout) as Record<string, unknown>;
         return failureOf(code, output.stderr, output.stdout);
       });
-      this.outcomes.push(outcome);
       this.commands += 1;
       return answer;
     });
@@ -253,8 +239,7 @@ class OperatorProof {
   consolePages(pages: Partial<Record<OperatorCommand, string>>): Promise<void> {
     return this.limit(async () => {
       const labels = Object.keys(pages) as OperatorCommand[];
-      let started = false;
-      const outcome = await this.guarded(labels[0]!, async (env, use) => {
+      await this.guarded(labels[0]!, async (env, use) => {
         const { child, output, exited } = this.spawnCli(
           ['console', '--port', '0', '--branch', this.input.branchId],
           env,
@@ -268,8 +253,10 @@ class OperatorProof {
             }),
           ),
         ]);
-        if (!link) return failureOf(await exited, output.stderr);
-        started = true;
+        if (!link) {
+          labels.forEach(use); // A console that did not start failed every page.
+          return failureOf(await exited, output.stderr);
+        }
         try {
           await this.fetchPages(link, pages, use, () => output.stderr);
           return undefined;
@@ -278,8 +265,6 @@ class OperatorProof {
           await exited;
         }
       });
-      // A console that did not start failed every page.
-      this.outcomes.push(started ? outcome : { ...outcome, labels });
     });
   }
 
@@ -296,16 +281,13 @@ class OperatorProof {
       await answer.text();
       if (answer.status !== 200) {
         const logged = stderr().trim().split('\n').at(-1) ?? '';
-        this.outcomes.push({ labels: [label], failure: `GET ${path} answered ${answer.status}: ${logged}` });
+        this.refuse(label, `failed: GET ${path} answered ${answer.status}: ${logged}`);
       }
     }
   }
 
   /** One line per distinct reason, naming every command that met it (a missing output fails them all alike). */
   defects(): Defect[] {
-    for (const { labels, failure } of this.outcomes) {
-      if (failure) for (const label of labels) this.refuse(label, `failed: ${failure}`);
-    }
     return [...this.refusals].map(([reason, labels]) => ({
       check: OPERATOR_PROOF_CHECK,
       resource: [...labels].join(', '),

@@ -3,21 +3,15 @@
  * and the answers the contract expects, and the stream records the writes would produce.
  */
 import { readFileSync } from 'node:fs';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient, StreamViewType } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { generateApiKey } from '../../shared/domain/api-key';
 import { createRepositories, type Repositories } from '../../shared/data/repositories';
 import type { CreateKeyInput } from '../../shared/data/repositories/keys';
 import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
 import { readSeedFile } from '../operator/seed';
-import {
-  LOCAL_REGION,
-  matchesPattern,
-  type Assembly,
-  type Json,
-  type TemplateRoute,
-  type TemplateTable,
-} from './assembly';
+import { sequenceNumber, streamRecord, type StreamChange } from '../local/stream-events';
+import { matchesPattern, type Assembly, type Json, type TemplateRoute, type TemplateTable } from './assembly';
 import type { CapturedWrite } from './recording-proxy';
 import { DEMO_SEED_FILE, OPENAPI_FILE } from '../project-paths';
 import { REPORT_ROUTE_KEY, reportCases, type Signer } from './leak-scenario';
@@ -154,15 +148,11 @@ const routeCases = (
   keys: ScenarioKeys,
   context: { providerId: string; lists: Set<string>; cases: Case[]; signed: Signer },
 ) => {
-  const { cases } = context;
-  if (route.routeKey === REPORT_ROUTE_KEY) {
-    cases.push(...reportCases(context.signed, keys.leaked));
-    return;
-  }
   const [method = 'GET', template = '/'] = route.routeKey.split(' ');
   const path = template.replace(/\{(\w+)\}/g, context.providerId);
   const at = (label: string, expected: number, extra: Partial<Case> = {}) =>
-    cases.push({ label: `${route.routeKey}: ${label}`, method, path, expected, ...extra });
+    context.cases.push({ label: `${route.routeKey}: ${label}`, method, path, expected, ...extra });
+  if (route.routeKey === REPORT_ROUTE_KEY) return reportCases(context.signed, keys.leaked, at);
   at('a read key', 200, { key: keys.read });
   at('no key', 401, { code: 'missing_api_key' });
   at('a malformed key', 401, { key: 'wsk_malformed', code: 'invalid_api_key' });
@@ -231,42 +221,22 @@ export const buildScenario = async (
  * consumer counts as unreadable and must not fail its batch on).
  */
 export const streamRecordsOf = (changes: readonly CapturedWrite[], table: TemplateTable, filters?: readonly Json[]) => {
-  const viewType = String(table.properties.StreamSpecification?.StreamViewType ?? 'NEW_IMAGE');
-  const records = changes
-    .filter((write) => write.table === table.name)
-    .map((write, i) => ({
-      eventID: String(i + 1),
-      eventName: !write.oldImage ? 'INSERT' : write.newImage ? 'MODIFY' : 'REMOVE',
-      eventVersion: '1.1',
-      eventSource: 'aws:dynamodb',
-      awsRegion: LOCAL_REGION,
-      eventSourceARN: table.streamArn,
-      dynamodb: {
-        ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
-        Keys: write.keys,
-        ...(write.newImage && viewType.startsWith('NEW') ? { NewImage: write.newImage } : {}),
-        ...(write.oldImage && (viewType === 'OLD_IMAGE' || viewType === 'NEW_AND_OLD_IMAGES')
-          ? { OldImage: write.oldImage }
-          : {}),
-        SequenceNumber: String(BigInt('100000000000000000000') + BigInt(i)),
-        SizeBytes: JSON.stringify(write.newImage ?? write.keys).length,
-        StreamViewType: viewType,
-      },
-    }));
-  const passed = records.filter((record) => !filters || filters.some((pattern) => matchesPattern(pattern, record)));
-  if (passed.length === 0) return passed;
-  const odd = passed[passed.length - 1]!;
+  const viewType = table.properties.StreamSpecification?.StreamViewType as StreamViewType | undefined;
+  const record = (change: Omit<StreamChange, 'sequenceNumber'>, i: number) =>
+    streamRecord({ ...change, sequenceNumber: sequenceNumber(i + 1) }, table.arn, viewType);
+  const written = changes.filter((write) => write.table === table.name) as unknown as Pick<
+    StreamChange,
+    'keys' | 'newImage' | 'oldImage'
+  >[];
+  const passed = written
+    .map((write, i) =>
+      record({ ...write, eventName: !write.oldImage ? 'INSERT' : write.newImage ? 'MODIFY' : 'REMOVE' }, i),
+    )
+    .filter((one) => !filters || filters.some((pattern) => matchesPattern(pattern, one)));
+  const keys = passed.at(-1)?.dynamodb?.Keys as StreamChange['keys'] | undefined;
+  if (!keys) return passed;
   return [
     ...passed,
-    {
-      ...odd,
-      eventID: String(records.length + 1),
-      eventName: 'INSERT',
-      dynamodb: {
-        ...odd.dynamodb,
-        NewImage: { verify: { S: 'not an item of this table' } },
-        SequenceNumber: String(BigInt('100000000000000000000') + BigInt(records.length)),
-      },
-    },
+    record({ eventName: 'INSERT', keys, newImage: { verify: { S: 'not an item of this table' } } }, written.length),
   ];
 };

@@ -18,7 +18,7 @@ import { runOperatorProof, type OperatorProofInput, type OperatorProofReport } f
 import { readSeedFile } from '../operator/seed';
 import { DEMO_SEED_FILE } from '../project-paths';
 import { checkTemplate, TEMPLATE_CHECK_COUNT } from './template-checks';
-import { startEventBusStandIn, type EventBusStandIn } from './event-bus';
+import { startEventBusStandIn, type StandIn } from './event-bus';
 import { startFunction, type FunctionHost } from './function-host';
 import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
 import { scheduledEvent, scheduledFunctions, useOwnSigningKey, type Signer } from './leak-scenario';
@@ -79,7 +79,7 @@ interface Run {
   /** The scenario's own writes (its keys, as the operator tooling leaves them), fed to the streams too. */
   scenario: RecordingProxy;
   /** Where the functions put key events (lib/verify/event-bus.ts). */
-  eventBus: EventBusStandIn;
+  eventBus: StandIn;
 }
 
 const localClient = (endpoint: string) =>
