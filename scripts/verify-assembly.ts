@@ -67,7 +67,6 @@ if (json) {
             .join(', ') || 'none'
         }`,
     ),
-    `Granted DynamoDB actions never used: ${report.unusedGrants.length}`,
     report.operatorProof
       ? `Operator proof: ${report.operatorProof.commands} CLI commands and ${report.operatorProof.pages} console pages on the stack outputs alone, ` +
         `${report.operatorProof.requests} requests checked against the operator policy`

@@ -4,9 +4,11 @@
  * ways), and each alarm on a custom metric against the metrics the run emitted. What a template
  * shows alone (stream reads, failure destinations, key events grants) is the nag rules'.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { Assembly, TemplateAlarm } from './assembly';
 import type { EmittedMetric } from './function-host';
 import { actionMatches, evaluate, resourceMatches, type Statement } from '../infra/nag/iam';
+import { asList } from '../infra/nag/rule';
 import { arnOf, type DynamoOperation } from './recording-proxy';
 
 export interface Defect {
@@ -36,8 +38,6 @@ const named = (arn: string) => arn.replace(/^.*:table\/verify-/, '');
 const describe = (operation: DynamoOperation) =>
   `${operation.action} on table ${operation.table}${operation.index ? ` index ${operation.index}` : ''}`;
 
-const list = (value: string | readonly string[] | undefined): readonly string[] => [value ?? []].flat();
-
 /** Every Allow of a DynamoDB action the run never used, on each resource of the stack it covers. */
 const unusedGrants = (assembly: Assembly, use: IamUse, statements: readonly Statement[]): Defect[] => {
   const tableArns = assembly.tables.flatMap((table) => [
@@ -48,45 +48,36 @@ const unusedGrants = (assembly: Assembly, use: IamUse, statements: readonly Stat
   const used = (pattern: string, arn: string) =>
     use.operations.some((op) => actionMatches(pattern, op.action) && arnOf(op) === arn) ||
     (STREAM_ACTIONS.some((action) => actionMatches(pattern, action)) && use.streams.includes(arn));
-  const of = (reason: string, statement: Statement) => ({
-    check: 'iam',
-    resource: statement.source?.split(' ')[0] ?? use.functionLogicalId,
-    reason: `${reason} (function ${use.functionLogicalId})`,
-  });
   return statements
     .filter((statement) => statement.Effect === 'Allow')
     .flatMap((statement): Defect[] => {
-      if (statement.NotAction !== undefined || statement.NotResource !== undefined) {
-        return [
-          of(
-            `${statement.source} allows by exclusion (NotAction/NotResource): more than any run can show it uses`,
-            statement,
-          ),
-        ];
-      }
-      return list(statement.Action)
+      const unused = (reason: string): Defect[] => [
+        {
+          check: 'iam',
+          resource: statement.source?.split(' ')[0] ?? use.functionLogicalId,
+          reason: `${reason} (function ${use.functionLogicalId})`,
+        },
+      ];
+      if (statement.NotAction !== undefined || statement.NotResource !== undefined)
+        return unused(
+          `${statement.source} allows by exclusion (NotAction/NotResource): more than any run can show it uses`,
+        );
+      return asList(statement.Action)
         .filter((action) => action.toLowerCase().startsWith('dynamodb:'))
         .flatMap((action) => {
-          if (/[*?]/.test(action))
-            return [of(`${action} is granted by wildcard: more than the calls the run made`, statement)];
+          if (/[*?]/.test(action)) return unused(`${action} is granted by wildcard: more than the calls the run made`);
           if (action === LIST_STREAMS)
-            return use.streams.length ? [] : [of(`${action} is granted but the run never used it`, statement)];
+            return use.streams.length ? [] : unused(`${action} is granted but the run never used it`);
           const candidates = STREAM_ACTIONS.includes(action) ? streamArns : tableArns;
-          return list(statement.Resource).flatMap((resource) => {
-            const covered = candidates.filter((arn) => resourceMatches(resource, arn));
-            if (!/[*?]/.test(resource) || covered.length === 0) {
-              return used(action, resource) || covered.some((arn) => used(action, arn))
+          return asList(statement.Resource).flatMap((resource) => {
+            const covered = /[*?]/.test(resource) ? candidates.filter((arn) => resourceMatches(resource, arn)) : [];
+            if (covered.length === 0)
+              return used(action, resource)
                 ? []
-                : [of(`${action} on ${resource} is granted but the run never used it`, statement)];
-            }
-            const never = covered.filter((arn) => !used(action, arn));
+                : unused(`${action} on ${resource} is granted but the run never used it`);
+            const never = covered.filter((arn) => !used(action, arn)).map(named);
             return never.length
-              ? [
-                  of(
-                    `${action} on ${resource} is granted on ${never.map(named).join(', ')}, which the run never used it on`,
-                    statement,
-                  ),
-                ]
+              ? unused(`${action} on ${resource} is granted on ${never.join(', ')}, which the run never used it on`)
               : [];
           });
         });
@@ -97,10 +88,9 @@ const unusedGrants = (assembly: Assembly, use: IamUse, statements: readonly Stat
  * Each call against its function's role, and each of the role's DynamoDB grants against the calls
  * (a stream consumer's stream reads count as used when its mapping reads one).
  */
-export const checkIam = (assembly: Assembly, uses: readonly IamUse[]): { defects: Defect[]; unused: string[] } => {
+export const checkIam = (assembly: Assembly, uses: readonly IamUse[]): Defect[] => {
   const tables = new Set(assembly.tables.map((table) => table.name));
   const defects: Defect[] = [];
-  const unused: string[] = [];
   for (const use of uses) {
     const statements = use.roleLogicalId ? (assembly.statements.get(use.roleLogicalId) ?? []) : [];
     for (const op of new Map(use.operations.map((one) => [describe(one), one])).values()) {
@@ -114,14 +104,10 @@ export const checkIam = (assembly: Assembly, uses: readonly IamUse[]): { defects
           reason: `calls ${describe(op)}, ${tables.has(op.table) ? `which its role does not allow: ${reason}` : reason}`,
         });
     }
-    const grants = unusedGrants(assembly, use, statements);
-    defects.push(...grants);
-    unused.push(...grants.map((grant) => grant.reason));
+    defects.push(...unusedGrants(assembly, use, statements));
   }
-  return { defects, unused };
+  return defects;
 };
-
-const sameSet = (a: readonly string[], b: readonly string[]) => [...a].sort().join() === [...b].sort().join();
 
 const show = (metric: { namespace: string; name: string; dimensions: Record<string, string | undefined> }) =>
   `${metric.namespace}/${metric.name} {${Object.entries(metric.dimensions)
@@ -133,16 +119,8 @@ export const checkAlarms = (alarms: readonly TemplateAlarm[], emitted: readonly 
   alarms.flatMap((alarm) =>
     alarm.metrics
       .filter((metric) => !metric.namespace.startsWith('AWS/'))
-      .filter(
-        (metric) =>
-          !emitted.some(
-            (candidate) =>
-              candidate.namespace === metric.namespace &&
-              candidate.name === metric.name &&
-              sameSet(Object.keys(candidate.dimensions), Object.keys(metric.dimensions)) &&
-              Object.entries(metric.dimensions).every(([name, value]) => candidate.dimensions[name] === value),
-          ),
-      )
+      // The same namespace, name and dimensions (each of them, with its value).
+      .filter((metric) => !emitted.some((candidate) => isDeepStrictEqual(candidate, metric)))
       .map((metric) => {
         const near = [...new Set(emitted.filter((candidate) => candidate.name === metric.name).map(show))];
         return {

@@ -5,6 +5,8 @@
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient, StreamViewType } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Params } from 'hono/router';
+import { TrieRouter } from 'hono/router/trie-router';
 import { generateApiKey } from '../../shared/domain/api-key';
 import { createRepositories, type Repositories } from '../../shared/data/repositories';
 import type { CreateKeyInput } from '../../shared/data/repositories/keys';
@@ -30,29 +32,17 @@ export interface Case {
   body?: string;
 }
 
-/** API Gateway's route selection over the template's route keys, `$default` last. */
+/** API Gateway's route selection over the template's route keys, `$default` when none matches. */
 export const routeMatcher = (routes: readonly TemplateRoute[]) => {
-  const compiled = routes
-    .filter((route) => route.routeKey !== '$default')
-    .map((route) => {
-      const [method, template = ''] = route.routeKey.split(' ');
-      const names: string[] = [];
-      const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, (_m, name: string) => {
-        names.push(name);
-        return '([^/]+)';
-      });
-      return { route, method, names, regex: new RegExp(`^${source}$`) };
-    });
+  const router = new TrieRouter<TemplateRoute>();
+  for (const route of routes.filter((candidate) => candidate.routeKey !== '$default')) {
+    const [method = '', template = ''] = route.routeKey.split(' ');
+    router.add(method, template.replace(/\{(\w+)\}/g, ':$1'), route);
+  }
   const fallback = routes.find((route) => route.routeKey === '$default');
   return (method: string, path: string) => {
-    for (const candidate of compiled) {
-      const match = candidate.regex.exec(path);
-      if (match && candidate.method === method) {
-        const pathParameters = Object.fromEntries(candidate.names.map((name, i) => [name, match[i + 1] ?? '']));
-        return { route: candidate.route, pathParameters };
-      }
-    }
-    return fallback ? { route: fallback, pathParameters: undefined } : undefined;
+    const [[route, pathParameters] = []] = router.match(method, path)[0] as [TemplateRoute, Params][];
+    return route ? { route, pathParameters } : fallback && { route: fallback, pathParameters: undefined };
   };
 };
 
@@ -89,57 +79,44 @@ export const errorCodeOf = (body: string | undefined): string | undefined => {
 };
 
 /** The keys the scenario calls with, one per way a key can be refused (and one that is accepted). */
-interface ScenarioKeys {
-  read: string;
-  noScope: string;
-  expired: string;
-  revoked: string;
-  disabled: string;
-  /** Allowed only from a documentation range (RFC 5737); events come from 127.0.0.1. */
-  elsewhere: string;
-  /** One call an hour, already used in this hour and the next two: every call of the scenario with it is refused. */
-  limited: string;
-  /** Reported as leaked by a signed report (the report route's cases). */
-  leaked: string;
-}
+type ScenarioKeys = Record<
+  'read' | 'noScope' | 'expired' | 'revoked' | 'disabled' | 'elsewhere' | 'limited' | 'leaked',
+  string
+>;
 
 const createKeys = async (repositories: Repositories, branchId: string): Promise<ScenarioKeys> => {
-  const make = async (name: string, extra: Partial<CreateKeyInput> = {}) =>
-    (await repositories.keys.create({ branchId, scopes: ['read'], name, ...extra })).key;
-  const read = await make('verify');
-  const noScope = await make('verify', { scopes: ['team:read'] });
-  // Stored with an expiry in the past: the repository takes any time (the operator tooling checks).
-  const expired = await make('verify', { expiresAt: new Date(Date.now() - 60_000) });
-  const revoked = await repositories.keys.create({ branchId, scopes: ['read'], name: 'verify revoked' });
-  await repositories.keys.revoke(revoked.record.key_id);
-  const elsewhere = await make('verify ip allowlist', { allowedIps: ['192.0.2.0/24'] });
-  const limited = await repositories.keys.create({
+  const make = (name: string, extra: Partial<CreateKeyInput> = {}) =>
+    repositories.keys.create({ branchId, scopes: ['read'], name, ...extra });
+  const created = {
+    read: await make('verify'),
+    noScope: await make('verify', { scopes: ['team:read'] }),
+    // Stored with an expiry in the past: the repository takes any time (the operator tooling checks).
+    expired: await make('verify', { expiresAt: new Date(Date.now() - 60_000) }),
+    revoked: await make('verify revoked'),
+    disabled: await make('verify disabled'),
+    // Allowed only from a documentation range (RFC 5737); events come from 127.0.0.1.
+    elsewhere: await make('verify ip allowlist', { allowedIps: ['192.0.2.0/24'] }),
+    // One call an hour, used up below: every call of the scenario with it is refused.
+    limited: await make('verify rate limit', { rateLimit: '1/h' }),
+    // Reported as leaked by a signed report (the report route's cases).
+    leaked: await make('verify leaked'),
+  };
+  await repositories.keys.revoke(created.revoked.record.key_id);
+  await repositories.keys.disable({
+    keyId: created.disabled.record.key_id,
     branchId,
-    scopes: ['read'],
-    name: 'verify rate limit',
-    rateLimit: '1/h',
+    now: new Date(),
+    actor: 'verify',
   });
-  // Its counter full in the windows a run can reach: a run crossing the hour gets the same answers.
+  // Its counter full in this hour and the next two: a run crossing the hour gets the same answers.
   const hour = 3600;
   const thisHour = Math.floor(Date.now() / 1000 / hour) * hour;
   for (const window of [thisHour, thisHour + hour, thisHour + 2 * hour]) {
-    await repositories.rateLimits.increment(limited.record.key_id, window, hour);
+    await repositories.rateLimits.increment(created.limited.record.key_id, window, hour);
   }
-  const disabled = await repositories.keys.create({ branchId, scopes: ['read'], name: 'verify disabled' });
-  await repositories.keys.disable({ keyId: disabled.record.key_id, branchId, now: new Date(), actor: 'verify' });
-  const leaked = await make('verify leaked');
   // Expires within days: the daily Key Expiring run has one key to tell about.
   await make('verify expiring', { expiresAt: new Date(Date.now() + 3 * 24 * 3600_000) });
-  return {
-    read,
-    noScope,
-    expired,
-    revoked: revoked.key,
-    disabled: disabled.key,
-    elsewhere,
-    limited: limited.key,
-    leaked,
-  };
+  return Object.fromEntries(Object.entries(created).map(([role, { key }]) => [role, key])) as ScenarioKeys;
 };
 
 /** The calls made on one route: a good one, then one per documented error it can answer. */

@@ -7,6 +7,7 @@
  * (docs/deploy.md "Verify the assembly").
  */
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { API_TABLES, TABLE_ENV } from '../../shared/data/tables';
 import { buildEvent } from '../local/events';
@@ -31,7 +32,6 @@ export interface VerifyReport {
   invocations: number;
   /** DynamoDB operations observed, per function: `dynamodb:Query on <table> [index]` → count. */
   operations: Record<string, Record<string, number>>;
-  unusedGrants: string[];
   alarms: number;
   /** Checks of the template run before the functions (lib/verify/template-checks.ts). */
   checks: number;
@@ -57,13 +57,10 @@ export interface VerifyOptions {
  * alarm against the metrics emitted. Pure: a changed template is checked against the same
  * observations without another run.
  */
-export const checkObserved = (assembly: Assembly, observed: Observed): { defects: Defect[]; unused: string[] } => {
-  const iam = checkIam(assembly, observed.uses);
-  return {
-    defects: [...iam.defects, ...checkAlarms(assembly.alarms, observed.metrics)],
-    unused: iam.unused,
-  };
-};
+export const checkObserved = (assembly: Assembly, observed: Observed): Defect[] => [
+  ...checkIam(assembly, observed.uses),
+  ...checkAlarms(assembly.alarms, observed.metrics),
+];
 
 const message = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
@@ -172,27 +169,23 @@ const playScenario = async (run: Run) => {
 /** Redeliveries tried for a mapping without a bound (the `stream-retries` check reports it). */
 const UNBOUNDED_RETRIES = 10;
 
-type StreamRecord = { dynamodb?: { SequenceNumber?: string } };
-
 /**
  * Delivers one batch as Lambda does with partial batch responses: a batch that fails is delivered
- * again from its first failed record (the whole batch after a function error), up to the
- * mapping's retry attempts. A consumer fails only if that does not get it through: a write that
- * timed out on a busy machine is retried, as it would be on AWS. Returns the last failure.
+ * again from its first failed record (the whole batch after a function error, or an identifier
+ * not in it), up to the mapping's retry attempts. A consumer fails only if that does not get it
+ * through: a write that timed out on a busy machine is retried, as it would be on AWS.
  */
-const deliver = async (consumer: FunctionHost, batch: StreamRecord[], retries: number) => {
+const deliver = async (consumer: FunctionHost, batch: DynamoDBRecord[], retries: number) => {
   let remaining = batch;
   for (let attempt = 0; ; attempt += 1) {
-    const outcome = await consumer.invoke({ Records: remaining });
-    const failures = (outcome.result as { batchItemFailures?: { itemIdentifier?: string }[] } | undefined)
-      ?.batchItemFailures;
-    if (!outcome.error && !failures?.length) return undefined;
-    const failure = outcome.error ?? `${failures!.length} item failure(s)`;
-    if (attempt >= retries) return `${failure}, still after ${retries} redeliveries`;
-    const first = outcome.error
+    const { error, result } = await consumer.invoke({ Records: remaining });
+    const failures = (result as DynamoDBBatchResponse | undefined)?.batchItemFailures ?? [];
+    if (!error && failures.length === 0) return undefined;
+    if (attempt >= retries)
+      return `${error ?? `${failures.length} item failure(s)`}, still after ${retries} redeliveries`;
+    const first = error
       ? 0
-      : remaining.findIndex((record) => record.dynamodb?.SequenceNumber === failures![0]!.itemIdentifier);
-    // An identifier not in the batch: Lambda redelivers the whole batch.
+      : remaining.findIndex((record) => record.dynamodb?.SequenceNumber === failures[0]!.itemIdentifier);
     remaining = remaining.slice(Math.max(first, 0));
   }
 };
@@ -288,7 +281,7 @@ const observedOf = (run: Run, fed: Awaited<ReturnType<typeof feedStreams>> | und
 const unreadable = (stack: string, error: unknown): VerifyReport => ({
   stack,
   defects: [{ resource: stack, reason: `the assembly could not be read: ${message(error)}` }],
-  ...{ functions: 0, invocations: 0, operations: {}, unusedGrants: [], alarms: 0, checks: 0, elapsedMs: 0 },
+  ...{ functions: 0, invocations: 0, operations: {}, alarms: 0, checks: 0, elapsedMs: 0 },
   observed: { uses: [], metrics: [] },
 });
 
@@ -331,7 +324,6 @@ export const verifyAssembly = async (
     scenario: await startRecordingProxy(dynamo.endpoint, streamedTables(assembly)),
     eventBus: await startEventBusStandIn(),
   };
-  let unused: string[] = [];
   const report: Pick<VerifyReport, 'observed' | 'operatorProof'> = { observed: { uses: [], metrics: [] } };
   try {
     await phase(run, 'creating the tables', () => createTemplateTables(run.raw, assembly));
@@ -342,11 +334,7 @@ export const verifyAssembly = async (
     await phase(run, 'the route wiring check', async () => checkRouteWiring(run));
     const observed = observedOf(run, fed);
     report.observed = observed;
-    await phase(run, 'the checks of what it saw', async () => {
-      const checked = checkObserved(assembly, observed);
-      unused = checked.unused;
-      defects.push(...checked.defects);
-    });
+    await phase(run, 'the checks of what it saw', async () => defects.push(...checkObserved(assembly, observed)));
     if (options.operatorProof !== false) {
       // The operator tooling on the stack outputs alone, on the scenario's branch (lib/verify/operator-proof.ts).
       const proof = await phase(run, 'the operator proof', async () =>
@@ -376,7 +364,6 @@ export const verifyAssembly = async (
     functions: run.hosts.size,
     invocations: [...run.hosts.values()].reduce((sum, host) => sum + host.invocations, 0),
     operations: operationCounts(assembly, run.hosts),
-    unusedGrants: unused,
     alarms: assembly.alarms.length,
     checks: TEMPLATE_CHECK_COUNT,
     ...report,
