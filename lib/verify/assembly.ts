@@ -69,8 +69,8 @@ export interface Assembly {
   /** The template as synthesized (the stack's nag rules read it through CfnInclude). */
   template: Json;
   resources: Record<string, Json>;
-  /** Output name → `{ Value, Description }`. */
-  outputs: Record<string, Json>;
+  /** Output name → its value as DescribeStacks answers it, resolved to this run's names (none when it can't be). */
+  outputs: Record<string, string>;
   tables: TemplateTable[];
   functions: TemplateFunction[];
   routes: TemplateRoute[];
@@ -91,7 +91,7 @@ const PSEUDO: Record<string, string> = {
 };
 
 /** Local names and ARNs of what a template's references point at. */
-export class Resolver {
+class Resolver {
   constructor(private readonly resources: Record<string, Json>) {}
 
   tableName = (logicalId: string) => `verify-${logicalId}`;
@@ -241,7 +241,12 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
     stack,
     template,
     resources,
-    outputs: (template?.Outputs ?? {}) as Record<string, Json>,
+    outputs: Object.fromEntries(
+      Object.entries<Json>(template?.Outputs ?? {}).flatMap(([name, output]) => {
+        const value = resolver.resolve(output?.Value);
+        return value === undefined ? [] : [[name, value]];
+      }),
+    ),
     tables: ofType('AWS::DynamoDB::Table').map(([logicalId, { Properties }]) => ({
       logicalId,
       name: resolver.tableName(logicalId),

@@ -5,11 +5,11 @@
  * from it as CloudWatch would.
  */
 import { fork } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import pLimit from 'p-limit';
+import { buildContext } from '../local/events';
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Json, type TemplateFunction } from './assembly';
 import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
 
@@ -99,16 +99,11 @@ const environmentOf = (
   ...(eventsEndpoint ? { AWS_ENDPOINT_URL_EVENTBRIDGE: eventsEndpoint } : {}),
 });
 
-/** The Lambda context object of one invocation. */
-const contextOf = (fn: TemplateFunction, id: string) => ({
-  awsRequestId: id,
-  functionName: fn.logicalId,
-  functionVersion: '$LATEST',
+/** The Lambda context object of one invocation (its methods are the runner's: IPC carries no function). */
+const contextOf = (fn: TemplateFunction) => ({
+  ...buildContext(fn.logicalId),
   invokedFunctionArn: `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:${fn.logicalId}`,
   memoryLimitInMB: String(fn.memorySize),
-  logGroupName: `/aws/lambda/${fn.logicalId}`,
-  logStreamName: 'verify',
-  callbackWaitsForEmptyEventLoop: false,
 });
 
 /**
@@ -147,7 +142,7 @@ export const startFunction = async (
     if (importError || !child.connected) return { error: importError ?? (await exited) };
     host.invocations += 1;
     const started = performance.now();
-    child.send({ event, context: contextOf(fn, randomUUID()) });
+    child.send({ event, context: contextOf(fn) });
     const message = await answer();
     const seconds = (performance.now() - started) / 1000;
     if (message.type === 'error') return { error: String(message.message) };

@@ -23,7 +23,7 @@ import {
   type PolicyDocument,
 } from '../operator/grants';
 import { CLI_FILE, PROJECT_ROOT } from '../project-paths';
-import { LOCAL_ACCOUNT, LOCAL_REGION, Resolver, type Assembly } from './assembly';
+import { LOCAL_ACCOUNT, LOCAL_REGION, type Assembly } from './assembly';
 import { evaluate, NOT_ALLOWED, type Statement } from '../infra/nag/iam';
 import type { Defect } from './observed';
 import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
@@ -31,17 +31,6 @@ import { startRecordingProxy } from './recording-proxy';
 import { EMBEDDED_DYNAMODB_DEADLINE_MS } from './function-host';
 
 export const OPERATOR_PROOF_CHECK = 'operator-proof';
-
-/** The stack's outputs as DescribeStacks answers them: each output's value, resolved to this run's names. */
-export const stackOutputs = (assembly: Assembly): Record<string, string> => {
-  const resolver = new Resolver(assembly.resources);
-  return Object.fromEntries(
-    Object.entries(assembly.outputs).flatMap(([name, output]) => {
-      const value = resolver.resolve(output?.Value);
-      return value === undefined ? [] : [[name, value]];
-    }),
-  );
-};
 
 export interface OperatorProofInput {
   assembly: Assembly;
@@ -131,7 +120,6 @@ const consolePaths = (branchId: string) =>
 
 /** One proof: the policy and grants it enforces, the commands it ran, what each was refused. */
 class OperatorProof {
-  private readonly everyOutput: Record<string, string>;
   private readonly policy: Statement[];
   private readonly grants: Partial<Record<OperatorCommand, Statement[]>> = {};
   private readonly refusals = new Map<string, Set<OperatorCommand>>();
@@ -145,12 +133,11 @@ class OperatorProof {
     private readonly target: readonly string[],
     private readonly baseEnv: NodeJS.ProcessEnv,
   ) {
-    this.everyOutput = stackOutputs(input.assembly);
     this.policy = policyFor(input.policy ?? operatorPolicy(), this.values());
   }
 
   private values() {
-    return { Region: LOCAL_REGION, Account: LOCAL_ACCOUNT, ...this.everyOutput };
+    return { Region: LOCAL_REGION, Account: LOCAL_ACCOUNT, ...this.input.assembly.outputs };
   }
 
   private grantsOf(label: OperatorCommand): Statement[] {
@@ -160,7 +147,7 @@ class OperatorProof {
   /** A resource's ARN, told by the output that names it: `KeysTableName index by-branch`. */
   private named(arn: string): string {
     const [, name = arn, index] = /[:/](?:table|event-bus)\/([^/]+)(?:\/index\/(.+))?$/.exec(arn) ?? [];
-    const output = OPERATOR_OUTPUTS.find(({ output }) => this.everyOutput[output] === name)?.output ?? name;
+    const output = OPERATOR_OUTPUTS.find(({ output }) => this.input.assembly.outputs[output] === name)?.output ?? name;
     return `${output}${index ? ` index ${index}` : ''}`;
   }
 
@@ -340,7 +327,7 @@ const playCommands = async (proof: OperatorProof, branchId: string, dir: string)
 export const runOperatorProof = async (input: OperatorProofInput): Promise<OperatorProofReport> => {
   const dir = mkdtempSync(join(tmpdir(), 'operator-proof-'));
   const outputsFile = join(dir, 'outputs.json');
-  writeFileSync(outputsFile, JSON.stringify({ [input.assembly.stack]: input.outputs ?? stackOutputs(input.assembly) }));
+  writeFileSync(outputsFile, JSON.stringify({ [input.assembly.stack]: input.outputs ?? input.assembly.outputs }));
   const identity = await startCallerIdentityStandIn();
   const proof = new OperatorProof(input, ['--outputs', outputsFile, '--region', LOCAL_REGION], {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !isTargetVariable(name))),

@@ -76,10 +76,10 @@ const ASSEMBLY_CHECKS: readonly AssemblyCheck[] = [
     name: 'operator-outputs',
     explanation:
       'every output the operator tooling reads (each table it names and the key events bus) is a stack output, each table output naming its table',
-    run: ({ stack, outputs, resources }) =>
+    run: ({ stack, outputs, tables }) =>
       OPERATOR_OUTPUTS.flatMap(({ output, envVar }) => {
-        const found = outputs[output];
-        if (!found)
+        const value = outputs[output];
+        if (value === undefined)
           return [
             {
               resource: stack,
@@ -87,15 +87,13 @@ const ASSEMBLY_CHECKS: readonly AssemblyCheck[] = [
             },
           ];
         const definition = tableDefinitions.find((candidate) => candidate.envVar === envVar);
-        const target = found.Value?.Ref as string | undefined;
-        return !definition ||
-          (resources[target ?? '']?.Type === 'AWS::DynamoDB::Table' &&
-            new RegExp(`^Tables${definition.id}[0-9A-F]{8}$`).test(target!))
+        const table = tables.find((candidate) => candidate.name === value);
+        return !definition || new RegExp(`^Tables${definition.id}[0-9A-F]{8}$`).test(table?.logicalId ?? '')
           ? []
           : [
               {
                 resource: stack,
-                reason: `stack output ${output} does not name the ${definition.name} table (${String(target)})`,
+                reason: `stack output ${output} does not name the ${definition.name} table (${value})`,
               },
             ];
       }),

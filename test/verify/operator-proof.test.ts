@@ -11,7 +11,7 @@ import { OPERATOR_GRANTS, operatorPolicy, type PolicyDocument } from '../../lib/
 import { readSeedFile } from '../../lib/operator/seed';
 import { DEMO_SEED_FILE } from '../../lib/project-paths';
 import { assemblyOf, LOCAL_REGION, type Assembly } from '../../lib/verify/assembly';
-import { runOperatorProof, stackOutputs } from '../../lib/verify/operator-proof';
+import { runOperatorProof } from '../../lib/verify/operator-proof';
 import { tableNamesOf } from '../../lib/verify/scenario';
 import { createTemplateTables } from '../../lib/verify/verify-assembly';
 import { createRepositories } from '../../shared/data/repositories';
@@ -45,7 +45,7 @@ const prove = (options: { outputs?: Record<string, string>; policy?: PolicyDocum
   runOperatorProof({ assembly, dynamoEndpoint: dynamo.endpoint, branchId, ...options });
 
 it('reports an output the stack does not hand over by its name and variable, for every command', async () => {
-  const { ActivityTableName: _removed, ...outputs } = stackOutputs(assembly);
+  const { ActivityTableName: _removed, ...outputs } = assembly.outputs;
   const report = await prove({ outputs });
   expect(report.defects).toEqual([
     {
