@@ -11,6 +11,7 @@
 import { routeKey, routes } from '../../shared/api/routes';
 import { bucketOf, histogramPercentile, hourOf, RESPONSE_TIME_BOUNDS_MS } from '../../shared/domain/rollups';
 import type { UsageRecord } from '../../shared/domain/usage-record';
+import { positionAfter } from '../../shared/data/repositories/usage';
 import type { OperatorContext } from '../operator/context';
 import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
 import { showControls } from './layout';
@@ -181,21 +182,25 @@ const rollupChart = async (ctx: OperatorContext, filters: UsageFilters): Promise
 export const LOG_PAGE_SIZE = 50;
 /**
  * Records one log page reads at most while looking for calls the status and route filters
- * select; past it the page shows what it found and links to the older calls.
+ * select, as the filtered figures do; past it the page shows what it found and links on to the
+ * calls it has not searched yet.
  */
-export const LOG_SCAN_LIMIT = 2_000;
+export const LOG_SCAN_LIMIT = RAW_COUNT_LIMIT;
 
 export interface UsageLogView {
   records: LoggedCall[];
-  /** Where the next (older) page starts; absent on the last page. */
+  /** Where the next (older) page starts: after the last call shown, only when an older match exists or is unsearched. */
   nextPosition?: string;
   /** Raw records read for this page. */
   scanned: number;
+  /** The page stopped at LOG_SCAN_LIMIT: older calls are not searched yet. */
+  searchStopped: boolean;
 }
 
 /**
- * One page of the log, newest first: up to LOG_PAGE_SIZE calls the filters select (a page may
- * run a little over, to end on a stored page boundary), reading at most LOG_SCAN_LIMIT records.
+ * One page of the log, newest first: exactly `pageSize` calls the filters select while more
+ * remain, and an older page only when one more match was found (or the search stopped at
+ * `scanLimit`), so a page never runs over and its older page is never empty for want of matches.
  */
 export const loadUsageLog = async (
   ctx: OperatorContext,
@@ -203,6 +208,7 @@ export const loadUsageLog = async (
   position?: string,
   { pageSize = LOG_PAGE_SIZE, scanLimit = LOG_SCAN_LIMIT } = {},
 ): Promise<UsageLogView> => {
+  const filtered = filters.status !== undefined || filters.route !== undefined;
   const records: LoggedCall[] = [];
   let scanned = 0;
   let next = position;
@@ -210,15 +216,24 @@ export const loadUsageLog = async (
     const page = await ctx.usage.query({
       branchId: filters.branchId,
       since: periodStart(filters),
-      limit: Math.min(pageSize, scanLimit - scanned),
+      // One more than the page, to know whether an older page has anything.
+      limit: filtered ? Math.min(1000, scanLimit - scanned) : pageSize + 1 - records.length,
       ...(filters.keyId ? { keyId: filters.keyId } : {}),
       ...(next ? { position: next } : {}),
     });
     scanned += page.records.length;
     records.push(...page.records.filter((record) => matchesCall(record, filters)));
     next = page.nextPosition;
-  } while (next && records.length < pageSize && scanned < scanLimit);
-  return { records, scanned, ...(next ? { nextPosition: next } : {}) };
+  } while (next && records.length <= pageSize && scanned < scanLimit);
+  if (records.length > pageSize) {
+    return {
+      records: records.slice(0, pageSize),
+      scanned,
+      nextPosition: positionAfter(records[pageSize - 1]!),
+      searchStopped: false,
+    };
+  }
+  return { records, scanned, searchStopped: next !== undefined, ...(next ? { nextPosition: next } : {}) };
 };
 
 /** Every record the filters select, newest first, a page at a time (for the CSV export). */

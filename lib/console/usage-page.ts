@@ -18,7 +18,6 @@ import {
 } from './layout';
 import { MAX_QUERY_VALUE_LENGTH } from './refusals';
 import {
-  LOG_SCAN_LIMIT,
   RAW_COUNT_LIMIT,
   PERIODS,
   ROUTE_CHOICES,
@@ -41,6 +40,8 @@ export interface UsagePageInput {
   log: LoggedCall[];
   /** Raw records read for this page of the log. */
   scanned: number;
+  /** The page's search stopped at LOG_SCAN_LIMIT: its older link searches on. */
+  searchStopped?: boolean;
   cursor?: string;
   nextCursor?: string;
   /** Positions of the newer pages this one was reached through, the nearest first. */
@@ -304,21 +305,20 @@ const logSection = (input: UsagePageInput): Html => {
     </p>
     ${input.log.length ? logTable(input) : ''}
     ${
-      input.log.length === 0
+      input.searchStopped
         ? html`<p class="empty">
-            ${
-              filtered
-                ? html`No call ${input.nextCursor ? `among the ${input.scanned} newest` : 'in this period'} matches the
-                  status and route filters.`
-                : 'No calls in this period. Make a call with one of this branch’s keys and it shows here.'
-            }
+            ${input.log.length || 'No'} call(s) among the ${input.scanned} newest searched match the filters; older
+            calls are not searched yet: <strong>Older calls</strong> searches on.
           </p>`
-        : ''
-    }
-    ${
-      filtered && input.nextCursor && input.scanned >= LOG_SCAN_LIMIT
-        ? html`<p><small>This page looked at ${input.scanned} calls; older matches are on the next page.</small></p>`
-        : ''
+        : input.log.length === 0
+          ? html`<p class="empty">
+              ${
+                filtered
+                  ? 'No call in this period matches the status and route filters.'
+                  : 'No calls in this period. Make a call with one of this branch’s keys and it shows here.'
+              }
+            </p>`
+          : ''
     }
     ${logPager(usagePath, filters, input)}
   </section>`;

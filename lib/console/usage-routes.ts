@@ -93,6 +93,7 @@ export const usageRoutes = new Hono<ConsoleEnv>()
         chart,
         log: log.records,
         scanned: log.scanned,
+        searchStopped: log.searchStopped,
         newer,
         ...(filters.keyId ? { keyId: filters.keyId } : {}),
         ...(filters.status ? { status: filters.status } : {}),

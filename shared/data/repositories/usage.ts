@@ -28,6 +28,10 @@ const DAY_SECONDS = 86_400;
 /** The longest sort key a position may carry: `<timestamp>#<request id>` is far shorter. */
 const MAX_POSITION_LENGTH = 512;
 
+/** A record's sort key in its shard: time first, so a shard reads newest first. */
+const sortKeyOf = (record: Pick<UsageRecord, 'timestamp' | 'request_id'>): string =>
+  `${record.timestamp}#${record.request_id}`;
+
 // A position is the sort key of the last record shown: the next page is what is older, in the
 // same branch (and key) the caller names. It carries no partition, so it can't widen the scope.
 const encodePosition = (sortKey: string): string =>
@@ -43,6 +47,10 @@ const decodePosition = (position: string): string => {
   throw new InvalidUsagePositionError('The usage log position is not valid');
 };
 
+/** Where a page that ends on this record continues: the records older than it. */
+export const positionAfter = (record: Pick<UsageRecord, 'timestamp' | 'request_id'>): string =>
+  encodePosition(sortKeyOf(record));
+
 export class InvalidUsagePositionError extends Error {
   override name = 'InvalidUsagePositionError';
 }
@@ -55,7 +63,7 @@ const toRecord = (item: Record<string, unknown>): UsageRecord => {
 /** A record's table key: its branch's write shard (by request id) and its time. */
 const itemKeyOf = (record: UsageRecord) => ({
   pk: `${record.branch_id}#${usageShardOf(record.request_id)}`,
-  sk: `${record.timestamp}#${record.request_id}`,
+  sk: sortKeyOf(record),
 });
 
 /** The table item of a record: its keys in its write shard, and its TTL (bulk loads outside the repository use it too). */
