@@ -21,14 +21,14 @@ const ids: Record<string, string> = {};
 
 let sequence = 0;
 /** A call: its usage record, and that record applied to the rollups as the aggregator does (the audit reads those). */
-const used = async (keyId: string, at: Date, route = 'GET /v1/branch') => {
+const used = async (keyId: string, at: Date, route = 'GET /v1/branch', status = 200) => {
   const record = {
     key_id: keyId,
     branch_id: BRANCH,
     method: 'GET',
     path: '/api/v1/branch',
     route,
-    status: 200,
+    status,
     response_time_ms: 3,
     timestamp: at.toISOString(),
     request_id: `req-${keyId}-${at.getTime()}`,
@@ -74,6 +74,8 @@ beforeAll(async () => {
   const wide = await key('wide', { createdDaysAgo: 30, expiresInDays: long, scopes: ['read', 'team:read', 'write'] });
   await used(wide, daysAgo(2), 'GET /v1/branch');
   await used(wide, daysAgo(1), 'GET /v1/payment-providers/{id}');
+  // A refused call later than its last use: over its rate limit, not a use.
+  await used(wide, daysAgo(0.5), 'GET /v1/branch', 429);
   // no_ip_allowlist.
   await used(await key('open', { createdDaysAgo: 30, expiresInDays: long, allowedIps: [] }), daysAgo(1));
   // Clean: nothing to say.
@@ -118,6 +120,7 @@ describe('keys audit', () => {
       { code: 'unused_scopes', scopes: ['team:read', 'write'], message: expect.stringContaining('team:read, write') },
     ]);
     expect(wide?.last_used_at).toBe(daysAgo(1).toISOString());
+    expect(wide?.last_refused).toEqual({ at: daysAgo(0.5).toISOString(), as: 'over its rate limit' });
   });
 
   it('a key never used and older than 90 days is both never_used and unused', async () => {

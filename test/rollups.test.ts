@@ -264,22 +264,30 @@ describe('aggregating the usage stream', () => {
     expect(await rollups.progress()).toEqual(expect.any(String));
   });
 
-  it('keeps the newest call of each key as its last use, whatever the order', async () => {
+  it('keeps the newest accepted call of each key as its last use and the newest refused one apart, whatever the order', async () => {
     const calls = Array.from({ length: 60 }, (_, i) => aCall('br_last', i % 3 ? 'key_a' : 'key_b', i % 3, i));
     const changes = calls.map((c, i) => usageChange(c, i + 1)).reverse();
     for (let i = 0; i < changes.length; i += 7) await aggregate(streamEvent(changes.slice(i, i + 7), ARN));
-    const newest = (keyId: string) =>
+    // Counted here without the aggregator: 401, 403 and 429 are refusals, anything else a use.
+    const newest = (keyId: string, refused: boolean) =>
       calls
-        .filter((c) => c.key_id === keyId)
-        .map((c) => c.timestamp)
-        .sort()
+        .filter((c) => c.key_id === keyId && [401, 403, 429].includes(c.status) === refused)
+        .sort((a, b) => (a.timestamp < b.timestamp ? -1 : 1))
         .at(-1);
+    const use = (keyId: string) => {
+      const [used, refused] = [newest(keyId, false), newest(keyId, true)];
+      return {
+        ...(used ? { last_used_at: used.timestamp } : {}),
+        ...(refused ? { last_refused_at: refused.timestamp, last_refused_status: refused.status } : {}),
+      };
+    };
     expect(await rollups.lastUsed('br_last')).toEqual(
       new Map([
-        ['key_a', newest('key_a')],
-        ['key_b', newest('key_b')],
+        ['key_a', use('key_a')],
+        ['key_b', use('key_b')],
       ]),
     );
+    expect(use('key_a').last_refused_at).toBeDefined();
   });
 
   it('ignores removals (TTL expiry) and modifications, and skips records that are not usage records', async () => {

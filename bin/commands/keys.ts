@@ -1,5 +1,6 @@
 /** `branch-api keys …`: every key action (lib/operator/keys.ts), its options parsed here. */
 import { Option, type Command } from 'commander';
+import type { LastRefused } from '../../lib/operator/key-audit';
 import type { KeySettings, PendingActivity } from '../../lib/operator/keys';
 import { DEFAULT_GRACE, MAX_ACTIVITY_LIMIT } from '../../lib/operator/limits';
 import { OperatorError } from '../../lib/operator/errors';
@@ -115,17 +116,22 @@ const LIST_HEADER = [
   'EXPIRES',
   'REVOKED',
   'LAST USED',
+  'LAST REFUSED',
   'ALLOWED IPS',
   'ROLLED',
 ];
 
 /** Left out, in this order, when a terminal is too narrow for every column. */
-const LIST_DROPPABLE = ['ROLLED', 'ALLOWED IPS', 'REVOKED', 'CREATED', 'START', 'RATE LIMIT', 'EXPIRES'];
+const LIST_DROPPABLE = ['ROLLED', 'ALLOWED IPS', 'REVOKED', 'CREATED', 'RATE LIMIT', 'EXPIRES'];
+
+/** A key's last refused call and why (`2027-01-01T02:43:49.000Z as revoked`), or `-`. */
+const refusedText = (refused: LastRefused | null): string => (refused ? `${refused.at} as ${refused.as}` : '-');
 
 interface ListOptions extends JsonOption {
   branch: string;
   status?: KeyState;
   name?: string;
+  valuePrefix?: string;
 }
 
 const addList = (keys: Command): void => {
@@ -135,16 +141,18 @@ const addList = (keys: Command): void => {
     .requiredOption('--branch <id>', 'branch id')
     .addOption(new Option('--status <state>', 'only keys in this state').choices(KEY_STATES))
     .option('--name <text>', 'only keys whose name contains this text (any case)')
+    .option('--value-prefix <prefix>', 'only keys whose value starts so (a whole value is hashed, never kept)')
     .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: ListOptions) => {
         const filter = {
           ...(options.status ? { status: options.status } : {}),
           ...(options.name ? { name: options.name } : {}),
+          ...(options.valuePrefix ? { valuePrefix: options.valuePrefix } : {}),
         };
         const { listKeys } = await keyActions();
         const listing = await listKeys(ctx, options.branch, new Date(), filter);
-        const filtered = options.status !== undefined || options.name !== undefined;
+        const filtered = Object.keys(filter).length > 0;
         print(listing, options, () =>
           listing.length === 0
             ? filtered
@@ -163,6 +171,7 @@ const addList = (keys: Command): void => {
                   dash(k.expires_at),
                   dash(k.revoked_at),
                   dash(k.last_used_at),
+                  refusedText(k.last_refused),
                   dash(k.allowed_ips?.join(',')),
                   rollLinks(k)
                     .map(([direction, keyId]) => `${direction} ${keyId}`)
@@ -312,7 +321,7 @@ const addAudit = (keys: Command): void => {
             : lines(
                 report.keys.flatMap((k, index) => [
                   ...(index > 0 ? [terminal``] : []),
-                  terminal`${k.name} (${k.key_id}, ${k.start}…) last used ${dash(k.last_used_at)}`,
+                  terminal`${k.name} (${k.key_id}, ${k.start}…) last used ${dash(k.last_used_at)}, last refused ${refusedText(k.last_refused)}`,
                   ...(k.findings.length === 0
                     ? [terminal`  no findings`]
                     : k.findings.map((finding) => terminal`  ${finding.code.padEnd(16)} ${finding.message}`)),

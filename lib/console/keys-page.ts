@@ -8,7 +8,7 @@
  */
 import { KEY_STATES } from '../../shared/domain/key-state';
 import { rollLinks } from '../operator/format';
-import type { AuditFinding } from '../operator/key-audit';
+import type { AuditFinding, LastUse } from '../operator/key-audit';
 import type { KeyListing } from '../operator/keys';
 import { keyForm, type KeyFormValues } from './key-form';
 import {
@@ -42,6 +42,14 @@ const rolled = (k: KeyRow): HtmlValue => {
   return links.length ? html`<br /><small>rolled ${links.map((link, i) => (i ? html`, ${link}` : link))}</small>` : '';
 };
 
+/** Its last accepted call, and on its own line its last refused one and why. */
+export const lastUse = (k: LastUse): Html =>
+  html`${time(k.last_used_at, 'never')}${
+    k.last_refused
+      ? html`<br /><small class="refused">last refused ${time(k.last_refused.at)} as ${k.last_refused.as}</small>`
+      : ''
+  }`;
+
 /** An active key's audit findings, counted in its row; the findings themselves open in its menu. */
 const findingsCount = (k: KeyRow): HtmlValue => {
   if (k.findings === undefined) return '–';
@@ -63,7 +71,7 @@ export const KEY_COLUMNS: KeyColumn[] = [
   {
     header: 'Key',
     cell: (k) =>
-      html`<strong>${k.name}</strong> <small><code title="Starts ${k.start}…">${k.key_id}</code></small
+      html`<strong>${k.name}</strong> <code class="key-start">${k.start}…</code> <small><code>${k.key_id}</code></small
         >${rolled(k)}`,
   },
   { header: 'Status', cell: (k) => html`<span class="status status-${k.status}">${k.status}</span>` },
@@ -75,7 +83,7 @@ export const KEY_COLUMNS: KeyColumn[] = [
         k.allowed_ips?.length ? html` <small>· ${k.allowed_ips.join(', ')}</small>` : ''
       }`,
   },
-  { header: 'Last used', cell: (k) => time(k.last_used_at, 'never') },
+  { header: 'Last used', cell: (k) => lastUse(k) },
   { header: 'Expires', cell: (k) => time(k.expires_at, 'never') },
   { header: 'Audit', cell: findingsCount },
 ];
@@ -122,14 +130,12 @@ export const KEY_STATUSES: readonly KeyListing['status'][] = KEY_STATES;
 export const KEYS_PAGE_SIZE = 50;
 
 export interface KeyFilters {
-  /** Part of a name or key id, any case. */
+  /** Part of a name or key id (any case), or the start of a key's value. */
   q?: string;
   status?: KeyListing['status'];
+  /** A whole value was searched and no key of the branch has it. */
+  noValue?: boolean;
 }
-
-export const matchesKey = (key: KeyListing, { q, status }: KeyFilters): boolean =>
-  (status === undefined || key.status === status) &&
-  (q === undefined || `${key.name}\n${key.key_id}`.toLowerCase().includes(q.toLowerCase()));
 
 export interface KeysPageInput {
   branchId: string;
@@ -206,7 +212,8 @@ const filterForm = ({ branchId, filters }: KeysPageInput): Html =>
     data-auto-filter="keys-results"
   >
     <label for="filter-q"
-      >Search name or id <input id="filter-q" name="q" type="search" value="${filters.q ?? ''}"
+      >Search name, id or key value
+      <input id="filter-q" name="q" type="search" value="${filters.q ?? ''}" placeholder="wsk_F9Lf…" autocomplete="off"
     /></label>
     <label for="filter-status"
       >Status
@@ -235,7 +242,7 @@ const keysPager = ({ branchId, page, total, filters }: KeysPageInput): HtmlValue
   if (pages <= 1) return '';
   const link = (to: number, label: string) =>
     html`<li>
-      <a href="${withQuery(branchPath(branchId, 'keys'), { ...filters, page: String(to) })}">${label}</a>
+      <a href="${withQuery(branchPath(branchId, 'keys'), { q: filters.q, status: filters.status, page: String(to) })}">${label}</a>
     </li>`;
   return html`<nav aria-label="Key pages">
     <ul>
@@ -274,7 +281,8 @@ const emptyState = (input: KeysPageInput): Html =>
         This branch has no API keys yet. Use <strong>Create key</strong> above to make one: its value is shown once.
       </p>`
     : html`<p class="empty">
-        No key matches these filters. <a href="${branchPath(input.branchId, 'keys')}">Show all keys</a>.
+        ${input.filters.noValue ? 'No key of this branch has that value. ' : ''}No key matches these filters.
+        <a href="${branchPath(input.branchId, 'keys')}">Show all keys</a>.
       </p>`;
 
 /** "As of", as on the usage page: the keys page reads the same rollups (docs/console.md "Figures"). */
@@ -342,7 +350,7 @@ export const confirmPage = (input: {
     body: html`<h1>${input.action.label} key “${input.key.name}”?</h1>
       <p>
         Key <code>${input.key.key_id}</code>, starting <code>${input.key.start}…</code>, scopes
-        ${input.key.scopes.join(', ')}.
+        ${input.key.scopes.join(', ')}. Last used ${lastUse(input.key)}.
       </p>
       <p>${input.consequence}</p>
       ${input.error ? html`<p role="alert" class="error">${input.error}</p>` : ''}

@@ -4,8 +4,18 @@
  */
 import { OperatorError } from '../operator/errors';
 import { DEFAULT_GRACE, parseGrace } from '../operator/input';
-import { auditOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
-import { createKey, listKeys, pendingNotice, rollKey, type KeyListing, type PendingActivity } from '../operator/keys';
+import { auditOf, lastUseOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
+import {
+  createKey,
+  keyIdOfValue,
+  listKeys,
+  matchesKey,
+  pendingNotice,
+  rollKey,
+  type KeyListing,
+  type PendingActivity,
+} from '../operator/keys';
+import { apiKeyStart, isWellFormedApiKey } from '../../shared/domain/api-key';
 import { keyState } from '../../shared/domain/key-state';
 import { Hono } from 'hono';
 import { formError, formSettings, KEY_FORM_FIELDS, readKeyForm } from './key-form';
@@ -16,11 +26,10 @@ import {
   KEY_STATUSES,
   keysPage,
   KEYS_PAGE_SIZE,
-  matchesKey,
   type KeyFilters,
   type KeysPageInput,
 } from './keys-page';
-import { html, type Html } from './layout';
+import { branchPath, html, withQuery, type Html } from './layout';
 import { notFound, queryValue, Refusal } from './refusals';
 import type { ConsoleContext, ConsoleEnv } from './session';
 
@@ -47,7 +56,11 @@ const readFilters = (c: ConsoleContext): KeyFilters => {
   if (status !== undefined && !(KEY_STATUSES as readonly string[]).includes(status)) {
     throw new Refusal(400, 'Bad request', `No key status "${status}".`);
   }
-  return { ...(q ? { q } : {}), ...(status ? { status: status as KeyFilters['status'] } : {}) };
+  return {
+    ...(q ? { q } : {}),
+    ...(status ? { status: status as KeyFilters['status'] } : {}),
+    ...(queryValue(c, 'value') === 'none' ? { noValue: true } : {}),
+  };
 };
 
 /**
@@ -73,7 +86,7 @@ export const keysView = async (c: ConsoleContext, extra: Extra = {}): Promise<st
   const page = extra.page ?? 1;
   const now = new Date();
   const [all, asOf] = await Promise.all([listKeys(c.var.ctx, branchId, now), c.var.ctx.rollups.progress()]);
-  const selected = all.filter((key) => matchesKey(key, filters));
+  const selected = all.filter((key) => matchesKey(key, { ...filters, search: filters.q }));
   const keys = selected.slice((page - 1) * KEYS_PAGE_SIZE, page * KEYS_PAGE_SIZE);
   // The audit of this page's active keys: the rules of `keys audit` (lib/operator/key-audit.ts).
   const audits = await auditInChunks(c, keys, now);
@@ -100,9 +113,9 @@ export const keysView = async (c: ConsoleContext, extra: Extra = {}): Promise<st
 export const findKey = async (c: ConsoleContext) => {
   const branch = c.req.param('branch');
   const keyId = c.req.param('key')!;
-  const record = await c.var.ctx.keys.getById(keyId);
+  const [record, uses] = await Promise.all([c.var.ctx.keys.getById(keyId), c.var.ctx.rollups.lastUsed(branch!)]);
   if (!record || record.branch_id !== branch) throw notFound(`Branch ${branch} has no key ${keyId}.`);
-  return { ...record, status: keyState(record, new Date()), last_used_at: null };
+  return { ...record, status: keyState(record, new Date()), ...lastUseOf(record, uses.get(keyId)) };
 };
 
 /** A form that shows a key value must be sent once: a reload re-sends it, and must not repeat it. */
@@ -158,7 +171,17 @@ export const keyRoutes = new Hono<ConsoleEnv>()
     const pageNumber = Number(c.req.query('page') ?? '1');
     if (!Number.isSafeInteger(pageNumber) || pageNumber < 1)
       throw new Refusal(400, 'Bad request', 'No such page of keys.');
-    return c.html(await keysView(c, { filters: readFilters(c), page: pageNumber, done: doneOf(c) }));
+    const filters = readFilters(c);
+    // A whole value leaves the address at once: the search goes on by the id it hashed to.
+    if (filters.q !== undefined && isWellFormedApiKey(filters.q)) {
+      const keyId = await keyIdOfValue(c.var.ctx, c.req.param('branch'), filters.q);
+      const query = keyId ? { q: keyId } : { q: apiKeyStart(filters.q), value: 'none' };
+      return c.redirect(
+        withQuery(branchPath(c.req.param('branch'), 'keys'), { ...query, status: filters.status }),
+        303,
+      );
+    }
+    return c.html(await keysView(c, { filters, page: pageNumber, done: doneOf(c) }));
   })
   .get('/branches/:branch/keys/:key/:action', async (c) => {
     const action = KEY_ACTIONS.find((a) => a.action === c.req.param('action'));

@@ -6,7 +6,7 @@ import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { routeKey, routes } from '../../shared/api/routes';
 import type { Scope } from '../../shared/domain/schemas';
 import { isUsable, keyState, msUntilExpiry } from '../../shared/domain/key-state';
-import { hourOf } from '../../shared/domain/rollups';
+import { hourOf, type KeyUse } from '../../shared/domain/rollups';
 import type { OperatorContext } from './context';
 
 const DAY = 86_400_000;
@@ -33,6 +33,39 @@ const scopesOf = (used: Iterable<string>): Set<Scope> => {
   }
   return scopes;
 };
+
+/** A key's newest refused call and why it was refused. */
+export interface LastRefused {
+  at: string;
+  as: RefusedAs;
+}
+
+/** A key's newest accepted call (its last use) and newest refused one. */
+export interface LastUse {
+  last_used_at: string | null;
+  last_refused: LastRefused | null;
+}
+
+/** Why a key's call was refused, in the words the console and the CLI show. */
+export type RefusedAs = 'revoked' | 'expired' | 'disabled' | 'over its rate limit' | 'IP not allowed' | 'missing scope';
+
+/** Why a call was refused, from its status and the key (the usage record keeps the status only). */
+const refusedAs = (key: ApiKeyRecord, at: string, status: number): RefusedAs => {
+  if (status === 429) return 'over its rate limit';
+  if (status === 403) return key.allowed_ips?.length ? 'IP not allowed' : 'missing scope';
+  if (key.revoked_at !== undefined && key.revoked_at <= at) return 'revoked';
+  if (key.expires_at !== undefined && key.expires_at <= at) return 'expired';
+  return 'disabled';
+};
+
+/** A key's last accepted and last refused call, as its listing shows them. */
+export const lastUseOf = (key: ApiKeyRecord, use: KeyUse | undefined): LastUse => ({
+  last_used_at: use?.last_used_at ?? null,
+  last_refused:
+    use?.last_refused_at === undefined
+      ? null
+      : { at: use.last_refused_at, as: refusedAs(key, use.last_refused_at, use.last_refused_status ?? 401) },
+});
 
 /** Stable finding codes: scripts may branch on them. */
 export const AUDIT_CODES = [
@@ -100,6 +133,7 @@ export interface KeyAudit {
   created_at: string;
   expires_at: string | null;
   last_used_at: string | null;
+  last_refused: LastRefused | null;
   findings: AuditFinding[];
 }
 
@@ -143,7 +177,7 @@ export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date
  * The audit of the given keys that are active at `now` (revoked and expired keys open nothing),
  * with each key's usage facts from `factsOf` (`rollupUsageFacts`).
  */
-export const auditOf = async <K extends ApiKeyRecord>(
+export const auditOf = async <K extends ApiKeyRecord & LastUse>(
   ctx: OperatorContext,
   records: readonly K[],
   now: Date,
@@ -161,6 +195,7 @@ export const auditOf = async <K extends ApiKeyRecord>(
         created_at: key.created_at,
         expires_at: key.expires_at ?? null,
         last_used_at: facts.lastUsedAt ?? null,
+        last_refused: key.last_refused,
         findings: auditFindings(key, facts, now),
       };
     }),

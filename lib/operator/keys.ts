@@ -19,12 +19,14 @@ import type { KeyActionResult, KeyRef, PendingEntry } from '../../shared/data/re
 import { EVENTS_NOT_SENT, type ActivityEntry, type KeyAction } from '../../shared/domain/key-activity';
 import type { ActivityPage } from '../../shared/data/repositories/activity';
 import { SCOPES, type Scope } from '../../shared/domain/schemas';
+import type { KeyUse } from '../../shared/domain/rollups';
+import { API_KEY_PREFIX, hashApiKey, isWellFormedApiKey } from '../../shared/domain/api-key';
 import { keyState, type KeyState } from '../../shared/domain/key-state';
 import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import type { OperatorContext } from './context';
 import { dataStoreFailureMessage } from './data-store-failure';
 import { invalidInput, OperatorError } from './errors';
-import { auditOf, rollupUsageFacts, type KeyAudit } from './key-audit';
+import { auditOf, lastUseOf, rollupUsageFacts, type KeyAudit, type LastRefused } from './key-audit';
 import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_ACTIVITY_LIMIT, MAX_GRACE_MS, MAX_NAME_LENGTH } from './limits';
 
 /** A key's settings, as a key is created with them or changed to them. */
@@ -47,8 +49,10 @@ export interface KeyOfBranch {
 }
 
 export interface KeyListing extends ApiKeyRecord {
-  /** Time of the key's newest call counted in the rollups, if any. */
+  /** Time of the key's newest accepted call counted in the rollups, if any. */
   last_used_at: string | null;
+  /** Its newest refused call (revoked, expired, disabled, over its limit, IP or scope), if any. */
+  last_refused: LastRefused | null;
   status: KeyState;
 }
 
@@ -238,15 +242,47 @@ export interface KeyFilter {
   status?: KeyState;
   /** Part of the name, any case. */
   name?: string;
+  /** Part of the name or key id (any case), or the start of the key's value (`wsk_F9Lf`). */
+  search?: string;
+  /** The start of the key's value; a whole value is hashed and matched, never kept. */
+  valuePrefix?: string;
 }
 
-const matches = (key: KeyListing, { status, name }: KeyFilter): boolean =>
+/** Only a key's first characters are kept (`start`): a longer prefix is matched on those. */
+const valueStartsWith = (start: string, prefix: string): boolean =>
+  prefix.startsWith(API_KEY_PREFIX) &&
+  (prefix.length <= start.length ? start.startsWith(prefix) : prefix.startsWith(start));
+
+const includesAnyCase = (text: string, part: string): boolean => text.toLowerCase().includes(part.toLowerCase());
+
+/** Whether a listing keeps a key; `byValue`: the key id a whole value in the filter hashed to ('' for none). */
+export const matchesKey = (
+  key: KeyListing,
+  { status, name, search, valuePrefix }: KeyFilter,
+  byValue: string | null = null,
+): boolean =>
   (status === undefined || key.status === status) &&
-  (name === undefined || key.name.toLowerCase().includes(name.toLowerCase()));
+  (name === undefined || includesAnyCase(key.name, name)) &&
+  (valuePrefix === undefined ||
+    (byValue !== null ? key.key_id === byValue : valueStartsWith(key.start, valuePrefix))) &&
+  (search === undefined ||
+    (byValue !== null
+      ? key.key_id === byValue
+      : includesAnyCase(`${key.name}\n${key.key_id}`, search) || valueStartsWith(key.start, search)));
 
 /**
- * The branch's keys that `filter` keeps, newest first, and when each was last used (the rollups'
- * last-used items): three independent reads (the branch, its keys, its last-used items), made at once.
+ * The id of the branch's key whose whole value this is, or null: the value is hashed and looked
+ * up as the API looks it up, and neither kept nor logged.
+ */
+export const keyIdOfValue = async (ctx: OperatorContext, branchId: string, value: string): Promise<string | null> => {
+  if (!isWellFormedApiKey(value)) return null;
+  const record = await ctx.keys.getByHash(hashApiKey(value));
+  return record?.branch_id === branchId ? record.key_id : null;
+};
+
+/**
+ * The branch's keys that `filter` keeps, newest first, and when each was last used and last
+ * refused (the rollups' last-use items): independent reads, made at once.
  */
 export const listKeys = async (
   ctx: OperatorContext,
@@ -254,17 +290,21 @@ export const listKeys = async (
   now = new Date(),
   filter: KeyFilter = {},
 ): Promise<KeyListing[]> => {
-  const [branch, records, lastUsed] = await Promise.allSettled([
+  const whole = [filter.search, filter.valuePrefix].find((text) => text !== undefined && isWellFormedApiKey(text));
+  const [branch, records, lastUse, byValue] = await Promise.allSettled([
     requireBranch(ctx, branchId),
     ctx.keys.listByBranch(branchId),
     ctx.rollups.lastUsed(branchId),
+    // A whole value matches its own key only (or none): "no key has this value" is an answer too.
+    whole === undefined ? null : keyIdOfValue(ctx, branchId, whole).then((id) => id ?? ''),
   ]);
   // The branch check's refusal first, whichever read failed first: the same answer every time.
-  for (const read of [branch, records, lastUsed]) if (read.status === 'rejected') throw read.reason;
-  const used = (lastUsed as PromiseFulfilledResult<Map<string, string>>).value;
+  for (const read of [branch, records, lastUse, byValue]) if (read.status === 'rejected') throw read.reason;
+  const uses = (lastUse as PromiseFulfilledResult<Map<string, KeyUse>>).value;
+  const matched = (byValue as PromiseFulfilledResult<string | null>).value;
   return (records as PromiseFulfilledResult<ApiKeyRecord[]>).value
-    .map((record) => ({ ...record, status: keyState(record, now), last_used_at: used.get(record.key_id) ?? null }))
-    .filter((key) => matches(key, filter));
+    .map((record) => ({ ...record, status: keyState(record, now), ...lastUseOf(record, uses.get(record.key_id)) }))
+    .filter((key) => matchesKey(key, filter, matched));
 };
 
 const REFUSED_BECAUSE: Record<KeyState, string> = {

@@ -36,6 +36,19 @@ export const lastUsedSk = (keyId: string): string => `last#${keyId}`;
 export const LAST_USED_PREFIX = 'last#';
 
 /**
+ * A known key's call refused by a guard (revoked, expired, disabled: 401; IP or scope: 403; over
+ * its limit: 429): not a use of the key, so it moves its last refusal, never its last use.
+ */
+export const isRefusal = (status: number): boolean => status === 401 || status === 403 || status === 429;
+
+/** A key's last-use item: its newest accepted call, and its newest refused one with that call's status. */
+export interface KeyUse {
+  last_used_at?: string;
+  last_refused_at?: string;
+  last_refused_status?: number;
+}
+
+/**
  * Watermarks (docs/usage-rollups.md "Exactly once"): an hour item keeps, per stream source (the
  * stream and the usage partition key value its records came from), the highest stream sequence
  * number it has applied. Lambda delivers one partition key's records in sequence order, so a

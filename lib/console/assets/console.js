@@ -168,6 +168,8 @@ var autoFilters = function () {
         .fetch(url, { credentials: 'same-origin', headers: { Accept: 'text/html' } })
         .then(function (response) {
           if (!response.ok) throw new Error(String(response.status));
+          // Where a redirect ended: a whole key value searched for is answered with its key id.
+          url = response.url || url;
           return response.text();
         })
         .then(function (text) {

@@ -12,6 +12,7 @@ import {
   hourItemOf,
   hourItemSk,
   HOUR_ITEM_PREFIX,
+  isRefusal,
   LAST_USED_PREFIX,
   lastUsedSk,
   pastWatermark,
@@ -20,6 +21,7 @@ import {
   WATERMARK_PREFIX,
   type Counters,
   type HourRollup,
+  type KeyUse,
   type StreamCall,
 } from '../../domain/rollups';
 import { ROLLUPS_BY_KEY_INDEX } from '../tables';
@@ -247,18 +249,23 @@ export class RollupsRepository extends DynamoRepository {
     );
   }
 
-  /** Keeps the newest call time of a key: a maximum, so order and repetition don't matter. */
+  /** Keeps the newest accepted and the newest refused call of a key: maxima, so order and repetition don't matter. */
   private async touchLastUsed(calls: readonly UsageRecord[], retentionDays: number): Promise<void> {
-    const newest = calls.reduce((a, b) => (b.timestamp > a.timestamp ? b : a));
-    await this.setIfNewer(
-      { branch_id: newest.branch_id, sk: lastUsedSk(newest.key_id) },
-      'last_used_at',
-      newest.timestamp,
-      {
-        key_id: newest.key_id,
-        expires_at_epoch: Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
-      },
-    );
+    for (const refused of [false, true]) {
+      const of = calls.filter((call) => isRefusal(call.status) === refused);
+      if (of.length === 0) continue;
+      const newest = of.reduce((a, b) => (b.timestamp > a.timestamp ? b : a));
+      await this.setIfNewer(
+        { branch_id: newest.branch_id, sk: lastUsedSk(newest.key_id) },
+        refused ? 'last_refused_at' : 'last_used_at',
+        newest.timestamp,
+        {
+          key_id: newest.key_id,
+          expires_at_epoch: Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+          ...(refused ? { last_refused_status: newest.status } : {}),
+        },
+      );
+    }
   }
 
   /** A branch's hour items in a period; a key's found through the `by-key` index (its keys only), then read. */
@@ -371,14 +378,14 @@ export class RollupsRepository extends DynamoRepository {
     }
   }
 
-  /** When each key of a branch was last used (key id → ISO time), in one Query. */
-  async lastUsed(branchId: string): Promise<Map<string, string>> {
+  /** When each key of a branch was last used and last refused (key id → its last-use item), in one Query. */
+  async lastUsed(branchId: string): Promise<Map<string, KeyUse>> {
     const { items } = await this.queryItems({
       KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': branchId, ':prefix': LAST_USED_PREFIX },
-      ProjectionExpression: 'key_id, last_used_at',
+      ProjectionExpression: 'key_id, last_used_at, last_refused_at, last_refused_status',
     });
-    return new Map(items.map((item) => [String(item.key_id), String(item.last_used_at)]));
+    return new Map(items.map(({ key_id, ...use }) => [String(key_id), use as KeyUse]));
   }
 
   private async getItem(key: Record<string, string>, projection?: string) {
