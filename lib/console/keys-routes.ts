@@ -7,6 +7,7 @@ import { DEFAULT_GRACE, parseGrace } from '../operator/input';
 import { auditOf, lastUseOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
 import {
   createKey,
+  isWholeValue,
   keyIdOfValue,
   listKeys,
   matchesKey,
@@ -15,7 +16,7 @@ import {
   type KeyListing,
   type PendingActivity,
 } from '../operator/keys';
-import { apiKeyStart, isWellFormedApiKey } from '../../shared/domain/api-key';
+import { apiKeyStart } from '../../shared/domain/api-key';
 import { keyState } from '../../shared/domain/key-state';
 import { Hono } from 'hono';
 import { formError, formSettings, KEY_FORM_FIELDS, readKeyForm } from './key-form';
@@ -173,7 +174,7 @@ export const keyRoutes = new Hono<ConsoleEnv>()
       throw new Refusal(400, 'Bad request', 'No such page of keys.');
     const filters = readFilters(c);
     // A whole value leaves the address at once: the search goes on by the id it hashed to.
-    if (filters.q !== undefined && isWellFormedApiKey(filters.q)) {
+    if (filters.q !== undefined && isWholeValue(filters.q)) {
       const keyId = await keyIdOfValue(c.var.ctx, c.req.param('branch'), filters.q);
       const query = keyId ? { q: keyId } : { q: apiKeyStart(filters.q), value: 'none' };
       return c.redirect(

@@ -20,7 +20,7 @@ import { EVENTS_NOT_SENT, type ActivityEntry, type KeyAction } from '../../share
 import type { ActivityPage } from '../../shared/data/repositories/activity';
 import { SCOPES, type Scope } from '../../shared/domain/schemas';
 import type { KeyUse } from '../../shared/domain/rollups';
-import { API_KEY_PREFIX, hashApiKey, isWellFormedApiKey } from '../../shared/domain/api-key';
+import { API_KEY_LENGTH, API_KEY_PREFIX, hashApiKey, isWellFormedApiKey } from '../../shared/domain/api-key';
 import { keyState, type KeyState } from '../../shared/domain/key-state';
 import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import type { OperatorContext } from './context';
@@ -253,6 +253,9 @@ const valueStartsWith = (start: string, prefix: string): boolean =>
   prefix.startsWith(API_KEY_PREFIX) &&
   (prefix.length <= start.length ? start.startsWith(prefix) : prefix.startsWith(start));
 
+/** A search as long as a key is a whole value: hashed and matched (one not well formed matches none). */
+export const isWholeValue = (text: string): boolean => text.startsWith(API_KEY_PREFIX) && text.length >= API_KEY_LENGTH;
+
 const includesAnyCase = (text: string, part: string): boolean => text.toLowerCase().includes(part.toLowerCase());
 
 /** Whether a listing keeps a key; `byValue`: the key id a whole value in the filter hashed to ('' for none). */
@@ -290,7 +293,7 @@ export const listKeys = async (
   now = new Date(),
   filter: KeyFilter = {},
 ): Promise<KeyListing[]> => {
-  const whole = [filter.search, filter.valuePrefix].find((text) => text !== undefined && isWellFormedApiKey(text));
+  const whole = [filter.search, filter.valuePrefix].find((text) => text !== undefined && isWholeValue(text));
   const [branch, records, lastUse, byValue] = await Promise.allSettled([
     requireBranch(ctx, branchId),
     ctx.keys.listByBranch(branchId),

@@ -119,6 +119,23 @@ describe('keys list filters, update output and default names', () => {
     expect(bad.stderr).toContain('Allowed choices are active, grace, disabled, expired, revoked');
   });
 
+  it('finds a key from the start of its value or its whole value, and from nothing else of it', async () => {
+    const { key, record } = await createKey({ name: 'found by value' });
+    const listed = async (...args: string[]) =>
+      (await runCli(['keys', 'list', '--branch', BRANCH, ...args, '--json'])).json.map(
+        (k: { key_id: string }) => k.key_id,
+      );
+    expect(await listed('--value-prefix', key.slice(0, 8))).toContain(record.key_id);
+    // The whole value is hashed and matched: its own key only.
+    expect(await listed('--value-prefix', key)).toEqual([record.key_id]);
+    // Another whole value with the same start is no key of the branch.
+    const other = `${key.slice(0, 8)}${'A'.repeat(key.length - 8)}`;
+    expect(await listed('--value-prefix', other)).toEqual([]);
+    const table = await runCli(['keys', 'list', '--branch', BRANCH, '--value-prefix', key.slice(0, 8)]);
+    expect(table.stdout).toContain(`${key.slice(0, 8)}…`);
+    expect(table.stdout).not.toContain(key);
+  });
+
   it('keys update prints the key as it now is', async () => {
     const { record } = await createKey({ name: 'before' });
     const updated = await runCli([
