@@ -2,7 +2,7 @@
  * The CLI's tables of calls and key actions (`usage`, `keys activity`), apart from the commands so
  * they can be checked at any width without parsing a command line.
  */
-import { formatTable } from '../../lib/operator/format';
+import { callRoute, formatTable } from '../../lib/operator/format';
 import type { TerminalText } from '../../lib/operator/terminal';
 import type { ActivityEntry } from '../../shared/domain/key-activity';
 import type { UsageRecord } from '../../shared/domain/usage-record';
@@ -56,7 +56,7 @@ export const usageTable = (
     records.map((r) => [
       utcTime(r.timestamp),
       ...(oneKey ? [] : [r.key_id]),
-      `${r.method} ${r.path}`,
+      callRoute(r),
       String(r.status),
       String(r.response_time_ms),
       r.request_id,

@@ -4,7 +4,7 @@
  */
 import { Option, type Command } from 'commander';
 import { OperatorError } from '../../lib/operator/errors';
-import { formatTable } from '../../lib/operator/format';
+import { formatTable, percentileText } from '../../lib/operator/format';
 import { MAX_USAGE_LIMIT } from '../../lib/operator/limits';
 import { withProgress } from '../../lib/operator/progress';
 import { lines, terminal, type TerminalText } from '../../lib/operator/terminal';
@@ -14,7 +14,6 @@ import type { SetAsideReport, UsageRollupSummary } from '../../lib/operator/usag
 import { outputWidth, positiveInt, print, withContext, type JsonOption } from './kit';
 import { usageTable } from './tables';
 
-const ms = (value: number | null) => (value === null ? '-' : `≤${value}`);
 const classes = (counts: Record<string, number>) =>
   Object.entries(counts)
     .sort(([a], [b]) => a.localeCompare(b))
@@ -44,7 +43,7 @@ const formatSummary = (summary: UsageRollupSummary, width?: number): TerminalTex
     ...(summary.set_aside ? [formatSetAside(summary.set_aside)] : []),
     ...(summary.unverified ? [formatUnverified(summary.unverified)] : []),
     terminal`${totals.calls} call(s)${totals.calls ? ` — ${classes(totals.by_status_class)}` : ''}`,
-    terminal`response time p50 ${ms(totals.p50_ms)} ms, p95 ${ms(totals.p95_ms)} ms, p99 ${ms(totals.p99_ms)} ms`,
+    terminal`response time p50 ${percentileText(totals.p50_ms)}, p95 ${percentileText(totals.p95_ms)}, p99 ${percentileText(totals.p99_ms)}`,
   ];
   if (totals.top_routes.length > 0) {
     shown.push(
@@ -64,9 +63,9 @@ const formatSummary = (summary: UsageRollupSummary, width?: number): TerminalTex
         summary.by === 'hour' ? b.start.slice(0, 13) : b.start.slice(0, 10),
         String(b.calls),
         ...['2xx', '3xx', '4xx', '5xx'].map((c) => String(b.by_status_class[c] ?? 0)),
-        ms(b.p50_ms),
-        ms(b.p95_ms),
-        ms(b.p99_ms),
+        percentileText(b.p50_ms),
+        percentileText(b.p95_ms),
+        percentileText(b.p99_ms),
       ]),
       width,
     ),
@@ -215,7 +214,7 @@ export const addUsageCommands = (program: Command): void => {
           const period = options.since === undefined ? 'kept' : `since ${options.since}`;
           const head = lines([
             terminal`${summary.complete ? '' : 'at least '}${summary.count} call(s) ${period}${statuses ? ` — ${statuses}` : ''}`,
-            terminal`response time p50 ${summary.p50_ms ?? '-'} ms, p95 ${summary.p95_ms ?? '-'} ms`,
+            terminal`response time p50 ${percentileText(summary.p50_ms)}, p95 ${percentileText(summary.p95_ms)}`,
             ...(setAside ? [formatSetAside(setAside)] : []),
             ...(records.length < summary.count ? [terminal`showing the newest ${records.length}`] : []),
           ]);

@@ -5,6 +5,7 @@
  */
 import { Hono } from 'hono';
 import type { ActivityChange, ActivityEntry } from '../../shared/domain/key-activity';
+import { shortActor } from '../operator/format';
 import { listActivityPage } from '../operator/keys';
 import {
   branchPath,
@@ -36,9 +37,10 @@ const changesCell = (changes: Record<string, ActivityChange>, details: Record<st
     ...Object.entries(changes).map(
       ([field, c]) => html`<li><code>${field}</code>: ${shown(c.before)} → ${shown(c.after)}</li>`,
     ),
-    ...Object.entries(details ?? {}).map(
-      ([name, value]) => html`<li><code>${name}</code>: ${textWithTimes(value)}</li>`,
-    ),
+    // A detail that repeats a change (a roll's rolled_to) is shown once, as the change.
+    ...Object.entries(details ?? {})
+      .filter(([name]) => !Object.hasOwn(changes, name))
+      .map(([name, value]) => html`<li><code>${name}</code>: ${textWithTimes(value)}</li>`),
   ];
   return rows.length
     ? html`<ul class="findings">
@@ -87,7 +89,7 @@ const activityTable = (entries: ActivityEntry[]): Html =>
             <th scope="row">${time(e.at)}</th>
             ${cardCell('Action', html`<strong>${e.action}</strong>`)}
             ${cardCell('Key', html`${e.key_name} <small><code>${e.key_id}</code></small>`)}
-            ${cardCell('Who', html`<code>${e.actor}</code>`)}
+            ${cardCell('Who', html`<code class="cut" title="${e.actor}">${shortActor(e.actor)}</code>`)}
             ${cardCell('What changed', changesCell(e.changes, e.details))}
           </tr>`,
       )}

@@ -9,10 +9,11 @@
  * read, up to RAW_COUNT_LIMIT. Latencies are the rollups' histogram bounds (docs/usage-rollups.md).
  */
 import { routeKey, routes } from '../../shared/api/routes';
-import { bucketOf, histogramPercentile, hourOf, RESPONSE_TIME_BOUNDS_MS } from '../../shared/domain/rollups';
+import { hourOf } from '../../shared/domain/rollups';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import { positionAfter } from '../../shared/data/repositories/usage';
 import type { OperatorContext } from '../operator/context';
+import { percentilesOf } from '../operator/usage';
 import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
 import { showControls } from './layout';
 
@@ -120,8 +121,7 @@ const countRecords = async (
   const counts = Object.fromEntries(
     STATUS_CLASSES.map((cls) => [cls, chart.starts.map(() => 0)]),
   ) as UsageChart['counts'];
-  const histogram = new Array<number>(RESPONSE_TIME_BOUNDS_MS.length + 1).fill(0);
-  let total = 0;
+  const times: number[] = [];
   let scanned = 0;
   let position: string | undefined;
   do {
@@ -136,17 +136,15 @@ const countRecords = async (
       const cls = statusClass(record.status);
       if (bucket === undefined || cls === undefined) continue;
       counts[cls][bucket]! += 1;
-      histogram[bucketOf(record.response_time_ms)]! += 1;
-      total += 1;
+      times.push(record.response_time_ms);
     }
     position = page.nextPosition;
   } while (position && scanned < limit);
   return {
     ...chart,
     counts,
-    total,
-    p50_ms: histogramPercentile(histogram, 50),
-    p95_ms: histogramPercentile(histogram, 95),
+    total: times.length,
+    ...percentilesOf(times),
     counted_from: 'records',
     truncated: position !== undefined,
   };

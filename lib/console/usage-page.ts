@@ -16,6 +16,7 @@ import {
   withQuery,
   type Html,
 } from './layout';
+import { callRoute, durationText, percentileText } from '../operator/format';
 import { MAX_QUERY_VALUE_LENGTH } from './refusals';
 import {
   RAW_COUNT_LIMIT,
@@ -165,8 +166,8 @@ const chartSection = (input: UsagePageInput): Html => {
   return html`<section aria-labelledby="chart-title">
     <h2 id="chart-title">Calls per ${per}, by status class</h2>
     <p id="usage-summary">
-      <strong>${chart.total}</strong> call(s) · latency p50 <strong>${chart.p50_ms ?? '—'}</strong> ms · p95
-      <strong>${chart.p95_ms ?? '—'}</strong> ms
+      <strong>${chart.total}</strong> call(s) · latency p50 <strong>${percentileText(chart.p50_ms)}</strong> · p95
+      <strong>${percentileText(chart.p95_ms)}</strong>
     </p>
     <p id="usage-freshness">
       ${
@@ -191,7 +192,10 @@ const chartSection = (input: UsagePageInput): Html => {
         : ''
     }
     <p>
-      <small>From ${time(chart.since)} to now: ${scopeOf(input)}; latencies are bucket bounds (≤).</small>
+      <small
+        >From ${time(chart.since)} to now: ${scopeOf(input)}; a percentile is the bound of its latency bucket
+        (≤).</small
+      >
     </p>
     ${
       chart.total === 0
@@ -212,24 +216,24 @@ const chartSection = (input: UsagePageInput): Html => {
 };
 
 /** A call's whole record, in a panel that opens over the rows below (wide enough for the request id). */
-const callDetails = (r: LoggedCall, keyName: string): Html =>
+const callDetails = (r: LoggedCall, key: string): Html =>
   html`<details class="call">
     <summary aria-label="Details of call ${r.request_id}">Details</summary>
     <dl>
       <dt>Request id</dt>
       <dd><code class="request-id">${r.request_id}</code></dd>
       <dt>Key</dt>
-      <dd>${keyName} <code>${r.key_id}</code></dd>
-      <dt>Request</dt>
+      <dd>${key} <code>${r.key_id}</code></dd>
+      <dt>Raw path</dt>
       <dd>${r.method} <code class="path">${pathText(r.path)}</code></dd>
       <dt>Route</dt>
       <dd><code>${r.route}</code></dd>
       <dt>Status</dt>
       <dd>${r.status}</dd>
-      <dt>Latency</dt>
-      <dd>${r.response_time_ms} ms</dd>
+      <dt>Duration</dt>
+      <dd>${durationText(r.response_time_ms)}</dd>
       <dt>Caller IP</dt>
-      <dd>${r.source_ip ?? 'not recorded'}</dd>
+      <dd>${r.source_ip ? ipText(r.source_ip) : 'not recorded'}</dd>
       <dt>Time</dt>
       <dd>
         ${time(r.timestamp, '—', { seconds: true })} <small><code>${r.timestamp}</code></small>
@@ -237,23 +241,28 @@ const callDetails = (r: LoggedCall, keyName: string): Html =>
     </dl>
   </details>`;
 
+/**
+ * One call a row on a laptop (time, key, route, status, duration, details), two short lines on a
+ * phone (assets/console.css); each text that may be long is cut with `…` and whole on hover.
+ */
 const logTable = (input: UsagePageInput): Html => {
-  const names = new Map(input.keys.map((k) => [k.key_id, k.name]));
+  // Same-named keys told apart by the start of their value.
+  const names = new Map(input.keys.map((k) => [k.key_id, `${k.name} ${k.start}…`]));
   return html`<table id="usage-log" class="cards">
     <caption>
       Calls, newest first${input.cursor ? ' (older page)' : ''}
     </caption>
-    ${headerRow(['Time', 'Key', 'Request', 'Status', 'ms', 'Caller IP', 'Detail'])}
+    ${headerRow(['Time', 'Key', 'Route', 'Status', 'Duration', 'Detail'])}
     <tbody>
       ${input.log.map((r) => {
-        const name = names.get(r.key_id) ?? r.key_id;
+        const key = names.get(r.key_id) ?? r.key_id;
+        const route = callRoute(r);
         return html`<tr data-request-id="${r.request_id}">
           <th scope="row">${time(r.timestamp, '—', { seconds: true })}</th>
-          ${cardCell('Key', name)}
-          ${cardCell('Request', html`${r.method} <code class="path">${pathText(r.path)}</code>`)}
+          ${cardCell('Key', html`<span class="cut" title="${key}">${key}</span>`)}
+          ${cardCell('Route', html`<code class="cut" title="${route}">${route}</code>`)}
           ${cardCell('Status', html`<span class="status status-${String(r.status).slice(0, 1)}xx">${r.status}</span>`)}
-          ${cardCell('ms', r.response_time_ms)} ${cardCell('Caller IP', r.source_ip ? ipText(r.source_ip) : '—')}
-          ${cardCell('Detail', callDetails(r, name))}
+          ${cardCell('Duration', durationText(r.response_time_ms))} ${cardCell('Detail', callDetails(r, key))}
         </tr>`;
       })}
     </tbody>

@@ -1,3 +1,4 @@
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import { displayWidth, escapeForTerminal, TerminalText } from './terminal';
 
 /** Narrowest a column is cut to when a table must fit the terminal. */
@@ -111,3 +112,26 @@ export const rollLinks = ({
   ...(rolled_from ? [['from', rolled_from] as const] : []),
   ...(rolled_to ? [['to', rolled_to] as const] : []),
 ];
+
+/**
+ * A call as every view spells it (CLI, console, CSV's `route`): its route, `GET /v1/branch`, as
+ * the spec and docs/openapi.json write it; a call no route matched (`$default`), its method and
+ * raw path. The raw path itself is shown only where the raw path is meant (a call's details).
+ */
+export const callRoute = (call: Pick<UsageRecord, 'method' | 'path' | 'route'>): string =>
+  call.route === '$default' ? `${call.method} ${call.path}` : call.route;
+
+/**
+ * Durations and percentiles, one rule (docs/decisions.md "Percentiles"): a call's duration is its
+ * measured milliseconds (`34.67 ms`); a percentile is the upper bound of the histogram bucket that
+ * holds it (shared/domain/rollups.ts), written `≤50 ms`; none: `–`.
+ */
+export const durationText = (ms: number): string => `${ms} ms`;
+export const percentileText = (ms: number | null): string => (ms === null ? '–' : `≤${ms} ms`);
+
+/**
+ * Who acted, short: an IAM principal's ARN as its role and session or user name
+ * (`BranchOperators/jane`), anything else as it is. Views keep the whole text at hand.
+ */
+export const shortActor = (actor: string): string =>
+  /^arn:aws[\w-]*:(?:iam|sts)::\d*:(?:assumed-role|user|role)\/(.+)$/.exec(actor)?.[1] ?? actor;

@@ -2,7 +2,7 @@
  * The usage log of a branch (or one key), as `usage` shows it: the newest records, and a summary
  * of every call in the period. Summaries from the rollups are in usage-rollups.ts.
  */
-import { percentile } from '../../shared/domain/percentile';
+import { bucketOf, histogramPercentile, RESPONSE_TIME_BOUNDS_MS } from '../../shared/domain/rollups';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import type { OperatorContext } from './context';
 import { invalidInput } from './errors';
@@ -28,18 +28,26 @@ export interface UsageSummary {
   complete: boolean;
 }
 
+/**
+ * p50 and p95 of response times counted from raw records, by the rollups' rule: the bound of the
+ * histogram bucket holding each (docs/decisions.md "Percentiles"), so every view says the same.
+ */
+export const percentilesOf = (times: Iterable<number>): { p50_ms: number | null; p95_ms: number | null } => {
+  const histogram = new Array<number>(RESPONSE_TIME_BOUNDS_MS.length + 1).fill(0);
+  for (const ms of times) histogram[bucketOf(ms)]! += 1;
+  return { p50_ms: histogramPercentile(histogram, 50), p95_ms: histogramPercentile(histogram, 95) };
+};
+
 export const summarize = (
   records: readonly Pick<UsageRecord, 'status' | 'response_time_ms'>[],
   complete = true,
 ): UsageSummary => {
   const byStatus: Record<string, number> = {};
   for (const record of records) byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
-  const times = records.map((record) => record.response_time_ms);
   return {
     count: records.length,
     by_status: byStatus,
-    p50_ms: percentile(times, 50),
-    p95_ms: percentile(times, 95),
+    ...percentilesOf(records.map((record) => record.response_time_ms)),
     complete,
   };
 };
