@@ -3,6 +3,7 @@
  * checked against a real start in test/local/serve.test.ts); it stays a first page.
  */
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { README_FILE } from '../lib/project-paths';
 import { routes } from '../shared/api/routes';
 import { readmeBlock } from './support/readme';
@@ -19,4 +20,9 @@ it('lists exactly the route table: each route once, in order', () => {
 
 it('is at most 250 lines: the rest lives in docs/', () => {
   expect(readFileSync(README_FILE, 'utf8').split('\n').length).toBeLessThanOrEqual(250);
+});
+
+it('shows the jest example as the file that runs it: test/readme-example.test.ts, whole', () => {
+  const file = readFileSync(join(dirname(README_FILE), 'test', 'readme-example.test.ts'), 'utf8');
+  expect(`${readmeBlock('jest example')}\n`).toBe(file);
 });
