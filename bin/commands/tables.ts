@@ -2,8 +2,8 @@
  * The CLI's tables of calls and key actions (`usage`, `keys activity`), apart from the commands so
  * they can be checked at any width without parsing a command line.
  */
-import { callRoute, formatTable } from '../../lib/operator/format';
-import type { TerminalText } from '../../lib/operator/terminal';
+import { callRoute, cut, formatTable, shortActor } from '../../lib/operator/format';
+import { escapeForTerminal, TerminalText } from '../../lib/operator/terminal';
 import type { ActivityEntry } from '../../shared/domain/key-activity';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 
@@ -13,34 +13,40 @@ export const utcTime = (iso: string): string => `${iso.slice(0, 10)} ${iso.slice
 const shown = (value: unknown): string =>
   value === null || value === undefined ? '-' : Array.isArray(value) ? value.join(',') : String(value);
 
-/** `name: sync → billing; rate_limit: - → 5/s` */
-export const describeChanges = (entry: ActivityEntry): string =>
-  Object.entries(entry.changes)
-    .map(([field, { before, after }]) => `${field}: ${shown(before)} → ${shown(after)}`)
-    .join('; ') || '-';
+/** Each change once, `name: sync → billing`, then the details no change repeats (a leak report's url). */
+export const describeChanges = (entry: ActivityEntry): string[] => [
+  ...Object.entries(entry.changes).map(([field, { before, after }]) => `${field}: ${shown(before)} → ${shown(after)}`),
+  ...Object.entries(entry.details ?? {})
+    .filter(([name]) => !Object.hasOwn(entry.changes, name))
+    .map(([name, value]) => `${name}: ${value}`),
+];
 
 /**
- * The activity log as a table: the time to the second and the action kept whole while anything
- * else can give way; with one key (`--key`) no key column, every row being that key's.
+ * The activity log: a row per action (the time to the second and the action kept whole, who
+ * shortened at a terminal's width: an IAM ARN's role and session), each change on its own
+ * indented line below it, cut to the width only past its end; with one key (`--key`) no key column.
  */
 export const activityTable = (
   entries: readonly ActivityEntry[],
   { oneKey, width }: { oneKey: boolean; width: number | undefined },
-): TerminalText =>
-  formatTable(
-    ['TIME (UTC)', 'ACTION', ...(oneKey ? [] : ['KEY']), 'NAME', 'ACTOR', 'CHANGES'],
+): TerminalText => {
+  const [header, ...rows] = formatTable(
+    ['TIME (UTC)', 'ACTION', ...(oneKey ? [] : ['KEY']), 'NAME', 'WHO'],
     entries.map((e) => [
       utcTime(e.at),
       e.action,
       ...(oneKey ? [] : [e.key_id]),
       e.key_name,
-      e.actor,
-      describeChanges(e),
+      width === undefined ? e.actor : shortActor(e.actor),
     ]),
     width,
     [],
     ['TIME (UTC)', 'ACTION'],
-  );
+  ).text.split('\n');
+  const changes = (entry: ActivityEntry | undefined) =>
+    (entry ? describeChanges(entry) : []).map((change) => cut(`  ${escapeForTerminal(change)}`, width ?? Infinity));
+  return TerminalText.trusted([header, ...rows.flatMap((row, i) => [row, ...changes(entries[i])])].join('\n'));
+};
 
 /**
  * The usage log as a table: the time to the second and the call kept whole while anything else
@@ -52,7 +58,7 @@ export const usageTable = (
   { oneKey, width }: { oneKey: boolean; width: number | undefined },
 ): TerminalText =>
   formatTable(
-    ['TIME (UTC)', ...(oneKey ? [] : ['KEY']), 'CALL', 'STATUS', 'MS', 'REQUEST ID'],
+    ['TIME (UTC)', ...(oneKey ? [] : ['KEY']), 'ROUTE', 'STATUS', 'MS', 'REQUEST ID'],
     records.map((r) => [
       utcTime(r.timestamp),
       ...(oneKey ? [] : [r.key_id]),
@@ -63,5 +69,5 @@ export const usageTable = (
     ]),
     width,
     ['REQUEST ID'],
-    ['TIME (UTC)', 'CALL', 'STATUS', 'MS'],
+    ['TIME (UTC)', 'ROUTE', 'STATUS', 'MS'],
   );

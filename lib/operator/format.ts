@@ -28,7 +28,7 @@ const fitWidths = (widths: number[], maxWidth: number | undefined, cutLast: read
 };
 
 /** The cell cut to `width` columns with a trailing `…` when it is longer. Cells are escaped already. */
-const cut = (cell: string, width: number): string => {
+export const cut = (cell: string, width: number): string => {
   const chars = [...cell];
   return chars.length <= width ? cell : `${chars.slice(0, width - 1).join('')}…`;
 };

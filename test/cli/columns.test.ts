@@ -56,21 +56,24 @@ const call = (path: string, i = 0): UsageRecord => ({
 describe('usage at 80 columns', () => {
   const records = [call('/api/v1/payment-providers/pp_stripe'), call('/api/v1/branch', 1)];
 
-  it.each([true, false])('with --key %s: the time to the second and the path whole, in 80 columns', (oneKey) => {
+  it.each([true, false])('with --key %s: the time to the second and the route whole, in 80 columns', (oneKey) => {
     const text = usageTable(records, { oneKey, width: WIDTH }).text;
     const [header, first] = text.split('\n');
     expect(widest(text)).toBeLessThanOrEqual(WIDTH);
     expect(header).toMatch(/^TIME \(UTC\)\s+/);
     expect(first).toMatch(/^2026-11-28 05:00:21\s+/);
-    expect(first).toContain('GET /api/v1/payment-providers/pp_stripe');
+    // The route as the spec and the console spell it, never the raw path.
+    expect(first).toContain('GET /v1/payment-providers/{id}');
+    expect(first).not.toContain('/api/');
     expect(first).toMatch(/\s404\s+12$/);
     // The request id gives way first, and says so; the key column only without --key.
     expect(text).toContain('(not shown at this width: REQUEST ID; --json has all)');
     expect(header!.includes('KEY')).toBe(!oneKey);
   });
 
-  it('cuts a path past the width, never the time', () => {
-    const text = usageTable([call(`/api/v1/${'x'.repeat(200)}`)], { oneKey: true, width: WIDTH }).text;
+  it('cuts an unknown route’s raw path past the width, never the time', () => {
+    const unknown = { ...call(`/api/v1/${'x'.repeat(200)}`), route: '$default' };
+    const text = usageTable([unknown], { oneKey: true, width: WIDTH }).text;
     expect(widest(text)).toBeLessThanOrEqual(WIDTH);
     expect(text.split('\n')[1]).toMatch(/^2026-11-28 05:00:21 .*GET \/api\/v1\/x+…/);
   });
@@ -104,5 +107,30 @@ describe('keys activity at 80 columns', () => {
     expect(header).toMatch(/^TIME \(UTC\)\s+ACTION\s+/);
     expect(row).toMatch(/^2026-11-28 05:00:21\s+updated\s+/);
     expect(header!.includes('KEY')).toBe(!oneKey);
+    // Who, short; each change whole on its own line, once.
+    expect(row).toContain(oneKey ? ' operators/someone@example.com' : ' operators/');
+    expect(row).not.toContain('arn:aws');
+    expect(text.split('\n').slice(2)).toEqual([
+      '  name: POS sync → POS sync for the shop on the corner',
+      '  rate_limit: - → 20/s',
+    ]);
+  });
+
+  it('shows a roll’s new key once, and a long change cut at the width only', () => {
+    const roll = {
+      ...entry,
+      action: 'rolled',
+      changes: {
+        rolled_to: { before: null, after: 'key_new' },
+        scopes: { before: ['read'], after: ['x'.repeat(100)] },
+      },
+      details: { rolled_to: 'key_new' },
+    } as ActivityEntry;
+    const text = activityTable([roll], { oneKey: true, width: WIDTH }).text;
+    expect(text.match(/rolled_to/g)).toHaveLength(1);
+    expect(widest(text)).toBeLessThanOrEqual(WIDTH);
+    expect(text).toMatch(/ {2}scopes: read → x+…$/);
+    // Piped: the whole actor.
+    expect(activityTable([roll], { oneKey: true, width: undefined }).text).toContain(entry.actor);
   });
 });

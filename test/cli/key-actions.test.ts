@@ -65,10 +65,10 @@ describe('keys update, disable, enable, activity', () => {
     );
     const text = await runCli(['keys', 'activity', '--branch', BRANCH, '--key', keyId]);
     // With --key, no KEY column: every row is that key's.
-    expect(text.stdout).toMatch(/^TIME \(UTC\)\s+ACTION\s+NAME\s+ACTOR\s+CHANGES$/m);
+    expect(text.stdout).toMatch(/^TIME \(UTC\)\s+ACTION\s+NAME\s+WHO$/m);
     const branchLog = await runCli(['keys', 'activity', '--branch', BRANCH]);
-    expect(branchLog.stdout).toMatch(/^TIME \(UTC\)\s+ACTION\s+KEY\s+NAME\s+ACTOR\s+CHANGES$/m);
-    expect(text.stdout).toContain('name: sync → billing; allowed_ips: - → 203.0.113.0/24');
+    expect(branchLog.stdout).toMatch(/^TIME \(UTC\)\s+ACTION\s+KEY\s+NAME\s+WHO$/m);
+    expect(text.stdout).toContain('\n  name: sync → billing\n  allowed_ips: - → 203.0.113.0/24\n');
   });
 
   it('refuses bad input and refused actions with one line, or a JSON error with a stable code', async () => {
