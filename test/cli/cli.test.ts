@@ -168,7 +168,7 @@ describe('keys', () => {
 
     const readable = await runCli(['keys', 'list', '--branch', 'br_second']);
     expect(readable.stdout.split('\n')[0]).toMatch(
-      /^ID\s+NAME\s+START\s+SCOPES\s+RATE LIMIT\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED\s+ALLOWED IPS\s+ROLLED$/,
+      /^ID\s+NAME\s+START\s+SCOPES\s+RATE LIMIT\s+STATUS\s+CREATED\s+EXPIRES\s+REVOKED\s+LAST USED\s+LAST REFUSED\s+ALLOWED IPS\s+ROLLED$/,
     );
 
     const revoked = await runCli(['keys', 'revoke', created.key_id, '--branch', 'br_second', '--json']);
@@ -256,7 +256,7 @@ describe('usage', () => {
     });
     const readable = await runCli(['usage', '--branch', 'br_demo']);
     expect(readable.stdout).toContain('10 call(s) kept — 200: 6, 400: 1, 401: 1, 403: 1, 404: 1');
-    expect(readable.stdout).toContain('p50 5 ms, p95 10 ms');
+    expect(readable.stdout).toContain('p50 ≤5 ms, p95 ≤10 ms');
   });
 
   it('filters by key, time and count', async () => {
