@@ -547,7 +547,7 @@ describeIfChromium('settings console in Chromium', () => {
       const text = (await panel.textContent())!.replace(/\s+/g, ' ');
       for (const part of [
         requestId,
-        `detailed ${record.key_id}`,
+        `detailed ${record.start}… ${record.key_id}`,
         'GET /api/v1/payment-providers/pp_123',
         'GET /v1/payment-providers/{id}',
         '200',
