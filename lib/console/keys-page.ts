@@ -242,7 +242,9 @@ const keysPager = ({ branchId, page, total, filters }: KeysPageInput): HtmlValue
   if (pages <= 1) return '';
   const link = (to: number, label: string) =>
     html`<li>
-      <a href="${withQuery(branchPath(branchId, 'keys'), { q: filters.q, status: filters.status, page: String(to) })}">${label}</a>
+      <a href="${withQuery(branchPath(branchId, 'keys'), { q: filters.q, status: filters.status, page: String(to) })}"
+        >${label}</a
+      >
     </li>`;
   return html`<nav aria-label="Key pages">
     <ul>

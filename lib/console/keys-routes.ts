@@ -5,17 +5,8 @@
 import { OperatorError } from '../operator/errors';
 import { DEFAULT_GRACE, parseGrace } from '../operator/input';
 import { auditOf, lastUseOf, rollupUsageFacts, type KeyAudit } from '../operator/key-audit';
-import {
-  createKey,
-  isWholeValue,
-  keyIdOfValue,
-  listKeys,
-  matchesKey,
-  pendingNotice,
-  rollKey,
-  type KeyListing,
-  type PendingActivity,
-} from '../operator/keys';
+import { isWholeValue, keyIdOfValue, matchesKey } from '../operator/key-search';
+import { createKey, listKeys, pendingNotice, rollKey, type KeyListing, type PendingActivity } from '../operator/keys';
 import { apiKeyStart } from '../../shared/domain/api-key';
 import { keyState } from '../../shared/domain/key-state';
 import { Hono } from 'hono';
