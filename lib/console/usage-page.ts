@@ -192,10 +192,7 @@ const chartSection = (input: UsagePageInput): Html => {
         : ''
     }
     <p>
-      <small
-        >From ${time(chart.since)} to now: ${scopeOf(input)}; a percentile is the bound of its latency bucket
-        (≤).</small
-      >
+      <small>From ${time(chart.since)} to now: ${scopeOf(input)}; latencies are bucket bounds (≤).</small>
     </p>
     ${
       chart.total === 0
