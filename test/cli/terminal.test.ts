@@ -82,7 +82,8 @@ describe('the CLI on hostile stored values', () => {
           branch_id: mainBranch.id,
           method: 'GET',
           path,
-          route: 'GET /v1/branch',
+          // A path no route matched: the log shows its raw path (a matched one shows its route).
+          route: i === 0 ? '$default' : 'GET /v1/branch',
           status: 404,
           response_time_ms: 3,
           timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
@@ -100,7 +101,7 @@ describe('the CLI on hostile stored values', () => {
     expect(result.stdout).toContain(escapeForTerminal(HOSTILE_PATH));
     expect(result.stdout).toContain('\\x1b[2J\\rFORGED ROW\\x1b]52;c;ZWNobyBoaQ==\\x07');
     const table = result.stdout.trimEnd().split('\n').slice(-3);
-    expect(table[0]).toMatch(/^TIME \(UTC\)\s+KEY\s+CALL/);
+    expect(table[0]).toMatch(/^TIME \(UTC\)\s+KEY\s+ROUTE/);
     const statusColumn = table[0]!.indexOf('STATUS');
     expect(table.slice(1).map((row) => row.slice(statusColumn, statusColumn + 3))).toEqual(['404', '404']);
   });
