@@ -74,7 +74,7 @@ export const rollupsSetAside = (target: string, rollupsTable: string) => {
       const image = change.newImage ? (unmarshall(change.newImage) as Record<string, unknown>) : {};
       const branchId = typeof image.branch_id === 'string' ? image.branch_id : '#unknown';
       const since = hourOf(typeof image.timestamp === 'string' ? image.timestamp : Date.now());
-      await rollups
+      await rollups.repairs
         .setAside(
           { record: { ...image, branch_id: branchId }, sequence: change.sequenceNumber, reason },
           usageRetentionDays(process.env),
@@ -114,7 +114,7 @@ const crashMarks = (rollups: RollupsRepository, onError: (error: unknown) => voi
   const mark = (text: string) => {
     let put = marked.get(text);
     if (!put) {
-      put = inTurn(text, (branchId, hour) => rollups.markPending(branchId, hour));
+      put = inTurn(text, (branchId, hour) => rollups.repairs.markPending(branchId, hour));
       marked.set(text, put);
       put.catch(() => marked.get(text) === put && marked.delete(text));
     }
@@ -141,7 +141,9 @@ const crashMarks = (rollups: RollupsRepository, onError: (error: unknown) => voi
       const removed = [...marked.keys()].filter((text) => !needed.has(text));
       for (const text of removed) marked.delete(text);
       await Promise.all(
-        removed.map((text) => inTurn(text, (branchId, hour) => rollups.clearPending(branchId, hour)).catch(onError)),
+        removed.map((text) =>
+          inTurn(text, (branchId, hour) => rollups.repairs.clearPending(branchId, hour)).catch(onError),
+        ),
       );
     },
   };
@@ -149,7 +151,7 @@ const crashMarks = (rollups: RollupsRepository, onError: (error: unknown) => voi
 
 /** Recounts the marked hours of each branch, a run of consecutive hours at a time (nothing else writes usage yet: no settle, no lag). */
 const recount = async (ctx: OperatorContext, rollups: RollupsRepository): Promise<Recovery | undefined> => {
-  const marks = await rollups.pendingHours();
+  const marks = await rollups.repairs.pendingHours();
   if (marks.length === 0) return undefined;
   const recovery: Recovery = { recounted: [], calls: 0, failed: [] };
   const runs: { branchId: string; hours: string[] }[] = [];
@@ -167,7 +169,7 @@ const recount = async (ctx: OperatorContext, rollups: RollupsRepository): Promis
       const result = await rebuildRollups(ctx, { branchId, since, until, settleSeconds: 0, maxLagSeconds: 0 });
       recovery.calls += result.calls_after;
       recovery.recounted.push({ branchId, since, until });
-      for (const hour of hours) await rollups.clearPending(branchId, hour);
+      for (const hour of hours) await rollups.repairs.clearPending(branchId, hour);
     } catch (error) {
       recovery.failed.push({ branchId, error: (error as Error).message, repair: repairOf(branchId, since, until) });
     }

@@ -266,7 +266,12 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
   }
   const cleared =
     settledEnd > Date.parse(fromHour)
-      ? await ctx.rollups.clearSetAside(request.branchId, fromHour, new Date(settledEnd).toISOString(), request.keyId)
+      ? await ctx.rollups.repairs.clearSetAside(
+          request.branchId,
+          fromHour,
+          new Date(settledEnd).toISOString(),
+          request.keyId,
+        )
       : 0;
   return {
     branch_id: request.branchId,

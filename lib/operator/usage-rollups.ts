@@ -117,7 +117,7 @@ export interface SetAsideReport {
 
 /** Set-aside calls of a branch and the rebuild that repairs them; null when there are none. */
 export const setAsideReport = async (ctx: OperatorContext, branchId: string): Promise<SetAsideReport | null> => {
-  const found = await ctx.rollups.setAsideOf(branchId);
+  const found = await ctx.rollups.repairs.setAsideOf(branchId);
   if (found.count === 0 || !found.oldest || !found.newest) return null;
   const since = hourOf(found.oldest);
   const until = new Date(Date.parse(hourOf(found.newest)) + HOUR_MS).toISOString();

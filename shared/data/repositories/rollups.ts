@@ -1,10 +1,10 @@
 /**
  * The rollups table (docs/usage-rollups.md): hour items applied from the stream past their
  * watermarks, read back for summaries and replaced by a rebuild's recount; beside them the
- * aggregator's progress ("as of") and the calls set aside because they could not be applied.
+ * aggregator's progress ("as of"); what could not be applied yet is in ./rollup-repairs.ts.
  */
 import pLimit from 'p-limit';
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
 import {
@@ -25,35 +25,12 @@ import {
   type StreamCall,
 } from '../../domain/rollups';
 import { ROLLUPS_BY_KEY_INDEX } from '../tables';
+import { RollupRepairsRepository } from './rollup-repairs';
 import type { UsageRecord } from '../../domain/usage-record';
 
 const DAY_SECONDS = 86_400;
 /** The aggregator's progress item: a partition no branch id can be (ids never start with `#`). */
 const PROGRESS_KEY = { branch_id: '#aggregator', sk: 'progress' };
-const SET_ASIDE_PREFIX = 'dead#';
-/** The local change feed's crash marks (docs/decisions.md "Local store and change feed"), in a partition of their own. */
-const PENDING_PARTITION = '#local-feed';
-const pendingKey = (branchId: string, hour: string) => ({
-  branch_id: PENDING_PARTITION,
-  sk: `pending#${hour}#${branchId}`,
-});
-/** Set-aside records read to describe them: enough to name the period to rebuild. */
-const SET_ASIDE_READ_LIMIT = 1000;
-
-export interface SetAsideRecord {
-  record: Partial<UsageRecord> & { branch_id: string };
-  sequence: string;
-  reason: string;
-}
-
-export interface SetAsideSummary {
-  /** Records set aside (at most SET_ASIDE_READ_LIMIT are read). */
-  count: number;
-  complete: boolean;
-  /** Call times of the oldest and newest. */
-  oldest?: string;
-  newest?: string;
-}
 
 /** Tries of one group when its watermark moved between the read and the write (another writer on the same source). */
 const GROUP_ATTEMPTS = 5;
@@ -106,6 +83,9 @@ const expiresOf = (hour: string, retentionDays: number) =>
   Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS;
 
 export class RollupsRepository extends DynamoRepository {
+  /** Calls set aside and the local feed's crash marks, in the same table (./rollup-repairs.ts). */
+  readonly repairs = new RollupRepairsRepository(this.client, this.tableName);
+
   /**
    * Adds calls to their hour items exactly once (docs/usage-rollups.md "Exactly once"): per item,
    * one conditional UpdateItem adds the calls of all its sources past their watermarks and moves
@@ -438,87 +418,5 @@ export class RollupsRepository extends DynamoRepository {
   async progress(): Promise<string | undefined> {
     const item = await this.getItem(PROGRESS_KEY, 'as_of');
     return typeof item?.as_of === 'string' ? item.as_of : undefined;
-  }
-
-  /** Keeps a stream record the aggregator could not apply, under its branch, until a rebuild repairs its period. */
-  async setAside({ record, sequence, reason }: SetAsideRecord, retentionDays: number): Promise<void> {
-    const now = new Date().toISOString();
-    await this.run('PutItem', () =>
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: {
-            branch_id: record.branch_id,
-            sk: `${SET_ASIDE_PREFIX}${sequence}`,
-            record: JSON.stringify(record),
-            call_time: typeof record.timestamp === 'string' ? record.timestamp : now,
-            ...(typeof record.key_id === 'string' ? { call_key: record.key_id } : {}),
-            reason: reason.slice(0, 500),
-            set_aside_at: now,
-            expires_at_epoch: Math.floor(Date.now() / 1000) + retentionDays * DAY_SECONDS,
-          },
-        }),
-      ),
-    );
-  }
-
-  /** How many records of a branch are set aside, and the span of their call times. */
-  async setAsideOf(branchId: string): Promise<SetAsideSummary> {
-    const { items, complete } = await this.queryItems(
-      {
-        KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': branchId, ':prefix': SET_ASIDE_PREFIX },
-        ProjectionExpression: 'sk, call_time',
-      },
-      SET_ASIDE_READ_LIMIT,
-    );
-    const times = items.map((item) => String(item.call_time)).sort();
-    return { count: items.length, complete, ...(times.length ? { oldest: times[0], newest: times.at(-1) } : {}) };
-  }
-
-  /** Forgets the set-aside records of a branch whose calls fall in [since, until): a rebuild counted them. */
-  async clearSetAside(branchId: string, since: string, until: string, keyId?: string): Promise<number> {
-    const { items } = await this.queryItems({
-      KeyConditionExpression: 'branch_id = :pk AND begins_with(sk, :prefix)',
-      FilterExpression: `call_time >= :since AND call_time < :until${keyId !== undefined ? ' AND call_key = :key' : ''}`,
-      ExpressionAttributeValues: {
-        ':pk': branchId,
-        ':prefix': SET_ASIDE_PREFIX,
-        ':since': since,
-        ':until': until,
-        ...(keyId !== undefined ? { ':key': keyId } : {}),
-      },
-      ProjectionExpression: 'sk',
-    });
-    for (const item of items) {
-      await this.run('DeleteItem', () =>
-        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } })),
-      );
-    }
-    return items.length;
-  }
-
-  /** Marks a branch's hour as one that may hold calls not applied yet: a start after a crash recounts it. */
-  async markPending(branchId: string, hour: string): Promise<void> {
-    await this.run('PutItem', () =>
-      this.client.send(
-        new PutCommand({ TableName: this.tableName, Item: { ...pendingKey(branchId, hour), branchId, hour } }),
-      ),
-    );
-  }
-
-  async clearPending(branchId: string, hour: string): Promise<void> {
-    await this.run('DeleteItem', () =>
-      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: pendingKey(branchId, hour) })),
-    );
-  }
-
-  /** Every branch hour marked pending, oldest hour first. */
-  async pendingHours(): Promise<{ branchId: string; hour: string }[]> {
-    const { items } = await this.queryItems({
-      KeyConditionExpression: 'branch_id = :pk',
-      ExpressionAttributeValues: { ':pk': PENDING_PARTITION },
-    });
-    return items.map((item) => ({ branchId: String(item.branchId), hour: String(item.hour) }));
   }
 }
