@@ -23,20 +23,11 @@ export interface CapturedWrite extends Omit<CapturedChange, 'eventName'> {
   at: bigint;
 }
 
-const WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
+const WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
 
 /** The ARN IAM checks for one operation: the table's, or its index's. */
 export const arnOf = (operation: DynamoOperation): string =>
   `arn:aws:dynamodb:${LOCAL_REGION}:${LOCAL_ACCOUNT}:table/${operation.table}${operation.index ? `/index/${operation.index}` : ''}`;
-
-/** What IAM checks for each item of a transaction: the item's own action (a Put is dynamodb:PutItem). */
-const TRANSACT_ITEM_ACTIONS: Record<string, string> = {
-  Put: 'dynamodb:PutItem',
-  Update: 'dynamodb:UpdateItem',
-  Delete: 'dynamodb:DeleteItem',
-  ConditionCheck: 'dynamodb:ConditionCheckItem',
-  Get: 'dynamodb:GetItem',
-};
 
 /** The actions IAM is asked to allow for one DynamoDB request, each with its table (and index). */
 const operationsOf = (action: string, body: Json): DynamoOperation[] => {
@@ -46,14 +37,6 @@ const operationsOf = (action: string, body: Json): DynamoOperation[] => {
   }
   if (body.RequestItems && typeof body.RequestItems === 'object') {
     return Object.keys(body.RequestItems).map((table) => ({ action: name, table }));
-  }
-  if (Array.isArray(body.TransactItems)) {
-    return body.TransactItems.flatMap((entry: Json) =>
-      Object.entries<Json>(entry).map(([kind, operation]) => ({
-        action: TRANSACT_ITEM_ACTIONS[kind] ?? name,
-        table: String(operation?.TableName),
-      })),
-    );
   }
   return [{ action: name, table: '*' }];
 };

@@ -42,6 +42,12 @@ const filtersArbitrary = fc.record({
 
 const sortKey = (r: UsageRecord) => `${r.timestamp}#${r.request_id}`;
 
+/** The usage page of a branch's last 24 hours with only its log part given. */
+const logPage = (
+  branchId: string,
+  log: Pick<Parameters<typeof usagePage>[0], 'log' | 'scanned'> & Partial<Parameters<typeof usagePage>[0]>,
+) => usagePage({ branchId, keys: [], period: '24h', bucket: 'hour', chart: { ...EMPTY_CHART }, ...log });
+
 it('shows exactly 50 calls a page under any filters, and never links to an empty page', async () => {
   await fc.assert(
     fc.asyncProperty(
@@ -93,12 +99,7 @@ it('shows exactly 50 calls a page under any filters, and never links to an empty
           // A page with an older link is full; the older page it opens has calls.
           if (position) expect(page.records).toHaveLength(LOG_PAGE_SIZE);
           else expect(page.records.length).toBeLessThanOrEqual(LOG_PAGE_SIZE);
-          const html = usagePage({
-            branchId,
-            keys: [],
-            period: '24h',
-            bucket: 'hour',
-            chart: { ...EMPTY_CHART },
+          const html = logPage(branchId, {
             log: page.records,
             scanned: page.scanned,
             ...(position ? { nextCursor: position } : {}),
@@ -137,12 +138,7 @@ it('says when a filtered page stopped searching at its bound, and its older link
   const filters: UsageFilters = { branchId, period: '24h', bucket: 'hour', now, status: '4xx' };
   const first = await loadUsageLog(ctx, filters, undefined, { scanLimit: 20 });
   expect([first.records.length, first.searchStopped, first.scanned]).toEqual([0, true, 20]);
-  const html = usagePage({
-    branchId,
-    keys: [],
-    period: '24h',
-    bucket: 'hour',
-    chart: { ...EMPTY_CHART },
+  const html = logPage(branchId, {
     log: [],
     scanned: first.scanned,
     searchStopped: true,
