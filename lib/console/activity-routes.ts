@@ -9,15 +9,15 @@ import { shortActor } from '../operator/format';
 import { listActivityPage } from '../operator/keys';
 import {
   branchPath,
-  cardCell,
-  headerRow,
+  cardsTable,
   html,
   layout,
+  pager,
+  select,
   textWithTimes,
   time,
   withQuery,
   type Html,
-  type HtmlValue,
 } from './layout';
 import { notFound, queryValue } from './refusals';
 import type { ConsoleEnv } from './session';
@@ -25,7 +25,7 @@ import type { ConsoleEnv } from './session';
 /** Entries a page shows, as the usage log: newer and older pages link to the rest. */
 export const ACTIVITY_PAGE_SIZE = 50;
 
-const shown = (value: unknown): HtmlValue =>
+const shown = (value: unknown) =>
   value === null || value === undefined
     ? 'none'
     : Array.isArray(value)
@@ -52,7 +52,7 @@ const changesCell = (changes: Record<string, ActivityChange>, details: Record<st
 interface ActivityPageInput {
   branchId: string;
   keys: { key_id: string; name: string }[];
-  keyId?: string;
+  keyId: string | undefined;
   entries: ActivityEntry[];
   /** Positions of the pages beside this one (lib/operator/keys.ts listActivityPage). */
   newer?: string;
@@ -61,50 +61,38 @@ interface ActivityPageInput {
 
 const keyFilter = (input: ActivityPageInput): Html =>
   html`<form method="get" action="${branchPath(input.branchId, 'activity')}" class="filters">
-    <label for="activity-key"
-      >Key
-      <select id="activity-key" name="key">
-        <option value="">All keys</option>
-        ${input.keys.map(
-          (k) =>
-            html`<option value="${k.key_id}" ${k.key_id === input.keyId ? html`selected` : ''}>
-              ${k.name} (${k.key_id})
-            </option>`,
-        )}
-      </select></label
-    >
+    ${select(
+      'activity-key',
+      'Key',
+      'key',
+      [['', 'All keys'], ...input.keys.map((k) => [k.key_id, `${k.name} (${k.key_id})`] as const)],
+      input.keyId,
+    )}
     <button type="submit">Show activity</button>
   </form>`;
 
 const activityTable = (entries: ActivityEntry[]): Html =>
-  html`<table id="activity" class="cards">
-    <caption>
-      Key actions, newest first
-    </caption>
-    ${headerRow(['When', 'Action', 'Key', 'Who', 'What changed'])}
-    <tbody>
-      ${entries.map(
-        (e) =>
-          html`<tr data-activity-id="${e.activity_id}">
-            <th scope="row">${time(e.at)}</th>
-            ${cardCell('Action', html`<strong>${e.action}</strong>`)}
-            ${cardCell('Key', html`${e.key_name} <small><code>${e.key_id}</code></small>`)}
-            ${cardCell('Who', html`<code class="cut" title="${e.actor}">${shortActor(e.actor)}</code>`)}
-            ${cardCell('What changed', changesCell(e.changes, e.details))}
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  cardsTable(
+    'activity',
+    'Key actions, newest first',
+    [
+      { header: 'When', cell: (e) => time(e.at) },
+      { header: 'Action', cell: (e) => html`<strong>${e.action}</strong>` },
+      { header: 'Key', cell: (e) => html`${e.key_name} <small><code>${e.key_id}</code></small>` },
+      { header: 'Who', cell: (e) => html`<code class="cut" title="${e.actor}">${shortActor(e.actor)}</code>` },
+      { header: 'What changed', cell: (e) => changesCell(e.changes, e.details) },
+    ],
+    entries,
+    (e) => html`data-activity-id="${e.activity_id}"`,
+  );
 
 const activityPager = ({ branchId, keyId, newer, older }: ActivityPageInput): Html => {
   const path = branchPath(branchId, 'activity');
-  return html`<nav aria-label="Activity pages">
-    <ul>
-      ${newer ? html`<li><a href="${withQuery(path, { key: keyId, after: newer })}" rel="prev">Newer actions</a></li>` : ''}
-      ${older ? html`<li><a href="${withQuery(path, { key: keyId, before: older })}" rel="next">Older actions</a></li>` : ''}
-      ${newer ? html`<li><a href="${withQuery(path, { key: keyId })}">Newest actions</a></li>` : ''}
-    </ul>
-  </nav>`;
+  return pager('Activity pages', [
+    !!newer && html`<a href="${withQuery(path, { key: keyId, after: newer })}" rel="prev">Newer actions</a>`,
+    !!older && html`<a href="${withQuery(path, { key: keyId, before: older })}" rel="next">Older actions</a>`,
+    !!newer && html`<a href="${withQuery(path, { key: keyId })}">Newest actions</a>`,
+  ]);
 };
 
 export const activityPage = (input: ActivityPageInput): string =>
@@ -132,23 +120,12 @@ export const activityRoutes = new Hono<ConsoleEnv>().get('/branches/:branch/acti
   const keys = await c.var.ctx.keys.listByBranch(branchId);
   if (keyId !== undefined && !keys.some((k) => k.key_id === keyId))
     throw notFound(`Branch ${branchId} has no key ${keyId}.`);
-  const before = queryValue(c, 'before');
-  const after = queryValue(c, 'after');
-  const { entries, newer, older } = await listActivityPage(c.var.ctx, {
+  const page = await listActivityPage(c.var.ctx, {
     branchId,
     limit: ACTIVITY_PAGE_SIZE,
-    ...(keyId !== undefined ? { keyId } : {}),
-    ...(before !== undefined ? { before } : {}),
-    ...(after !== undefined ? { after } : {}),
+    keyId,
+    before: queryValue(c, 'before'),
+    after: queryValue(c, 'after'),
   });
-  return c.html(
-    activityPage({
-      branchId,
-      keys,
-      entries,
-      ...(keyId !== undefined ? { keyId } : {}),
-      ...(newer !== undefined ? { newer } : {}),
-      ...(older !== undefined ? { older } : {}),
-    }),
-  );
+  return c.html(activityPage({ branchId, keys, keyId, ...page }));
 });

@@ -11,66 +11,90 @@ import type { KeySettings } from '../operator/keys';
 import { fieldError, hidden, html, textField, type FormError, type Html } from './layout';
 import { wallTimeToUtc } from './zone';
 
-/** What the form holds, as typed: a refused form is shown again with these values. */
+/** What the form holds, as typed, by input name: a refused form is shown again with these values. */
 export interface KeyFormValues {
   name?: string;
   scopes?: string[];
   /** `datetime-local` text in UTC (typed in the reader's zone, converted by readKeyForm). */
   expires?: string;
-  allowIps?: string;
-  rateLimit?: string;
+  allow_ips?: string;
+  rate_limit?: string;
 }
 
+interface TextField {
+  input: 'name' | 'expires' | 'allow_ips' | 'rate_limit';
+  /** The operator library's field (lib/operator/errors.ts), and its name in this form's messages. */
+  field: OperatorField;
+  label: string;
+  hint?: Html;
+  extra: Html;
+  /** The typed text as a setting: empty is `null` (unset), except for the name, which stays as typed. */
+  setting(value: string): KeySettings;
+}
+
+/** The text fields, in order; the scopes come after the name. */
+const TEXT_FIELDS: TextField[] = [
+  {
+    input: 'name',
+    field: 'name',
+    label: 'Name',
+    extra: html`maxlength="200" placeholder="e.g. reporting job"`,
+    setting: (name) => ({ name }),
+  },
+  {
+    input: 'expires',
+    field: 'expires_at',
+    label: 'Expires',
+    // assets/console.js names the reader's zone here and sends it with the form.
+    hint: html` (<span data-zone>UTC</span>; empty: never)`,
+    extra: html`type="datetime-local" data-utc`,
+    // UTC by now: readKeyForm converted it from the zone the page sent (or took it as UTC).
+    setting: (value) => ({ expiresAt: value.trim() ? parseIsoDate(value.trim(), 'expires_at') : null }),
+  },
+  {
+    input: 'allow_ips',
+    field: 'allowed_ips',
+    label: 'Allowed IPs',
+    hint: html` (addresses or CIDR blocks, comma-separated; empty: any)`,
+    extra: html`placeholder="203.0.113.0/24, 2001:db8::1"`,
+    setting: (value) => ({ allowedIps: value.trim() ? parseAllowedIps(value) : null }),
+  },
+  {
+    input: 'rate_limit',
+    field: 'rate_limit',
+    label: 'Rate limit',
+    hint: html` (N/s, N/min or N/h; empty: the default)`,
+    extra: html`placeholder="20/s"`,
+    setting: (value) => ({ rateLimit: value.trim() ? parseRateLimitText(value.trim()) : null }),
+  },
+];
+
 /** Every field of the form. */
-export const KEY_FORM_FIELDS = ['name', 'scopes', 'expires', 'allowIps', 'rateLimit'] as const;
+export const KEY_FORM_FIELDS = ['name', 'scopes', 'expires', 'allow_ips', 'rate_limit'] as const;
 
 /** The form's fields read from a POST body. */
 export const readKeyForm = (form: URLSearchParams): KeyFormValues => ({
-  name: form.get('name') ?? '',
+  ...Object.fromEntries(TEXT_FIELDS.map(({ input }) => [input, form.get(input) ?? ''])),
   scopes: form.getAll('scopes'),
   expires: wallTimeToUtc(form.get('expires') ?? '', form.get('zone')),
-  allowIps: form.get('allow_ips') ?? '',
-  rateLimit: form.get('rate_limit') ?? '',
 });
 
-/** An ISO time as the `datetime-local` field shows it (UTC, to the minute). */
-export const expiresValue = (iso: string | undefined): string => (iso ? iso.slice(0, 16) : '');
-
-/** A key's settings as the form shows them (Edit key starts from these). */
+/** A key's settings as the form shows them (Edit key starts from these); an expiry in UTC, to the minute. */
 export const keyFormValues = (key: ApiKeyRecord): KeyFormValues => ({
   name: key.name,
   scopes: [...key.scopes],
-  expires: expiresValue(key.expires_at),
-  allowIps: key.allowed_ips?.join(', ') ?? '',
-  rateLimit: key.rate_limit ?? '',
+  expires: key.expires_at?.slice(0, 16) ?? '',
+  allow_ips: key.allowed_ips?.join(', ') ?? '',
+  rate_limit: key.rate_limit ?? '',
 });
-
-/** The operator library's field (lib/operator/errors.ts) → this form's input name and label. */
-const FORM_FIELDS: Partial<Record<OperatorField, { input: string; label: string }>> = {
-  name: { input: 'name', label: 'Name' },
-  scopes: { input: 'scopes', label: 'Scopes' },
-  expires_at: { input: 'expires', label: 'Expires' },
-  allowed_ips: { input: 'allow_ips', label: 'Allowed IPs' },
-  rate_limit: { input: 'rate_limit', label: 'Rate limit' },
-};
 
 /** The library's refusal as a form error, by its code and field (never its text), named by the field's label. */
 export const formError = (error: OperatorError): FormError => {
-  const field = error.code === 'invalid_input' && error.field ? FORM_FIELDS[error.field] : undefined;
-  const message = messageNaming(error, (name) => FORM_FIELDS[name]?.label);
+  const fieldOf = (name: OperatorField) =>
+    name === 'scopes' ? { input: 'scopes', label: 'Scopes' } : TEXT_FIELDS.find((f) => f.field === name);
+  const field = error.code === 'invalid_input' && error.field ? fieldOf(error.field) : undefined;
+  const message = messageNaming(error, (name) => fieldOf(name)?.label);
   return field ? { field: field.input, message } : { message };
-};
-
-/** The text fields of the form as settings: empty is `null` (unset), except for the name, which stays as typed. */
-const textSettings = {
-  name: (value: string): KeySettings => ({ name: value }),
-  scopes: (values: readonly string[]): KeySettings => ({ scopes: scopeList(values) }),
-  // UTC by now: readKeyForm converted it from the zone the page sent (or took it as UTC).
-  expires: (value: string): KeySettings => ({
-    expiresAt: value.trim() ? parseIsoDate(value.trim(), 'expires_at') : null,
-  }),
-  allowIps: (value: string): KeySettings => ({ allowedIps: value.trim() ? parseAllowedIps(value) : null }),
-  rateLimit: (value: string): KeySettings => ({ rateLimit: value.trim() ? parseRateLimitText(value.trim()) : null }),
 };
 
 /**
@@ -80,8 +104,10 @@ const textSettings = {
 export const formSettings = (values: KeyFormValues, fields: readonly (keyof KeyFormValues)[]): KeySettings =>
   Object.assign(
     {},
-    ...fields.map((field) =>
-      field === 'scopes' ? textSettings.scopes(values.scopes ?? []) : textSettings[field](values[field] ?? ''),
+    ...fields.map((input) =>
+      input === 'scopes'
+        ? { scopes: scopeList(values.scopes ?? []) }
+        : TEXT_FIELDS.find((f) => f.input === input)!.setting(values[input] ?? ''),
     ),
   ) as KeySettings;
 
@@ -108,37 +134,15 @@ const scopesField = (values: KeyFormValues, error: FormError | undefined): Html 
   </fieldset>`;
 };
 
-/** The fields after the scopes, in order. */
-const LIMIT_FIELDS: {
-  id: string;
-  name: string;
-  label: Html;
-  value: 'expires' | 'allowIps' | 'rateLimit';
-  extra: Html;
-}[] = [
-  {
-    id: 'key-expires',
-    name: 'expires',
-    // assets/console.js names the reader's zone here and sends it with the form.
-    label: html`Expires (<span data-zone>UTC</span>; empty: never)`,
-    value: 'expires',
-    extra: html`type="datetime-local" data-utc`,
-  },
-  {
-    id: 'key-allow-ips',
-    name: 'allow_ips',
-    label: html`Allowed IPs (addresses or CIDR blocks, comma-separated; empty: any)`,
-    value: 'allowIps',
-    extra: html`placeholder="203.0.113.0/24, 2001:db8::1"`,
-  },
-  {
-    id: 'key-rate-limit',
-    name: 'rate_limit',
-    label: html`Rate limit (N/s, N/min or N/h; empty: the default)`,
-    value: 'rateLimit',
-    extra: html`placeholder="20/s"`,
-  },
-];
+const textInput = (field: TextField, values: KeyFormValues, error: FormError | undefined): Html =>
+  textField({
+    id: `key-${field.input.replace('_', '-')}`,
+    name: field.input,
+    label: html`${field.label}${field.hint ?? ''}`,
+    value: values[field.input] ?? '',
+    error,
+    extra: field.extra,
+  });
 
 export const keyForm = (input: {
   action: string;
@@ -151,26 +155,8 @@ export const keyForm = (input: {
   const { values, error } = input;
   return html`${error && !error.field ? html`<p role="alert" class="error">${error.message}</p>` : ''}
     <form method="post" action="${input.action}" autocomplete="off" novalidate>
-      ${hidden(input.csrf, input.formId ? { _form: input.formId } : {})}
-      ${textField({
-        id: 'key-name',
-        name: 'name',
-        label: 'Name',
-        value: values.name ?? '',
-        error,
-        extra: html`maxlength="200" placeholder="e.g. reporting job"`,
-      })}
-      ${scopesField(values, error)}
-      ${LIMIT_FIELDS.map((field) =>
-        textField({
-          id: field.id,
-          name: field.name,
-          label: field.label,
-          value: values[field.value] ?? '',
-          error,
-          extra: field.extra,
-        }),
-      )}
+      ${hidden(input.csrf, input.formId)} ${textInput(TEXT_FIELDS[0]!, values, error)} ${scopesField(values, error)}
+      ${TEXT_FIELDS.slice(1).map((field) => textInput(field, values, error))}
       <button type="submit">${input.submit}</button>
     </form>`;
 };

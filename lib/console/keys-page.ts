@@ -10,17 +10,20 @@ import { KEY_STATES } from '../../shared/domain/key-state';
 import { rollLinks } from '../operator/format';
 import type { AuditFinding, LastUse } from '../operator/key-audit';
 import type { KeyListing } from '../operator/keys';
-import { keyForm, type KeyFormValues } from './key-form';
+import { keyForm, keyFormValues, type KeyFormValues } from './key-form';
 import {
   branchPath,
-  cardCell,
+  cardsTable,
   hidden,
   html,
   keyPath,
   layout,
+  pager,
+  select,
   textWithTimes,
   time,
   withQuery,
+  type Column,
   type FormError,
   type Html,
   type HtmlValue,
@@ -29,11 +32,6 @@ import {
 /** A key as the keys page shows it: its listing and, for an active key, its audit findings. */
 export interface KeyRow extends KeyListing {
   findings?: readonly AuditFinding[];
-}
-
-export interface KeyColumn {
-  header: string;
-  cell(key: KeyRow): HtmlValue;
 }
 
 /** `rolled from ‹key›, to ‹key›`, as the CLI's key list says it. */
@@ -67,7 +65,7 @@ const findingsList = (findings: readonly AuditFinding[]): Html =>
  * The keys table's columns, in order (the first is the row header): one line per key on a
  * laptop, so a screen holds about fifteen; the rest of a key's settings are on its Edit page.
  */
-export const KEY_COLUMNS: KeyColumn[] = [
+export const KEY_COLUMNS: Column<KeyRow>[] = [
   {
     header: 'Key',
     cell: (k) =>
@@ -96,6 +94,9 @@ export interface KeyAction {
   /** Its past participle, for messages: "revoked". */
   done: string;
   applies(key: KeyListing): boolean;
+  /** What its confirmation page says it does; an action that stops a key's calls is styled as danger. */
+  consequence?: string;
+  danger?: true;
 }
 
 /** Per-key actions: each opens a page (a form or a confirmation) whose POST does it. */
@@ -106,14 +107,37 @@ export const KEY_ACTIONS: KeyAction[] = [
     action: 'disable',
     done: 'disabled',
     applies: (k) => k.status === 'active' || k.status === 'grace',
+    consequence:
+      'Calls with this key answer 401 disabled_api_key from the next request on, until it is enabled again. ' +
+      'Nothing else about the key changes.',
+    danger: true,
   },
-  { label: 'Enable', action: 'enable', done: 'enabled', applies: (k) => k.status === 'disabled' },
-  { label: 'Roll', action: 'roll', done: 'rolled', applies: (k) => k.status === 'active' && !k.rolled_to },
-  { label: 'Revoke', action: 'revoke', done: 'revoked', applies: (k) => k.status !== 'revoked' },
+  {
+    label: 'Enable',
+    action: 'enable',
+    done: 'enabled',
+    applies: (k) => k.status === 'disabled',
+    consequence: 'Calls with this key are accepted again from the next request on.',
+  },
+  {
+    label: 'Roll',
+    action: 'roll',
+    done: 'rolled',
+    applies: (k) => k.status === 'active' && !k.rolled_to,
+    consequence:
+      'A new key with the same scopes, rate limit, allowed IPs and expiry is created and shown once. ' +
+      'This key keeps working until the grace period ends, then it is refused.',
+    danger: true,
+  },
+  {
+    label: 'Revoke',
+    action: 'revoke',
+    done: 'revoked',
+    applies: (k) => k.status !== 'revoked',
+    consequence: 'Calls with this key are refused from the next request on. This cannot be undone.',
+    danger: true,
+  },
 ];
-
-/** Actions that stop a key's calls: styled as danger, and confirmed on their own page. */
-export const DANGEROUS = new Set(['revoke', 'disable', 'roll']);
 
 /** What the keys page says after each change (`done` of doneRedirect). */
 export const DONE_NOTICES: Record<string, string> = {
@@ -215,15 +239,13 @@ const filterForm = ({ branchId, filters }: KeysPageInput): Html =>
       >Search name, id or key value
       <input id="filter-q" name="q" type="search" value="${filters.q ?? ''}" placeholder="wsk_F9Lf…" autocomplete="off"
     /></label>
-    <label for="filter-status"
-      >Status
-      <select id="filter-status" name="status">
-        <option value="">Any status</option>
-        ${KEY_STATUSES.map(
-          (s) => html`<option value="${s}" ${filters.status === s ? html`selected` : ''}>${s}</option>`,
-        )}
-      </select></label
-    >
+    ${select(
+      'filter-status',
+      'Status',
+      'status',
+      [['', 'Any status'], ...KEY_STATUSES.map((s) => [s, s] as const)],
+      filters.status,
+    )}
     <button type="submit">Filter keys</button>
     <p class="visually-hidden" role="status" data-filter-status></p>
   </form>`;
@@ -239,20 +261,19 @@ const keysCaption = ({ keys, total, page, branchId, filters }: KeysPageInput): H
 
 const keysPager = ({ branchId, page, total, filters }: KeysPageInput): HtmlValue => {
   const pages = Math.ceil(total / KEYS_PAGE_SIZE);
-  if (pages <= 1) return '';
   const link = (to: number, label: string) =>
-    html`<li>
-      <a href="${withQuery(branchPath(branchId, 'keys'), { q: filters.q, status: filters.status, page: String(to) })}"
-        >${label}</a
-      >
-    </li>`;
-  return html`<nav aria-label="Key pages">
-    <ul>
-      ${page > 1 ? link(page - 1, 'Newer keys') : ''}
-      <li>Page ${page} of ${pages}</li>
-      ${page < pages ? link(page + 1, 'Older keys') : ''}
-    </ul>
-  </nav>`;
+    html`<a
+      href="${withQuery(branchPath(branchId, 'keys'), { q: filters.q, status: filters.status, page: String(to) })}"
+      >${label}</a
+    >`;
+  return (
+    pages > 1 &&
+    pager('Key pages', [
+      page > 1 && link(page - 1, 'Newer keys'),
+      html`Page ${page} of ${pages}`,
+      page < pages && link(page + 1, 'Older keys'),
+    ])
+  );
 };
 
 /** A key's audit findings and actions behind one menu button, so a row stays one line; each link names its key. */
@@ -268,7 +289,7 @@ const actionsCell = (branchId: string, key: KeyRow): Html => {
         (a) =>
           html`<a
             href="${keyPath(branchId, key.key_id, a.action)}"
-            class="action action-${a.action}${DANGEROUS.has(a.action) ? ' danger' : ''}"
+            class="action action-${a.action}${a.danger ? ' danger' : ''}"
             aria-label="${a.label} key ${key.name} (${key.key_id})"
             >${a.label}</a
           >`,
@@ -295,28 +316,12 @@ const freshness = ({ asOf }: KeysPageInput): Html =>
 
 const keysTable = (input: KeysPageInput): Html =>
   html`${freshness(input)}
-    <table class="cards keys">
-      <caption>
-        ${keysCaption(input)}
-      </caption>
-      <thead>
-        <tr>
-          ${KEY_COLUMNS.map((column) => html`<th scope="col">${column.header}</th>`)}
-          <th scope="col">Actions</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${input.keys.map(
-          (key) =>
-            html`<tr>
-              ${KEY_COLUMNS.map((column, i) =>
-                i === 0 ? html`<th scope="row">${column.cell(key)}</th>` : cardCell(column.header, column.cell(key)),
-              )}
-              ${cardCell('Actions', actionsCell(input.branchId, key))}
-            </tr>`,
-        )}
-      </tbody>
-    </table>`;
+  ${cardsTable(
+    'keys',
+    keysCaption(input),
+    [...KEY_COLUMNS, { header: 'Actions', cell: (key) => actionsCell(input.branchId, key) }],
+    input.keys,
+  )}`;
 
 export const keysPage = (input: KeysPageInput): string =>
   layout({
@@ -336,14 +341,13 @@ export const confirmPage = (input: {
   branchId: string;
   key: KeyListing;
   action: KeyAction;
-  consequence: string;
   csrf: string;
   /** Sent once only (a roll shows a new key's value: a re-sent form must not roll again). */
   formId?: string;
   /** Fields the action takes (a roll's grace period). */
   fields?: Html;
   /** Why the last try was refused (the form is kept). */
-  error?: string;
+  error?: string | undefined;
 }): string =>
   layout({
     title: `${input.action.label} key`,
@@ -354,13 +358,30 @@ export const confirmPage = (input: {
         Key <code>${input.key.key_id}</code>, starting <code>${input.key.start}…</code>, scopes
         ${input.key.scopes.join(', ')}. Last used ${lastUse(input.key)}.
       </p>
-      <p>${input.consequence}</p>
+      <p>${input.action.consequence}</p>
       ${input.error ? html`<p role="alert" class="error">${input.error}</p>` : ''}
       <form method="post" action="${keyPath(input.branchId, input.key.key_id, input.action.action)}">
-        ${hidden(input.csrf, input.formId ? { _form: input.formId } : {})} ${input.fields ?? ''}
-        <button type="submit" ${DANGEROUS.has(input.action.action) ? html`class="danger"` : ''}>
+        ${hidden(input.csrf, input.formId)} ${input.fields ?? ''}
+        <button type="submit" ${input.action.danger ? html`class="danger"` : ''}>
           ${input.action.label} key “${input.key.name}”
         </button>
         <a href="${branchPath(input.branchId, 'keys')}">Cancel</a>
       </form>`,
+  });
+
+export const editPage = (
+  branchId: string,
+  key: KeyListing,
+  csrf: string,
+  values: KeyFormValues = keyFormValues(key),
+  error?: FormError,
+): string =>
+  layout({
+    title: 'Edit key',
+    branchId,
+    current: 'keys',
+    body: html`<h1>Edit key “${key.name}”</h1>
+      <p>Key <code>${key.key_id}</code>, starting <code>${key.start}…</code>. Changes apply from its next call.</p>
+      ${keyForm({ action: keyPath(branchId, key.key_id, 'edit'), csrf, values, error, submit: `Save key “${key.name}”` })}
+      <p><a href="${branchPath(branchId, 'keys')}">Cancel</a></p>`,
   });

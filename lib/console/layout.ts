@@ -103,10 +103,10 @@ export const pathText = (path: string): Html => wrapAfter(path, '/');
 export const ipText = (ip: string): Html => wrapAfter(ip, ':');
 
 /** The hidden fields of every POST form: the session's CSRF token, and a one-use form id when given. */
-export const hidden = (csrf: string, extra: Record<string, string> = {}): Html =>
-  html`<input type="hidden" name="_csrf" value="${csrf}" />${Object.entries(extra).map(
-      ([name, value]) => html`<input type="hidden" name="${name}" value="${value}" />`,
-    )}`;
+export const hidden = (csrf: string, formId?: string): Html =>
+  html`<input type="hidden" name="_csrf" value="${csrf}" />${
+      formId ? html`<input type="hidden" name="_form" value="${formId}" />` : ''
+    }`;
 
 /** An error refused by the operator library, placed next to the field it names (or above the form). */
 export interface FormError {
@@ -139,17 +139,70 @@ export const textField = (input: {
     ${message}`;
 };
 
-/** A cell of a `cards` table: on a phone, its column's name beside one box holding its content. */
-export const cardCell = (label: string, content: HtmlValue): Html =>
-  html`<td data-label="${label}"><div>${content}</div></td>`;
+/** A labelled choice; `selected` undefined selects the option whose value is empty. */
+export const select = (
+  id: string,
+  label: string,
+  name: string,
+  options: readonly (readonly [value: string, text: string])[],
+  selected: string | undefined,
+): Html =>
+  html`<label for="${id}"
+    >${label}
+    <select id="${id}" name="${name}">
+      ${options.map(
+        ([value, text]) =>
+          html`<option value="${value}" ${value === (selected ?? '') ? html`selected` : ''}>${text}</option>`,
+      )}
+    </select></label
+  >`;
 
-/** A table's header row: one column header each. */
-export const headerRow = (headers: readonly string[]): Html =>
-  html`<thead>
-    <tr>
-      ${headers.map((header) => html`<th scope="col">${header}</th>`)}
-    </tr>
-  </thead>`;
+export interface Column<T> {
+  header: string;
+  cell(row: T): HtmlValue;
+}
+
+/**
+ * A list as a table on a laptop and as cards on a phone (assets/console.css): the first column
+ * is each row's header; on a phone every other cell shows its column's name beside one box.
+ */
+export const cardsTable = <T>(
+  id: string,
+  caption: HtmlValue,
+  columns: readonly Column<T>[],
+  rows: readonly T[],
+  rowAttributes: (row: T) => Html | '' = () => '',
+): Html =>
+  html`<table id="${id}" class="cards">
+    <caption>
+      ${caption}
+    </caption>
+    <thead>
+      <tr>
+        ${columns.map((column) => html`<th scope="col">${column.header}</th>`)}
+      </tr>
+    </thead>
+    <tbody>
+      ${rows.map(
+        (row) =>
+          html`<tr ${rowAttributes(row)}>
+            ${columns.map(({ header, cell }, i) =>
+              i === 0
+                ? html`<th scope="row">${cell(row)}</th>`
+                : html`<td data-label="${header}"><div>${cell(row)}</div></td>`,
+            )}
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+
+/** Links to the pages beside this one (`<a>`s); an item that is false is left out. */
+export const pager = (label: string, items: readonly (Html | false)[]): Html =>
+  html`<nav aria-label="${label}">
+    <ul>
+      ${items.map((item) => item && html`<li>${item}</li>`)}
+    </ul>
+  </nav>`;
 
 interface Layout {
   title: string;

@@ -60,3 +60,15 @@ export const queryValue = (c: Context, name: string): string | undefined => {
   if (trimmed.length > MAX_QUERY_VALUE_LENGTH) throw new Refusal(400, 'Bad request', `The ${name} filter is too long.`);
   return trimmed;
 };
+
+/** A query parameter that must be one the page offers (`offered` says so): otherwise a 400 saying `refusal`. */
+export const queryChoice = (
+  c: Context,
+  name: string,
+  offered: (value: string) => boolean,
+  refusal = (value: string) => `No ${name} "${value}".`,
+): string | undefined => {
+  const value = queryValue(c, name);
+  if (value !== undefined && !offered(value)) throw new Refusal(400, 'Bad request', refusal(value));
+  return value;
+};

@@ -26,7 +26,6 @@ import { InvalidUsagePositionError } from '../../shared/data/repositories/usage'
 import { createOperatorContext, type OperatorContext } from '../operator/context';
 import { OperatorError, type OperatorErrorCode } from '../operator/errors';
 import { activityRoutes } from './activity-routes';
-import { keyActionRoutes } from './key-action-routes';
 import { keyRoutes } from './keys-routes';
 import { branchPath, homePage, messagePage, showControls } from './layout';
 import { checkId, checkPath, Refusal } from './refusals';
@@ -97,8 +96,8 @@ const homeRoutes = new Hono<ConsoleEnv>()
 const namedBranches = ({ ctx, branches }: ConsoleEnv['Variables']) =>
   Promise.all(branches.map(async (id) => ({ id, name: (await ctx.branchData.getBranch(id))?.name })));
 
-/** Every page of the console: `/keys/:key/edit` (a form) before `/keys/:key/:action` (a confirmation). */
-const ROUTES = [homeRoutes, keyActionRoutes, keyRoutes, usageRoutes, activityRoutes];
+/** Every page of the console. */
+const ROUTES = [homeRoutes, keyRoutes, usageRoutes, activityRoutes];
 
 /** Each operator error code's page (lib/operator/errors.ts): mapped by code, never by message text. */
 const OPERATOR_ERROR_PAGES: Record<OperatorErrorCode, [status: ContentfulStatusCode, title: string]> = {

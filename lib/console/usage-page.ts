@@ -5,13 +5,14 @@
  */
 import {
   branchPath,
-  cardCell,
-  headerRow,
+  cardsTable,
   html,
   ipText,
   jsonBlock,
   layout,
+  pager,
   pathText,
+  select,
   time,
   withQuery,
   type Html,
@@ -64,23 +65,6 @@ export const newerTrail = (positions: readonly string[]): string[] => {
   }
   return kept;
 };
-
-const select = (
-  id: string,
-  label: string,
-  name: string,
-  options: readonly (readonly [value: string, text: string])[],
-  selected: string | undefined,
-): Html =>
-  html`<label for="${id}"
-    >${label}
-    <select id="${id}" name="${name}">
-      ${options.map(
-        ([value, text]) =>
-          html`<option value="${value}" ${value === (selected ?? '') ? html`selected` : ''}>${text}</option>`,
-      )}
-    </select></label
-  >`;
 
 const filterForm = (input: UsagePageInput): Html =>
   html`<form method="get" action="${branchPath(input.branchId, 'usage')}" class="filters">
@@ -245,25 +229,24 @@ const callDetails = (r: LoggedCall, key: string): Html =>
 const logTable = (input: UsagePageInput): Html => {
   // Same-named keys told apart by the start of their value.
   const names = new Map(input.keys.map((k) => [k.key_id, `${k.name} ${k.start}…`]));
-  return html`<table id="usage-log" class="cards">
-    <caption>
-      Calls, newest first${input.cursor ? ' (older page)' : ''}
-    </caption>
-    ${headerRow(['Time', 'Key', 'Route', 'Status', 'Duration', 'Detail'])}
-    <tbody>
-      ${input.log.map((r) => {
-        const key = names.get(r.key_id) ?? r.key_id;
-        const route = callRoute(r);
-        return html`<tr data-request-id="${r.request_id}">
-          <th scope="row">${time(r.timestamp, '—', { seconds: true })}</th>
-          ${cardCell('Key', html`<span class="cut" title="${key}">${key}</span>`)}
-          ${cardCell('Route', html`<code class="cut" title="${route}">${route}</code>`)}
-          ${cardCell('Status', html`<span class="status status-${String(r.status).slice(0, 1)}xx">${r.status}</span>`)}
-          ${cardCell('Duration', durationText(r.response_time_ms))} ${cardCell('Detail', callDetails(r, key))}
-        </tr>`;
-      })}
-    </tbody>
-  </table>`;
+  const keyOf = (r: LoggedCall) => names.get(r.key_id) ?? r.key_id;
+  return cardsTable(
+    'usage-log',
+    `Calls, newest first${input.cursor ? ' (older page)' : ''}`,
+    [
+      { header: 'Time', cell: (r) => time(r.timestamp, '—', { seconds: true }) },
+      { header: 'Key', cell: (r) => html`<span class="cut" title="${keyOf(r)}">${keyOf(r)}</span>` },
+      { header: 'Route', cell: (r) => html`<code class="cut" title="${callRoute(r)}">${callRoute(r)}</code>` },
+      {
+        header: 'Status',
+        cell: (r) => html`<span class="status status-${String(r.status).slice(0, 1)}xx">${r.status}</span>`,
+      },
+      { header: 'Duration', cell: (r) => durationText(r.response_time_ms) },
+      { header: 'Detail', cell: (r) => callDetails(r, keyOf(r)) },
+    ],
+    input.log,
+    (r) => html`data-request-id="${r.request_id}"`,
+  );
 };
 
 /** Newer and older calls: the older page carries this page's position on its trail back. */
@@ -274,23 +257,12 @@ const logPager = (usagePath: string, filters: Record<string, string | undefined>
     ? withQuery(usagePath, { ...filters, cursor: previous, newer: rest.join('.') })
     : withQuery(usagePath, filters);
   const trail = input.cursor ? newerTrail([input.cursor, ...newer]) : [];
-  return html`<nav aria-label="Log pages">
-    <ul>
-      ${input.cursor ? html`<li><a href="${newerLink}" rel="prev">Newer calls</a></li>` : ''}
-      ${
-        input.nextCursor
-          ? html`<li>
-              <a
-                href="${withQuery(usagePath, { ...filters, cursor: input.nextCursor, newer: trail.join('.') })}"
-                rel="next"
-                >Older calls</a
-              >
-            </li>`
-          : ''
-      }
-      ${newer.length > 0 ? html`<li><a href="${withQuery(usagePath, filters)}">Newest calls</a></li>` : ''}
-    </ul>
-  </nav>`;
+  const olderLink = withQuery(usagePath, { ...filters, cursor: input.nextCursor, newer: trail.join('.') });
+  return pager('Log pages', [
+    !!input.cursor && html`<a href="${newerLink}" rel="prev">Newer calls</a>`,
+    !!input.nextCursor && html`<a href="${olderLink}" rel="next">Older calls</a>`,
+    newer.length > 0 && html`<a href="${withQuery(usagePath, filters)}">Newest calls</a>`,
+  ]);
 };
 
 const logSection = (input: UsagePageInput): Html => {

@@ -3,7 +3,7 @@
  * exactly what the page's filters select.
  */
 import { Hono } from 'hono';
-import { notFound, queryValue, Refusal } from './refusals';
+import { notFound, queryChoice, queryValue } from './refusals';
 import type { ConsoleContext, ConsoleEnv } from './session';
 import { usagePage } from './usage-page';
 import {
@@ -22,41 +22,29 @@ import {
   type UsageFilters,
 } from './usage-data';
 
-const parsePeriod = (value: string | undefined): Period => {
-  if (value === undefined) return DEFAULT_PERIOD;
-  if (!Object.hasOwn(PERIODS, value)) throw new Refusal(400, 'Bad request', `No period "${value}".`);
-  return value as Period;
-};
-
-const parseBucket = (value: string | undefined, period: Period): Bucket => {
-  if (value === undefined) return PERIODS[period].bucket;
-  if (value !== 'hour' && value !== 'day') throw new Refusal(400, 'Bad request', 'Calls are counted per hour or day.');
-  return value;
-};
-
 /** The page's filters from its query; a value it does not offer is a 400, an unknown key a 404. */
 const usageFilters = async (c: ConsoleContext) => {
   const branchId = c.req.param('branch')!;
   const keys = await c.var.ctx.keys.listByBranch(branchId);
-  const period = parsePeriod(queryValue(c, 'period'));
+  const period = (queryChoice(c, 'period', (p) => Object.hasOwn(PERIODS, p)) ?? DEFAULT_PERIOD) as Period;
   const keyId = queryValue(c, 'key');
-  const status = queryValue(c, 'status');
-  const route = queryValue(c, 'route');
   if (keyId !== undefined && !keys.some((k) => k.key_id === keyId))
     throw notFound(`Branch ${branchId} has no key ${keyId}.`);
-  if (status !== undefined && !isStatusFilter(status)) throw new Refusal(400, 'Bad request', `No status "${status}".`);
-  if (route !== undefined && !ROUTE_CHOICES.includes(route))
-    throw new Refusal(400, 'Bad request', `No route "${route}".`);
+  const status = queryChoice(c, 'status', isStatusFilter);
+  const route = queryChoice(c, 'route', (route) => ROUTE_CHOICES.includes(route));
+  const bucket = queryChoice(
+    c,
+    'bucket',
+    (b) => b === 'hour' || b === 'day',
+    () => 'Calls are counted per hour or day.',
+  );
   const filters: UsageFilters = {
     branchId,
     period,
-    bucket: parseBucket(queryValue(c, 'bucket'), period),
+    bucket: (bucket as Bucket) ?? PERIODS[period].bucket,
     now: new Date(),
-    ...(keyId ? { keyId } : {}),
-    ...(status ? { status } : {}),
-    ...(route ? { route } : {}),
   };
-  return { keys, filters };
+  return { keys, filters: { ...filters, keyId, status, route } };
 };
 
 /**
@@ -86,20 +74,15 @@ export const usageRoutes = new Hono<ConsoleEnv>()
     const chart = await loadUsageChart(c.var.ctx, filters);
     return c.html(
       usagePage({
-        branchId: filters.branchId,
+        ...filters,
         keys,
-        period: filters.period,
-        bucket: filters.bucket,
         chart,
         log: log.records,
         scanned: log.scanned,
         searchStopped: log.searchStopped,
         newer,
-        ...(filters.keyId ? { keyId: filters.keyId } : {}),
-        ...(filters.status ? { status: filters.status } : {}),
-        ...(filters.route ? { route: filters.route } : {}),
-        ...(cursor ? { cursor } : {}),
-        ...(log.nextPosition ? { nextCursor: log.nextPosition } : {}),
+        cursor,
+        nextCursor: log.nextPosition,
       }),
     );
   })
