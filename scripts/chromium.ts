@@ -1,21 +1,18 @@
 /**
  * The Chromium that browser tests and the screenshot and page-height scripts drive: Debian's package
  * (`apt-get install -y chromium`) or CHROMIUM_PATH, through playwright-core (Playwright's own
- * browser download is not used). Each launch gets a fresh user-data-dir and no background
- * networking, so a run never reaches beyond the pages it opens.
+ * browser download is not used). Each launch gets a fresh profile (Playwright's temporary
+ * user-data-dir) and no background networking, so a run never reaches beyond the pages it opens.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 /** The Chromium found on this machine, if any: CHROMIUM_PATH when set (and only it), else Debian's. */
 export const CHROMIUM_PATH = ((path: string) => (existsSync(path) ? path : undefined))(
   process.env.CHROMIUM_PATH || '/usr/bin/chromium',
 );
 
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-gpu',
   '--disable-background-networking',
@@ -30,7 +27,7 @@ export interface ChromiumSession {
   close(): Promise<void>;
 }
 
-/** Headless Chromium with a fresh profile (a persistent context is how it gets its own user-data-dir). */
+/** Headless Chromium with a fresh profile, and one browser context of this viewport. */
 export const launchChromium = async (
   viewport = { width: 1280, height: 900 },
   /** e.g. `{ timezoneId: 'Asia/Kolkata' }`, to see times as a reader elsewhere does. */
@@ -38,19 +35,33 @@ export const launchChromium = async (
 ): Promise<ChromiumSession> => {
   if (!CHROMIUM_PATH)
     throw new Error('No Chromium: install it with "apt-get install -y chromium" or set CHROMIUM_PATH');
-  const userDataDir = await mkdtemp(join(tmpdir(), 'branch-api-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    viewport,
-    ...options,
-    args: CHROMIUM_ARGS,
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
+  return { context: await browser.newContext({ viewport, ...options }), close: () => browser.close() };
+};
+
+/**
+ * A page of its own Chromium for a script, and what it saw that a page of `origin` must never do:
+ * request anything outside it, log an error or throw. `done` closes the browser, prints the
+ * problems and fails the run if there were any.
+ */
+export const openPage = async (origin: string, viewport?: { width: number; height: number }) => {
+  const session = await launchChromium(viewport);
+  const page: Page = await session.context.newPage();
+  const problems: string[] = [];
+  page.on('request', (request) => {
+    const url = request.url();
+    if (!url.startsWith(origin) && !url.startsWith('data:')) problems.push(`requested outside ${origin}: ${url}`);
   });
+  page.on('console', (message) => message.type() === 'error' && problems.push(`console error: ${message.text()}`));
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   return {
-    context,
-    close: async () => {
-      await context.close();
-      await rm(userDataDir, { recursive: true, force: true });
+    page,
+    problems,
+    done: async () => {
+      await session.close();
+      if (problems.length === 0) return;
+      console.error(problems.join('\n'));
+      process.exitCode = 1;
     },
   };
 };

@@ -23,28 +23,15 @@ export interface PageAudit {
 }
 
 /** Roles a person operates: each needs a name of its own ("Revoke key ‹name›", not "Revoke"). */
-const CONTROL_ROLES = new Set([
-  'link',
-  'button',
-  'textbox',
-  'searchbox',
-  'combobox',
-  'checkbox',
-  'radio',
-  'DisclosureTriangle',
-]);
-
-interface AxNode {
-  ignored: boolean;
-  role?: { value: string };
-  name?: { value: string };
-}
+const CONTROL_ROLES = new Set('link button textbox searchbox combobox checkbox radio DisclosureTriangle'.split(' '));
 
 /** Controls' accessible names as Chromium computes them (its accessibility tree), repeated ones only. */
 const duplicateControlNames = async (page: Page): Promise<string[]> => {
   const cdp = await page.context().newCDPSession(page);
   try {
-    const { nodes } = (await cdp.send('Accessibility.getFullAXTree')) as { nodes: AxNode[] };
+    const { nodes } = (await cdp.send('Accessibility.getFullAXTree')) as {
+      nodes: { ignored: boolean; role?: { value: string }; name?: { value: string } }[];
+    };
     const names = nodes
       .filter((node) => !node.ignored && CONTROL_ROLES.has(node.role?.value ?? ''))
       .map((node) => `${node.role!.value} "${node.name?.value ?? ''}"`);

@@ -10,17 +10,16 @@ import { startConsole } from '../lib/console/server';
 import { startLocalEnvironment } from '../lib/local/environment';
 import { createOperatorContext } from '../lib/operator/context';
 import { createKey } from '../lib/operator/keys';
-import { launchChromium } from './chromium';
+import { openPage } from './chromium';
 
 const KEYS = 70;
 const stack = await startLocalEnvironment({ port: 0, dynamoPort: 0 });
 const ctx = createOperatorContext(process.env);
 const settings = await startConsole({ port: 0, branches: [stack.demoBranchId], log: console.error });
-const chromium = await launchChromium();
+const { page, done } = await openPage(settings.origin);
 try {
   const branchId = stack.demoBranchId;
   for (let i = 1; i <= KEYS; i++) await createKey(ctx, { branchId, scopes: ['read'], name: `Till ${i}` });
-  const page = await chromium.context.newPage();
   await page.goto(settings.url);
   const heights: Record<string, number> = {};
   for (const [name, path, width] of [
@@ -32,15 +31,11 @@ try {
     await page.goto(`${settings.origin}/branches/${branchId}/${path}`);
     if (process.argv.includes('--shots'))
       await page.screenshot({ path: `/tmp/heights-${name.replace(/ /g, '-')}.png` });
-    heights[name] = await page.evaluate(
-      () =>
-        (globalThis as unknown as { document: { documentElement: { scrollHeight: number } } }).document.documentElement
-          .scrollHeight,
-    );
+    heights[name] = await page.evaluate<number>('document.documentElement.scrollHeight');
   }
   console.log(JSON.stringify(heights));
 } finally {
-  await chromium.close();
+  await done();
   await settings.close();
   ctx.close();
   await stack.close();
