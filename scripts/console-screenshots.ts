@@ -100,9 +100,7 @@ try {
     }
 
     await page.goto(`${settings.origin}/branches/${branchId}/usage`);
-    await page.waitForFunction(() =>
-      (globalThis as { Chart?: { getChart(id: string): unknown } }).Chart?.getChart('usage-chart'),
-    );
+    await page.waitForFunction("window.Chart?.getChart('usage-chart')");
     await shoot('usage', width, false);
     if (width === LAPTOP) {
       // A call's whole record, opened from the log.

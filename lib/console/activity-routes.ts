@@ -59,17 +59,13 @@ interface ActivityPageInput {
   older?: string;
 }
 
-const keyFilter = (input: ActivityPageInput): Html =>
-  html`<form method="get" action="${branchPath(input.branchId, 'activity')}" class="filters">
-    ${select(
-      'activity-key',
-      'Key',
-      'key',
-      [['', 'All keys'], ...input.keys.map((k) => [k.key_id, `${k.name} (${k.key_id})`] as const)],
-      input.keyId,
-    )}
+const keyFilter = (input: ActivityPageInput): Html => {
+  const keys = input.keys.map((k) => [k.key_id, `${k.name} (${k.key_id})`] as const);
+  return html`<form method="get" action="${branchPath(input.branchId, 'activity')}" class="filters">
+    ${select('Key', 'key', [['', 'All keys'], ...keys], input.keyId, 'activity-key')}
     <button type="submit">Show activity</button>
   </form>`;
+};
 
 const activityTable = (entries: ActivityEntry[]): Html =>
   cardsTable(

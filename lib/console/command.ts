@@ -1,4 +1,5 @@
 /** `branch-api console`: serves the settings console until Ctrl-C. */
+import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { showControls } from './layout';
 import { isLoopback } from './session';
@@ -26,18 +27,14 @@ export const offerNewLinks = (
   return () => lines.close();
 };
 
-/** Resolves on Ctrl-C (SIGINT) or SIGTERM, after `close`. */
-export const untilStopped = (close: () => Promise<void>): Promise<void> =>
-  new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      process.stdout.write('\nStopping…\n');
-      close().then(resolve, resolve);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+/** Resolves on Ctrl-C (SIGINT) or SIGTERM, after `close` (whether or not it succeeds). */
+export const untilStopped = async (close: () => Promise<void>): Promise<void> => {
+  const listening = new AbortController();
+  await Promise.race(['SIGINT', 'SIGTERM'].map((signal) => once(process, signal, { signal: listening.signal })));
+  listening.abort();
+  process.stdout.write('\nStopping…\n');
+  await close().catch(() => undefined);
+};
 
 export const exposureWarning = (host: string): string | undefined =>
   isLoopback(host)

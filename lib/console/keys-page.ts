@@ -6,7 +6,7 @@
  * Columns and actions are lists (KEY_COLUMNS, KEY_ACTIONS): a new key attribute or action is one
  * more entry.
  */
-import { KEY_STATES } from '../../shared/domain/key-state';
+import { KEY_STATES, type KeyState } from '../../shared/domain/key-state';
 import { rollLinks } from '../operator/format';
 import type { AuditFinding, LastUse } from '../operator/key-audit';
 import type { KeyListing } from '../operator/keys';
@@ -147,16 +147,14 @@ export const DONE_NOTICES: Record<string, string> = {
   revoked: 'is revoked.',
 };
 
-/** Statuses the filter offers: every key state (shared/domain/key-state.ts). */
-export const KEY_STATUSES: readonly KeyListing['status'][] = KEY_STATES;
-
 /** Keys per page: five phone screens; the audit reads each shown key's rollups (docs/console.md "Figures"). */
 export const KEYS_PAGE_SIZE = 50;
 
 export interface KeyFilters {
   /** Part of a name or key id (any case), or the start of a key's value. */
   q?: string;
-  status?: KeyListing['status'];
+  /** Any key state (shared/domain/key-state.ts). */
+  status?: KeyState;
   /** A whole value was searched and no key of the branch has it. */
   noValue?: boolean;
 }
@@ -239,13 +237,7 @@ const filterForm = ({ branchId, filters }: KeysPageInput): Html =>
       >Search name, id or key value
       <input id="filter-q" name="q" type="search" value="${filters.q ?? ''}" placeholder="wsk_F9Lf…" autocomplete="off"
     /></label>
-    ${select(
-      'filter-status',
-      'Status',
-      'status',
-      [['', 'Any status'], ...KEY_STATUSES.map((s) => [s, s] as const)],
-      filters.status,
-    )}
+    ${select('Status', 'status', [['', 'Any status'], ...KEY_STATES.map((s) => [s, s] as const)], filters.status)}
     <button type="submit">Filter keys</button>
     <p class="visually-hidden" role="status" data-filter-status></p>
   </form>`;

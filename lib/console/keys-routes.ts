@@ -9,7 +9,7 @@ import { Hono } from 'hono';
 import pLimit from 'p-limit';
 import { apiKeyStart } from '../../shared/domain/api-key';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
-import { keyState } from '../../shared/domain/key-state';
+import { KEY_STATES, keyState } from '../../shared/domain/key-state';
 import type { OperatorContext } from '../operator/context';
 import { OperatorError } from '../operator/errors';
 import { DEFAULT_GRACE, parseGrace } from '../operator/input';
@@ -34,7 +34,6 @@ import {
   DONE_NOTICES,
   editPage,
   KEY_ACTIONS,
-  KEY_STATUSES,
   keysPage,
   KEYS_PAGE_SIZE,
   type KeyFilters,
@@ -60,12 +59,7 @@ const doneOf = (c: ConsoleContext) => {
 
 const readFilters = (c: ConsoleContext): KeyFilters => ({
   q: queryValue(c, 'q'),
-  status: queryChoice(
-    c,
-    'status',
-    (status) => (KEY_STATUSES as readonly string[]).includes(status),
-    (status) => `No key status "${status}".`,
-  ) as KeyFilters['status'],
+  status: queryChoice(c, 'status', KEY_STATES, (status) => `No key status "${status}".`),
   noValue: queryValue(c, 'value') === 'none',
 });
 
@@ -96,7 +90,7 @@ const keysView = async (c: ConsoleContext, { done, pending, ...extra }: Extra = 
     ...(done && doneKey ? { notice: `Key “${doneKey.name}” (${doneKey.key_id}) ${DONE_NOTICES[done.done]}` } : {}),
     ...(pending ? { warnings: pending.map(pendingNotice) } : {}),
     branchId,
-    keys: keys.map((key) => ({ ...key, ...(findings.has(key.key_id) ? { findings: findings.get(key.key_id)! } : {}) })),
+    keys: keys.map((key) => ({ ...key, findings: findings.get(key.key_id) })),
     total: selected.length,
     branchTotal: all.length,
     asOf: asOf ?? null,
@@ -150,7 +144,7 @@ export const GRACE_CHOICES = [
   ['7d', '7 days'],
 ] as const;
 
-export const graceField = () => select('grace', 'Grace period', 'grace', GRACE_CHOICES, DEFAULT_GRACE);
+export const graceField = () => select('Grace period', 'grace', GRACE_CHOICES, DEFAULT_GRACE, 'grace');
 
 /** A roll's confirmation: a grace period to choose and a form sent once (it shows the new key). */
 const rollPage = (c: ConsoleContext, key: KeyListing, error?: string) =>

@@ -77,20 +77,12 @@ export const time = (
       >`
     : empty;
 
-/** An ISO 8601 UTC instant inside a message (`expires at 2026-11-30T09:00:00.000Z`). */
-const ISO_INSTANT = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z/g;
+/** An ISO 8601 UTC instant inside a message (`expires at 2026-11-30T09:00:00.000Z`), captured. */
+const ISO_INSTANT = /(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z)/;
 
 /** A message from the operator library with each instant in it shown as every other time. */
-export const textWithTimes = (text: string): Html => {
-  const parts: HtmlValue[] = [];
-  let from = 0;
-  for (const match of text.matchAll(ISO_INSTANT)) {
-    parts.push(text.slice(from, match.index), time(match[0]));
-    from = match.index + match[0].length;
-  }
-  parts.push(text.slice(from));
-  return html`${parts}`;
-};
+export const textWithTimes = (text: string): Html =>
+  html`${text.split(ISO_INSTANT).map((part, i) => (i % 2 ? time(part) : part))}`;
 
 /** Text that may wrap only after each `separator` (a `<wbr>` there), not in the middle of a word. */
 const wrapAfter = (text: string, separator: string): Html =>
@@ -139,13 +131,13 @@ export const textField = (input: {
     ${message}`;
 };
 
-/** A labelled choice; `selected` undefined selects the option whose value is empty. */
+/** A labelled choice (`filter-‹name›` unless `id` is given); undefined selects the option whose value is empty. */
 export const select = (
-  id: string,
   label: string,
   name: string,
   options: readonly (readonly [value: string, text: string])[],
   selected: string | undefined,
+  id = `filter-${name}`,
 ): Html =>
   html`<label for="${id}"
     >${label}
@@ -255,13 +247,12 @@ export const layout = ({ title, branchId, current, scripts = [], body }: Layout)
     </body>
   </html>`}\n`;
 
-export const messagePage = (title: string, message: string, branchId?: string): string =>
+export const messagePage = (title: string, message: string): string =>
   layout({
     title,
-    ...(branchId ? { branchId } : {}),
     body: html`<h1>${title}</h1>
       <p>${message}</p>
-      <p><a href="${branchId ? branchPath(branchId) : '/'}">Back to the console</a></p>`,
+      <p><a href="/">Back to the console</a></p>`,
   });
 
 export const homePage = (branches: readonly { id: string; name?: string | undefined }[], error?: string): string =>

@@ -61,14 +61,15 @@ export const queryValue = (c: Context, name: string): string | undefined => {
   return trimmed;
 };
 
-/** A query parameter that must be one the page offers (`offered` says so): otherwise a 400 saying `refusal`. */
-export const queryChoice = (
+/** A query parameter that must be one the page offers (one of `offered`, or one it accepts): otherwise a 400. */
+export const queryChoice = <T extends string>(
   c: Context,
   name: string,
-  offered: (value: string) => boolean,
+  offered: readonly T[] | ((value: string) => boolean),
   refusal = (value: string) => `No ${name} "${value}".`,
-): string | undefined => {
+): T | undefined => {
   const value = queryValue(c, name);
-  if (value !== undefined && !offered(value)) throw new Refusal(400, 'Bad request', refusal(value));
-  return value;
+  const accepted = typeof offered === 'function' ? offered : (v: string) => (offered as readonly string[]).includes(v);
+  if (value !== undefined && !accepted(value)) throw new Refusal(400, 'Bad request', refusal(value));
+  return value as T | undefined;
 };

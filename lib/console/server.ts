@@ -127,13 +127,10 @@ const failurePage = (error: unknown): [ContentfulStatusCode, title: string, mess
 };
 
 /** What the app answers with, known once the server listens (the port may be 0). */
-interface ConsoleSetup {
-  ctx: OperatorContext;
-  sessions: Sessions;
-  branches: readonly string[];
+type ConsoleSetup = Pick<ConsoleEnv['Variables'], 'ctx' | 'sessions' | 'branches'> & {
   hosts: Set<string>;
   log: (line: string) => void;
-}
+};
 
 const MISDIRECTED = 'Misdirected request: this console answers only on its own address.\n';
 

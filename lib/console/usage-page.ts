@@ -16,6 +16,7 @@ import {
   time,
   withQuery,
   type Html,
+  type HtmlValue,
 } from './layout';
 import { callRoute, durationText, percentileText } from '../operator/format';
 import { MAX_QUERY_VALUE_LENGTH } from './refusals';
@@ -66,41 +67,16 @@ export const newerTrail = (positions: readonly string[]): string[] => {
   return kept;
 };
 
-const filterForm = (input: UsagePageInput): Html =>
-  html`<form method="get" action="${branchPath(input.branchId, 'usage')}" class="filters">
+const filterForm = (input: UsagePageInput): Html => {
+  const keys = input.keys.map((k) => [k.key_id, `${k.name} (${k.start}…)`] as const);
+  const routes = ROUTE_CHOICES.map((route) => [route, route === '$default' ? 'Unknown routes' : route] as const);
+  const periods = Object.entries(PERIODS).map(([value, p]) => [value, p.label] as const);
+  return html`<form method="get" action="${branchPath(input.branchId, 'usage')}" class="filters">
+    ${select('Key', 'key', [['', 'All keys'], ...keys], input.keyId)}
+    ${select('Status', 'status', [['', 'Any status'], ...STATUS_CLASSES.map((cls) => [cls, cls] as const)], input.status)}
+    ${select('Route', 'route', [['', 'Any route'], ...routes], input.route)}
+    ${select('Period', 'period', periods, input.period)}
     ${select(
-      'filter-key',
-      'Key',
-      'key',
-      [['', 'All keys'], ...input.keys.map((k) => [k.key_id, `${k.name} (${k.start}…)`] as const)],
-      input.keyId,
-    )}
-    ${select(
-      'filter-status',
-      'Status',
-      'status',
-      [['', 'Any status'], ...STATUS_CLASSES.map((cls) => [cls, cls] as const)],
-      input.status,
-    )}
-    ${select(
-      'filter-route',
-      'Route',
-      'route',
-      [
-        ['', 'Any route'],
-        ...ROUTE_CHOICES.map((route) => [route, route === '$default' ? 'Unknown routes' : route] as const),
-      ],
-      input.route,
-    )}
-    ${select(
-      'filter-period',
-      'Period',
-      'period',
-      Object.entries(PERIODS).map(([value, p]) => [value, p.label] as const),
-      input.period,
-    )}
-    ${select(
-      'filter-bucket',
       'Calls per',
       'bucket',
       [
@@ -111,6 +87,7 @@ const filterForm = (input: UsagePageInput): Html =>
     )}
     <button type="submit">Apply filters</button>
   </form>`;
+};
 
 const chartTable = (chart: UsageChart): Html =>
   html`<details>
@@ -197,30 +174,28 @@ const chartSection = (input: UsagePageInput): Html => {
 };
 
 /** A call's whole record, in a panel that opens over the rows below (wide enough for the request id). */
-const callDetails = (r: LoggedCall, key: string): Html =>
-  html`<details class="call">
+const callDetails = (r: LoggedCall, key: string): Html => {
+  const rows: [string, HtmlValue][] = [
+    ['Request id', html`<code class="request-id">${r.request_id}</code>`],
+    ['Key', html`${key} <code>${r.key_id}</code>`],
+    ['Raw path', html`${r.method} <code class="path">${pathText(r.path)}</code>`],
+    ['Route', html`<code>${r.route}</code>`],
+    ['Status', r.status],
+    ['Duration', durationText(r.response_time_ms)],
+    ['Caller IP', r.source_ip ? ipText(r.source_ip) : 'not recorded'],
+    ['Time', html`${time(r.timestamp, '—', { seconds: true })} <small><code>${r.timestamp}</code></small>`],
+  ];
+  return html`<details class="call">
     <summary aria-label="Details of call ${r.request_id}">Details</summary>
     <dl>
-      <dt>Request id</dt>
-      <dd><code class="request-id">${r.request_id}</code></dd>
-      <dt>Key</dt>
-      <dd>${key} <code>${r.key_id}</code></dd>
-      <dt>Raw path</dt>
-      <dd>${r.method} <code class="path">${pathText(r.path)}</code></dd>
-      <dt>Route</dt>
-      <dd><code>${r.route}</code></dd>
-      <dt>Status</dt>
-      <dd>${r.status}</dd>
-      <dt>Duration</dt>
-      <dd>${durationText(r.response_time_ms)}</dd>
-      <dt>Caller IP</dt>
-      <dd>${r.source_ip ? ipText(r.source_ip) : 'not recorded'}</dd>
-      <dt>Time</dt>
-      <dd>
-        ${time(r.timestamp, '—', { seconds: true })} <small><code>${r.timestamp}</code></small>
-      </dd>
+      ${rows.map(
+        ([term, detail]) =>
+          html`<dt>${term}</dt>
+            <dd>${detail}</dd>`,
+      )}
     </dl>
   </details>`;
+};
 
 /**
  * One call a row on a laptop (time, key, route, status, duration, details), two short lines on a
@@ -266,15 +241,10 @@ const logPager = (usagePath: string, filters: Record<string, string | undefined>
 };
 
 const logSection = (input: UsagePageInput): Html => {
-  const filters = {
-    key: input.keyId,
-    status: input.status,
-    route: input.route,
-    period: input.period,
-    bucket: input.bucket,
-  };
+  const { keyId: key, status, route, period, bucket } = input;
+  const filters = { key, status, route, period, bucket };
   const usagePath = branchPath(input.branchId, 'usage');
-  const filtered = input.status !== undefined || input.route !== undefined;
+  const filtered = status !== undefined || route !== undefined;
   return html`<section aria-labelledby="log-title">
     <h2 id="log-title">Log</h2>
     <p>

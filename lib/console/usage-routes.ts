@@ -26,24 +26,14 @@ import {
 const usageFilters = async (c: ConsoleContext) => {
   const branchId = c.req.param('branch')!;
   const keys = await c.var.ctx.keys.listByBranch(branchId);
-  const period = (queryChoice(c, 'period', (p) => Object.hasOwn(PERIODS, p)) ?? DEFAULT_PERIOD) as Period;
+  const period = queryChoice(c, 'period', Object.keys(PERIODS) as Period[]) ?? DEFAULT_PERIOD;
   const keyId = queryValue(c, 'key');
   if (keyId !== undefined && !keys.some((k) => k.key_id === keyId))
     throw notFound(`Branch ${branchId} has no key ${keyId}.`);
   const status = queryChoice(c, 'status', isStatusFilter);
-  const route = queryChoice(c, 'route', (route) => ROUTE_CHOICES.includes(route));
-  const bucket = queryChoice(
-    c,
-    'bucket',
-    (b) => b === 'hour' || b === 'day',
-    () => 'Calls are counted per hour or day.',
-  );
-  const filters: UsageFilters = {
-    branchId,
-    period,
-    bucket: (bucket as Bucket) ?? PERIODS[period].bucket,
-    now: new Date(),
-  };
+  const route = queryChoice(c, 'route', ROUTE_CHOICES);
+  const bucket = queryChoice<Bucket>(c, 'bucket', ['hour', 'day'], () => 'Calls are counted per hour or day.');
+  const filters: UsageFilters = { branchId, period, bucket: bucket ?? PERIODS[period].bucket, now: new Date() };
   return { keys, filters: { ...filters, keyId, status, route } };
 };
 
