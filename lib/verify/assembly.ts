@@ -16,70 +16,12 @@ export type Json = Record<string, any>;
 export const LOCAL_ACCOUNT = '000000000000';
 export const LOCAL_REGION = 'us-east-1';
 
-export interface TemplateTable {
-  logicalId: string;
-  /** Name on the local DynamoDB. */
-  name: string;
-  arn: string;
-  properties: Json;
-  indexes: string[];
-  streamArn?: string;
-}
-
-export interface TemplateFunction {
-  logicalId: string;
-  /** Directory of the bundled code (the asset CloudFormation uploads). */
-  codeDir: string;
-  /** `index.handler`: module and export. */
-  handler: string;
-  runtime: string;
-  memorySize: number;
-  /** Seconds Lambda lets one invocation run (the template's Timeout, default 3). */
-  timeoutSeconds: number;
-  /** The environment with every reference resolved; `undefined` where it could not be. */
-  environment: Record<string, string | undefined>;
-  roleLogicalId?: string;
-}
-
-export interface TemplateRoute {
-  logicalId: string;
-  routeKey: string;
-  functionLogicalId: string;
-}
-
-export interface EventSourceMapping {
-  logicalId: string;
-  functionLogicalId: string;
-  /** The table whose stream feeds the function. */
-  tableLogicalId: string;
-  batchSize: number;
-  /** Times Lambda delivers a failing batch again (MaximumRetryAttempts; absent: until the record expires). */
-  retryAttempts?: number;
-  /** The patterns of its filter (a record passes when one matches); absent: every record. */
-  filters?: Json[];
-}
-
-export interface TemplateAlarm {
-  logicalId: string;
-  metrics: { namespace: string; name: string; dimensions: Record<string, string | undefined> }[];
-}
-
-export interface Assembly {
-  stack: string;
-  /** The template as synthesized (the stack's nag rules read it through CfnInclude). */
-  template: Json;
-  resources: Record<string, Json>;
-  /** Output name → its value as DescribeStacks answers it, resolved to this run's names (none when it can't be). */
-  outputs: Record<string, string>;
-  tables: TemplateTable[];
-  functions: TemplateFunction[];
-  routes: TemplateRoute[];
-  stageName: string;
-  mappings: EventSourceMapping[];
-  alarms: TemplateAlarm[];
-  /** Every statement of each role (Allow and Deny), resources resolved, by role logical id. */
-  statements: Map<string, Statement[]>;
-}
+/** One stack's template as the verifier reads it (`assemblyOf`). */
+export type Assembly = ReturnType<typeof assemblyOf>;
+export type TemplateTable = Assembly['tables'][number];
+export type TemplateFunction = Assembly['functions'][number];
+export type TemplateRoute = Assembly['routes'][number];
+export type TemplateAlarm = Assembly['alarms'][number];
 
 const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : ([value].flat() as T[]));
 
@@ -165,7 +107,7 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
 };
 
 /** Every statement of each role (inline, then attached policies), its resources resolved. */
-const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Resolver): Map<string, Statement[]> => {
+const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Resolver) => {
   const statements = new Map<string, Statement[]>();
   const addStatements = (roleId: string, document: Json | undefined, policy: string) => {
     const resolved = (value: unknown) =>
@@ -188,13 +130,16 @@ const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Reso
   return statements;
 };
 
-/** Each event source mapping that reads a table's stream. */
+/**
+ * Each event source mapping that reads a table's stream: its batch size, the times Lambda delivers
+ * a failing batch again (absent: until the record expires), its filter patterns (absent: every record).
+ */
 const mappingsOf = (
   ofType: (type: string) => [string, Json][],
   resolver: Resolver,
   functionOf: (value: Json | undefined) => string | undefined,
-): EventSourceMapping[] =>
-  ofType('AWS::Lambda::EventSourceMapping').flatMap(([logicalId, { Properties: p }]): EventSourceMapping[] => {
+) =>
+  ofType('AWS::Lambda::EventSourceMapping').flatMap(([logicalId, { Properties: p }]) => {
     const functionLogicalId = functionOf(p.FunctionName) ?? resolver.resolve(p.FunctionName);
     const [tableLogicalId, attribute] = asArray<string>(p.EventSourceArn?.['Fn::GetAtt']);
     if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
@@ -217,7 +162,7 @@ const mappingsOf = (
   });
 
 /** One stack's template read as the verifier sees it; `dir` is the assembly holding its code assets. */
-export const assemblyOf = (stack: string, template: Json, dir: string): Assembly => {
+export const assemblyOf = (stack: string, template: Json, dir: string) => {
   const resources = (template?.Resources ?? {}) as Record<string, Json>;
   const resolver = new Resolver(resources);
   const ofType = (type: string): [string, Json][] =>

@@ -2,7 +2,7 @@
  * A stand-in EventBridge endpoint for the functions and the operator tooling the verifier runs: it
  * accepts every PutEvents (so a function whose work waits on its event being sent, the key actions
  * finisher, runs its whole path). Which roles may put on which bus is
- * checked from the template (lib/verify/leak-scenario.ts); given a policy, it refuses a put on a
+ * checked from the template (lib/verify/scenario.ts); given a policy, it refuses a put on a
  * bus the policy does not allow, as EventBridge does.
  */
 import { randomUUID } from 'node:crypto';

@@ -17,11 +17,8 @@ export interface DynamoOperation {
   index?: string;
 }
 
-/** One item changed in a streamed table, as its stream would show it (DynamoDB JSON images). */
-export interface CapturedWrite extends Omit<CapturedChange, 'eventName'> {
-  /** When the request arrived (process clock): orders the changes of every function. */
-  at: bigint;
-}
+/** One item changed in a streamed table, and when its request arrived (orders the changes of every function). */
+export type CapturedWrite = CapturedChange & { at: bigint };
 
 const WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
 
@@ -156,7 +153,7 @@ export const startRecordingProxy = async (
     const at = process.hrtime.bigint();
     if (capture.touches(action, parsed)) {
       const answer = await capture.write(request, body, action, parsed, (changes) =>
-        proxy.writes.push(...changes.map(({ eventName: _event, ...change }) => ({ ...change, at }))),
+        proxy.writes.push(...changes.map((change) => ({ ...change, at }))),
       );
       response.writeHead(answer.statusCode, answer.headers);
       return void response.end(answer.body);

@@ -22,8 +22,18 @@ import { checkTemplate, TEMPLATE_CHECK_COUNT } from './template-checks';
 import { startEventBusStandIn, type StandIn } from './event-bus';
 import { startFunction, type FunctionHost } from './function-host';
 import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
-import { scheduledEvent, scheduledFunctions, useOwnSigningKey, type Signer } from './leak-scenario';
-import { buildScenario, errorCodeOf, routeMatcher, streamRecordsOf, tableNamesOf, type Case } from './scenario';
+import {
+  buildScenario,
+  errorCodeOf,
+  routeMatcher,
+  scheduledEvent,
+  scheduledFunctions,
+  streamRecordsOf,
+  tableNamesOf,
+  useOwnSigningKey,
+  type Case,
+  type Signer,
+} from './scenario';
 
 export interface VerifyReport {
   stack: string;
@@ -71,7 +81,7 @@ interface Run {
   defects: Defect[];
   /** Request id → the template route that served it (not `$default`). */
   served: Map<string, TemplateRoute>;
-  /** Signs secret scanning reports with the run's own key pair (lib/verify/leak-scenario.ts). */
+  /** Signs secret scanning reports with the run's own key pair (lib/verify/scenario.ts). */
   signed: Signer;
   /** The scenario's own writes (its keys, as the operator tooling leaves them), fed to the streams too. */
   scenario: RecordingProxy;
