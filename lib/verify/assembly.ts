@@ -198,6 +198,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string) => {
       arn: resolver.tableArn(logicalId),
       properties: Properties,
       indexes: asArray<Json>(Properties.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
+      keyAttributes: asArray<Json>(Properties.KeySchema).map((key) => String(key.AttributeName)),
       ...(Properties.StreamSpecification ? { streamArn: `${resolver.tableArn(logicalId)}/stream/local` } : {}),
     })),
     functions: ofType('AWS::Lambda::Function').map(([logicalId, { Properties, Metadata }]) => {
