@@ -29,7 +29,6 @@ export const forwardRequest = (
   request: IncomingMessage,
   response: ServerResponse,
   body: Buffer,
-  onAnswer?: (statusCode: number) => void,
   onSettled?: () => void,
 ): void => {
   const out = httpRequest(
@@ -41,7 +40,6 @@ export const forwardRequest = (
       headers: { ...request.headers, host: upstream.host },
     },
     (answer) => {
-      onAnswer?.(answer.statusCode ?? 502);
       response.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(response);
     },
