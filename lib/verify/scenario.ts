@@ -87,12 +87,7 @@ export const errorCodeOf = (body: string | undefined): string | undefined => {
 };
 
 /** The keys the scenario calls with, one per way a key can be refused (and one that is accepted). */
-type ScenarioKeys = Record<
-  'read' | 'noScope' | 'expired' | 'revoked' | 'disabled' | 'elsewhere' | 'limited' | 'leaked',
-  string
->;
-
-const createKeys = async (repositories: Repositories, branchId: string): Promise<ScenarioKeys> => {
+const createKeys = async (repositories: Repositories, branchId: string) => {
   const make = (name: string, extra: Partial<CreateKeyInput> = {}) =>
     repositories.keys.create({ branchId, scopes: ['read'], name, ...extra });
   const created = {
@@ -124,8 +119,12 @@ const createKeys = async (repositories: Repositories, branchId: string): Promise
   }
   // Expires within days: the daily Key Expiring run has one key to tell about.
   await make('verify expiring', { expiresAt: new Date(Date.now() + 3 * 24 * 3600_000) });
-  return Object.fromEntries(Object.entries(created).map(([role, { key }]) => [role, key])) as ScenarioKeys;
+  return Object.fromEntries(Object.entries(created).map(([role, { key }]) => [role, key])) as Record<
+    keyof typeof created,
+    string
+  >;
 };
+type ScenarioKeys = Awaited<ReturnType<typeof createKeys>>;
 
 /** Signs a report body as GitHub does: the headers that go with it. */
 export type Signer = (body: string) => Record<string, string>;
