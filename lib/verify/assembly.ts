@@ -8,10 +8,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import type { Statement } from '../infra/nag/iam';
+import { asList, type Json } from '../infra/nag/rule';
 
-/** CloudFormation and DynamoDB JSON, whose shape depends on the resource type or the request. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Json = Record<string, any>;
+export type { Json };
 
 export const LOCAL_ACCOUNT = '000000000000';
 export const LOCAL_REGION = 'us-east-1';
@@ -22,8 +21,6 @@ export type TemplateTable = Assembly['tables'][number];
 export type TemplateFunction = Assembly['functions'][number];
 export type TemplateRoute = Assembly['routes'][number];
 export type TemplateAlarm = Assembly['alarms'][number];
-
-const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : ([value].flat() as T[]));
 
 const PSEUDO: Record<string, string> = {
   'AWS::Region': LOCAL_REGION,
@@ -46,9 +43,9 @@ class Resolver {
     if (['string', 'number', 'boolean'].includes(typeof value)) return String(value);
     const node = (value ?? {}) as Json;
     if ('Ref' in node) return this.ref(String(node.Ref));
-    if ('Fn::GetAtt' in node) return this.getAtt(...(asArray<string>(node['Fn::GetAtt']) as [string, string]));
+    if ('Fn::GetAtt' in node) return this.getAtt(...(asList<string>(node['Fn::GetAtt']) as [string, string]));
     if ('Fn::Join' in node) {
-      const parts = asArray<unknown>(node['Fn::Join'][1]).map((part) => this.resolve(part));
+      const parts = asList<unknown>(node['Fn::Join'][1]).map((part) => this.resolve(part));
       return parts.includes(undefined) ? undefined : parts.join(node['Fn::Join'][0]);
     }
     if (typeof node['Fn::Sub'] !== 'string') return undefined;
@@ -111,10 +108,10 @@ const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Reso
   const statements = new Map<string, Statement[]>();
   const addStatements = (roleId: string, document: Json | undefined, policy: string) => {
     const resolved = (value: unknown) =>
-      value === undefined ? undefined : asArray(value).map((one) => resolver.resolve(one) ?? '?');
+      value === undefined ? undefined : asList(value).map((one) => resolver.resolve(one) ?? '?');
     statements.set(roleId, [
       ...(statements.get(roleId) ?? []),
-      ...asArray<Json>(document?.Statement).map((statement, i) => ({
+      ...asList<Json>(document?.Statement).map((statement, i) => ({
         ...statement,
         Resource: resolved(statement.Resource),
         NotResource: resolved(statement.NotResource),
@@ -123,9 +120,9 @@ const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Reso
     ]);
   };
   for (const [id, { Properties }] of ofType('AWS::IAM::Role'))
-    for (const policy of asArray<Json>(Properties.Policies)) addStatements(id, policy.PolicyDocument, id);
+    for (const policy of asList<Json>(Properties.Policies)) addStatements(id, policy.PolicyDocument, id);
   for (const [id, { Properties }] of ofType('AWS::IAM::Policy'))
-    for (const role of asArray<Json>(Properties.Roles))
+    for (const role of asList<Json>(Properties.Roles))
       if (typeof role?.Ref === 'string') addStatements(role.Ref, Properties.PolicyDocument, id);
   return statements;
 };
@@ -141,11 +138,11 @@ const mappingsOf = (
 ) =>
   ofType('AWS::Lambda::EventSourceMapping').flatMap(([logicalId, { Properties: p }]) => {
     const functionLogicalId = functionOf(p.FunctionName) ?? resolver.resolve(p.FunctionName);
-    const [tableLogicalId, attribute] = asArray<string>(p.EventSourceArn?.['Fn::GetAtt']);
+    const [tableLogicalId, attribute] = asList<string>(p.EventSourceArn?.['Fn::GetAtt']);
     if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
     let filters: Json[] | undefined;
     try {
-      filters = asArray<Json>(p.FilterCriteria?.Filters).map((filter) => JSON.parse(String(filter.Pattern)) as Json);
+      filters = asList<Json>(p.FilterCriteria?.Filters).map((filter) => JSON.parse(String(filter.Pattern)) as Json);
     } catch {
       // An unreadable filter lets every record through (the stream-filter rule names it).
     }
@@ -171,14 +168,14 @@ export const assemblyOf = (stack: string, template: Json, dir: string) => {
       .map(([id, resource]) => [id, { ...resource, Properties: resource.Properties ?? {} }]);
   /** The logical id of the function a reference (GetAtt or Ref) points at. */
   const functionOf = (value: Json | undefined): string | undefined =>
-    [value?.Ref, asArray<string>(value?.['Fn::GetAtt'])[0]].find(
+    [value?.Ref, asList<string>(value?.['Fn::GetAtt'])[0]].find(
       (id) => typeof id === 'string' && resources[id]?.Type === 'AWS::Lambda::Function',
     );
   const metricOf = (metric: Json) => ({
     namespace: String(metric.Namespace),
     name: String(metric.MetricName),
     dimensions: Object.fromEntries(
-      asArray<Json>(metric.Dimensions).map((d) => [String(d.Name), resolver.resolve(d.Value)]),
+      asList<Json>(metric.Dimensions).map((d) => [String(d.Name), resolver.resolve(d.Value)]),
     ),
   });
   const statements = statementsOf(ofType, resolver);
@@ -197,8 +194,8 @@ export const assemblyOf = (stack: string, template: Json, dir: string) => {
       name: resolver.tableName(logicalId),
       arn: resolver.tableArn(logicalId),
       properties: Properties,
-      indexes: asArray<Json>(Properties.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
-      keyAttributes: asArray<Json>(Properties.KeySchema).map((key) => String(key.AttributeName)),
+      indexes: asList<Json>(Properties.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
+      keyAttributes: asList<Json>(Properties.KeySchema).map((key) => String(key.AttributeName)),
       ...(Properties.StreamSpecification ? { streamArn: `${resolver.tableArn(logicalId)}/stream/local` } : {}),
     })),
     functions: ofType('AWS::Lambda::Function').map(([logicalId, { Properties, Metadata }]) => {
@@ -206,7 +203,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string) => {
       const s3Key =
         typeof Properties.Code?.S3Key === 'string' ? `asset.${Properties.Code.S3Key.replace(/\.zip$/, '')}` : undefined;
       const assetPath = (Metadata?.['aws:asset:path'] as string | undefined) ?? s3Key;
-      const roleLogicalId = asArray<string>(Properties.Role?.['Fn::GetAtt'])[0];
+      const roleLogicalId = asList<string>(Properties.Role?.['Fn::GetAtt'])[0];
       return {
         logicalId,
         codeDir: assetPath ? join(dir, assetPath) : '',
@@ -234,7 +231,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string) => {
       logicalId,
       metrics: p.MetricName
         ? [metricOf(p)]
-        : asArray<Json>(p.Metrics).flatMap((query) => (query.MetricStat ? [metricOf(query.MetricStat.Metric)] : [])),
+        : asList<Json>(p.Metrics).flatMap((query) => (query.MetricStat ? [metricOf(query.MetricStat.Metric)] : [])),
     })),
     statements,
   };

@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import pLimit from 'p-limit';
 import { buildContext } from '../local/events';
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Json, type TemplateFunction } from './assembly';
-import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
+import { startRecordingProxy } from './recording-proxy';
 
 const RUNNER = join(import.meta.dirname, 'function-runner.mjs');
 
@@ -21,7 +21,7 @@ export interface EmittedMetric {
   dimensions: Record<string, string>;
 }
 
-export interface InvokeOutcome {
+interface InvokeOutcome {
   result?: unknown;
   /** Set when the handler threw (Lambda would report a function error). */
   error?: string;
@@ -31,7 +31,7 @@ export interface InvokeOutcome {
 export type FunctionHost = Awaited<ReturnType<typeof startFunction>>;
 
 /** Metrics declared by one EMF log line (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html). */
-export const metricsOfLine = (line: string): EmittedMetric[] => {
+const metricsOfLine = (line: string): EmittedMetric[] => {
   let entry: Json;
   try {
     entry = JSON.parse(line);

@@ -30,8 +30,6 @@ import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
 import { startRecordingProxy } from './recording-proxy';
 import { EMBEDDED_DYNAMODB_DEADLINE_MS } from './function-host';
 
-export const OPERATOR_PROOF_CHECK = 'operator-proof';
-
 export interface OperatorProofInput {
   assembly: Assembly;
   /** The embedded DynamoDB holding the stack's tables. */
@@ -257,7 +255,7 @@ class OperatorProof {
   /** One line per distinct reason, naming every command that met it (a missing output fails them all alike). */
   defects(): Defect[] {
     return [...this.refusals].map(([reason, labels]) => ({
-      check: OPERATOR_PROOF_CHECK,
+      check: 'operator-proof',
       resource: [...labels].join(', '),
       reason,
     }));
