@@ -17,7 +17,7 @@ const eventBusArn = (name: string): string =>
 
 const PUT_EVENTS = 'events:PutEvents';
 
-/** An HTTP stand-in on a free local port (for AWS_ENDPOINT_URL_EVENTBRIDGE or _STS), answering each request's body with `answer`. */
+/** A stand-in on a free local port (AWS_ENDPOINT_URL_EVENTBRIDGE, _STS) answering each request's body. */
 const standIn = async (answer: (body: string) => { status?: number; type?: string; body: string }) => {
   const server = createServer(async (request, response) => {
     const { status = 200, type = 'application/x-amz-json-1.1', body } = answer((await readBody(request)).toString());
