@@ -13,17 +13,14 @@ import { listen } from './listen';
 import type { StreamChange } from './stream-events';
 import { ShardedDelivery, type DeliveryOptions, type DeliveryStats } from './stream-delivery';
 
-export interface ChangeFeedOptions extends Pick<
-  DeliveryOptions,
-  'shards' | 'batchSize' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts' | 'maxPending' | 'storeDown'
-> {
+/** The feed's options: its delivery's (./stream-delivery.ts), of which only `handler` is required, and its own. */
+export interface ChangeFeedOptions extends Omit<DeliveryOptions, 'tableArn' | 'setAside' | 'onError'> {
   /** The DynamoDB the proxy forwards to. */
   target: string;
   /** The table whose writes are fed. */
   tableName: string;
   /** Its key attributes, partition key first (to turn an item into the stream record's `Keys`). */
   keyAttributes: readonly string[];
-  handler: DeliveryOptions['handler'];
   /** Keeps a record that failed every delivery (the dead-letter store). @default: dropped, reported to onError */
   setAside?: DeliveryOptions['setAside'];
   /**
@@ -67,31 +64,18 @@ export const sequenceFrom = (startedAt: Date) => {
   return (): string => (base + (count += 1n)).toString();
 };
 
-const DELIVERY_OPTIONS = [
-  'shards',
-  'batchSize',
-  'batchWindowMs',
-  'retryDelayMs',
-  'maxAttempts',
-  'maxPending',
-  'storeDown',
-] as const;
-
 export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
   const { target, tableName, keyAttributes } = options;
   const onError = options.onError ?? (() => undefined);
   const capture = startChangeCapture(target, new Map([[tableName, keyAttributes]]));
   // Per shard, in order, retried from the first failure, set aside after the last attempt.
   const delivery = new ShardedDelivery({
+    ...options,
     tableArn: `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
-    handler: options.handler,
     setAside:
       options.setAside ??
       (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
     onError,
-    ...Object.fromEntries(
-      DELIVERY_OPTIONS.flatMap((name) => (options[name] === undefined ? [] : [[name, options[name]]])),
-    ),
   });
   const nextSequence = sequenceFrom(options.startedAt ?? new Date());
   const aroundWrite = options.aroundWrite ?? ((_puts, write) => write());

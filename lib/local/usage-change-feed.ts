@@ -18,7 +18,7 @@ import { operatorTableNames } from '../operator/context';
 import { rebuildRollups } from '../operator/usage-rebuild';
 import { usageRetentionDays } from '../operator/usage-rollups';
 import { startChangeFeed, type ChangeFeed, type ChangeFeedOptions } from './change-feed';
-import type { Item } from './change-capture';
+import { createKeyLocks, type Item } from './change-capture';
 import { buildContext } from './events';
 import { loadHandler } from './functions';
 import { invokeFunction } from './invoke';
@@ -103,14 +103,9 @@ const hourOfItem = (item: Item | undefined): string | undefined => {
 const crashMarks = (rollups: RollupsRepository, onError: (error: unknown) => void) => {
   const marked = new Map<string, Promise<void>>();
   const inFlight = new Map<string, number>();
-  const turns = new Map<string, Promise<unknown>>();
-  const inTurn = (mark: string, operation: (branchId: string, hour: string) => Promise<void>) => {
-    const [branchId, hour] = JSON.parse(mark) as [string, string];
-    const done = (turns.get(mark) ?? Promise.resolve()).then(() => operation(branchId, hour));
-    const turn = done.catch(() => undefined).then(() => void (turns.get(mark) === turn && turns.delete(mark)));
-    turns.set(mark, turn);
-    return done;
-  };
+  const exclusive = createKeyLocks();
+  const inTurn = (mark: string, operation: (branchId: string, hour: string) => Promise<void>) =>
+    exclusive([mark], () => operation(...(JSON.parse(mark) as [string, string])));
   const mark = (text: string) => {
     let put = marked.get(text);
     if (!put) {
