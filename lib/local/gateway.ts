@@ -51,10 +51,6 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export class PortInUseError extends Error {
-  override name = 'PortInUseError';
-}
-
 /** Imports every handler once, as a Lambda container would at init. */
 const loadFunctions = async () => ({
   byRoute: new Map(
@@ -149,17 +145,13 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
   });
   answerOversizedHeaders(server);
   server.keepAliveTimeout = 5_000;
-  let port: number;
-  try {
-    port = await listen(server, options.port ?? LOCAL_API_PORT, host);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new PortInUseError(`Port ${options.port} on ${host} is already in use; set PORT to another port`, {
-        cause: error,
-      });
-    }
-    throw error;
-  }
+  const asked = options.port ?? LOCAL_API_PORT;
+  const port = await listen(
+    server,
+    asked,
+    host,
+    `Port ${asked} on ${host} is already in use; set PORT to another port`,
+  );
   return {
     baseUrl: `http://${host}:${port}/${LOCAL_STAGE}`,
     port,
