@@ -10,7 +10,6 @@ import { operationOf, parseBody, startChangeCapture, type Item } from './change-
 import { fromBrowser, refuse } from './dynamo';
 import { forwardRequest, readBody } from './forward';
 import { listen } from './listen';
-import type { StreamChange } from './stream-events';
 import { ShardedDelivery, type DeliveryOptions, type DeliveryStats } from './stream-delivery';
 
 /** The feed's options: its delivery's (./stream-delivery.ts), of which only `handler` is required, and its own. */
@@ -42,17 +41,7 @@ export interface ChangeFeedOptions extends Omit<DeliveryOptions, 'tableArn' | 's
   startedAt?: Date;
 }
 
-export interface ChangeFeed {
-  endpoint: string;
-  port: number;
-  /** Delivers everything observed so far without waiting out the window; resolves once it is delivered or set aside. */
-  drain(): Promise<void>;
-  /** The changes still to deliver (at most `maxPending` and the writes in flight). */
-  pending(): StreamChange[];
-  /** Delivered and set-aside changes. */
-  stats(): DeliveryStats;
-  close(): Promise<void>;
-}
+export type ChangeFeed = Awaited<ReturnType<typeof startChangeFeed>>;
 
 /**
  * Sequence numbers that keep growing across restarts, as a stream's do: the feed's start in ms,
@@ -64,7 +53,7 @@ export const sequenceFrom = (startedAt: Date) => {
   return (): string => (base + (count += 1n)).toString();
 };
 
-export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
+export const startChangeFeed = async (options: ChangeFeedOptions) => {
   const { target, tableName, keyAttributes } = options;
   const onError = options.onError ?? (() => undefined);
   const capture = startChangeCapture(target, new Map([[tableName, keyAttributes]]));
@@ -125,9 +114,12 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
   return {
     endpoint: `http://${options.host ?? '127.0.0.1'}:${port}`,
     port,
+    /** Delivers everything observed so far without waiting out the window; resolves once it is delivered or set aside. */
     drain: () => delivery.drain(),
+    /** The changes still to deliver (at most `maxPending` and the writes in flight). */
     pending: () => delivery.pending(),
-    stats: () => delivery.stats(),
+    /** Delivered and set-aside changes. */
+    stats: (): DeliveryStats => delivery.stats(),
     close: async () => {
       delivery.close();
       capture.close();

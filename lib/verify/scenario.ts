@@ -105,12 +105,8 @@ const createKeys = async (repositories: Repositories, branchId: string) => {
     leaked: await make('verify leaked'),
   };
   await repositories.keys.revoke(created.revoked.record.key_id);
-  await repositories.keys.disable({
-    keyId: created.disabled.record.key_id,
-    branchId,
-    now: new Date(),
-    actor: 'verify',
-  });
+  const disabled = { keyId: created.disabled.record.key_id, branchId, now: new Date(), actor: 'verify' };
+  await repositories.keys.disable(disabled);
   // Its counter full in this hour and the next two: a run crossing the hour gets the same answers.
   const hour = 3600;
   const thisHour = Math.floor(Date.now() / 1000 / hour) * hour;

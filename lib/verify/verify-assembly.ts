@@ -281,11 +281,10 @@ export const createTemplateTables = async (raw: DynamoDBClient, assembly: Assemb
 const startFunctions = async ({ assembly, hosts, defects, eventBus }: Run, endpoint: string) => {
   const streamed = streamedTables(assembly);
   for (const fn of assembly.functions) {
-    for (const [name] of Object.entries(fn.environment).filter(([, value]) => value === undefined))
-      defects.push({
-        resource: fn.logicalId,
-        reason: `environment variable ${name} refers to something that cannot be resolved`,
-      });
+    for (const [name, value] of Object.entries(fn.environment)) {
+      const reason = `environment variable ${name} refers to something that cannot be resolved`;
+      if (value === undefined) defects.push({ resource: fn.logicalId, reason });
+    }
     const host = await startFunction(fn, endpoint, streamed, eventBus.endpoint);
     hosts.set(fn.logicalId, host);
     if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });
