@@ -17,7 +17,7 @@ import type { OperatorContext } from '../operator/context';
 import { operatorTableNames } from '../operator/context';
 import { rebuildRollups } from '../operator/usage-rebuild';
 import { usageRetentionDays } from '../operator/usage-rollups';
-import { startChangeFeed, type ChangeFeed, type ChangeFeedOptions } from './change-feed';
+import { startChangeFeed, type ChangeFeedOptions } from './change-feed';
 import { createKeyLocks, type Item } from './change-capture';
 import { buildContext } from './events';
 import { loadHandler } from './functions';
@@ -36,13 +36,7 @@ export interface UsageChangeFeedOptions extends Pick<
   rollupsTable?: string;
 }
 
-export interface UsageChangeFeed extends ChangeFeed {
-  /**
-   * Recounts the hours a run before it left marked (it stopped before applying their calls); the
-   * feed's writes wait meanwhile. Call once the tables exist.
-   */
-  begin(ctx: OperatorContext): Promise<Recovery | undefined>;
-}
+export type UsageChangeFeed = Awaited<ReturnType<typeof startUsageChangeFeed>>;
 
 /** What a start did about a run that ended without applying every call. */
 export interface Recovery {
@@ -177,7 +171,7 @@ const recount = async (ctx: OperatorContext, rollups: RollupsRepository): Promis
  * invoked as Lambda would. Its module is loaded at the first delivery, when the environment
  * (ROLLUPS_TABLE, DYNAMODB_ENDPOINT) is set, as Lambda loads it with the function's configuration.
  */
-export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Promise<UsageChangeFeed> => {
+export const startUsageChangeFeed = async (options: UsageChangeFeedOptions) => {
   let aggregator: Promise<StreamHandler> | undefined;
   const { target, usageTable: tableName, rollupsTable, ...rest } = options;
   const onError = options.onError ?? (() => undefined);
@@ -205,7 +199,11 @@ export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Pro
     ...feed,
     // Drained, nothing is left to apply: no mark is needed any more.
     drain: () => feed.drain().then(() => marks.sweep(feed.pending())),
-    begin: async (ctx) => {
+    /**
+     * Recounts the hours a run before it left marked (it stopped before applying their calls); the
+     * feed's writes wait meanwhile. Call once the tables exist.
+     */
+    begin: async (ctx: OperatorContext): Promise<Recovery | undefined> => {
       const recovered = recount(ctx, store.rollups);
       recovering = recovered.catch(() => undefined);
       try {
