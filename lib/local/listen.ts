@@ -13,11 +13,9 @@ export const listen = async (
   inUse?: string,
 ) => {
   server.listen(port, host);
-  await Promise.race([
-    once(server as Server, 'listening'),
-    once(server as Server, 'error').then(([error]: NodeJS.ErrnoException[]) => {
-      throw inUse && error?.code === 'EADDRINUSE' ? new Error(inUse, { cause: error }) : error;
-    }),
-  ]);
+  // `once` rejects with the error the server emits while it waits (EADDRINUSE).
+  await once(server as Server, 'listening').catch((error: NodeJS.ErrnoException) => {
+    throw inUse && error.code === 'EADDRINUSE' ? new Error(inUse, { cause: error }) : error;
+  });
   return (server.address() as AddressInfo).port;
 };
