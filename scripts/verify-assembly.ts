@@ -8,16 +8,20 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { escapeForTerminal } from '../lib/operator/terminal';
 import { verifyAssembly } from '../lib/verify/verify-assembly';
 
-const args = process.argv.slice(2);
-const json = args.includes('--json');
-const stackAt = args.indexOf('--stack');
-const stack = stackAt === -1 ? undefined : args[stackAt + 1];
-const positional = args.filter((arg, i) => !arg.startsWith('--') && args[i - 1] !== '--stack');
-let dir = positional[0];
+const { values, positionals } = parseArgs({
+  options: { json: { type: 'boolean' }, stack: { type: 'string' } },
+  allowPositionals: true,
+});
+let dir = positionals[0];
 let synthesized: string | undefined;
+const fail = (message: string) => {
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(1);
+};
 
 if (!dir) {
   dir = synthesized = mkdtempSync(join(tmpdir(), 'verify-assembly-'));
@@ -29,47 +33,40 @@ if (!dir) {
   });
   if (synth.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
-    process.stderr.write('error: cdk synth failed\n');
-    process.exit(1);
+    fail('cdk synth failed');
   }
 }
 
 // The operator proof runs the built CLI (bin/branch-api.js → dist/): built from this checkout.
-if (
-  spawnSync(process.execPath, [join(import.meta.dirname, 'build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] })
-    .status !== 0
-) {
-  process.stderr.write('error: the CLI build failed\n');
-  process.exit(1);
-}
+const build = spawnSync(process.execPath, [join(import.meta.dirname, 'build.mjs')], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
+if (build.status !== 0) fail('the CLI build failed');
 
-const report = await verifyAssembly(dir, stack).finally(() => {
+const report = await verifyAssembly(dir, values.stack).finally(() => {
   if (synthesized) rmSync(synthesized, { recursive: true, force: true });
 });
-if (json) {
+if (values.json) {
   const { observed: _observed, ...shown } = report;
   process.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
 } else {
-  for (const defect of report.defects)
-    process.stdout.write(
-      `DEFECT ${defect.check ? `[${escapeForTerminal(defect.check)}] ` : ''}${escapeForTerminal(defect.resource)}: ${escapeForTerminal(defect.reason)}\n`,
-    );
+  const { operatorProof: proof } = report;
+  const counted = (ops: Record<string, number>) =>
+    Object.entries(ops)
+      .map(([op, n]) => `${op} ×${n}`)
+      .join(', ');
   const lines = [
+    ...report.defects.map(
+      ({ check, resource, reason }) => `DEFECT ${check ? `[${check}] ` : ''}${resource}: ${reason}`,
+    ),
     '',
     `${report.stack}: ${report.checks} offline checks, ${report.functions} functions, ${report.invocations} invocations, ${report.alarms} alarms checked, ` +
       `${(report.elapsedMs / 1000).toFixed(1)} s`,
     'DynamoDB operations observed per function:',
-    ...Object.entries(report.operations).map(
-      ([fn, ops]) =>
-        `  ${fn}: ${
-          Object.entries(ops)
-            .map(([op, n]) => `${op} ×${n}`)
-            .join(', ') || 'none'
-        }`,
-    ),
-    report.operatorProof
-      ? `Operator proof: ${report.operatorProof.commands} CLI commands and ${report.operatorProof.pages} console pages on the stack outputs alone, ` +
-        `${report.operatorProof.requests} requests checked against the operator policy`
+    ...Object.entries(report.operations).map(([fn, ops]) => `  ${fn}: ${counted(ops) || 'none'}`),
+    proof
+      ? `Operator proof: ${proof.commands} CLI commands and ${proof.pages} console pages on the stack outputs alone, ` +
+        `${proof.requests} requests checked against the operator policy`
       : 'Operator proof: not run',
     report.defects.length === 0 ? 'No defects.' : `${report.defects.length} defect(s).`,
   ];

@@ -7,9 +7,9 @@
  * before a write is the one it replaces; a lone PutItem or DeleteItem learns it from the same
  * atomic write (`ReturnValues: ALL_OLD`).
  */
-import { request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { BatchGetItemCommand, DynamoDBClient, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { readBody } from './forward';
+import { forwardTo, type Answer } from './forward';
 
 export type Item = Record<string, AttributeValue>;
 type Json = Record<string, unknown>;
@@ -20,12 +20,6 @@ export interface CapturedChange {
   keys: Item;
   oldImage?: Item;
   newImage?: Item;
-}
-
-export interface Answer {
-  statusCode: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
 }
 
 /** The same attributes and values, whatever the order of attributes, of map entries and of set members. */
@@ -90,27 +84,6 @@ interface Touched {
   update?: true;
   entry: unknown;
 }
-
-/** Sends a request on to DynamoDB and reads its whole answer. */
-const forwardTo = (target: URL, req: IncomingMessage, body: Buffer) =>
-  new Promise<Answer>((resolve, reject) => {
-    const upstream = request({
-      host: target.hostname,
-      port: target.port,
-      method: req.method,
-      path: req.url,
-      // As a reverse proxy does: the upstream sees its own address as Host; the body may have been rewritten.
-      headers: { ...req.headers, host: target.host, 'content-length': String(body.length) },
-    });
-    upstream.on('error', reject);
-    upstream.on('response', (answer) => {
-      readBody(answer).then(
-        (answerBody) => resolve({ statusCode: answer.statusCode ?? 502, headers: answer.headers, body: answerBody }),
-        reject,
-      );
-    });
-    upstream.end(body);
-  });
 
 /** A request's or answer's JSON body; `{}` when it is none. */
 export const parseBody = (body: Buffer): Json => {

@@ -10,20 +10,16 @@ import { operationOf, parseBody, startChangeCapture, type Item } from './change-
 import { fromBrowser, refuse } from './dynamo';
 import { forwardRequest, readBody } from './forward';
 import { listen } from './listen';
-import type { StreamChange } from './stream-events';
 import { ShardedDelivery, type DeliveryOptions, type DeliveryStats } from './stream-delivery';
 
-export interface ChangeFeedOptions extends Pick<
-  DeliveryOptions,
-  'shards' | 'batchSize' | 'batchWindowMs' | 'retryDelayMs' | 'maxAttempts' | 'maxPending' | 'storeDown'
-> {
+/** The feed's options: its delivery's (./stream-delivery.ts), of which only `handler` is required, and its own. */
+export interface ChangeFeedOptions extends Omit<DeliveryOptions, 'tableArn' | 'setAside' | 'onError'> {
   /** The DynamoDB the proxy forwards to. */
   target: string;
   /** The table whose writes are fed. */
   tableName: string;
   /** Its key attributes, partition key first (to turn an item into the stream record's `Keys`). */
   keyAttributes: readonly string[];
-  handler: DeliveryOptions['handler'];
   /** Keeps a record that failed every delivery (the dead-letter store). @default: dropped, reported to onError */
   setAside?: DeliveryOptions['setAside'];
   /**
@@ -45,17 +41,7 @@ export interface ChangeFeedOptions extends Pick<
   startedAt?: Date;
 }
 
-export interface ChangeFeed {
-  endpoint: string;
-  port: number;
-  /** Delivers everything observed so far without waiting out the window; resolves once it is delivered or set aside. */
-  drain(): Promise<void>;
-  /** The changes still to deliver (at most `maxPending` and the writes in flight). */
-  pending(): StreamChange[];
-  /** Delivered and set-aside changes. */
-  stats(): DeliveryStats;
-  close(): Promise<void>;
-}
+export type ChangeFeed = Awaited<ReturnType<typeof startChangeFeed>>;
 
 /**
  * Sequence numbers that keep growing across restarts, as a stream's do: the feed's start in ms,
@@ -67,31 +53,18 @@ export const sequenceFrom = (startedAt: Date) => {
   return (): string => (base + (count += 1n)).toString();
 };
 
-const DELIVERY_OPTIONS = [
-  'shards',
-  'batchSize',
-  'batchWindowMs',
-  'retryDelayMs',
-  'maxAttempts',
-  'maxPending',
-  'storeDown',
-] as const;
-
-export const startChangeFeed = async (options: ChangeFeedOptions): Promise<ChangeFeed> => {
+export const startChangeFeed = async (options: ChangeFeedOptions) => {
   const { target, tableName, keyAttributes } = options;
   const onError = options.onError ?? (() => undefined);
   const capture = startChangeCapture(target, new Map([[tableName, keyAttributes]]));
   // Per shard, in order, retried from the first failure, set aside after the last attempt.
   const delivery = new ShardedDelivery({
+    ...options,
     tableArn: `arn:aws:dynamodb:local:000000000000:table/${tableName}`,
-    handler: options.handler,
     setAside:
       options.setAside ??
       (async (change) => onError(new Error(`Stream record ${change.sequenceNumber} failed every delivery; dropped`))),
     onError,
-    ...Object.fromEntries(
-      DELIVERY_OPTIONS.flatMap((name) => (options[name] === undefined ? [] : [[name, options[name]]])),
-    ),
   });
   const nextSequence = sequenceFrom(options.startedAt ?? new Date());
   const aroundWrite = options.aroundWrite ?? ((_puts, write) => write());
@@ -141,9 +114,12 @@ export const startChangeFeed = async (options: ChangeFeedOptions): Promise<Chang
   return {
     endpoint: `http://${options.host ?? '127.0.0.1'}:${port}`,
     port,
+    /** Delivers everything observed so far without waiting out the window; resolves once it is delivered or set aside. */
     drain: () => delivery.drain(),
+    /** The changes still to deliver (at most `maxPending` and the writes in flight). */
     pending: () => delivery.pending(),
-    stats: () => delivery.stats(),
+    /** Delivered and set-aside changes. */
+    stats: (): DeliveryStats => delivery.stats(),
     close: async () => {
       delivery.close();
       capture.close();

@@ -13,19 +13,7 @@ export const DEMO_KEY_NAME_PREFIX = 'demo key (npm start';
 /** How long a demo key stays valid. */
 export const DEMO_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
-export interface DemoKey {
-  key: string;
-  keyId: string;
-  expiresAt: string;
-  /** Ids of the earlier demo keys this start revoked. */
-  revokedKeyIds: string[];
-}
-
-export const createDemoKey = async (
-  operator: OperatorContext,
-  branchId: string,
-  now = new Date(),
-): Promise<DemoKey> => {
+export const createDemoKey = async (operator: OperatorContext, branchId: string, now = new Date()) => {
   const earlier = (await operator.keys.listByBranch(branchId)).filter(
     (record) => record.name.startsWith(DEMO_KEY_NAME_PREFIX) && !record.revoked_at,
   );

@@ -18,14 +18,6 @@ const WORKER_FILE = join(PROJECT_ROOT, 'lib', 'local', 'disk-store-worker.mjs');
 /** How long a store that stopped waits before it is opened again. */
 export const REOPEN_EVERY_MS = 1000;
 
-export interface DiskStore {
-  /** Passes a request to the store, or answers 503 with the reason while it can't serve. */
-  serve(request: IncomingMessage, response: ServerResponse): void;
-  /** True while it can't serve. */
-  down(): boolean;
-  close(): Promise<void>;
-}
-
 type Message = { listening?: true; failed?: string };
 
 /** dynalite checks that a request is signed, not the signature: a ListTables it answers once LevelDB is open. */
@@ -102,7 +94,7 @@ const openFailure = (dataDir: string, reason: string): Error =>
  * Opens the store in `dataDir`, or throws a one-line error saying why it can't. `onNotice` is told
  * when it stops serving and when it serves again.
  */
-export const openDiskStore = async (dataDir: string, onNotice: (message: string) => void): Promise<DiskStore> => {
+export const openDiskStore = async (dataDir: string, onNotice: (message: string) => void) => {
   const socketDir = await mkdtemp(join(tmpdir(), 'branch-api-store-'));
   const socket = join(socketDir, 'store.sock');
   const agent = new Agent({ keepAlive: true });
@@ -171,8 +163,10 @@ export const openDiskStore = async (dataDir: string, onNotice: (message: string)
 
   const down = () => current === undefined || fault !== undefined;
   return {
-    serve: (request, response) =>
+    /** Passes a request to the store, or answers 503 with the reason while it can't serve. */
+    serve: (request: IncomingMessage, response: ServerResponse) =>
       down() ? unavailable(request, response, fault ?? 'closed') : forward(request, response),
+    /** True while it can't serve. */
     down,
     close: async () => {
       closed = true;

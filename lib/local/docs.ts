@@ -9,13 +9,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { LOCAL_STAGE } from './events';
+import type { StaticResponse } from './gateway';
 import { OPENAPI_FILE, PROJECT_ROOT } from '../project-paths';
-
-export interface DocsResponse {
-  statusCode: number;
-  headers: Record<string, string>;
-  body: string | Buffer;
-}
 
 export { OPENAPI_FILE };
 
@@ -76,7 +71,7 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const respond = (body: string | Buffer, contentType: string, cacheControl = 'no-store'): DocsResponse => ({
+const respond = (body: string | Buffer, contentType: string, cacheControl = 'no-store'): StaticResponse => ({
   statusCode: 200,
   headers: { 'Content-Type': contentType, 'Cache-Control': cacheControl, 'X-Content-Type-Options': 'nosniff' },
   body,
@@ -84,14 +79,7 @@ const respond = (body: string | Buffer, contentType: string, cacheControl = 'no-
 
 const cache = new Map<string, Buffer>();
 /** Reads a file once per process. */
-const readOnce = (file: string): Buffer => {
-  let content = cache.get(file);
-  if (!content) {
-    content = readFileSync(file);
-    cache.set(file, content);
-  }
-  return content;
-};
+const readOnce = (file: string): Buffer => cache.get(file) ?? cache.set(file, readFileSync(file)).get(file)!;
 
 interface ServerObject {
   url: string;
@@ -122,7 +110,7 @@ const servedDocument = (): Buffer => {
  * Answers a GET for `pathWithinStage` (the path relative to {base_url}) when it is the document,
  * the docs page or one of its assets; undefined for anything else.
  */
-export const serveDocs = (pathWithinStage: string): DocsResponse | undefined => {
+export const serveDocs = (pathWithinStage: string): StaticResponse | undefined => {
   const path = pathWithinStage.split('?')[0] ?? '';
   if (path === '/openapi.json') return respond(servedDocument(), JSON_TYPE);
   if (path === '/docs') {

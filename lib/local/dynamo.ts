@@ -14,19 +14,8 @@ import { openDiskStore } from './disk-store';
 import { listen } from './listen';
 import { LOCAL_HOST } from '../local-defaults';
 
-export interface EmbeddedDynamo {
-  /** `http://127.0.0.1:<port>` */
-  endpoint: string;
-  port: number;
-  /**
-   * The store's own handler, without the listener's guard: for a proxy in this process that
-   * applies the same guard, so a request it passes on costs no second exchange over TCP.
-   */
-  serve(request: IncomingMessage, response: ServerResponse): void;
-  /** True while the store can't serve (only one on disk ever is: ./disk-store.ts). */
-  down(): boolean;
-  close(): Promise<void>;
-}
+export type EmbeddedDynamo = Awaited<ReturnType<typeof startEmbeddedDynamo>>;
+
 export interface EmbeddedDynamoOptions {
   /** 0 picks a free port. @default 0 */
   port?: number;
@@ -64,16 +53,14 @@ export const refuse = (response: ServerResponse): void => {
   response.end(body);
 };
 
-export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): Promise<EmbeddedDynamo> => {
+export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}) => {
   const onDisk = options.dataDir
     ? await openDiskStore(options.dataDir, options.onNotice ?? (() => undefined))
     : undefined;
   // In memory nothing can fail to write: dynalite's own handler, in this thread.
-  const serve =
+  const serve: (request: IncomingMessage, response: ServerResponse) => void =
     onDisk?.serve ??
-    (dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }).listeners(
-      'request',
-    )[0] as EmbeddedDynamo['serve']);
+    (dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }).listeners('request')[0] as typeof serve);
   let port = 0;
   const server = createServer((request, response) =>
     fromBrowser(request, port) ? refuse(response) : serve(request, response),
@@ -86,9 +73,15 @@ export const startEmbeddedDynamo = async (options: EmbeddedDynamoOptions = {}): 
   }
   const { address } = server.address() as AddressInfo;
   return {
+    /** `http://127.0.0.1:<port>` */
     endpoint: `http://${address}:${port}`,
     port,
+    /**
+     * The store's own handler, without the listener's guard: for a proxy in this process that
+     * applies the same guard, so a request it passes on costs no second exchange over TCP.
+     */
     serve,
+    /** True while the store can't serve (only one on disk ever is: ./disk-store.ts). */
     down: () => onDisk?.down() ?? false,
     close: async () => {
       server.closeAllConnections();

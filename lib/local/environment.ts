@@ -6,20 +6,18 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createOperatorContext, finishKeyActions, operatorTableNames } from '../operator/context';
+import { createOperatorContext, finishKeyActions, operatorTableNames, type OperatorContext } from '../operator/context';
 import { seed } from '../operator/seed';
 import { startUsageChangeFeed, type Recovery, type UsageChangeFeed } from './usage-change-feed';
 import { ensureTables } from '../operator/tables';
 import { createDemoKey } from './demo-key';
 import { setUpLocalKeyEvents, type LocalKeyEventsSetup } from './key-events-setup';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo';
-import { PortInUseError, startGateway, type Gateway, type GatewayOptions } from './gateway';
+import { startGateway, type Gateway, type GatewayOptions } from './gateway';
 import { DEMO_SEED_FILE } from '../project-paths';
 import { tableDefinitions } from '../../shared/data/tables';
 import { LOCAL_API_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../local-defaults';
 import { terminal } from '../operator/terminal';
-
-export { DEMO_SEED_FILE };
 
 export interface LocalEnvironmentOptions {
   /** @default 3000 (env PORT) */
@@ -59,66 +57,51 @@ export interface LocalEnvironment {
   close(): Promise<void>;
 }
 
-/**
- * The embedded DynamoDB on a free loopback port (unless an external one is named) and, on the
- * advertised port, the usage table's change feed in front of it: every tool's writes pass it.
- */
-const startStoreAndFeed = async (
-  options: LocalEnvironmentOptions,
-  storeDir: string | undefined,
-): Promise<{ dynamo: EmbeddedDynamo | undefined; feed: UsageChangeFeed }> => {
+export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
+  const ownScratch = !options.dataDir && !options.scratchDir;
+  const scratch = options.dataDir ? undefined : (options.scratchDir ?? (await mkdtemp(join(tmpdir(), 'branch-api-'))));
+  const storeDir = options.dataDir ?? (scratch && join(scratch, 'store'));
+  const dynamoPort = options.dynamoPort ?? LOCAL_DYNAMODB_PORT;
   let dynamo: EmbeddedDynamo | undefined;
+  let feed: UsageChangeFeed | undefined;
+  let operator: OperatorContext | undefined;
+  const closeAll = async () => {
+    operator?.close();
+    await feed?.close();
+    await dynamo?.close();
+    if (ownScratch && scratch) await rm(scratch, { recursive: true, force: true });
+  };
   try {
+    // The embedded DynamoDB on a free loopback port (unless an external one is named) and, on the
+    // advertised port, the usage table's change feed in front of it: every tool's writes pass it.
     if (!options.dynamoEndpoint) {
       const onNotice = (message: string) => process.stderr.write(`${terminal`${message}`}\n`);
       dynamo = await startEmbeddedDynamo(storeDir ? { dataDir: storeDir, onNotice } : {});
     }
-    const feed = await startUsageChangeFeed({
+    feed = await startUsageChangeFeed({
       target: options.dynamoEndpoint ?? dynamo!.endpoint,
       ...(dynamo ? { store: dynamo.serve, storeDown: dynamo.down } : {}),
       usageTable: operatorTableNames(process.env).usage,
       // On loopback whatever HOST says: the database is for this machine's tools only.
       host: LOCAL_HOST,
-      port: options.dynamoPort ?? LOCAL_DYNAMODB_PORT,
+      port: dynamoPort,
       onError: (error) => process.stderr.write(`Usage change feed: ${(error as Error).message}\n`),
+    }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EADDRINUSE') throw error;
+      throw new Error(`DynamoDB port ${dynamoPort} is already in use; set DYNAMODB_PORT to another port`, {
+        cause: error,
+      });
     });
-    return { dynamo, feed };
-  } catch (error) {
-    await dynamo?.close();
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new PortInUseError(
-        `DynamoDB port ${options.dynamoPort ?? LOCAL_DYNAMODB_PORT} is already in use; set DYNAMODB_PORT to another port`,
-        { cause: error },
-      );
-    }
-    throw error;
-  }
-};
+    const dynamoEndpoint = feed.endpoint;
 
-export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {}): Promise<LocalEnvironment> => {
-  const host = options.host ?? LOCAL_HOST;
-  const ownScratch = !options.dataDir && !options.scratchDir;
-  const scratch = options.dataDir ? undefined : (options.scratchDir ?? (await mkdtemp(join(tmpdir(), 'branch-api-'))));
-  const removeScratch = () => (ownScratch && scratch ? rm(scratch, { recursive: true, force: true }) : undefined);
-  let started;
-  try {
-    started = await startStoreAndFeed(options, options.dataDir ?? (scratch && join(scratch, 'store')));
-  } catch (error) {
-    await removeScratch();
-    throw error;
-  }
-  const { dynamo, feed } = started;
-  const dynamoEndpoint = feed.endpoint;
+    // The handlers read their configuration from the environment when they are imported.
+    process.env.DYNAMODB_ENDPOINT = dynamoEndpoint;
+    process.env.AWS_REGION ??= 'local';
+    // Before the operator context and the handlers read them: the demo key's creation is an event too.
+    const keyEvents = setUpLocalKeyEvents(options.dataDir ?? scratch);
+    operator = createOperatorContext(process.env);
+    for (const { name, envVar } of tableDefinitions) process.env[envVar] = operator.tables[name];
 
-  // The handlers read their configuration from the environment when they are imported.
-  process.env.DYNAMODB_ENDPOINT = dynamoEndpoint;
-  process.env.AWS_REGION ??= 'local';
-  // Before the operator context and the handlers read them: the demo key's creation is an event too.
-  const keyEvents = setUpLocalKeyEvents(options.dataDir ?? scratch);
-  const operator = createOperatorContext(process.env);
-  for (const { name, envVar } of tableDefinitions) process.env[envVar] = operator.tables[name];
-
-  try {
     await ensureTables(operator.client, operator.tables);
     await finishKeyActions(operator);
     const seeded = await seed(operator, options.seedFile ?? DEMO_SEED_FILE);
@@ -128,8 +111,8 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
     const demoKey = await createDemoKey(operator, demoBranchId);
     const gateway = await startGateway({
       port: options.port ?? LOCAL_API_PORT,
-      host,
-      ...(options.staticFiles ? { staticFiles: options.staticFiles } : {}),
+      host: options.host ?? LOCAL_HOST,
+      staticFiles: options.staticFiles,
     });
     return {
       gateway,
@@ -142,19 +125,10 @@ export const startLocalEnvironment = async (options: LocalEnvironmentOptions = {
       demoBranchId,
       keyEvents,
       recovery,
-      close: async () => {
-        await gateway.close();
-        operator.close();
-        await feed.close();
-        await dynamo?.close();
-        await removeScratch();
-      },
+      close: () => gateway.close().then(closeAll),
     };
   } catch (error) {
-    operator.close();
-    await feed.close();
-    await dynamo?.close();
-    await removeScratch();
+    await closeAll();
     throw error;
   }
 };

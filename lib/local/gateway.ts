@@ -51,45 +51,29 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export class PortInUseError extends Error {
-  override name = 'PortInUseError';
-}
-
-interface LoadedFunctions {
-  byRoute: Map<AnyRouteDefinition, LambdaFunction>;
-  fallback: LambdaFunction;
-}
-
 /** Imports every handler once, as a Lambda container would at init. */
-const loadFunctions = async (): Promise<LoadedFunctions> => {
-  const byRoute = new Map<AnyRouteDefinition, LambdaFunction>();
-  for (const route of [...routes, secretScanningRoute]) byRoute.set(route, await loadHandler(route.entry));
-  return { byRoute, fallback: await loadHandler(fallbackEntry) };
-};
-
-/** Repeated headers joined with commas, as API Gateway does (Node would drop repeated Authorization). */
-const joinHeaders = (request: IncomingMessage): Record<string, string> => {
-  const headers: Record<string, string> = {};
-  for (const [name, values] of Object.entries(request.headersDistinct)) {
-    if (values) headers[name] = values.join(',');
-  }
-  return headers;
-};
+const loadFunctions = async () => ({
+  byRoute: new Map(
+    await Promise.all(
+      [...routes, secretScanningRoute].map(
+        async (route: AnyRouteDefinition) => [route, await loadHandler<LambdaFunction>(route.entry)] as const,
+      ),
+    ),
+  ),
+  fallback: await loadHandler<LambdaFunction>(fallbackEntry),
+});
 
 /** API Gateway's own limit on a request body (HTTP API: 10 MB); a longer one is not read to the end. */
 export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
-
-const NO_BODY = Buffer.alloc(0);
 
 /**
  * The request body, up to MAX_REQUEST_BODY_BYTES. A request without Content-Length or
  * Transfer-Encoding has none (RFC 9112 §6.3), which is every GET: no stream iterator for it.
  */
-const requestBody = async (request: IncomingMessage): Promise<Buffer> => {
-  const { headers } = request;
-  if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) return NO_BODY;
-  return readBody(request, MAX_REQUEST_BODY_BYTES);
-};
+const requestBody = async (request: IncomingMessage): Promise<Buffer | undefined> =>
+  request.headers['content-length'] === undefined && request.headers['transfer-encoding'] === undefined
+    ? undefined
+    : readBody(request, MAX_REQUEST_BODY_BYTES);
 
 const errorResponse = (error: ApiError): ApiResponse => {
   const requestId = randomUUID();
@@ -121,7 +105,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
       if (file) return send(response, file);
     }
 
-    let body: Buffer;
+    let body: Buffer | undefined;
     try {
       body = await requestBody(request);
     } catch (error) {
@@ -136,7 +120,9 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
       path: inStage ? path : rawPath,
       stage: inStage ? LOCAL_STAGE : '$default',
       query: rawQuery,
-      headers: joinHeaders(request),
+      // Every value of a repeated header, joined with commas by buildEvent as API Gateway does
+      // (Node's `headers` would drop a repeated Authorization).
+      headers: request.headersDistinct,
       requestId: randomUUID(),
       sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
       body,
@@ -159,17 +145,13 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
   });
   answerOversizedHeaders(server);
   server.keepAliveTimeout = 5_000;
-  let port: number;
-  try {
-    port = await listen(server, options.port ?? LOCAL_API_PORT, host);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new PortInUseError(`Port ${options.port} on ${host} is already in use; set PORT to another port`, {
-        cause: error,
-      });
-    }
-    throw error;
-  }
+  const asked = options.port ?? LOCAL_API_PORT;
+  const port = await listen(
+    server,
+    asked,
+    host,
+    `Port ${asked} on ${host} is already in use; set PORT to another port`,
+  );
   return {
     baseUrl: `http://${host}:${port}/${LOCAL_STAGE}`,
     port,

@@ -20,15 +20,6 @@ export const MAX_UNWRITTEN_LOG_BYTES = 16 * 1024 * 1024;
 /** How long a log file that failed a write waits before it is written again. */
 const RETRY_LOG_MS = 1000;
 
-export interface LogRouting {
-  /** Where the logs go. */
-  readonly file: string;
-  /** Writes to the terminal itself (the banner), never to the log file. */
-  print(text: string): void;
-  /** Puts stdout and stderr back and closes the file. */
-  close(): Promise<void>;
-}
-
 /** The log file: LOG_FILE, else `branch-api.log` in the data directory, else in a new temporary directory. */
 export const logFilePath = async (env: Record<string, string | undefined>, dataDir?: string): Promise<string> => {
   if (env.LOG_FILE?.trim()) return env.LOG_FILE.trim();
@@ -107,7 +98,7 @@ export const openLogAppender = async (
 };
 
 /** Routes what this process writes to stdout into `file` (and, when verbose, on to the terminal). */
-export const routeLogs = async (file: string, verbose: boolean): Promise<LogRouting> => {
+export const routeLogs = async (file: string, verbose: boolean) => {
   await mkdir(dirname(file), { recursive: true });
   const { stdout, stderr } = process;
   const toTerminal = stdout.write.bind(stdout);
@@ -125,8 +116,11 @@ export const routeLogs = async (file: string, verbose: boolean): Promise<LogRout
   stdout.write = tee(verbose ? toTerminal : undefined);
   stderr.write = tee(toStderr);
   return {
+    /** Where the logs go. */
     file,
-    print: (text) => void toTerminal(text),
+    /** Writes to the terminal itself (the banner), never to the log file. */
+    print: (text: string) => void toTerminal(text),
+    /** Puts stdout and stderr back and closes the file. */
     close: async () => {
       stdout.write = toTerminal;
       stderr.write = toStderr;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { offerNewLinks, untilStopped } from '../console/command';
 import { startConsole } from '../console/server';
-import { lines, terminal } from '../operator/terminal';
+import { lines, terminal, type TerminalText } from '../operator/terminal';
 import { serveDocs } from './docs';
 import { startLocalEnvironment, type LocalEnvironment } from './environment';
 import { logFilePath, routeLogs } from './log-routing';
@@ -92,6 +92,13 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     options.logFile ?? (await logFilePath(process.env, options.dataDir ?? scratch)),
     options.verbose === true,
   );
+  /** A start that failed: its one-line error, and nothing left behind. */
+  const fail = async (said: TerminalText) => {
+    process.stderr.write(lines([said, terminal``]).text);
+    process.exitCode = 1;
+    await logs.close();
+    await removeScratch();
+  };
   let environment;
   try {
     environment = await startLocalEnvironment({
@@ -105,12 +112,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
       staticFiles: serveDocs,
     });
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`${terminal`error: ${message}`}\n`);
-    process.exitCode = 1;
-    await logs.close();
-    await removeScratch();
-    return;
+    return fail(terminal`error: ${error instanceof Error ? error.message : String(error)}`);
   }
   const recovered = recoveryOf(environment);
   if (recovered.length) process.stderr.write(lines([...recovered, terminal``]).text);
@@ -121,19 +123,11 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     settings = await startConsole({ port: options.consolePort, branches: [demoBranchId] });
   } catch (error) {
     await environment.close();
-    const busy = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
-    process.stderr.write(
-      lines([
-        busy
-          ? terminal`error: Port ${options.consolePort} on 127.0.0.1 is already in use; set CONSOLE_PORT to another port`
-          : terminal`error: ${String(error)}`,
-        terminal``,
-      ]).text,
+    return fail(
+      (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+        ? terminal`error: Port ${options.consolePort} on 127.0.0.1 is already in use; set CONSOLE_PORT to another port`
+        : terminal`error: ${String(error)}`,
     );
-    process.exitCode = 1;
-    await logs.close();
-    await removeScratch();
-    return;
   }
   // Listening for Ctrl-C before the banner invites it: a quick one must find the handler.
   const stopOffering = offerNewLinks(settings);

@@ -17,8 +17,8 @@ import type { OperatorContext } from '../operator/context';
 import { operatorTableNames } from '../operator/context';
 import { rebuildRollups } from '../operator/usage-rebuild';
 import { usageRetentionDays } from '../operator/usage-rollups';
-import { startChangeFeed, type ChangeFeed, type ChangeFeedOptions } from './change-feed';
-import type { Item } from './change-capture';
+import { startChangeFeed, type ChangeFeedOptions } from './change-feed';
+import { createKeyLocks, type Item } from './change-capture';
 import { buildContext } from './events';
 import { loadHandler } from './functions';
 import { invokeFunction } from './invoke';
@@ -36,13 +36,7 @@ export interface UsageChangeFeedOptions extends Pick<
   rollupsTable?: string;
 }
 
-export interface UsageChangeFeed extends ChangeFeed {
-  /**
-   * Recounts the hours a run before it left marked (it stopped before applying their calls); the
-   * feed's writes wait meanwhile. Call once the tables exist.
-   */
-  begin(ctx: OperatorContext): Promise<Recovery | undefined>;
-}
+export type UsageChangeFeed = Awaited<ReturnType<typeof startUsageChangeFeed>>;
 
 /** What a start did about a run that ended without applying every call. */
 export interface Recovery {
@@ -103,14 +97,9 @@ const hourOfItem = (item: Item | undefined): string | undefined => {
 const crashMarks = (rollups: RollupsRepository, onError: (error: unknown) => void) => {
   const marked = new Map<string, Promise<void>>();
   const inFlight = new Map<string, number>();
-  const turns = new Map<string, Promise<unknown>>();
-  const inTurn = (mark: string, operation: (branchId: string, hour: string) => Promise<void>) => {
-    const [branchId, hour] = JSON.parse(mark) as [string, string];
-    const done = (turns.get(mark) ?? Promise.resolve()).then(() => operation(branchId, hour));
-    const turn = done.catch(() => undefined).then(() => void (turns.get(mark) === turn && turns.delete(mark)));
-    turns.set(mark, turn);
-    return done;
-  };
+  const exclusive = createKeyLocks();
+  const inTurn = (mark: string, operation: (branchId: string, hour: string) => Promise<void>) =>
+    exclusive([mark], () => operation(...(JSON.parse(mark) as [string, string])));
   const mark = (text: string) => {
     let put = marked.get(text);
     if (!put) {
@@ -182,7 +171,7 @@ const recount = async (ctx: OperatorContext, rollups: RollupsRepository): Promis
  * invoked as Lambda would. Its module is loaded at the first delivery, when the environment
  * (ROLLUPS_TABLE, DYNAMODB_ENDPOINT) is set, as Lambda loads it with the function's configuration.
  */
-export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Promise<UsageChangeFeed> => {
+export const startUsageChangeFeed = async (options: UsageChangeFeedOptions) => {
   let aggregator: Promise<StreamHandler> | undefined;
   const { target, usageTable: tableName, rollupsTable, ...rest } = options;
   const onError = options.onError ?? (() => undefined);
@@ -210,7 +199,11 @@ export const startUsageChangeFeed = async (options: UsageChangeFeedOptions): Pro
     ...feed,
     // Drained, nothing is left to apply: no mark is needed any more.
     drain: () => feed.drain().then(() => marks.sweep(feed.pending())),
-    begin: async (ctx) => {
+    /**
+     * Recounts the hours a run before it left marked (it stopped before applying their calls); the
+     * feed's writes wait meanwhile. Call once the tables exist.
+     */
+    begin: async (ctx: OperatorContext): Promise<Recovery | undefined> => {
       const recovered = recount(ctx, store.rollups);
       recovering = recovered.catch(() => undefined);
       try {

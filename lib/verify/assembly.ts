@@ -8,80 +8,19 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import type { Statement } from '../infra/nag/iam';
+import { asList, type Json } from '../infra/nag/rule';
 
-/** CloudFormation and DynamoDB JSON, whose shape depends on the resource type or the request. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Json = Record<string, any>;
+export type { Json };
 
 export const LOCAL_ACCOUNT = '000000000000';
 export const LOCAL_REGION = 'us-east-1';
 
-export interface TemplateTable {
-  logicalId: string;
-  /** Name on the local DynamoDB. */
-  name: string;
-  arn: string;
-  properties: Json;
-  indexes: string[];
-  streamArn?: string;
-}
-
-export interface TemplateFunction {
-  logicalId: string;
-  /** Directory of the bundled code (the asset CloudFormation uploads). */
-  codeDir: string;
-  /** `index.handler`: module and export. */
-  handler: string;
-  runtime: string;
-  memorySize: number;
-  /** Seconds Lambda lets one invocation run (the template's Timeout, default 3). */
-  timeoutSeconds: number;
-  /** The environment with every reference resolved; `undefined` where it could not be. */
-  environment: Record<string, string | undefined>;
-  roleLogicalId?: string;
-}
-
-export interface TemplateRoute {
-  logicalId: string;
-  routeKey: string;
-  functionLogicalId: string;
-}
-
-export interface EventSourceMapping {
-  logicalId: string;
-  functionLogicalId: string;
-  /** The table whose stream feeds the function. */
-  tableLogicalId: string;
-  batchSize: number;
-  /** Times Lambda delivers a failing batch again (MaximumRetryAttempts; absent: until the record expires). */
-  retryAttempts?: number;
-  /** The patterns of its filter (a record passes when one matches); absent: every record. */
-  filters?: Json[];
-}
-
-export interface TemplateAlarm {
-  logicalId: string;
-  metrics: { namespace: string; name: string; dimensions: Record<string, string | undefined> }[];
-}
-
-export interface Assembly {
-  stack: string;
-  /** The template as synthesized (the stack's nag rules read it through CfnInclude). */
-  template: Json;
-  resources: Record<string, Json>;
-  /** Output name → its value as DescribeStacks answers it, resolved to this run's names (none when it can't be). */
-  outputs: Record<string, string>;
-  tables: TemplateTable[];
-  functions: TemplateFunction[];
-  routes: TemplateRoute[];
-  stageName: string;
-  mappings: EventSourceMapping[];
-  alarms: TemplateAlarm[];
-  /** Every statement of each role (Allow and Deny), resources resolved, by role logical id. */
-  statements: Map<string, Statement[]>;
-}
-
-const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : ([value].flat() as T[]));
+/** One stack's template as the verifier reads it (`assemblyOf`). */
+export type Assembly = ReturnType<typeof assemblyOf>;
+export type TemplateTable = Assembly['tables'][number];
+export type TemplateFunction = Assembly['functions'][number];
+export type TemplateRoute = Assembly['routes'][number];
+export type TemplateAlarm = Assembly['alarms'][number];
 
 const PSEUDO: Record<string, string> = {
   'AWS::Region': LOCAL_REGION,
@@ -104,9 +43,9 @@ class Resolver {
     if (['string', 'number', 'boolean'].includes(typeof value)) return String(value);
     const node = (value ?? {}) as Json;
     if ('Ref' in node) return this.ref(String(node.Ref));
-    if ('Fn::GetAtt' in node) return this.getAtt(...(asArray<string>(node['Fn::GetAtt']) as [string, string]));
+    if ('Fn::GetAtt' in node) return this.getAtt(...(asList<string>(node['Fn::GetAtt']) as [string, string]));
     if ('Fn::Join' in node) {
-      const parts = asArray<unknown>(node['Fn::Join'][1]).map((part) => this.resolve(part));
+      const parts = asList<unknown>(node['Fn::Join'][1]).map((part) => this.resolve(part));
       return parts.includes(undefined) ? undefined : parts.join(node['Fn::Join'][0]);
     }
     if (typeof node['Fn::Sub'] !== 'string') return undefined;
@@ -165,14 +104,14 @@ export const readAssembly = (dir: string, stackName?: string): Assembly => {
 };
 
 /** Every statement of each role (inline, then attached policies), its resources resolved. */
-const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Resolver): Map<string, Statement[]> => {
+const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Resolver) => {
   const statements = new Map<string, Statement[]>();
   const addStatements = (roleId: string, document: Json | undefined, policy: string) => {
     const resolved = (value: unknown) =>
-      value === undefined ? undefined : asArray(value).map((one) => resolver.resolve(one) ?? '?');
+      value === undefined ? undefined : asList(value).map((one) => resolver.resolve(one) ?? '?');
     statements.set(roleId, [
       ...(statements.get(roleId) ?? []),
-      ...asArray<Json>(document?.Statement).map((statement, i) => ({
+      ...asList<Json>(document?.Statement).map((statement, i) => ({
         ...statement,
         Resource: resolved(statement.Resource),
         NotResource: resolved(statement.NotResource),
@@ -181,26 +120,29 @@ const statementsOf = (ofType: (type: string) => [string, Json][], resolver: Reso
     ]);
   };
   for (const [id, { Properties }] of ofType('AWS::IAM::Role'))
-    for (const policy of asArray<Json>(Properties.Policies)) addStatements(id, policy.PolicyDocument, id);
+    for (const policy of asList<Json>(Properties.Policies)) addStatements(id, policy.PolicyDocument, id);
   for (const [id, { Properties }] of ofType('AWS::IAM::Policy'))
-    for (const role of asArray<Json>(Properties.Roles))
+    for (const role of asList<Json>(Properties.Roles))
       if (typeof role?.Ref === 'string') addStatements(role.Ref, Properties.PolicyDocument, id);
   return statements;
 };
 
-/** Each event source mapping that reads a table's stream. */
+/**
+ * Each event source mapping that reads a table's stream: its batch size, the times Lambda delivers
+ * a failing batch again (absent: until the record expires), its filter patterns (absent: every record).
+ */
 const mappingsOf = (
   ofType: (type: string) => [string, Json][],
   resolver: Resolver,
   functionOf: (value: Json | undefined) => string | undefined,
-): EventSourceMapping[] =>
-  ofType('AWS::Lambda::EventSourceMapping').flatMap(([logicalId, { Properties: p }]): EventSourceMapping[] => {
+) =>
+  ofType('AWS::Lambda::EventSourceMapping').flatMap(([logicalId, { Properties: p }]) => {
     const functionLogicalId = functionOf(p.FunctionName) ?? resolver.resolve(p.FunctionName);
-    const [tableLogicalId, attribute] = asArray<string>(p.EventSourceArn?.['Fn::GetAtt']);
+    const [tableLogicalId, attribute] = asList<string>(p.EventSourceArn?.['Fn::GetAtt']);
     if (!functionLogicalId || !tableLogicalId || attribute !== 'StreamArn') return [];
     let filters: Json[] | undefined;
     try {
-      filters = asArray<Json>(p.FilterCriteria?.Filters).map((filter) => JSON.parse(String(filter.Pattern)) as Json);
+      filters = asList<Json>(p.FilterCriteria?.Filters).map((filter) => JSON.parse(String(filter.Pattern)) as Json);
     } catch {
       // An unreadable filter lets every record through (the stream-filter rule names it).
     }
@@ -217,7 +159,7 @@ const mappingsOf = (
   });
 
 /** One stack's template read as the verifier sees it; `dir` is the assembly holding its code assets. */
-export const assemblyOf = (stack: string, template: Json, dir: string): Assembly => {
+export const assemblyOf = (stack: string, template: Json, dir: string) => {
   const resources = (template?.Resources ?? {}) as Record<string, Json>;
   const resolver = new Resolver(resources);
   const ofType = (type: string): [string, Json][] =>
@@ -226,14 +168,14 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
       .map(([id, resource]) => [id, { ...resource, Properties: resource.Properties ?? {} }]);
   /** The logical id of the function a reference (GetAtt or Ref) points at. */
   const functionOf = (value: Json | undefined): string | undefined =>
-    [value?.Ref, asArray<string>(value?.['Fn::GetAtt'])[0]].find(
+    [value?.Ref, asList<string>(value?.['Fn::GetAtt'])[0]].find(
       (id) => typeof id === 'string' && resources[id]?.Type === 'AWS::Lambda::Function',
     );
   const metricOf = (metric: Json) => ({
     namespace: String(metric.Namespace),
     name: String(metric.MetricName),
     dimensions: Object.fromEntries(
-      asArray<Json>(metric.Dimensions).map((d) => [String(d.Name), resolver.resolve(d.Value)]),
+      asList<Json>(metric.Dimensions).map((d) => [String(d.Name), resolver.resolve(d.Value)]),
     ),
   });
   const statements = statementsOf(ofType, resolver);
@@ -252,7 +194,8 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
       name: resolver.tableName(logicalId),
       arn: resolver.tableArn(logicalId),
       properties: Properties,
-      indexes: asArray<Json>(Properties.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
+      indexes: asList<Json>(Properties.GlobalSecondaryIndexes).map((index) => String(index.IndexName)),
+      keyAttributes: asList<Json>(Properties.KeySchema).map((key) => String(key.AttributeName)),
       ...(Properties.StreamSpecification ? { streamArn: `${resolver.tableArn(logicalId)}/stream/local` } : {}),
     })),
     functions: ofType('AWS::Lambda::Function').map(([logicalId, { Properties, Metadata }]) => {
@@ -260,7 +203,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
       const s3Key =
         typeof Properties.Code?.S3Key === 'string' ? `asset.${Properties.Code.S3Key.replace(/\.zip$/, '')}` : undefined;
       const assetPath = (Metadata?.['aws:asset:path'] as string | undefined) ?? s3Key;
-      const roleLogicalId = asArray<string>(Properties.Role?.['Fn::GetAtt'])[0];
+      const roleLogicalId = asList<string>(Properties.Role?.['Fn::GetAtt'])[0];
       return {
         logicalId,
         codeDir: assetPath ? join(dir, assetPath) : '',
@@ -288,7 +231,7 @@ export const assemblyOf = (stack: string, template: Json, dir: string): Assembly
       logicalId,
       metrics: p.MetricName
         ? [metricOf(p)]
-        : asArray<Json>(p.Metrics).flatMap((query) => (query.MetricStat ? [metricOf(query.MetricStat.Metric)] : [])),
+        : asList<Json>(p.Metrics).flatMap((query) => (query.MetricStat ? [metricOf(query.MetricStat.Metric)] : [])),
     })),
     statements,
   };

@@ -2,7 +2,7 @@
  * A stand-in EventBridge endpoint for the functions and the operator tooling the verifier runs: it
  * accepts every PutEvents (so a function whose work waits on its event being sent, the key actions
  * finisher, runs its whole path). Which roles may put on which bus is
- * checked from the template (lib/verify/leak-scenario.ts); given a policy, it refuses a put on a
+ * checked from the template (lib/verify/scenario.ts); given a policy, it refuses a put on a
  * bus the policy does not allow, as EventBridge does.
  */
 import { randomUUID } from 'node:crypto';
@@ -12,21 +12,13 @@ import { listen } from '../local/listen';
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Json } from './assembly';
 import { accessDeniedMessage, VERIFY_PRINCIPAL } from './recording-proxy';
 
-export interface StandIn {
-  /** For AWS_ENDPOINT_URL_EVENTBRIDGE (or _STS). */
-  readonly endpoint: string;
-  close(): Promise<void>;
-}
-
 const eventBusArn = (name: string): string =>
   name.startsWith('arn:') ? name : `arn:aws:events:${LOCAL_REGION}:${LOCAL_ACCOUNT}:event-bus/${name}`;
 
 const PUT_EVENTS = 'events:PutEvents';
 
-/** An HTTP stand-in on a free local port, answering each request's body with `answer`. */
-const standIn = async (
-  answer: (body: string) => { status?: number; type?: string; body: string },
-): Promise<StandIn> => {
+/** A stand-in on a free local port (AWS_ENDPOINT_URL_EVENTBRIDGE, _STS) answering each request's body. */
+const standIn = async (answer: (body: string) => { status?: number; type?: string; body: string }) => {
   const server = createServer(async (request, response) => {
     const { status = 200, type = 'application/x-amz-json-1.1', body } = answer((await readBody(request)).toString());
     response.writeHead(status, { 'content-type': type }).end(body);
@@ -39,7 +31,7 @@ const standIn = async (
 };
 
 /** @param allows when given, the caller's policy: a put on a bus it refuses is AccessDeniedException. */
-export const startEventBusStandIn = (allows?: (action: string, arn: string) => boolean): Promise<StandIn> =>
+export const startEventBusStandIn = (allows?: (action: string, arn: string) => boolean) =>
   standIn((request) => {
     const put = ((JSON.parse(request || '{}') as Json).Entries ?? []) as Json[];
     const refused =
@@ -56,7 +48,7 @@ export const startEventBusStandIn = (allows?: (action: string, arn: string) => b
  * A stand-in STS endpoint answering GetCallerIdentity (which needs no permission) with the
  * verifier's principal: the operator tooling records it as the actor of each key action.
  */
-export const startCallerIdentityStandIn = (): Promise<StandIn> =>
+export const startCallerIdentityStandIn = () =>
   standIn(() => ({
     type: 'text/xml',
     body:

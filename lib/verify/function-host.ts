@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import pLimit from 'p-limit';
 import { buildContext } from '../local/events';
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Json, type TemplateFunction } from './assembly';
-import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
+import { startRecordingProxy } from './recording-proxy';
 
 const RUNNER = join(import.meta.dirname, 'function-runner.mjs');
 
@@ -21,25 +21,17 @@ export interface EmittedMetric {
   dimensions: Record<string, string>;
 }
 
-export interface InvokeOutcome {
+interface InvokeOutcome {
   result?: unknown;
   /** Set when the handler threw (Lambda would report a function error). */
   error?: string;
 }
 
-export interface FunctionHost {
-  fn: TemplateFunction;
-  proxy: RecordingProxy;
-  /** Set when the code could not be imported (a missing variable, a bad handler string). */
-  importError?: string;
-  metrics: EmittedMetric[];
-  invocations: number;
-  invoke(event: unknown): Promise<InvokeOutcome>;
-  close(): Promise<void>;
-}
+/** One function's process and its recording proxy (`importError`: the code could not be imported). */
+export type FunctionHost = Awaited<ReturnType<typeof startFunction>>;
 
 /** Metrics declared by one EMF log line (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html). */
-export const metricsOfLine = (line: string): EmittedMetric[] => {
+const metricsOfLine = (line: string): EmittedMetric[] => {
   let entry: Json;
   try {
     entry = JSON.parse(line);
@@ -115,7 +107,7 @@ export const startFunction = async (
   dynamoEndpoint: string,
   streamed?: ReadonlyMap<string, readonly string[]>,
   eventsEndpoint?: string,
-): Promise<FunctionHost> => {
+) => {
   const proxy = await startRecordingProxy(dynamoEndpoint, streamed);
   const child = fork(RUNNER, [fn.codeDir, fn.handler, String(fn.timeoutSeconds)], {
     env: environmentOf(fn, proxy.endpoint, eventsEndpoint),
@@ -152,13 +144,13 @@ export const startFunction = async (
   };
   // One invocation at a time, as one Lambda execution environment serves them.
   const oneAtATime = pLimit(1);
-  const host: FunctionHost = {
+  const host = {
     fn,
     proxy,
     metrics,
     invocations: 0,
-    ...(importError ? { importError } : {}),
-    invoke: (event) => oneAtATime(() => invokeOnce(event)),
+    importError,
+    invoke: (event: unknown) => oneAtATime(() => invokeOnce(event)),
     // The process first (its pending retries and timers end with it), then its proxy drains.
     close: async () => {
       child.kill();

@@ -30,8 +30,6 @@ import { startCallerIdentityStandIn, startEventBusStandIn } from './event-bus';
 import { startRecordingProxy } from './recording-proxy';
 import { EMBEDDED_DYNAMODB_DEADLINE_MS } from './function-host';
 
-export const OPERATOR_PROOF_CHECK = 'operator-proof';
-
 export interface OperatorProofInput {
   assembly: Assembly;
   /** The embedded DynamoDB holding the stack's tables. */
@@ -111,15 +109,12 @@ const replayLine = (keyId: string, branchId: string, at: Date) => ({
 
 type Work = (env: NodeJS.ProcessEnv, use: (label: OperatorCommand) => void) => Promise<string | undefined>;
 
-/** A console page the proof opens, and its path. */
-const consolePaths = (branchId: string) =>
-  ({
-    'console keys page': `/branches/${encodeURIComponent(branchId)}/keys`,
-    'console usage page': `/branches/${encodeURIComponent(branchId)}/usage`,
-  }) satisfies Partial<Record<OperatorCommand, string>>;
+/** The console pages the proof opens, each under the branch's path. */
+const CONSOLE_PAGES = { 'console keys page': 'keys', 'console usage page': 'usage' } as const;
 
 /** One proof: the policy and grants it enforces, the commands it ran, what each was refused. */
 class OperatorProof {
+  private readonly values: Record<string, string>;
   private readonly policy: Statement[];
   private readonly grants: Partial<Record<OperatorCommand, Statement[]>> = {};
   private readonly refusals = new Map<string, Set<OperatorCommand>>();
@@ -133,15 +128,12 @@ class OperatorProof {
     private readonly target: readonly string[],
     private readonly baseEnv: NodeJS.ProcessEnv,
   ) {
-    this.policy = policyFor(input.policy ?? operatorPolicy(), this.values());
-  }
-
-  private values() {
-    return { Region: LOCAL_REGION, Account: LOCAL_ACCOUNT, ...this.input.assembly.outputs };
+    this.values = { Region: LOCAL_REGION, Account: LOCAL_ACCOUNT, ...input.assembly.outputs };
+    this.policy = policyFor(input.policy ?? operatorPolicy(), this.values);
   }
 
   private grantsOf(label: OperatorCommand): Statement[] {
-    return (this.grants[label] ??= policyFor(operatorPolicy({ [label]: OPERATOR_GRANTS[label] }), this.values()));
+    return (this.grants[label] ??= policyFor(operatorPolicy({ [label]: OPERATOR_GRANTS[label] }), this.values));
   }
 
   /** A resource's ARN, told by the output that names it: `KeysTableName index by-branch`. */
@@ -162,16 +154,13 @@ class OperatorProof {
     const seen = (this.operations[label] ??= []);
     if (!seen.includes(asked)) seen.push(asked);
     const { allowed, reason } = evaluate(this.policy, action, arn);
-    if (!allowed) {
-      const why = reason === NOT_ALLOWED ? '' : ` (${reason})`;
-      this.refuse(label, `denied ${asked} (${arn}): the operator policy does not allow it${why}`);
-      return false;
-    }
-    if (!evaluate(this.grantsOf(label), action, arn).allowed) {
-      this.refuse(label, `asked ${asked}, which its grants in lib/operator/grants.ts do not list`);
-      return false;
-    }
-    return true;
+    const refusal = !allowed
+      ? `denied ${asked} (${arn}): the operator policy does not allow it${reason === NOT_ALLOWED ? '' : ` (${reason})`}`
+      : !evaluate(this.grantsOf(label), action, arn).allowed
+        ? `asked ${asked}, which its grants in lib/operator/grants.ts do not list`
+        : undefined;
+    if (refusal) this.refuse(label, refusal);
+    return !refusal;
   }
 
   /**
@@ -223,10 +212,10 @@ class OperatorProof {
   }
 
   /** `branch-api console` started as an operator starts it; its launch link opened, then each page. */
-  consolePages(pages: Partial<Record<OperatorCommand, string>>): Promise<void> {
-    return this.limit(async () => {
-      const labels = Object.keys(pages) as OperatorCommand[];
-      await this.guarded(labels[0]!, async (env, use) => {
+  consolePages(): Promise<void> {
+    const labels = Object.keys(CONSOLE_PAGES) as (keyof typeof CONSOLE_PAGES)[];
+    return this.limit(() =>
+      this.guarded(labels[0]!, async (env, use) => {
         const { child, output, exited } = this.spawnCli(
           ['console', '--port', '0', '--branch', this.input.branchId],
           env,
@@ -245,38 +234,28 @@ class OperatorProof {
           return failureOf(await exited, output.stderr);
         }
         try {
-          await this.fetchPages(link, pages, use, () => output.stderr);
+          const cookie = (await fetch(link, { redirect: 'manual' })).headers.get('set-cookie')?.split(';')[0] ?? '';
+          for (const label of labels) {
+            use(label);
+            const path = `/branches/${encodeURIComponent(this.input.branchId)}/${CONSOLE_PAGES[label]}`;
+            const answer = await fetch(new URL(path, link), { headers: { cookie } });
+            await answer.text();
+            const logged = output.stderr.trim().split('\n').at(-1) ?? '';
+            if (answer.status !== 200) this.refuse(label, `failed: GET ${path} answered ${answer.status}: ${logged}`);
+          }
           return undefined;
         } finally {
           child.kill('SIGTERM');
           await exited;
         }
-      });
-    });
-  }
-
-  private async fetchPages(
-    link: string,
-    pages: Partial<Record<OperatorCommand, string>>,
-    use: (label: OperatorCommand) => void,
-    stderr: () => string,
-  ): Promise<void> {
-    const cookie = (await fetch(link, { redirect: 'manual' })).headers.get('set-cookie')?.split(';')[0] ?? '';
-    for (const [label, path] of Object.entries(pages) as [OperatorCommand, string][]) {
-      use(label);
-      const answer = await fetch(new URL(path, link), { headers: { cookie } });
-      await answer.text();
-      if (answer.status !== 200) {
-        const logged = stderr().trim().split('\n').at(-1) ?? '';
-        this.refuse(label, `failed: GET ${path} answered ${answer.status}: ${logged}`);
-      }
-    }
+      }),
+    );
   }
 
   /** One line per distinct reason, naming every command that met it (a missing output fails them all alike). */
   defects(): Defect[] {
     return [...this.refusals].map(([reason, labels]) => ({
-      check: OPERATOR_PROOF_CHECK,
+      check: 'operator-proof',
       resource: [...labels].join(', '),
       reason,
     }));
@@ -320,7 +299,7 @@ const playCommands = async (proof: OperatorProof, branchId: string, dir: string)
     keyChain(),
     proof.command('keys list', ['keys', 'list', ...branch]),
     proof.command('usage summary', ['usage', 'summary', ...branch, '--since', since]),
-    proof.consolePages(consolePaths(branchId)),
+    proof.consolePages(),
   ]);
 };
 
@@ -349,7 +328,7 @@ export const runOperatorProof = async (input: OperatorProofInput): Promise<Opera
   return {
     defects: proof.defects(),
     commands: proof.commands,
-    pages: Object.keys(consolePaths(input.branchId)).length,
+    pages: Object.keys(CONSOLE_PAGES).length,
     requests: proof.requests,
     operations: proof.operations,
   };

@@ -79,23 +79,15 @@ const ASSEMBLY_CHECKS: readonly AssemblyCheck[] = [
     run: ({ stack, outputs, tables }) =>
       OPERATOR_OUTPUTS.flatMap(({ output, envVar }) => {
         const value = outputs[output];
-        if (value === undefined)
-          return [
-            {
-              resource: stack,
-              reason: `no stack output ${output}: the operator tooling (--stack) finds no value for ${envVar}`,
-            },
-          ];
         const definition = tableDefinitions.find((candidate) => candidate.envVar === envVar);
         const table = tables.find((candidate) => candidate.name === value);
-        return !definition || new RegExp(`^Tables${definition.id}[0-9A-F]{8}$`).test(table?.logicalId ?? '')
-          ? []
-          : [
-              {
-                resource: stack,
-                reason: `stack output ${output} does not name the ${definition.name} table (${value})`,
-              },
-            ];
+        const reason =
+          value === undefined
+            ? `no stack output ${output}: the operator tooling (--stack) finds no value for ${envVar}`
+            : definition && !new RegExp(`^Tables${definition.id}[0-9A-F]{8}$`).test(table?.logicalId ?? '')
+              ? `stack output ${output} does not name the ${definition.name} table (${value})`
+              : undefined;
+        return reason ? [{ resource: stack, reason }] : [];
       }),
   },
 ];

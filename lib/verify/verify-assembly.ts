@@ -12,18 +12,16 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { API_TABLES, TABLE_ENV } from '../../shared/data/tables';
 import { buildEvent } from '../local/events';
 import { startEmbeddedDynamo } from '../local/dynamo';
-import { readAssembly, LOCAL_REGION, type Assembly, type TemplateRoute } from './assembly';
-import type { EmittedMetric } from './function-host';
-import { checkAlarms, checkIam, type Defect, type IamUse } from './observed';
-import { runOperatorProof, type OperatorProofInput, type OperatorProofReport } from './operator-proof';
 import { readSeedFile } from '../operator/seed';
 import { DEMO_SEED_FILE } from '../project-paths';
+import { readAssembly, LOCAL_REGION, type Assembly, type TemplateRoute } from './assembly';
+import { startEventBusStandIn } from './event-bus';
+import { startFunction, type EmittedMetric, type FunctionHost } from './function-host';
+import { checkAlarms, checkIam, type Defect, type IamUse } from './observed';
+import { runOperatorProof, type OperatorProofInput, type OperatorProofReport } from './operator-proof';
+import { startRecordingProxy } from './recording-proxy';
+import * as scenario from './scenario';
 import { checkTemplate, TEMPLATE_CHECK_COUNT } from './template-checks';
-import { startEventBusStandIn, type StandIn } from './event-bus';
-import { startFunction, type FunctionHost } from './function-host';
-import { startRecordingProxy, type RecordingProxy } from './recording-proxy';
-import { scheduledEvent, scheduledFunctions, useOwnSigningKey, type Signer } from './leak-scenario';
-import { buildScenario, errorCodeOf, routeMatcher, streamRecordsOf, tableNamesOf, type Case } from './scenario';
 
 export interface VerifyReport {
   stack: string;
@@ -38,18 +36,8 @@ export interface VerifyReport {
   /** The operator tooling run on the stack outputs alone (lib/verify/operator-proof.ts). */
   operatorProof?: Omit<OperatorProofReport, 'defects'>;
   /** What the run saw, which `checkObserved` reads: each function's calls, the metrics emitted. */
-  observed: Observed;
+  observed: { uses: IamUse[]; metrics: EmittedMetric[] };
   elapsedMs: number;
-}
-
-export interface Observed {
-  uses: IamUse[];
-  metrics: EmittedMetric[];
-}
-
-export interface VerifyOptions {
-  /** What the operator proof hands over and enforces (the seeded defects of its tests); false: no proof. */
-  operatorProof?: Pick<OperatorProofInput, 'outputs' | 'policy'> | false;
 }
 
 /**
@@ -57,27 +45,12 @@ export interface VerifyOptions {
  * alarm against the metrics emitted. Pure: a changed template is checked against the same
  * observations without another run.
  */
-export const checkObserved = (assembly: Assembly, observed: Observed): Defect[] => [
+export const checkObserved = (assembly: Assembly, observed: VerifyReport['observed']): Defect[] => [
   ...checkIam(assembly, observed.uses),
   ...checkAlarms(assembly.alarms, observed.metrics),
 ];
 
 const message = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
-
-interface Run {
-  assembly: Assembly;
-  raw: DynamoDBClient;
-  hosts: Map<string, FunctionHost>;
-  defects: Defect[];
-  /** Request id → the template route that served it (not `$default`). */
-  served: Map<string, TemplateRoute>;
-  /** Signs secret scanning reports with the run's own key pair (lib/verify/leak-scenario.ts). */
-  signed: Signer;
-  /** The scenario's own writes (its keys, as the operator tooling leaves them), fed to the streams too. */
-  scenario: RecordingProxy;
-  /** Where the functions put key events (lib/verify/event-bus.ts). */
-  eventBus: StandIn;
-}
 
 const localClient = (endpoint: string) =>
   new DynamoDBClient({
@@ -87,72 +60,80 @@ const localClient = (endpoint: string) =>
   });
 
 /** Tables with a stream (name → key attribute names), whose changes the recording proxies capture. */
-const streamedTables = (assembly: Assembly) =>
-  new Map(
-    assembly.tables
-      .filter((table) => table.streamArn)
-      .map((table) => [
-        table.name,
-        ((table.properties.KeySchema ?? []) as { AttributeName: string }[]).map((key) => key.AttributeName),
-      ]),
-  );
+const streamedTables = ({ tables }: Assembly) =>
+  new Map(tables.filter((table) => table.streamArn).map((table) => [table.name, table.keyAttributes]));
+
+/** One verify run: what it runs and what it found. */
+const startRun = async (assembly: Assembly, dynamoEndpoint: string) => ({
+  assembly,
+  hosts: new Map<string, FunctionHost>(),
+  defects: checkTemplate(assembly),
+  /** Request id → the template route that served it (not `$default`). */
+  served: new Map<string, TemplateRoute>(),
+  /** Signs secret scanning reports with the run's own key pair. */
+  signed: scenario.useOwnSigningKey(assembly.functions),
+  /** The scenario's own writes (its keys, as the operator tooling leaves them), fed to the streams too. */
+  scenario: await startRecordingProxy(dynamoEndpoint, streamedTables(assembly)),
+  /** Where the functions put key events. */
+  eventBus: await startEventBusStandIn(),
+});
+type Run = Awaited<ReturnType<typeof startRun>>;
 
 /** Every route with every documented error, then each successful call again with its writes failing. */
 const playScenario = async (run: Run) => {
   const { assembly, hosts, defects, served } = run;
-  const tables = tableNamesOf(assembly);
+  const tables = scenario.tableNamesOf(assembly);
   if (!tables) {
-    defects.push({
+    const names = API_TABLES.map((name) => TABLE_ENV[name]).join(', ');
+    return defects.push({
       resource: assembly.stack,
-      reason: `no function is given every API table variable (${API_TABLES.map((name) => TABLE_ENV[name]).join(', ')})`,
+      reason: `no function is given every API table variable (${names})`,
     });
-    return;
   }
-  const scenarioClient = localClient(run.scenario.endpoint);
-  const { cases, limitedKey } = await buildScenario(scenarioClient, tables, assembly, run.signed).finally(() =>
-    scenarioClient.destroy(),
-  );
-  const match = routeMatcher(assembly.routes);
-  const call = async (one: Case, note = '') => {
+  const client = localClient(run.scenario.endpoint);
+  const { cases, limitedKey } = await scenario
+    .buildScenario(client, tables, assembly, run.signed)
+    .finally(() => client.destroy());
+  const match = scenario.routeMatcher(assembly.routes);
+  const call = async (one: scenario.Case, note = '') => {
     const selected = match(one.method, one.path);
     if (!selected)
       return defects.push({ resource: assembly.stack, reason: `no route serves ${one.method} ${one.path}` });
-    const host = hosts.get(selected.route.functionLogicalId);
+    const { route, pathParameters } = selected;
+    const host = hosts.get(route.functionLogicalId);
     if (!host || host.importError) return;
     const requestId = randomUUID();
-    if (selected.route.routeKey !== '$default') served.set(requestId, selected.route);
-    const event = buildEvent({
-      method: one.method,
-      path: one.path,
-      stage: assembly.stageName,
-      routeKey: selected.route.routeKey,
-      requestId,
-      headers: { host: 'verify.local', ...(one.key ? { authorization: `Bearer ${one.key}` } : {}), ...one.headers },
-      ...(one.body !== undefined ? { body: one.body } : {}),
-      ...(one.query ? { query: one.query } : {}),
-      ...(selected.pathParameters ? { pathParameters: selected.pathParameters } : {}),
-    });
-    const outcome = await host.invoke({ ...event, requestContext: { ...event.requestContext } });
+    if (route.routeKey !== '$default') served.set(requestId, route);
+    const outcome = await host.invoke(
+      buildEvent({
+        method: one.method,
+        path: one.path,
+        query: one.query,
+        body: one.body,
+        pathParameters,
+        stage: assembly.stageName,
+        routeKey: route.routeKey,
+        requestId,
+        headers: { host: 'verify.local', authorization: one.key && `Bearer ${one.key}`, ...one.headers },
+      }),
+    );
     const result = outcome.result as { statusCode?: number; body?: string } | undefined;
-    const status = result?.statusCode;
-    const at = `${one.label}${note}`;
-    if (outcome.error)
-      defects.push({ resource: host.fn.logicalId, reason: `${at}: the function failed: ${outcome.error}` });
-    else if (status !== one.expected)
-      defects.push({ resource: host.fn.logicalId, reason: `${at}: answered ${status}, expected ${one.expected}` });
-    else if (one.code !== undefined && errorCodeOf(result?.body) !== one.code) {
-      defects.push({
-        resource: host.fn.logicalId,
-        reason: `${at}: answered ${status} with code ${errorCodeOf(result?.body) ?? 'none'}, expected ${one.code}`,
-      });
-    }
+    const [status, code] = [result?.statusCode, scenario.errorCodeOf(result?.body)];
+    const reason = outcome.error
+      ? `the function failed: ${outcome.error}`
+      : status !== one.expected
+        ? `answered ${status}, expected ${one.expected}`
+        : one.code !== undefined && code !== one.code
+          ? `answered ${status} with code ${code ?? 'none'}, expected ${one.code}`
+          : undefined;
+    if (reason) defects.push({ resource: host.fn.logicalId, reason: `${one.label}${note}: ${reason}` });
   };
   for (const one of cases) await call(one);
   // Failure paths: every write fails once per route; the answer must not change, and what the
   // code emits when a write fails (metrics the alarms watch) is emitted. Each function's calls in
   // turn (one invocation at a time per process, as per container), the functions side by side.
   for (const host of hosts.values()) host.proxy.failWrites = true;
-  const byFunction = new Map<string, Case[]>();
+  const byFunction = new Map<string, scenario.Case[]>();
   // The rate-limited key has used its one call: replayed, it would rightly be a 429.
   for (const one of cases.filter((c) => c.expected === 200 && c.key !== limitedKey)) {
     const id = match(one.method, one.path)?.route.functionLogicalId ?? '';
@@ -191,8 +172,8 @@ const deliver = async (consumer: FunctionHost, batch: DynamoDBRecord[], retries:
 };
 
 /** Each stream consumer gets what was written to its table, as stream records; returns the streams read. */
-const feedStreams = async ({ assembly, hosts, defects, scenario }: Run) => {
-  const proxies = [scenario, ...[...hosts.values()].map((host) => host.proxy)];
+const feedStreams = async ({ assembly, hosts, defects, scenario: own }: Run) => {
+  const proxies = [own, ...[...hosts.values()].map((host) => host.proxy)];
   await Promise.all(proxies.map((proxy) => proxy.settled()));
   const changes = proxies.flatMap((proxy) => proxy.writes).sort((a, b) => (a.at < b.at ? -1 : 1));
   const streams = new Map<string, string[]>();
@@ -201,9 +182,9 @@ const feedStreams = async ({ assembly, hosts, defects, scenario }: Run) => {
     if (!table) continue;
     const id = mapping.functionLogicalId;
     streams.set(id, [...(streams.get(id) ?? []), table.streamArn ?? `${table.arn}/stream/*`]);
-    const consumer = hosts.get(mapping.functionLogicalId);
+    const consumer = hosts.get(id);
     if (!consumer || consumer.importError) continue;
-    const records = streamRecordsOf(changes, table, mapping.filters);
+    const records = scenario.streamRecordsOf(changes, table, mapping.filters);
     if (records.length === 0) {
       defects.push({
         resource: mapping.logicalId,
@@ -224,7 +205,7 @@ const feedStreams = async ({ assembly, hosts, defects, scenario }: Run) => {
     );
     for (const batch of [...batches, batches[0]!]) {
       const failure = await deliver(consumer, batch, mapping.retryAttempts ?? UNBOUNDED_RETRIES);
-      if (failure) defects.push({ resource: mapping.functionLogicalId, reason: `a stream batch failed: ${failure}` });
+      if (failure) defects.push({ resource: id, reason: `a stream batch failed: ${failure}` });
     }
   }
   return streams;
@@ -237,12 +218,11 @@ const feedStreams = async ({ assembly, hosts, defects, scenario }: Run) => {
 const checkRouteWiring = ({ hosts, defects, served }: Run) => {
   const reported = new Set<string>();
   for (const write of [...hosts.values()].flatMap((host) => host.proxy.writes)) {
-    const image = write.newImage as Record<string, { S?: string }> | undefined;
+    const image = write.newImage;
     const route = served.get(image?.request_id?.S ?? '');
     const recorded = image?.route?.S;
     if (!route || recorded === undefined || reported.has(route.logicalId)) continue;
-    const path = route.routeKey.split(' ')[1];
-    if (recorded !== route.routeKey && recorded !== path) {
+    if (recorded !== route.routeKey && recorded !== route.routeKey.split(' ')[1]) {
       reported.add(route.logicalId);
       defects.push({
         resource: route.logicalId,
@@ -252,37 +232,28 @@ const checkRouteWiring = ({ hosts, defects, served }: Run) => {
   }
 };
 
-const operationCounts = (assembly: Assembly, hosts: Map<string, FunctionHost>): VerifyReport['operations'] =>
+/** Each function's DynamoDB operations, counted by action, table and index. */
+const operationCounts = ({ assembly, hosts }: Run): VerifyReport['operations'] =>
   Object.fromEntries(
     [...hosts.values()].map((host) => {
-      const names = host.proxy.operations.map(
-        (op) =>
-          `${op.action} ${assembly.tables.find((t) => t.name === op.table)?.logicalId ?? op.table}${op.index ? `/${op.index}` : ''}`,
-      );
-      return [
-        host.fn.logicalId,
-        Object.fromEntries([...new Set(names)].map((name) => [name, names.filter((n) => n === name).length])),
-      ];
+      const counts: Record<string, number> = {};
+      for (const { action, table, index } of host.proxy.operations) {
+        const name = `${action} ${assembly.tables.find((t) => t.name === table)?.logicalId ?? table}${index ? `/${index}` : ''}`;
+        counts[name] = (counts[name] ?? 0) + 1;
+      }
+      return [host.fn.logicalId, counts];
     }),
   );
 
-/** What the run saw: each function's calls, the streams and destinations its mappings use, the metrics. */
-const observedOf = (run: Run, fed: Awaited<ReturnType<typeof feedStreams>> | undefined): Observed => ({
-  uses: [...run.hosts.values()].map((host) => ({
-    functionLogicalId: host.fn.logicalId,
-    ...(host.fn.roleLogicalId ? { roleLogicalId: host.fn.roleLogicalId } : {}),
-    operations: host.proxy.operations,
-    streams: fed?.get(host.fn.logicalId) ?? [],
+/** What the run saw: each function's calls, the streams its mappings read, the metrics. */
+const observedOf = ({ hosts }: Run, fed: Map<string, string[]> | undefined): VerifyReport['observed'] => ({
+  uses: [...hosts.values()].map(({ fn, proxy }) => ({
+    functionLogicalId: fn.logicalId,
+    roleLogicalId: fn.roleLogicalId,
+    operations: proxy.operations,
+    streams: fed?.get(fn.logicalId) ?? [],
   })),
-  metrics: [...run.hosts.values()].flatMap((host) => host.metrics),
-});
-
-/** Not an assembly the verifier can read at all: one defect line, not a stack trace. */
-const unreadable = (stack: string, error: unknown): VerifyReport => ({
-  stack,
-  defects: [{ resource: stack, reason: `the assembly could not be read: ${message(error)}` }],
-  ...{ functions: 0, invocations: 0, operations: {}, alarms: 0, checks: 0, elapsedMs: 0 },
-  observed: { uses: [], metrics: [] },
+  metrics: [...hosts.values()].flatMap((host) => host.metrics),
 });
 
 /** Runs one phase; one that throws (a template the scenario can't run on) becomes a defect, not a crash. */
@@ -298,42 +269,70 @@ const phase = async <T>(run: Run, name: string, work: () => Promise<T>): Promise
   }
 };
 
+/** The template's tables on the embedded DynamoDB, each with its own key schema and indexes. */
+export const createTemplateTables = async (raw: DynamoDBClient, assembly: Assembly): Promise<void> => {
+  for (const { name, properties } of assembly.tables) {
+    const { KeySchema, AttributeDefinitions, GlobalSecondaryIndexes } = properties;
+    const input = { TableName: name, KeySchema, AttributeDefinitions, GlobalSecondaryIndexes };
+    await raw.send(new CreateTableCommand({ ...input, BillingMode: 'PAY_PER_REQUEST' }));
+  }
+};
+
+const startFunctions = async ({ assembly, hosts, defects, eventBus }: Run, endpoint: string) => {
+  const streamed = streamedTables(assembly);
+  for (const fn of assembly.functions) {
+    for (const [name, value] of Object.entries(fn.environment)) {
+      const reason = `environment variable ${name} refers to something that cannot be resolved`;
+      if (value === undefined) defects.push({ resource: fn.logicalId, reason });
+    }
+    const host = await startFunction(fn, endpoint, streamed, eventBus.endpoint);
+    hosts.set(fn.logicalId, host);
+    if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });
+  }
+};
+
+/** Scheduled functions (the daily Key Expiring run): one scheduled event each. */
+const runScheduled = async ({ assembly, hosts, defects }: Run) => {
+  for (const id of scenario.scheduledFunctions(assembly)) {
+    const outcome = await hosts.get(id)?.invoke(scenario.scheduledEvent());
+    if (outcome?.error) defects.push({ resource: id, reason: `a scheduled run failed: ${outcome.error}` });
+  }
+};
+
+/**
+ * @param options.operatorProof what the operator proof hands over and enforces (the seeded defects
+ * of its tests); false: no proof.
+ */
 export const verifyAssembly = async (
   dir: string,
   stackName?: string,
-  options: VerifyOptions = {},
+  options: { operatorProof?: Pick<OperatorProofInput, 'outputs' | 'policy'> | false } = {},
 ): Promise<VerifyReport> => {
   const started = performance.now();
   let assembly: Assembly;
   try {
     assembly = readAssembly(dir, stackName);
   } catch (error) {
-    return unreadable(stackName ?? dir, error);
+    // Not an assembly the verifier can read at all: one defect line, not a stack trace.
+    const stack = stackName ?? dir;
+    const defects = [{ resource: stack, reason: `the assembly could not be read: ${message(error)}` }];
+    const none = { functions: 0, invocations: 0, operations: {}, alarms: 0, checks: 0, elapsedMs: 0 };
+    return { stack, defects, ...none, observed: { uses: [], metrics: [] } };
   }
-  const defects: Defect[] = checkTemplate(assembly);
   const dynamo = await startEmbeddedDynamo();
   const raw = localClient(dynamo.endpoint);
-  const signed = useOwnSigningKey(assembly.functions);
-  const run: Run = {
-    assembly,
-    raw,
-    hosts: new Map(),
-    defects,
-    served: new Map(),
-    signed,
-    scenario: await startRecordingProxy(dynamo.endpoint, streamedTables(assembly)),
-    eventBus: await startEventBusStandIn(),
-  };
-  const report: Pick<VerifyReport, 'observed' | 'operatorProof'> = { observed: { uses: [], metrics: [] } };
+  const run = await startRun(assembly, dynamo.endpoint);
+  const { defects, hosts } = run;
+  let observed: VerifyReport['observed'] = { uses: [], metrics: [] };
+  let operatorProof: VerifyReport['operatorProof'];
   try {
-    await phase(run, 'creating the tables', () => createTemplateTables(run.raw, assembly));
+    await phase(run, 'creating the tables', () => createTemplateTables(raw, assembly));
     await phase(run, 'starting the functions', () => startFunctions(run, dynamo.endpoint));
     await phase(run, 'the scenario', () => playScenario(run));
     await phase(run, 'the scheduled runs', () => runScheduled(run));
     const fed = await phase(run, 'the stream feed', () => feedStreams(run));
     await phase(run, 'the route wiring check', async () => checkRouteWiring(run));
-    const observed = observedOf(run, fed);
-    report.observed = observed;
+    observed = observedOf(run, fed);
     await phase(run, 'the checks of what it saw', async () => defects.push(...checkObserved(assembly, observed)));
     if (options.operatorProof !== false) {
       // The operator tooling on the stack outputs alone, on the scenario's branch (lib/verify/operator-proof.ts).
@@ -348,12 +347,12 @@ export const verifyAssembly = async (
       if (proof) {
         const { defects: found, ...summary } = proof;
         defects.push(...found);
-        report.operatorProof = summary;
+        operatorProof = summary;
       }
     }
   } finally {
     // Every function process and every proxied call ends before the embedded DynamoDB closes.
-    await Promise.all([...run.hosts.values()].map((host) => host.close()));
+    await Promise.all([...hosts.values()].map((host) => host.close()));
     await Promise.all([run.scenario.close(), run.eventBus.close()]);
     raw.destroy();
     await dynamo.close();
@@ -361,50 +360,13 @@ export const verifyAssembly = async (
   return {
     stack: assembly.stack,
     defects,
-    functions: run.hosts.size,
-    invocations: [...run.hosts.values()].reduce((sum, host) => sum + host.invocations, 0),
-    operations: operationCounts(assembly, run.hosts),
+    functions: hosts.size,
+    invocations: [...hosts.values()].reduce((sum, host) => sum + host.invocations, 0),
+    operations: operationCounts(run),
     alarms: assembly.alarms.length,
     checks: TEMPLATE_CHECK_COUNT,
-    ...report,
+    observed,
+    ...(operatorProof ? { operatorProof } : {}),
     elapsedMs: performance.now() - started,
   };
-};
-
-/** The template's tables on the embedded DynamoDB, each with its own key schema and indexes. */
-export const createTemplateTables = async (raw: DynamoDBClient, assembly: Assembly): Promise<void> => {
-  for (const table of assembly.tables) {
-    const { KeySchema, AttributeDefinitions, GlobalSecondaryIndexes } = table.properties;
-    await raw.send(
-      new CreateTableCommand({
-        TableName: table.name,
-        KeySchema,
-        AttributeDefinitions,
-        BillingMode: 'PAY_PER_REQUEST',
-        ...(GlobalSecondaryIndexes ? { GlobalSecondaryIndexes } : {}),
-      }),
-    );
-  }
-};
-
-/** Scheduled functions (the daily Key Expiring run): one scheduled event each. */
-const runScheduled = async ({ assembly, hosts, defects }: Run) => {
-  for (const id of scheduledFunctions(assembly)) {
-    const outcome = await hosts.get(id)?.invoke(scheduledEvent());
-    if (outcome?.error) defects.push({ resource: id, reason: `a scheduled run failed: ${outcome.error}` });
-  }
-};
-
-const startFunctions = async ({ assembly, hosts, defects, eventBus }: Run, endpoint: string) => {
-  const streamed = streamedTables(assembly);
-  for (const fn of assembly.functions) {
-    for (const [name] of Object.entries(fn.environment).filter(([, value]) => value === undefined))
-      defects.push({
-        resource: fn.logicalId,
-        reason: `environment variable ${name} refers to something that cannot be resolved`,
-      });
-    const host = await startFunction(fn, endpoint, streamed, eventBus.endpoint);
-    hosts.set(fn.logicalId, host);
-    if (host.importError) defects.push({ resource: fn.logicalId, reason: `fails to load: ${host.importError}` });
-  }
 };
