@@ -7,7 +7,7 @@
 import { InvalidCidrError, parseAllowlist } from '../../shared/domain/cidr';
 import { InvalidRateLimitError, parseRateLimit } from '../../shared/domain/rate-limit';
 import { SCOPES, ScopeSchema, type Scope } from '../../shared/domain/schemas';
-import { invalidInput, OperatorError, type OperatorField } from './errors';
+import { invalidInput, namingField, OperatorError, type OperatorField } from './errors';
 import { DURATION_UNITS, MAX_GRACE_MS } from './limits';
 
 const ISO_8601 =
@@ -98,18 +98,6 @@ export const scopeList = (names: readonly string[]): Scope[] => {
   }
   return [...new Set(names as Scope[])];
 };
-
-/** A domain parser whose refusal (an error of `refusal`) becomes an invalid `field`. */
-const namingField =
-  <T>(field: OperatorField, parse: (value: string) => T, refusal: new (message: string) => Error) =>
-  (value: string): T => {
-    try {
-      return parse(value);
-    } catch (error) {
-      if (error instanceof refusal) throw invalidInput(field, `: ${error.message}`);
-      throw error;
-    }
-  };
 
 /** `203.0.113.0/24, 2001:db8::1` → canonical CIDR entries; an empty entry (`a,,b`) is refused as a typo. */
 export const parseAllowedIps = namingField('allowed_ips', parseAllowlist, InvalidCidrError);

@@ -13,7 +13,7 @@ import {
 import type { OperatorContext } from './context';
 import { invalidInput, OperatorError } from './errors';
 import { parseIsoDate } from './input';
-import { requireBranch, requireKeyOfBranch } from './keys';
+import { requireBranch } from './keys';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -55,6 +55,9 @@ export const parsePeriod = (
   }
   return { since, until };
 };
+
+/** The start of the hour after `hour`. */
+export const hourAfter = (hour: string): string => new Date(Date.parse(hour) + HOUR_MS).toISOString();
 
 /** The hours a period touches: from the hour of `since` to the hour before `until` (exclusive). */
 export const hourRange = ({ since, until }: Period) => ({
@@ -115,27 +118,21 @@ export interface SetAsideReport {
   repair: string;
 }
 
+/** The rebuild of a branch's hours from the hour of `first` to that of `last`, both included. */
+const rebuildCommand = (branchId: string, first: string, last: string): string =>
+  `branch-api usage rebuild --branch ${branchId} --since ${hourOf(first)} --until ${hourAfter(hourOf(last))}`;
+
 /** Set-aside calls of a branch and the rebuild that repairs them; null when there are none. */
 export const setAsideReport = async (ctx: OperatorContext, branchId: string): Promise<SetAsideReport | null> => {
-  const found = await ctx.rollups.repairs.setAsideOf(branchId);
-  if (found.count === 0 || !found.oldest || !found.newest) return null;
-  const since = hourOf(found.oldest);
-  const until = new Date(Date.parse(hourOf(found.newest)) + HOUR_MS).toISOString();
-  return {
-    count: found.count,
-    complete: found.complete,
-    oldest: found.oldest,
-    newest: found.newest,
-    repair: `branch-api usage rebuild --branch ${branchId} --since ${since} --until ${until}`,
-  };
+  const { count, complete, oldest, newest } = await ctx.rollups.repairs.setAsideOf(branchId);
+  if (count === 0 || !oldest || !newest) return null;
+  return { count, complete, oldest, newest, repair: rebuildCommand(branchId, oldest, newest) };
 };
 
 /** The hours of these items a rebuild left unverified, and the rebuild that checks them; null when there are none. */
 const unverifiedReport = (branchId: string, items: readonly HourRollup[]) => {
   const hours = [...new Set(items.filter((item) => item.unverified).map((item) => item.hour))].sort();
-  if (hours.length === 0) return null;
-  const until = new Date(Date.parse(hours.at(-1)!) + HOUR_MS).toISOString();
-  return { hours, repair: `branch-api usage rebuild --branch ${branchId} --since ${hours[0]} --until ${until}` };
+  return hours.length === 0 ? null : { hours, repair: rebuildCommand(branchId, hours[0]!, hours.at(-1)!) };
 };
 
 const bucketStart = (hour: string, by: SummaryGranularity) =>
@@ -152,15 +149,9 @@ export const summarizeUsage = async (
     ...(request.now ? { now: request.now } : {}),
     maxDays: rollupRetentionDays(request.env ?? process.env),
   });
-  await requireBranch(ctx, request.branchId);
-  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
+  await requireBranch(ctx, request.branchId, request.keyId);
   const { fromHour, toHour } = hourRange(period);
-  const hours = await ctx.rollups.hours({
-    branchId: request.branchId,
-    fromHour,
-    toHour,
-    ...(request.keyId !== undefined ? { keyId: request.keyId } : {}),
-  });
+  const hours = await ctx.rollups.hours({ branchId: request.branchId, keyId: request.keyId, fromHour, toHour });
   const grouped = new Map<string, HourRollup[]>();
   const step = by === 'hour' ? HOUR_MS : DAY_MS;
   // Every bucket of the period, empty ones included, so a chart has no gaps.
@@ -172,7 +163,7 @@ export const summarizeUsage = async (
     branch_id: request.branchId,
     key_id: request.keyId ?? null,
     since: fromHour,
-    until: new Date(Date.parse(toHour) + HOUR_MS).toISOString(),
+    until: hourAfter(toHour),
     by,
     totals: totalsOf(hours),
     buckets: [...grouped.entries()].map(([start, items]) => {
