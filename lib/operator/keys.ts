@@ -25,7 +25,7 @@ import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import type { OperatorContext } from './context';
 import { dataStoreFailureMessage } from './data-store-failure';
 import { checkLimit, invalidInput, namingField, OperatorError } from './errors';
-import { auditOf, lastUseOf, rollupUsageFacts, type KeyAudit, type LastRefused } from './key-audit';
+import { auditOf, lastUseOf, rollupUsageFacts, type LastRefused } from './key-audit';
 import { isWholeValue, keyIdOfValue, matchesKey, type KeyFilter } from './key-search';
 import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_ACTIVITY_LIMIT, MAX_GRACE_MS, MAX_NAME_LENGTH } from './limits';
 
