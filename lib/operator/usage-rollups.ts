@@ -65,9 +65,9 @@ export const hourRange = ({ since, until }: Period) => ({
   toHour: hourOf(until.getTime() - 1),
 });
 
-export type SummaryGranularity = 'hour' | 'day';
+type SummaryGranularity = 'hour' | 'day';
 
-export interface UsageSummaryRequest {
+interface UsageSummaryRequest {
   branchId: string;
   keyId?: string;
   since?: string;
@@ -79,15 +79,8 @@ export interface UsageSummaryRequest {
   env?: Env;
 }
 
-export interface UsageBucket {
-  /** Start of the hour or UTC day. */
-  start: string;
-  calls: number;
-  by_status_class: Record<string, number>;
-  p50_ms: number | null;
-  p95_ms: number | null;
-  p99_ms: number | null;
-}
+/** One hour or UTC day (`start`) of a summary: the totals of its calls. */
+type UsageBucket = Pick<Totals, 'calls' | 'by_status_class' | 'p50_ms' | 'p95_ms' | 'p99_ms'> & { start: string };
 
 export interface UsageRollupSummary {
   branch_id: string;
