@@ -10,31 +10,25 @@ import { serializeOpenApiDocument } from '../lib/openapi/document';
 import { renderErrorsTable, replaceErrorsTable } from '../lib/openapi/errors-table';
 import { OPENAPI_FILE, PROJECT_ROOT, README_FILE } from '../lib/project-paths';
 
-export { OPENAPI_FILE, README_FILE };
-
 const formatted = async (text: string, file: string): Promise<string> =>
   format(text, { ...((await resolveConfig(file)) ?? {}), filepath: file });
 
-const main = async (): Promise<void> => {
-  const readme = await readFile(README_FILE, 'utf8');
-  const outputs = [
-    { file: OPENAPI_FILE, text: await formatted(serializeOpenApiDocument(), OPENAPI_FILE) },
-    { file: README_FILE, text: await formatted(replaceErrorsTable(readme, renderErrorsTable()), README_FILE) },
-  ];
-  if (process.argv.includes('--check')) {
-    const stale: string[] = [];
-    for (const { file, text } of outputs) {
-      if ((await readFile(file, 'utf8').catch(() => '')) !== text) stale.push(relative(PROJECT_ROOT, file));
-    }
-    if (stale.length > 0) {
-      console.error(`${stale.join(' and ')} stale: run \`npm run openapi\` and commit.`);
-      process.exit(1);
-    }
-    console.log('docs/openapi.json and the README error table are up to date.');
-    return;
+const readme = await readFile(README_FILE, 'utf8');
+const outputs = [
+  { file: OPENAPI_FILE, text: await formatted(serializeOpenApiDocument(), OPENAPI_FILE) },
+  { file: README_FILE, text: await formatted(replaceErrorsTable(readme, renderErrorsTable()), README_FILE) },
+];
+if (process.argv.includes('--check')) {
+  const stale: string[] = [];
+  for (const { file, text } of outputs) {
+    if ((await readFile(file, 'utf8').catch(() => '')) !== text) stale.push(relative(PROJECT_ROOT, file));
   }
+  if (stale.length > 0) {
+    console.error(`${stale.join(' and ')} stale: run \`npm run openapi\` and commit.`);
+    process.exit(1);
+  }
+  console.log('docs/openapi.json and the README error table are up to date.');
+} else {
   for (const { file, text } of outputs) await writeFile(file, text);
   console.log('Wrote docs/openapi.json and the README error table');
-};
-
-await main();
+}

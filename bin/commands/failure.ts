@@ -9,21 +9,14 @@ import { terminal, terminalSafeJson } from '../../lib/operator/terminal';
 import { dataStoreFailureMessage } from '../../lib/operator/data-store-failure';
 import { DataStoreError, DataStoreUnavailableError } from '../../shared/data/data-store-errors';
 
-/** Codes the CLI adds to the operator library's. */
-export const CLI_ERROR_CODES = [
-  /** The command line itself: unknown command or option, missing argument, bad option value. */
-  'usage_error',
-  /** No target, or a setting that does not parse. */
-  'config_error',
-  /** DynamoDB did not answer in time. */
-  'unavailable',
-  /** DynamoDB refused the request (a missing table, say). */
-  'data_store_error',
-  'internal_error',
-] as const;
-export type CliErrorCode = OperatorErrorCode | (typeof CLI_ERROR_CODES)[number];
+/**
+ * The library's codes and the CLI's: `usage_error` (the command line itself), `config_error` (no
+ * target, a setting that does not parse), `unavailable` / `data_store_error` (DynamoDB silent / refusing).
+ */
+type CliErrorCode =
+  OperatorErrorCode | 'usage_error' | 'config_error' | 'unavailable' | 'data_store_error' | 'internal_error';
 
-export interface Failure {
+interface Failure {
   code: CliErrorCode;
   message: string;
   field?: string;
@@ -48,7 +41,7 @@ const OPTION_OF_FIELD: Partial<Record<OperatorField, string>> = {
 const fieldOfFailure = (field: OperatorField): string =>
   OPTION_OF_FIELD[field]?.replace(/^--/, '').replaceAll('-', '_') ?? field;
 
-export const describeFailure = async (error: unknown): Promise<Failure> => {
+const describeFailure = async (error: unknown): Promise<Failure> => {
   if (error instanceof OperatorError) {
     const message = messageNaming(error, (field) => OPTION_OF_FIELD[field]);
     return { code: error.code, message, ...(error.field ? { field: fieldOfFailure(error.field) } : {}) };

@@ -1,14 +1,14 @@
 /** `branch-api keys …`: every key action (lib/operator/keys.ts), its options parsed here. */
 import { Option, type Command } from 'commander';
 import type { LastRefused } from '../../lib/operator/key-audit';
-import type { KeySettings, PendingActivity } from '../../lib/operator/keys';
+import type { KeyListing, KeySettings } from '../../lib/operator/keys';
 import { DEFAULT_GRACE, MAX_ACTIVITY_LIMIT } from '../../lib/operator/limits';
 import { OperatorError } from '../../lib/operator/errors';
 import { formatTable, rollLinks } from '../../lib/operator/format';
 import { lines, terminal, type TerminalText } from '../../lib/operator/terminal';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { KEY_STATES, type KeyState } from '../../shared/domain/key-state';
-import { dash, outputWidth, positiveInt, print, withContext, withKeyAction, type JsonOption } from './kit';
+import { outputWidth, positiveInt, print, withContext, withKeyAction, type JsonOption } from './kit';
 import { activityTable } from './tables';
 
 const SCOPES_HELP = 'comma-separated: read, write, webhooks, team:read, billing:read';
@@ -16,17 +16,6 @@ const ALLOW_IP_HELP = 'only these IPv4/IPv6 addresses or CIDR blocks may use the
 
 /** The key actions, loaded when a command runs: `--help` needs none of them. */
 const keyActions = () => import('../../lib/operator/keys');
-
-/**
- * One warning on stderr per entry the action left pending: the action happened, so the exit code
- * stays 0; the entry is finished later (docs/decisions.md "Key events").
- */
-const warnPending = async (pending: readonly PendingActivity[] | undefined): Promise<void> => {
-  const { pendingNotice } = await keyActions();
-  for (const entry of pending ?? [])
-    process.stderr.write(`${terminal`warning: ${pendingNotice(entry)}`.text}
-`);
-};
 
 /** A key's settings, one per line. */
 const settingsText = (record: ApiKeyRecord): TerminalText[] => [
@@ -76,158 +65,36 @@ const settingsOf = async (options: SettingsOptions): Promise<KeySettings> => {
   };
 };
 
-interface CreateOptions extends JsonOption, SettingsOptions {
-  branch: string;
-  scopes: string;
-}
-
-const addCreate = (keys: Command): void => {
-  keys
-    .command('create')
-    .description('Create a key; its value is printed once and never again')
-    .requiredOption('--branch <id>', 'branch the key belongs to')
-    .requiredOption('--scopes <list>', SCOPES_HELP)
-    .option('--expires <iso8601>', 'expiry (UTC unless an offset is given); unset: never expires')
-    .option('--name <label>', 'a label to tell keys apart (default: API key N)')
-    .option('--allow-ip <cidr,...>', ALLOW_IP_HELP)
-    .option('--rate-limit <N/unit>', "calls per s, min or h, e.g. 20/s (default: the deployment's)")
-    .option('--json', 'JSON output')
-    .action(
-      withKeyAction(async (ctx, options: CreateOptions) => {
-        const { scopes = [], ...settings } = await settingsOf(options);
-        const { createKey } = await keyActions();
-        const { key, record, pending } = await createKey(ctx, { branchId: options.branch, scopes, ...settings });
-        print({ key, ...record, ...(pending ? { pending } : {}) }, options, () =>
-          newKeyText(key, record, terminal`Created key ${record.key_id} for branch ${record.branch_id}`),
-        );
-        await warnPending(pending);
-      }),
-    );
-};
-
-const LIST_HEADER = [
-  'ID',
-  'NAME',
-  'START',
-  'SCOPES',
-  'RATE LIMIT',
-  'STATUS',
-  'CREATED',
-  'EXPIRES',
-  'REVOKED',
-  'LAST USED',
-  'LAST REFUSED',
-  'ALLOWED IPS',
-  'ROLLED',
-];
-
-/** Left out, in this order, when a terminal is too narrow for every column. */
-const LIST_DROPPABLE = ['ROLLED', 'ALLOWED IPS', 'REVOKED', 'CREATED', 'RATE LIMIT', 'EXPIRES'];
+const dash = (value: string | null | undefined) => value ?? '-';
 
 /** A key's last refused call and why (`2027-01-01T02:43:49.000Z as revoked`), or `-`. */
 const refusedText = (refused: LastRefused | null): string => (refused ? `${refused.at} as ${refused.as}` : '-');
 
-interface ListOptions extends JsonOption {
-  branch: string;
-  status?: KeyState;
-  name?: string;
-  valuePrefix?: string;
-}
+/** The columns of `keys list`: each header with its cell. */
+const LIST_COLUMNS: readonly (readonly [string, (key: KeyListing) => string])[] = [
+  ['ID', (k) => k.key_id],
+  ['NAME', (k) => k.name],
+  ['START', (k) => `${k.start}…`],
+  ['SCOPES', (k) => k.scopes.join(',')],
+  ['RATE LIMIT', (k) => k.rate_limit ?? 'default'],
+  ['STATUS', (k) => k.status],
+  ['CREATED', (k) => k.created_at],
+  ['EXPIRES', (k) => dash(k.expires_at)],
+  ['REVOKED', (k) => dash(k.revoked_at)],
+  ['LAST USED', (k) => dash(k.last_used_at)],
+  ['LAST REFUSED', (k) => refusedText(k.last_refused)],
+  ['ALLOWED IPS', (k) => dash(k.allowed_ips?.join(','))],
+  [
+    'ROLLED',
+    (k) =>
+      rollLinks(k)
+        .map(([direction, keyId]) => `${direction} ${keyId}`)
+        .join(', ') || '-',
+  ],
+];
 
-const addList = (keys: Command): void => {
-  keys
-    .command('list')
-    .description("List a branch's keys, newest first")
-    .requiredOption('--branch <id>', 'branch id')
-    .addOption(new Option('--status <state>', 'only keys in this state').choices(KEY_STATES))
-    .option('--name <text>', 'only keys whose name contains this text (any case)')
-    .option('--value-prefix <prefix>', 'only keys whose value starts so (a whole value is hashed, never kept)')
-    .option('--json', 'JSON output')
-    .action(
-      withContext(async (ctx, options: ListOptions) => {
-        const filter = {
-          ...(options.status ? { status: options.status } : {}),
-          ...(options.name ? { name: options.name } : {}),
-          ...(options.valuePrefix ? { valuePrefix: options.valuePrefix } : {}),
-        };
-        const { listKeys } = await keyActions();
-        const listing = await listKeys(ctx, options.branch, new Date(), filter);
-        const filtered = Object.keys(filter).length > 0;
-        print(listing, options, () =>
-          listing.length === 0
-            ? filtered
-              ? terminal`No keys of branch ${options.branch} match`
-              : terminal`No keys for branch ${options.branch}; create one with: branch-api keys create --branch ${options.branch} --scopes read`
-            : formatTable(
-                LIST_HEADER,
-                listing.map((k) => [
-                  k.key_id,
-                  k.name,
-                  `${k.start}…`,
-                  k.scopes.join(','),
-                  k.rate_limit ?? 'default',
-                  k.status,
-                  k.created_at,
-                  dash(k.expires_at),
-                  dash(k.revoked_at),
-                  dash(k.last_used_at),
-                  refusedText(k.last_refused),
-                  dash(k.allowed_ips?.join(',')),
-                  rollLinks(k)
-                    .map(([direction, keyId]) => `${direction} ${keyId}`)
-                    .join(', ') || '-',
-                ]),
-                outputWidth(),
-                LIST_DROPPABLE,
-              ),
-        );
-      }),
-    );
-};
-
-/** `keys <name> <key_id> --branch <id>`: a command that acts on one key. */
-const keyCommand = (keys: Command, name: string, description: string): Command =>
-  keys
-    .command(name)
-    .description(description)
-    .argument('<key_id>', 'the key id (key_...)')
-    .requiredOption('--branch <id>', 'branch the key belongs to');
-
-const addUpdate = (keys: Command): void => {
-  keyCommand(keys, 'update', "Change a live key's settings (from its next call)")
-    .option('--name <label>', 'new label')
-    .option('--scopes <list>', SCOPES_HELP)
-    .option('--rate-limit <N/unit>', 'calls allowed per s, min or h, e.g. 20/s')
-    .option('--no-rate-limit', "back to the deployment's default rate limit")
-    .option('--allow-ip <cidr,...>', ALLOW_IP_HELP)
-    .option('--no-allow-ip', 'usable from any address')
-    .option('--expires <iso8601>', 'new expiry, in the future')
-    .option('--no-expires', 'never expires')
-    .option('--json', 'JSON output')
-    .action(
-      withKeyAction(async (ctx, keyId: string, options: SettingsOptions & JsonOption & { branch: string }) => {
-        const settings = await settingsOf(options);
-        if (Object.keys(settings).length === 0) {
-          throw new OperatorError(
-            'Nothing to change: give --name, --scopes, --rate-limit, --allow-ip or --expires',
-            'invalid_input',
-            'key',
-          );
-        }
-        const { updateKey } = await keyActions();
-        const outcome = await updateKey(ctx, { branchId: options.branch, keyId, ...settings });
-        print(outcome, options, () =>
-          lines([
-            outcome.changed
-              ? terminal`Updated key ${keyId} (branch ${outcome.key.branch_id}); it is now:`
-              : terminal`Key ${keyId} (branch ${outcome.key.branch_id}) already has these settings; nothing changed:`,
-            ...settingsText(outcome.key),
-          ]),
-        );
-        await warnPending(outcome.pending);
-      }),
-    );
-};
+/** Left out, in this order, when a terminal is too narrow for every column. */
+const LIST_DROPPABLE = ['ROLLED', 'ALLOWED IPS', 'REVOKED', 'CREATED', 'RATE LIMIT', 'EXPIRES'];
 
 /** Disable and enable: one call each, reported alike. */
 const STATE_ACTIONS = [
@@ -247,19 +114,121 @@ const STATE_ACTIONS = [
   },
 ] as const;
 
-const addStateActions = (keys: Command): void => {
+type KeyOptions = { branch: string } & JsonOption;
+
+/** `keys <name> <key_id> --branch <id>`: a command that acts on one key. */
+const keyCommand = (keys: Command, name: string, description: string): Command =>
+  keys
+    .command(name)
+    .description(description)
+    .argument('<key_id>', 'the key id (key_...)')
+    .requiredOption('--branch <id>', 'branch the key belongs to');
+
+/** `keys create` and `keys list`. */
+const addCreateAndList = (keys: Command): void => {
+  keys
+    .command('create')
+    .description('Create a key; its value is printed once and never again')
+    .requiredOption('--branch <id>', 'branch the key belongs to')
+    .requiredOption('--scopes <list>', SCOPES_HELP)
+    .option('--expires <iso8601>', 'expiry (UTC unless an offset is given); unset: never expires')
+    .option('--name <label>', 'a label to tell keys apart (default: API key N)')
+    .option('--allow-ip <cidr,...>', ALLOW_IP_HELP)
+    .option('--rate-limit <N/unit>', "calls per s, min or h, e.g. 20/s (default: the deployment's)")
+    .option('--json', 'JSON output')
+    .action(
+      withKeyAction(async (ctx, options: KeyOptions & SettingsOptions) => {
+        const { scopes = [], ...settings } = await settingsOf(options);
+        const { createKey } = await keyActions();
+        const { key, record, pending } = await createKey(ctx, { branchId: options.branch, scopes, ...settings });
+        print({ key, ...record, ...(pending ? { pending } : {}) }, options, () =>
+          newKeyText(key, record, terminal`Created key ${record.key_id} for branch ${record.branch_id}`),
+        );
+        return pending;
+      }),
+    );
+
+  keys
+    .command('list')
+    .description("List a branch's keys, newest first")
+    .requiredOption('--branch <id>', 'branch id')
+    .addOption(new Option('--status <state>', 'only keys in this state').choices(KEY_STATES))
+    .option('--name <text>', 'only keys whose name contains this text (any case)')
+    .option('--value-prefix <prefix>', 'only keys whose value starts so (a whole value is hashed, never kept)')
+    .option('--json', 'JSON output')
+    .action(
+      withContext(async (ctx, options: KeyOptions & { status?: KeyState; name?: string; valuePrefix?: string }) => {
+        const filter = {
+          ...(options.status ? { status: options.status } : {}),
+          ...(options.name ? { name: options.name } : {}),
+          ...(options.valuePrefix ? { valuePrefix: options.valuePrefix } : {}),
+        };
+        const { listKeys } = await keyActions();
+        const listing = await listKeys(ctx, options.branch, new Date(), filter);
+        print(listing, options, () =>
+          listing.length > 0
+            ? formatTable(
+                LIST_COLUMNS.map(([header]) => header),
+                listing.map((key) => LIST_COLUMNS.map(([, cell]) => cell(key))),
+                outputWidth(),
+                LIST_DROPPABLE,
+              )
+            : Object.keys(filter).length > 0
+              ? terminal`No keys of branch ${options.branch} match`
+              : terminal`No keys for branch ${options.branch}; create one with: branch-api keys create --branch ${options.branch} --scopes read`,
+        );
+      }),
+    );
+};
+
+/** The changes of one key: update, disable, enable, revoke. */
+const addKeyActions = (keys: Command): void => {
+  keyCommand(keys, 'update', "Change a live key's settings (from its next call)")
+    .option('--name <label>', 'new label')
+    .option('--scopes <list>', SCOPES_HELP)
+    .option('--rate-limit <N/unit>', 'calls allowed per s, min or h, e.g. 20/s')
+    .option('--no-rate-limit', "back to the deployment's default rate limit")
+    .option('--allow-ip <cidr,...>', ALLOW_IP_HELP)
+    .option('--no-allow-ip', 'usable from any address')
+    .option('--expires <iso8601>', 'new expiry, in the future')
+    .option('--no-expires', 'never expires')
+    .option('--json', 'JSON output')
+    .action(
+      withKeyAction(async (ctx, keyId: string, options: KeyOptions & SettingsOptions) => {
+        const settings = await settingsOf(options);
+        if (Object.keys(settings).length === 0) {
+          throw new OperatorError(
+            'Nothing to change: give --name, --scopes, --rate-limit, --allow-ip or --expires',
+            'invalid_input',
+            'key',
+          );
+        }
+        const { updateKey } = await keyActions();
+        const outcome = await updateKey(ctx, { branchId: options.branch, keyId, ...settings });
+        print(outcome, options, () =>
+          lines([
+            outcome.changed
+              ? terminal`Updated key ${keyId} (branch ${outcome.key.branch_id}); it is now:`
+              : terminal`Key ${keyId} (branch ${outcome.key.branch_id}) already has these settings; nothing changed:`,
+            ...settingsText(outcome.key),
+          ]),
+        );
+        return outcome.pending;
+      }),
+    );
+
   for (const { name, description, action, done, unchanged } of STATE_ACTIONS) {
     keyCommand(keys, name, description)
       .option('--json', `JSON output (changed: false when it was ${name}d already)`)
       .action(
-        withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+        withKeyAction(async (ctx, keyId: string, options: KeyOptions) => {
           const outcome = await (await keyActions())[action](ctx, { branchId: options.branch, keyId });
           print(outcome, options, () =>
             outcome.changed
               ? terminal`${done} key ${outcome.key.key_id} (branch ${outcome.key.branch_id})`
               : terminal`Key ${outcome.key.key_id} (branch ${outcome.key.branch_id}) ${unchanged}; nothing changed`,
           );
-          await warnPending(outcome.pending);
+          return outcome.pending;
         }),
       );
   }
@@ -267,7 +236,7 @@ const addStateActions = (keys: Command): void => {
   keyCommand(keys, 'revoke', 'Revoke a key: refused from the next request on (again: exit 0)')
     .option('--json', 'JSON output (already_revoked: true when it was revoked before)')
     .action(
-      withKeyAction(async (ctx, keyId: string, options: { branch: string } & JsonOption) => {
+      withKeyAction(async (ctx, keyId: string, options: KeyOptions) => {
         const { revokeKey } = await keyActions();
         const record = await revokeKey(ctx, { branchId: options.branch, keyId });
         print(record, options, () =>
@@ -275,17 +244,18 @@ const addStateActions = (keys: Command): void => {
             ? terminal`Key ${record.key_id} (branch ${record.branch_id}) was already revoked at ${record.revoked_at}; nothing changed`
             : terminal`Revoked key ${record.key_id} (branch ${record.branch_id}) at ${record.revoked_at}`,
         );
-        await warnPending(record.pending);
+        return record.pending;
       }),
     );
 };
 
-const addRoll = (keys: Command): void => {
+/** `keys roll`, `keys audit` and `keys activity`. */
+const addRollAndReports = (keys: Command): void => {
   keyCommand(keys, 'roll', 'Replace a key: a new key with its settings; the old one works for a grace period')
     .option('--grace <duration>', 'how long the old key keeps working: 30s, 15m, 24h, 7d, 0', DEFAULT_GRACE)
     .option('--json', 'JSON output')
     .action(
-      withKeyAction(async (ctx, keyId: string, options: { branch: string; grace: string } & JsonOption) => {
+      withKeyAction(async (ctx, keyId: string, options: KeyOptions & { grace: string }) => {
         const { parseGrace } = await import('../../lib/operator/input');
         const { rollKey } = await keyActions();
         const graceMs = parseGrace(options.grace);
@@ -300,19 +270,17 @@ const addRoll = (keys: Command): void => {
             ]),
           ),
         );
-        await warnPending(pending);
+        return pending;
       }),
     );
-};
 
-const addAudit = (keys: Command): void => {
   keys
     .command('audit')
     .description('Findings per active key: unused, unneeded scopes, expiry, no IP allowlist')
     .requiredOption('--branch <id>', 'branch id')
     .option('--json', 'JSON output')
     .action(
-      withContext(async (ctx, options: { branch: string } & JsonOption) => {
+      withContext(async (ctx, options: KeyOptions) => {
         const { auditKeys } = await keyActions();
         const report = await auditKeys(ctx, { branchId: options.branch });
         print(report, options, () =>
@@ -330,9 +298,7 @@ const addAudit = (keys: Command): void => {
         );
       }),
     );
-};
 
-const addActivity = (keys: Command): void => {
   keys
     .command('activity')
     .description('Who did what to which key, and when')
@@ -341,13 +307,9 @@ const addActivity = (keys: Command): void => {
     .option('--limit <n>', `how many, newest first (1-${MAX_ACTIVITY_LIMIT})`, positiveInt(MAX_ACTIVITY_LIMIT), 50)
     .option('--json', 'JSON output')
     .action(
-      withContext(async (ctx, options: { branch: string; key?: string; limit: number } & JsonOption) => {
+      withContext(async (ctx, options: KeyOptions & { key?: string; limit: number }) => {
         const { listActivity } = await keyActions();
-        const entries = await listActivity(ctx, {
-          branchId: options.branch,
-          limit: options.limit,
-          ...(options.key !== undefined ? { keyId: options.key } : {}),
-        });
+        const entries = await listActivity(ctx, { branchId: options.branch, keyId: options.key, limit: options.limit });
         print(entries, options, () =>
           entries.length === 0
             ? terminal`No key activity for branch ${options.branch} yet; it starts with the next key action`
@@ -360,11 +322,7 @@ const addActivity = (keys: Command): void => {
 /** The `keys` group: create, list, update, disable, enable, revoke, roll, audit, activity. */
 export const addKeyCommands = (program: Command): void => {
   const keys = program.command('keys').description('Create, list, edit, disable, roll, audit and revoke API keys');
-  addCreate(keys);
-  addList(keys);
-  addUpdate(keys);
-  addStateActions(keys);
-  addRoll(keys);
-  addAudit(keys);
-  addActivity(keys);
+  addCreateAndList(keys);
+  addKeyActions(keys);
+  addRollAndReports(keys);
 };

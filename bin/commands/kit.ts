@@ -5,7 +5,8 @@
  */
 import { InvalidArgumentError } from 'commander';
 import type { OperatorContext } from '../../lib/operator/context';
-import { terminalSafeJson, type TerminalText } from '../../lib/operator/terminal';
+import type { PendingActivity } from '../../lib/operator/keys';
+import { terminal, terminalSafeJson, type TerminalText } from '../../lib/operator/terminal';
 
 export interface JsonOption {
   json?: boolean;
@@ -37,33 +38,36 @@ export const port = (value: string) => {
  * AWS SDK) loads when a command runs, so `--help` and `--version` stay quick.
  */
 export const withContext =
-  <Args extends unknown[]>(action: (ctx: OperatorContext, ...args: Args) => Promise<void>) =>
-  async (...args: Args): Promise<void> => {
+  <Args extends unknown[], R>(action: (ctx: OperatorContext, ...args: Args) => Promise<R>) =>
+  async (...args: Args): Promise<R> => {
     const { createOperatorContext, finishKeyActions } = await import('../../lib/operator/context');
     const ctx = createOperatorContext(process.env);
     try {
       await finishKeyActions(ctx);
-      await action(ctx, ...args);
+      return await action(ctx, ...args);
     } finally {
       ctx.close();
     }
   };
 
 /**
- * Runs a key action, then warns on stderr when its event went nowhere: with neither
- * KEY_EVENT_BUS_NAME nor KEY_EVENTS_FILE set, key events are dropped (docs/decisions.md "Key events").
+ * Runs a key action, then warns on stderr: once per entry it returns as left pending (the action
+ * happened, so the exit code stays 0; the entry is finished later), and when its event went
+ * nowhere: with neither KEY_EVENT_BUS_NAME nor KEY_EVENTS_FILE set, key events are dropped
+ * (docs/decisions.md "Key events").
  */
 export const withKeyAction =
-  <Args extends unknown[]>(action: (ctx: OperatorContext, ...args: Args) => Promise<void>) =>
+  <Args extends unknown[]>(action: (ctx: OperatorContext, ...args: Args) => Promise<PendingActivity[] | undefined>) =>
   async (...args: Args): Promise<void> => {
-    await withContext(action)(...args);
+    const pending = await withContext(action)(...args);
+    const { pendingNotice } = await import('../../lib/operator/keys');
+    for (const entry of pending ?? []) process.stderr.write(`${terminal`warning: ${pendingNotice(entry)}`}\n`);
     const { readKeyEventSettings } = await import('../../shared/config/env');
     const settings = readKeyEventSettings(process.env);
-    if (!settings.busName && !settings.file) process.stderr.write(`${NO_KEY_EVENTS_WARNING}\n`);
+    if (!settings.busName && !settings.file) {
+      process.stderr.write(
+        "warning: no key event was sent: set KEY_EVENT_BUS_NAME to the deployed stack's bus (its " +
+          'KeyEventBusName output), or KEY_EVENTS_FILE to a file for a local run (npm start prints one)\n',
+      );
+    }
   };
-
-export const NO_KEY_EVENTS_WARNING =
-  "warning: no key event was sent: set KEY_EVENT_BUS_NAME to the deployed stack's bus (its " +
-  'KeyEventBusName output), or KEY_EVENTS_FILE to a file for a local run (npm start prints one)';
-
-export const dash = (value: string | null | undefined) => value ?? '-';

@@ -6,26 +6,22 @@ import { DEMO_SEED_FILE } from '../../lib/project-paths';
 import { LOCAL_API_PORT, LOCAL_CONSOLE_PORT, LOCAL_DYNAMODB_PORT, LOCAL_HOST } from '../../lib/local-defaults';
 import { port } from './kit';
 
+/** A port option: `--flags <port>`, from `env` when not given, else `fallback`. */
+const portOption = (flags: string, description: string, env: string, fallback: number): Option =>
+  new Option(flags, description).env(env).default(fallback).argParser(port);
+
 export const addServeCommands = (program: Command): void => {
   program
     .command('serve')
     .description('Start the local stack: embedded DynamoDB, demo data, a demo key, the API on http://HOST:PORT/api')
-    .addOption(new Option('--port <port>', 'HTTP port').env('PORT').default(LOCAL_API_PORT).argParser(port))
+    .addOption(portOption('--port <port>', 'HTTP port', 'PORT', LOCAL_API_PORT))
     .addOption(new Option('--host <host>', 'HTTP host').env('HOST').default(LOCAL_HOST))
-    .addOption(
-      new Option('--dynamodb-port <port>', 'embedded DynamoDB port')
-        .env('DYNAMODB_PORT')
-        .default(LOCAL_DYNAMODB_PORT)
-        .argParser(port),
-    )
+    .addOption(portOption('--dynamodb-port <port>', 'embedded DynamoDB port', 'DYNAMODB_PORT', LOCAL_DYNAMODB_PORT))
     .addOption(new Option('--dynamodb-endpoint <url>', 'use this DynamoDB instead').env('DYNAMODB_ENDPOINT'))
     .option('--data-dir <dir>', 'keep the embedded DynamoDB data in this directory across restarts')
     .addOption(new Option('--seed <file>', 'seed file to load').default(DEMO_SEED_FILE, 'seed/demo.json'))
     .addOption(
-      new Option('--console-port <port>', 'settings console port (on 127.0.0.1)')
-        .env('CONSOLE_PORT')
-        .default(LOCAL_CONSOLE_PORT)
-        .argParser(port),
+      portOption('--console-port <port>', 'settings console port (on 127.0.0.1)', 'CONSOLE_PORT', LOCAL_CONSOLE_PORT),
     )
     .addOption(
       new Option(
@@ -40,7 +36,7 @@ export const addServeCommands = (program: Command): void => {
   program
     .command('console')
     .description('Start the settings console: the "API keys" and "API usage" pages in a browser')
-    .addOption(new Option('--port <port>', 'HTTP port').env('CONSOLE_PORT').default(LOCAL_CONSOLE_PORT).argParser(port))
+    .addOption(portOption('--port <port>', 'HTTP port', 'CONSOLE_PORT', LOCAL_CONSOLE_PORT))
     .addOption(
       new Option('--host <host>', 'address to listen on (anything but loopback is reachable from the network)').default(
         LOCAL_HOST,

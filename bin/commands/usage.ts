@@ -14,6 +14,7 @@ import type { SetAsideReport, UsageRollupSummary } from '../../lib/operator/usag
 import { outputWidth, positiveInt, print, withContext, type JsonOption } from './kit';
 import { usageTable } from './tables';
 
+/** Counts by status or status class, in order: `200: 3, 404: 1`. */
 const classes = (counts: Record<string, number>) =>
   Object.entries(counts)
     .sort(([a], [b]) => a.localeCompare(b))
@@ -36,44 +37,41 @@ const formatUnverified = ({ hours, repair }: NonNullable<UsageRollupSummary['unv
 
 /** @param width the terminal's width: tables are cut to fit it (bin/commands/kit.ts outputWidth) */
 const formatSummary = (summary: UsageRollupSummary, width?: number): TerminalText => {
-  const { totals } = summary;
-  const shown: TerminalText[] = [
+  const { totals, by } = summary;
+  return lines([
     terminal`Branch ${summary.branch_id}, ${summary.key_id ? `key ${summary.key_id}` : 'all keys'}, ${summary.since} to ${summary.until}`,
     terminal`As of ${summary.as_of ?? 'never (the aggregator has not applied any call yet)'}`,
     ...(summary.set_aside ? [formatSetAside(summary.set_aside)] : []),
     ...(summary.unverified ? [formatUnverified(summary.unverified)] : []),
     terminal`${totals.calls} call(s)${totals.calls ? ` — ${classes(totals.by_status_class)}` : ''}`,
     terminal`response time p50 ${percentileText(totals.p50_ms)}, p95 ${percentileText(totals.p95_ms)}, p99 ${percentileText(totals.p99_ms)}`,
-  ];
-  if (totals.top_routes.length > 0) {
-    shown.push(
-      terminal``,
-      formatTable(
-        ['ROUTE', 'CALLS'],
-        totals.top_routes.map((r) => [r.route, String(r.calls)]),
-        width,
-      ),
-    );
-  }
-  shown.push(
+    ...(totals.top_routes.length > 0
+      ? [
+          terminal``,
+          formatTable(
+            ['ROUTE', 'CALLS'],
+            totals.top_routes.map((r) => [r.route, String(r.calls)]),
+            width,
+          ),
+        ]
+      : []),
     terminal``,
     formatTable(
-      [summary.by === 'hour' ? 'HOUR (UTC)' : 'DAY (UTC)', 'CALLS', '2XX', '3XX', '4XX', '5XX', 'P50', 'P95', 'P99'],
+      [by === 'hour' ? 'HOUR (UTC)' : 'DAY (UTC)', 'CALLS', '2XX', '3XX', '4XX', '5XX', 'P50', 'P95', 'P99'],
       summary.buckets.map((b) => [
-        summary.by === 'hour' ? b.start.slice(0, 13) : b.start.slice(0, 10),
+        b.start.slice(0, by === 'hour' ? 13 : 10),
         String(b.calls),
         ...['2xx', '3xx', '4xx', '5xx'].map((c) => String(b.by_status_class[c] ?? 0)),
-        percentileText(b.p50_ms),
-        percentileText(b.p95_ms),
-        percentileText(b.p99_ms),
+        ...[b.p50_ms, b.p95_ms, b.p99_ms].map(percentileText),
       ]),
       width,
     ),
     terminal``,
     terminal`(${summary.items_read} rollup item(s) read)`,
-  );
-  return lines(shown);
+  ]);
 };
+
+type PeriodOptions = { branch: string; key?: string; since?: string; until?: string } & JsonOption;
 
 const addUsageRollupCommands = (usage: Command): void => {
   usage
@@ -86,22 +84,12 @@ const addUsageRollupCommands = (usage: Command): void => {
     .addOption(new Option('--by <granularity>', 'one bucket per').choices(['hour', 'day']).default('day'))
     .option('--json', 'JSON output')
     .action(
-      withContext(
-        async (
-          ctx,
-          options: { branch: string; key?: string; since?: string; until?: string; by: 'hour' | 'day' } & JsonOption,
-        ) => {
-          const { summarizeUsage } = await import('../../lib/operator/usage-rollups');
-          const summary = await summarizeUsage(ctx, {
-            branchId: options.branch,
-            by: options.by,
-            ...(options.key !== undefined ? { keyId: options.key } : {}),
-            ...(options.since !== undefined ? { since: options.since } : {}),
-            ...(options.until !== undefined ? { until: options.until } : {}),
-          });
-          print(summary, options, () => formatSummary(summary, outputWidth()));
-        },
-      ),
+      withContext(async (ctx, options: PeriodOptions & { by: 'hour' | 'day' }) => {
+        const { summarizeUsage } = await import('../../lib/operator/usage-rollups');
+        const { branch: branchId, key: keyId, since, until, by } = options;
+        const summary = await summarizeUsage(ctx, { branchId, keyId, since, until, by });
+        print(summary, options, () => formatSummary(summary, outputWidth()));
+      }),
     );
 
   usage
@@ -113,22 +101,15 @@ const addUsageRollupCommands = (usage: Command): void => {
     .option('--until <iso8601>', 'end of the period, exclusive (default: now)')
     .option('--json', 'JSON output')
     .action(
-      withContext(
-        async (ctx, options: { branch: string; key?: string; since: string; until?: string } & JsonOption) => {
-          const { rebuildRollups } = await import('../../lib/operator/usage-rebuild');
-          const result = await withProgress('Rebuilding rollups: hours', (update) =>
-            rebuildRollups(ctx, {
-              branchId: options.branch,
-              since: options.since,
-              onProgress: (p: { hours: number; of: number }) => update(p.hours, p.of),
-              ...(options.key !== undefined ? { keyId: options.key } : {}),
-              ...(options.until !== undefined ? { until: options.until } : {}),
-            }),
-          );
-          print(result, options, () => formatRebuild(result));
-          if (result.busy_hours.length > 0) process.exitCode = 1;
-        },
-      ),
+      withContext(async (ctx, options: PeriodOptions & { since: string }) => {
+        const { rebuildRollups } = await import('../../lib/operator/usage-rebuild');
+        const { branch: branchId, key: keyId, since, until } = options;
+        const result = await withProgress('Rebuilding rollups: hours', (update) =>
+          rebuildRollups(ctx, { branchId, keyId, since, until, onProgress: (p) => update(p.hours, p.of) }),
+        );
+        print(result, options, () => formatRebuild(result));
+        if (result.busy_hours.length > 0) process.exitCode = 1;
+      }),
     );
 
   usage
@@ -141,10 +122,7 @@ const addUsageRollupCommands = (usage: Command): void => {
       withContext(async (ctx, file: string, options: { fromLine?: number } & JsonOption) => {
         const { replayUsageLog } = await import('../../lib/operator/usage-replay');
         const result = await withProgress('Replaying usage records: lines read', (update) =>
-          replayUsageLog(ctx, file, {
-            onProgress: (p: { lines: number }) => update(p.lines),
-            ...(options.fromLine !== undefined ? { fromLine: options.fromLine } : {}),
-          }),
+          replayUsageLog(ctx, file, { fromLine: options.fromLine, onProgress: (p) => update(p.lines) }),
         );
         print(result, options, () => formatReplay(result));
         if (result.skipped_count > 0) process.exitCode = 1;
@@ -199,18 +177,12 @@ export const addUsageCommands = (program: Command): void => {
         }
         const { readUsage } = await import('../../lib/operator/usage');
         const { setAsideReport } = await import('../../lib/operator/usage-rollups');
-        const { records, summary } = await readUsage(ctx, {
-          branchId: options.branch,
-          limit: options.limit,
-          ...(options.key !== undefined ? { keyId: options.key } : {}),
-          ...(options.since !== undefined ? { since: options.since } : {}),
-        });
+        const { branch: branchId, key: keyId, since, limit } = options;
+        const { records, summary } = await readUsage(ctx, { branchId, keyId, since, limit });
         // Calls the rollups could not count yet (docs/usage-rollups.md "Failures"), with their repair.
         const setAside = await setAsideReport(ctx, options.branch);
         print({ summary, records, set_aside: setAside }, options, () => {
-          const statuses = Object.entries(summary.by_status)
-            .map(([status, count]) => `${status}: ${count}`)
-            .join(', ');
+          const statuses = classes(summary.by_status);
           const period = options.since === undefined ? 'kept' : `since ${options.since}`;
           const head = lines([
             terminal`${summary.complete ? '' : 'at least '}${summary.count} call(s) ${period}${statuses ? ` — ${statuses}` : ''}`,

@@ -18,13 +18,13 @@ import { localBaseUrl } from '../local-defaults';
 import { BranchSchema, listSchema, MemberSchema, PaymentProviderSchema, SCOPES } from '../../shared/domain/schemas';
 import {
   buildErrorResponses,
-  COMMON_RESPONSE_HEADERS,
   ERROR_RESPONSES,
   errorSchemaFor,
   headerComponents,
   jsonContent,
-  keylessResponseName,
-  RATE_LIMIT_RESPONSE_HEADERS,
+  KEYED_RESPONSE_HEADERS,
+  KEYLESS_RESPONSE_HEADERS,
+  keylessResponses,
   ref,
   type Json,
 } from './responses';
@@ -36,29 +36,21 @@ export const OPENAPI_VERSION = '3.1.0';
 export const API_VERSION = '1.1.0';
 export const SECURITY_SCHEME = 'branchApiKey';
 
-/** What each route returns on success and which list parameters it takes. */
-const OPERATIONS: Record<RouteId, { schema: string; list: boolean; tag: string; description: string }> = {
-  GetBranch: {
-    schema: 'Branch',
-    list: false,
-    tag: 'Branch',
-    description: 'The details of the branch the API key belongs to.',
-  },
+/** What each route returns on success (a `…List` schema: a list, with its parameters). */
+const OPERATIONS: Record<RouteId, { schema: string; tag: string; description: string }> = {
+  GetBranch: { schema: 'Branch', tag: 'Branch', description: 'The details of the branch the API key belongs to.' },
   ListMembers: {
     schema: 'MemberList',
-    list: true,
     tag: 'Members',
     description: 'The team members of the branch, in id order, one page at a time.',
   },
   ListPaymentProviders: {
     schema: 'PaymentProviderList',
-    list: true,
     tag: 'Payment providers',
     description: 'The active payment providers of the branch, in id order, one page at a time.',
   },
   GetPaymentProvider: {
     schema: 'PaymentProvider',
-    list: false,
     tag: 'Payment providers',
     description:
       'One active payment provider of the branch. A provider that is inactive, belongs to another ' +
@@ -128,10 +120,11 @@ const pathParameter = (name: string): Json => ({
 
 const buildOperation = (route: RouteDefinition): Json => {
   const operation = OPERATIONS[route.id];
+  const list = operation.schema.endsWith('List');
   const pathNames = [...route.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] ?? '');
   const parameters = [
     ...pathNames.map(pathParameter),
-    ...(operation.list ? [ref('parameters', 'Limit'), ref('parameters', 'Cursor')] : []),
+    ...(list ? [ref('parameters', 'Limit'), ref('parameters', 'Cursor')] : []),
   ];
   return {
     operationId: route.id,
@@ -143,16 +136,13 @@ const buildOperation = (route: RouteDefinition): Json => {
     responses: {
       200: {
         description: 'OK',
-        headers: { ...COMMON_RESPONSE_HEADERS, ...RATE_LIMIT_RESPONSE_HEADERS },
+        headers: KEYED_RESPONSE_HEADERS,
         content: jsonContent(operation.schema),
       },
+      ...keylessResponses(),
       ...Object.fromEntries(
-        ERROR_RESPONSES.flatMap((response) =>
-          response.scope.includes('every') || response.scope.includes(operation.list ? 'list' : 'single')
-            ? [[response.status, ref('responses', response.name)]]
-            : response.scope.includes('gateway')
-              ? [[response.status, ref('responses', keylessResponseName(response))]]
-              : [],
+        ERROR_RESPONSES.filter(({ scope }) => scope.includes('every') || scope.includes(list ? 'list' : 'single')).map(
+          (response) => [response.status, ref('responses', response.name)],
         ),
       ),
     },
@@ -190,19 +180,10 @@ const buildReportOperation = (): Json => ({
   responses: {
     200: {
       description: 'One entry per reported token, in the order sent.',
-      headers: {
-        'X-Request-Id': COMMON_RESPONSE_HEADERS['X-Request-Id'],
-        'Cache-Control': COMMON_RESPONSE_HEADERS['Cache-Control'],
-        'X-Content-Type-Options': COMMON_RESPONSE_HEADERS['X-Content-Type-Options'],
-      },
+      headers: KEYLESS_RESPONSE_HEADERS,
       content: jsonContent('SecretScanningAnswer'),
     },
-    ...Object.fromEntries(
-      ERROR_RESPONSES.filter(({ scope }) => scope.includes('report') || scope.includes('gateway')).map((response) => [
-        response.status,
-        ref('responses', keylessResponseName(response)),
-      ]),
-    ),
+    ...keylessResponses('report'),
   },
 });
 
@@ -277,11 +258,7 @@ export const buildOpenApiDocument = (): Json => ({
       'answered before any key is read: they carry no rate-limit fields and no `Api-Key-Expires`, and are not ' +
       `counted against a key's limit. Request headers over ${MAX_REQUEST_HEADER_BYTES.toLocaleString('en')} bytes ` +
       'are a 431 on any path.',
-    responses: Object.fromEntries(
-      ERROR_RESPONSES.filter(({ scope }) => scope.includes('unmatched') || scope.includes('gateway')).map(
-        (response) => [response.status, ref('responses', keylessResponseName(response))],
-      ),
-    ),
+    responses: keylessResponses('unmatched'),
   },
   components: {
     securitySchemes: {

@@ -3,6 +3,7 @@
  * grouped from the error catalogue (shared/api/errors.ts) and the header values of shared/api/http.
  * Build-time only, like the document.
  */
+import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 import {
   AUTH_REALM,
@@ -20,33 +21,23 @@ import { SCOPES } from '../../shared/domain/schemas';
 
 /** The body of every error response (docs/decisions.md "Errors"). */
 /* Build-time only: zod stays out of the function bundles. */
-export const ErrorBodySchema = z.object({
+const ErrorBodySchema = z.object({
   error: z.object({
     code: z.enum(ERROR_CODES).meta({ description: 'Stable, machine-readable error code' }),
     message: z.string().meta({ description: 'Human-readable explanation; may change, do not parse it' }),
     request_id: z.string().meta({ description: 'Same as the X-Request-Id response header' }),
   }),
 });
-export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 /** The one media type of every response body; the `Content-Type` header adds `charset=utf-8`. */
-export const MEDIA_TYPE = 'application/json';
+const MEDIA_TYPE = 'application/json';
 
 export type Json = Record<string, unknown>;
 export const ref = (section: string, name: string) => ({ $ref: `#/components/${section}/${name}` });
 
-const STATUS_NAMES: Record<number, string> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  405: 'MethodNotAllowed',
-  413: 'PayloadTooLarge',
-  429: 'TooManyRequests',
-  431: 'RequestHeaderFieldsTooLarge',
-  500: 'InternalError',
-  503: 'ServiceUnavailable',
-};
+/** A response's component name: its reason phrase in one word (`TooManyRequests`); 500 is `InternalError`. */
+const statusName = (status: number): string =>
+  status === 500 ? 'InternalError' : (STATUS_CODES[status] ?? `Status${status}`).replace(/\W/g, '');
 
 /** The header component documenting a catalogue header on a response of this status. */
 const headerComponent = (status: number, name: ErrorHeaderName): string =>
@@ -79,13 +70,11 @@ export const ERROR_RESPONSES: ErrorResponse[] = [...new Set(ERROR_CODES.map(grou
     const codes = ERROR_CODES.filter((code) => groupOf(code) === group);
     const entries = codes.map((code): CatalogueEntry => ERROR_CATALOGUE[code]);
     const status = entries[0]!.status;
-    const statusName = STATUS_NAMES[status];
-    if (!statusName) throw new Error(`No response name for status ${status}: add it to STATUS_NAMES`);
     // A status that only the report answers keeps its plain name (413 PayloadTooLarge).
     const shared = ERROR_CODES.some((code) => ERROR_CATALOGUE[code].status === status && !isReportOnly(code));
     return {
       status,
-      name: group.endsWith(' report') && shared ? `Report${statusName}` : statusName,
+      name: `${group.endsWith(' report') && shared ? 'Report' : ''}${statusName(status)}`,
       codes,
       headers: [...new Set(entries.flatMap((entry) => entry.headers))],
       scope: [...new Set(entries.flatMap((entry) => entry.scope))],
@@ -169,12 +158,6 @@ const HEADERS: Record<string, Json> = {
   ),
 };
 
-/** The rate-limit fields, on every response of an authenticated operation (docs/decisions.md "Rate limits"). */
-export const RATE_LIMIT_RESPONSE_HEADERS = {
-  'RateLimit-Policy': ref('headers', 'RateLimit-Policy'),
-  RateLimit: ref('headers', 'RateLimit'),
-};
-
 /**
  * A catalogue header is required on the response of a status only when every code of that status
  * carries it: a 403 `ip_not_allowed` has no challenge, a 403 `insufficient_scope` does.
@@ -195,12 +178,19 @@ export const headerComponents = (): Record<string, Json> =>
     ]),
   );
 
-/** Response header name → component name: the headers every response carries, and the optional key expiry. */
-export const COMMON_RESPONSE_HEADERS = {
-  'X-Request-Id': ref('headers', 'X-Request-Id'),
-  'Cache-Control': ref('headers', 'Cache-Control'),
-  'X-Content-Type-Options': ref('headers', 'X-Content-Type-Options'),
-  [API_KEY_EXPIRES_HEADER]: ref('headers', API_KEY_EXPIRES_HEADER),
+/** Response header name → its component (`component` of the name). */
+const headerRefs = (names: readonly string[], component = (name: string) => name): Json =>
+  Object.fromEntries(names.map((name) => [name, ref('headers', component(name))]));
+
+/** The headers every response carries, those answered before any key is read too. */
+export const KEYLESS_RESPONSE_HEADERS = headerRefs(['X-Request-Id', 'Cache-Control', 'X-Content-Type-Options']);
+/**
+ * The headers of every response of an operation that reads a key: those, its optional expiry and
+ * the rate-limit fields (docs/decisions.md "Rate limits").
+ */
+export const KEYED_RESPONSE_HEADERS = {
+  ...KEYLESS_RESPONSE_HEADERS,
+  ...headerRefs([API_KEY_EXPIRES_HEADER, 'RateLimit-Policy', 'RateLimit']),
 };
 
 export const jsonContent = (schema: string): Json => ({ [MEDIA_TYPE]: { schema: ref('schemas', schema) } });
@@ -222,27 +212,34 @@ export const KEY_HEADERS = ['RateLimit-Policy', 'RateLimit', API_KEY_EXPIRES_HEA
 export const keylessResponseName = ({ name, scope }: ErrorResponse): string =>
   scope.every(isKeyless) ? name : `${name}WithoutKey`;
 
+/** Status → the keyless response of each status answered in one of `scopes` (or by the gateway). */
+export const keylessResponses = (...scopes: ErrorScope[]): Json =>
+  Object.fromEntries(
+    ERROR_RESPONSES.filter(({ scope }) => [...scopes, 'gateway'].some((s) => scope.includes(s as ErrorScope))).map(
+      (response) => [response.status, ref('responses', keylessResponseName(response))],
+    ),
+  );
+
 const describeCodes = (codes: readonly ErrorCode[]): string =>
   codes.map((code) => `\`${code}\`: ${ERROR_CATALOGUE[code].when}.`).join(' ');
 
 const catalogueHeaders = (status: number, headers: readonly ErrorHeaderName[]): Json =>
-  Object.fromEntries(headers.map((header) => [header, ref('headers', headerComponent(status, header))]));
+  headerRefs(headers, (header) => headerComponent(status, header as ErrorHeaderName));
 
 const keyedResponse = ({ status, name, codes, headers }: ErrorResponse): Json => ({
   description: describeCodes(codes),
-  headers: { ...COMMON_RESPONSE_HEADERS, ...RATE_LIMIT_RESPONSE_HEADERS, ...catalogueHeaders(status, headers) },
+  headers: { ...KEYED_RESPONSE_HEADERS, ...catalogueHeaders(status, headers) },
   content: jsonContent(`${name}Error`),
 });
 
 const keylessResponse = ({ status, name, codes }: ErrorResponse): Json => {
   const own = codes.filter((code) => ERROR_CATALOGUE[code].scope.some(isKeyless));
-  const { [API_KEY_EXPIRES_HEADER]: _expiry, ...common } = COMMON_RESPONSE_HEADERS;
   return {
     description:
       `Answered before any key is read, whatever \`Authorization\` says: never carries ${KEY_HEADERS.map((header) => `\`${header}\``).join(', ')}. ` +
       describeCodes(own),
     headers: {
-      ...common,
+      ...KEYLESS_RESPONSE_HEADERS,
       ...catalogueHeaders(status, [...new Set(own.flatMap((code) => ERROR_CATALOGUE[code].headers))]),
     },
     'x-absent-headers': [...KEY_HEADERS],

@@ -53,6 +53,26 @@ export class OperatorError extends Error {
 export const invalidInput = (field: OperatorField, detail: string): OperatorError =>
   new OperatorError(`${field}${detail}`, 'invalid_input', field, detail);
 
+/** A count asked for (`limit`), checked: a whole number from 1 to `max`. */
+export const checkLimit = (limit: number, max: number): number => {
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) {
+    throw invalidInput('limit', ` must be a whole number from 1 to ${max}`);
+  }
+  return limit;
+};
+
+/** A domain parser whose refusal (an error of `refusal`) becomes an invalid `field`. */
+export const namingField =
+  <A, T>(field: OperatorField, parse: (value: A) => T, refusal: new (message: string) => Error) =>
+  (value: A): T => {
+    try {
+      return parse(value);
+    } catch (error) {
+      if (error instanceof refusal) throw invalidInput(field, `: ${error.message}`);
+      throw error;
+    }
+  };
+
 /**
  * The message with its field called as the reader knows it: the CLI's option (`--expires must be
  * in the future`), the console's label (`Expires must be in the future`).

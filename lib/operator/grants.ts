@@ -143,40 +143,26 @@ const sorted = <T>(values: Iterable<T>) => [...new Set(values)].sort();
  */
 export const operatorPolicy = (grants: Record<string, CommandGrants> = OPERATOR_GRANTS): PolicyDocument => {
   const everyGrant = Object.values(grants).flatMap(({ dynamodb }) => dynamodb);
-  const statements: PolicyStatement[] = OPERATOR_TABLES.flatMap((table) => {
+  const statement = (Sid: string, actions: string[], resources: string[]): PolicyStatement[] =>
+    actions.length ? [{ Sid, Effect: 'Allow', Action: sorted(actions), Resource: sorted(resources) }] : [];
+  const statements = OPERATOR_TABLES.flatMap((table) => {
     const ofTable = everyGrant.filter((grant) => grant.table === table);
-    const direct = ofTable.filter((grant) => !grant.index);
-    const indexed = ofTable.filter((grant) => grant.index);
     const sid = operatorTableOutput(table).replace(/Name$/, '');
+    const [direct, indexed] = [ofTable.filter((grant) => !grant.index), ofTable.filter((grant) => grant.index)];
+    const actions = (of: TableGrant[]) => of.flatMap((grant) => grant.actions.map((action) => `dynamodb:${action}`));
     return [
-      ...(direct.length
-        ? [{ Sid: sid, actions: direct.flatMap((grant) => grant.actions), resources: [tableArn(table)] }]
-        : []),
-      ...(indexed.length
-        ? [
-            {
-              Sid: `${sid}Indexes`,
-              actions: indexed.flatMap((grant) => grant.actions),
-              resources: indexed.map((grant) => tableArn(table, grant.index)),
-            },
-          ]
-        : []),
-    ].map(({ Sid, actions, resources }) => ({
-      Sid,
-      Effect: 'Allow' as const,
-      Action: sorted(actions).map((action) => `dynamodb:${action}`),
-      Resource: sorted(resources),
-    }));
+      ...statement(sid, actions(direct), [tableArn(table)]),
+      ...statement(
+        `${sid}Indexes`,
+        actions(indexed),
+        indexed.map((grant) => tableArn(table, grant.index)),
+      ),
+    ];
   });
   const putsEvents = Object.values(grants).some((grant) => grant.putEvents);
   return {
     Version: '2012-10-17',
-    Statement: [
-      ...statements,
-      ...(putsEvents
-        ? [{ Sid: 'KeyEvents', Effect: 'Allow' as const, Action: ['events:PutEvents'], Resource: [busArn()] }]
-        : []),
-    ],
+    Statement: [...statements, ...statement('KeyEvents', putsEvents ? ['events:PutEvents'] : [], [busArn()])],
   };
 };
 
@@ -196,29 +182,14 @@ export const policyFor = (
 /** Prettier's width for the docs: a list that fits on its line stays on it, as Prettier prints JSON. */
 const PRINT_WIDTH = 120;
 
-const jsonList = (indent: string, key: string, values: readonly string[]): string => {
-  const inline = `${indent}"${key}": ${JSON.stringify(values).replaceAll('","', '", "')}`;
-  if (inline.length + 1 <= PRINT_WIDTH) return inline;
-  return [
-    `${indent}"${key}": [`,
-    values.map((value) => `${indent}  ${JSON.stringify(value)}`).join(',\n'),
-    `${indent}]`,
-  ].join('\n');
-};
-
 /** The policy as a JSON block for docs/deploy.md (`npm run docs:counts` writes it), laid out as Prettier keeps it. */
 export const renderOperatorPolicy = (start: string, end: string): string => {
-  const policy = operatorPolicy();
-  const statements = policy.Statement.map((statement) =>
-    [
-      '    {',
-      `      "Sid": ${JSON.stringify(statement.Sid)},`,
-      `      "Effect": "${statement.Effect}",`,
-      `${jsonList('      ', 'Action', statement.Action)},`,
-      jsonList('      ', 'Resource', statement.Resource),
-      '    }',
-    ].join('\n'),
+  const json = JSON.stringify(operatorPolicy(), null, 2).replace(
+    /^( *"\w+": )\[((?:\n *"[^"\n]*",?)+)\n *\]/gm,
+    (list, head: string, items: string) => {
+      const inline = `${head}[${items.trim().split(/,\n */).join(', ')}]`;
+      return inline.length + 1 <= PRINT_WIDTH ? inline : list;
+    },
   );
-  const json = ['{', `  "Version": "${policy.Version}",`, '  "Statement": [', statements.join(',\n'), '  ]', '}'];
-  return [start, '', '```json', ...json, '```', '', end].join('\n');
+  return [start, '', '```json', json, '```', '', end].join('\n');
 };

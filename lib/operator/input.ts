@@ -7,31 +7,21 @@
 import { InvalidCidrError, parseAllowlist } from '../../shared/domain/cidr';
 import { InvalidRateLimitError, parseRateLimit } from '../../shared/domain/rate-limit';
 import { SCOPES, ScopeSchema, type Scope } from '../../shared/domain/schemas';
-import { invalidInput, OperatorError, type OperatorField } from './errors';
+import { invalidInput, namingField, OperatorError, type OperatorField } from './errors';
 import { DURATION_UNITS, MAX_GRACE_MS } from './limits';
 
 const ISO_8601 =
   /^(?<year>\d{4})-(?<month>\d{2})-(?<day>\d{2})(?:T(?<hour>\d{2}):(?<minute>\d{2})(?::(?<second>\d{2})(?:\.(?<fraction>\d{1,9}))?)?(?<offset>Z|(?<sign>[+-])(?<offsetHours>\d{2}):?(?<offsetMinutes>\d{2}))?)?$/;
 
-const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+/** Days in the month, whatever the year (setUTCFullYear, unlike Date.UTC, keeps years 0-99). */
+const daysInMonth = (year: number, month: number): number => {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month, 0);
+  return date.getUTCDate();
+};
 
-const daysInMonth = (year: number, month: number): number =>
-  month === 2 ? (isLeapYear(year) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
-
-const MONTHS = [
-  'January',
-  'February',
-  'March',
-  'April',
-  'May',
-  'June',
-  'July',
-  'August',
-  'September',
-  'October',
-  'November',
-  'December',
-];
+const monthName = (month: number): string =>
+  new Intl.DateTimeFormat('en', { month: 'long', timeZone: 'UTC' }).format(Date.UTC(2000, month - 1));
 
 /** Why the fields of a well-formed value name no real instant, or undefined when they do. */
 const impossibility = (fields: Record<string, string | undefined>): string | undefined => {
@@ -39,7 +29,7 @@ const impossibility = (fields: Record<string, string | undefined>): string | und
   const [year, month, day] = [number('year'), number('month'), number('day')];
   if (month < 1 || month > 12) return `there is no month ${month}`;
   if (day < 1 || day > daysInMonth(year, month)) {
-    return `${MONTHS[month - 1]} ${year} has ${daysInMonth(year, month)} days`;
+    return `${monthName(month)} ${year} has ${daysInMonth(year, month)} days`;
   }
   if (number('hour') > 23) return 'the hour must be 00-23';
   if (number('minute') > 59) return 'the minute must be 00-59';
@@ -98,18 +88,6 @@ export const scopeList = (names: readonly string[]): Scope[] => {
   }
   return [...new Set(names as Scope[])];
 };
-
-/** A domain parser whose refusal (an error of `refusal`) becomes an invalid `field`. */
-const namingField =
-  <T>(field: OperatorField, parse: (value: string) => T, refusal: new (message: string) => Error) =>
-  (value: string): T => {
-    try {
-      return parse(value);
-    } catch (error) {
-      if (error instanceof refusal) throw invalidInput(field, `: ${error.message}`);
-      throw error;
-    }
-  };
 
 /** `203.0.113.0/24, 2001:db8::1` → canonical CIDR entries; an empty entry (`a,,b`) is refused as a typo. */
 export const parseAllowedIps = namingField('allowed_ips', parseAllowlist, InvalidCidrError);

@@ -11,28 +11,7 @@ import type { OperatorContext } from './context';
 
 const DAY = 86_400_000;
 
-/** What the usage log says about one key: what the audit needs. */
-export interface KeyUsageFacts {
-  lastUsedAt?: string;
-  /** Scopes the routes of its calls required. */
-  scopesNeeded: Set<Scope>;
-  /** False when the key had more calls than were read: `scopesNeeded` may then be short. */
-  complete: boolean;
-  /** The calls `scopesNeeded` comes from, as the finding names them; default from `complete`. */
-  basis?: string;
-}
-
 const SCOPE_OF_ROUTE = new Map(routes.map((route) => [routeKey(route), route.scope]));
-
-/** The scopes the given route templates require. */
-const scopesOf = (used: Iterable<string>): Set<Scope> => {
-  const scopes = new Set<Scope>();
-  for (const route of used) {
-    const scope = SCOPE_OF_ROUTE.get(route);
-    if (scope) scopes.add(scope);
-  }
-  return scopes;
-};
 
 /** A key's newest refused call and why it was refused. */
 export interface LastRefused {
@@ -78,7 +57,7 @@ export const AUDIT_CODES = [
 ] as const;
 export type AuditCode = (typeof AUDIT_CODES)[number];
 
-export const AUDIT_THRESHOLDS = {
+const AUDIT_THRESHOLDS = {
   /** `never_used`: no call, and created at least this many days ago. */
   neverUsedAfterDays: 7,
   /** `unused`: no call in this many days (and the key is at least that old). */
@@ -88,34 +67,30 @@ export const AUDIT_THRESHOLDS = {
 } as const;
 
 /** How far back the rollup facts read a key's calls for the routes it used (the `unused` horizon). */
-export const ROLLUP_FACTS_DAYS = AUDIT_THRESHOLDS.unusedAfterDays;
+const ROLLUP_FACTS_DAYS = AUDIT_THRESHOLDS.unusedAfterDays;
+const FACTS_BASIS = `its calls of the last ${ROLLUP_FACTS_DAYS} days`;
 
 /**
- * The usage facts of a listed key from the rollups (docs/console.md "Figures"), for the keys page:
- * its last use as listed (the branch's last-used items, one Query for every key), and the routes
- * of its calls of the last ROLLUP_FACTS_DAYS days from its hour items: one Query for a key with
- * calls, none for a key without, never a raw usage record.
+ * The usage facts of a listed key from the rollups (docs/console.md "Figures"): the scopes the
+ * routes of its calls of the last ROLLUP_FACTS_DAYS days needed, from its hour items (its last use
+ * is listed already): one Query for a key with calls, none for a key without, never a raw record.
  */
 export const rollupUsageFacts = async (
   ctx: OperatorContext,
   key: Pick<ApiKeyRecord, 'key_id' | 'branch_id' | 'scopes'> & { last_used_at: string | null },
   now: Date,
-): Promise<KeyUsageFacts> => {
-  const basis = `its calls of the last ${ROLLUP_FACTS_DAYS} days`;
-  if (!key.last_used_at) return { scopesNeeded: new Set(), complete: true, basis };
+): Promise<Set<Scope>> => {
+  if (!key.last_used_at) return new Set();
   const since = now.getTime() - ROLLUP_FACTS_DAYS * DAY;
   // No call in the window to judge scopes by: no unused_scopes finding (`unused` says it instead).
-  if (Date.parse(key.last_used_at) < since) {
-    return { lastUsedAt: key.last_used_at, scopesNeeded: new Set(key.scopes), complete: true, basis };
-  }
+  if (Date.parse(key.last_used_at) < since) return new Set(key.scopes);
   const hours = await ctx.rollups.hours({
     branchId: key.branch_id,
     keyId: key.key_id,
     fromHour: hourOf(since),
     toHour: hourOf(now),
   });
-  const routes = new Set(hours.flatMap((hour) => Object.keys(hour.byRoute)));
-  return { lastUsedAt: key.last_used_at, scopesNeeded: scopesOf(routes), complete: true, basis };
+  return new Set(hours.flatMap((hour) => Object.keys(hour.byRoute).flatMap((r) => SCOPE_OF_ROUTE.get(r) ?? [])));
 };
 
 export interface AuditFinding {
@@ -139,15 +114,15 @@ export interface KeyAudit {
 
 const daysBetween = (from: string, to: Date): number => (to.getTime() - Date.parse(from)) / DAY;
 
-/** The findings for one active key, given its usage facts, at `now`. Pure. */
-export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date): AuditFinding[] => {
+/** The findings for one active key, given the scopes its calls needed, at `now`. Pure. */
+export const auditFindings = (key: ApiKeyRecord & LastUse, scopesNeeded: Set<Scope>, now: Date): AuditFinding[] => {
   const { neverUsedAfterDays, unusedAfterDays, expiresWithinDays } = AUDIT_THRESHOLDS;
   const findings: AuditFinding[] = [];
   const age = daysBetween(key.created_at, now);
-  if (!facts.lastUsedAt && age >= neverUsedAfterDays) {
+  if (!key.last_used_at && age >= neverUsedAfterDays) {
     findings.push({ code: 'never_used', message: `no call since it was created ${Math.floor(age)} days ago` });
   }
-  const idle = facts.lastUsedAt ? daysBetween(facts.lastUsedAt, now) : age;
+  const idle = key.last_used_at ? daysBetween(key.last_used_at, now) : age;
   if (idle >= unusedAfterDays && age >= unusedAfterDays) {
     findings.push({ code: 'unused', message: `no call in the last ${unusedAfterDays} days` });
   }
@@ -158,12 +133,11 @@ export const auditFindings = (key: ApiKeyRecord, facts: KeyUsageFacts, now: Date
     findings.push({ code: 'expires_soon', message: `expires at ${key.expires_at}` });
   }
   // Only from evidence: a key with no calls has no needs to compare with (never_used says so).
-  const unneeded = facts.lastUsedAt ? key.scopes.filter((scope) => !facts.scopesNeeded.has(scope)) : [];
+  const unneeded = key.last_used_at ? key.scopes.filter((scope) => !scopesNeeded.has(scope)) : [];
   if (unneeded.length > 0) {
-    const basis = facts.basis ?? 'its calls';
     findings.push({
       code: 'unused_scopes',
-      message: `none of ${basis} needed ${unneeded.join(', ')}: a key without them would do`,
+      message: `none of ${FACTS_BASIS} needed ${unneeded.join(', ')}: a key without them would do`,
       scopes: unneeded,
     });
   }
@@ -181,23 +155,20 @@ export const auditOf = async <K extends ApiKeyRecord & LastUse>(
   ctx: OperatorContext,
   records: readonly K[],
   now: Date,
-  factsOf: (key: K) => Promise<KeyUsageFacts>,
+  factsOf: (key: K) => Promise<Set<Scope>>,
 ): Promise<KeyAudit[]> => {
   const active = records.filter((key) => isUsable(keyState(key, now)));
   return Promise.all(
-    active.map(async (key): Promise<KeyAudit> => {
-      const facts = await factsOf(key);
-      return {
-        key_id: key.key_id,
-        name: key.name,
-        start: key.start,
-        scopes: key.scopes,
-        created_at: key.created_at,
-        expires_at: key.expires_at ?? null,
-        last_used_at: facts.lastUsedAt ?? null,
-        last_refused: key.last_refused,
-        findings: auditFindings(key, facts, now),
-      };
-    }),
+    active.map(async (key): Promise<KeyAudit> => ({
+      key_id: key.key_id,
+      name: key.name,
+      start: key.start,
+      scopes: key.scopes,
+      created_at: key.created_at,
+      expires_at: key.expires_at ?? null,
+      last_used_at: key.last_used_at,
+      last_refused: key.last_refused,
+      findings: auditFindings(key, await factsOf(key), now),
+    })),
   );
 };

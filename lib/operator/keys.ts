@@ -24,8 +24,8 @@ import { keyState, type KeyState } from '../../shared/domain/key-state';
 import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import type { OperatorContext } from './context';
 import { dataStoreFailureMessage } from './data-store-failure';
-import { invalidInput, OperatorError } from './errors';
-import { auditOf, lastUseOf, rollupUsageFacts, type KeyAudit, type LastRefused } from './key-audit';
+import { checkLimit, invalidInput, namingField, OperatorError } from './errors';
+import { auditOf, lastUseOf, rollupUsageFacts, type LastRefused } from './key-audit';
 import { isWholeValue, keyIdOfValue, matchesKey, type KeyFilter } from './key-search';
 import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_ACTIVITY_LIMIT, MAX_GRACE_MS, MAX_NAME_LENGTH } from './limits';
 
@@ -114,15 +114,10 @@ export const pendingNotice = ({ key_id, action, copied, sent, reason, events_not
   );
 };
 
-/** What an action did: the key afterwards, false when nothing needed changing, and its entry if pending. */
-export interface KeyActionOutcome {
-  key: ApiKeyRecord;
-  changed: boolean;
-  pending?: PendingActivity[];
-}
-
-export const requireBranch = async (ctx: OperatorContext, branchId: string): Promise<void> => {
-  if (!(await ctx.branchData.getBranch(branchId)))
+/** The branch exists, and so does its key `keyId` when one is named (`requireKeyOfBranch`). */
+export const requireBranch = async (ctx: OperatorContext, branchId: string, keyId?: string): Promise<void> => {
+  if (keyId !== undefined) await requireKeyOfBranch(ctx, branchId, keyId);
+  else if (!(await ctx.branchData.getBranch(branchId)))
     throw new OperatorError(`Unknown branch "${branchId}"`, 'unknown_branch', 'branch');
 };
 
@@ -167,14 +162,7 @@ const checkExpiry = (expiresAt: Date, now: Date): Date => {
 };
 
 /** Canonical CIDR entries without repeats (docs/decisions.md "Key lifecycle"). */
-const checkAllowedIps = (entries: readonly string[]): string[] => {
-  try {
-    return canonicalAllowlist(entries);
-  } catch (error) {
-    if (error instanceof InvalidCidrError) throw invalidInput('allowed_ips', `: ${error.message}`);
-    throw error;
-  }
-};
+const checkAllowedIps = namingField('allowed_ips', canonicalAllowlist, InvalidCidrError);
 
 const checkRateLimit = (rateLimit: RateLimit): string => {
   if (!Number.isInteger(rateLimit.limit) || rateLimit.limit < 1 || rateLimit.limit > MAX_RATE_LIMIT) {
@@ -205,21 +193,11 @@ const defaultName = (existing: readonly ApiKeyRecord[]): string => {
   return `API key ${number}`;
 };
 
-export interface CreateKeyRequest extends Omit<KeySettings, 'scopes'> {
-  branchId: string;
-  scopes: Scope[];
-  now?: Date;
-}
-
-export interface CreatedKey {
-  /** The new key's value: shown once, never stored. */
-  key: string;
-  record: ApiKeyRecord;
-  pending?: PendingActivity[];
-}
-
-/** Creates a key. The returned `key` is the only time its value is ever available. */
-export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest): Promise<CreatedKey> => {
+/** Creates a key. The returned `key`, its value, is the only time it is ever available: never stored. */
+export const createKey = async (
+  ctx: OperatorContext,
+  request: KeySettings & { branchId: string; scopes: Scope[]; now?: Date },
+) => {
   const now = request.now ?? new Date();
   const change = settingsChange(request, now);
   await requireBranch(ctx, request.branchId);
@@ -230,9 +208,9 @@ export const createKey = async (ctx: OperatorContext, request: CreateKeyRequest)
     name,
     now,
     actor: await ctx.actor(),
-    ...(change.allowed_ips ? { allowedIps: change.allowed_ips } : {}),
-    ...(change.expires_at ? { expiresAt: new Date(change.expires_at) } : {}),
-    ...(change.rate_limit ? { rateLimit: change.rate_limit } : {}),
+    allowedIps: change.allowed_ips ?? undefined,
+    expiresAt: change.expires_at ? new Date(change.expires_at) : undefined,
+    rateLimit: change.rate_limit ?? undefined,
   });
   return { key, record, ...pendingOf(ctx, pending) };
 };
@@ -272,58 +250,74 @@ const REFUSED_BECAUSE: Record<KeyState, string> = {
   active: 'it is active',
 };
 
-/** Runs a repository action on a key of the branch, with repository errors turned into operator errors. */
-const act = async (
-  ctx: OperatorContext,
-  { branchId, keyId }: KeyOfBranch,
-  now: Date,
-  run: (ref: KeyRef) => Promise<KeyActionResult>,
-): Promise<KeyActionOutcome> => {
+const ROLL_REFUSALS: Record<KeyNotRollableError['reason'], string> = {
+  revoked: 'it is revoked',
+  expired: 'it has expired',
+  rolled: 'it was already rolled',
+  disabled: 'it is disabled; enable it first',
+};
+
+/** A repository refusal as the operator error that names it; any other error as it is. */
+const refusal = (error: unknown, { branchId, keyId }: KeyOfBranch): unknown => {
+  if (error instanceof KeyNotFoundError) return unknownKey(branchId, keyId);
+  if (error instanceof KeyNotRollableError) {
+    const next = error.rolledTo ? ` to ${error.rolledTo}; roll that key instead` : '';
+    return new OperatorError(
+      `Key ${keyId} cannot be rolled: ${ROLL_REFUSALS[error.reason]}${next}`,
+      'key_not_changeable',
+    );
+  }
+  if (error instanceof KeyActionRefusedError) {
+    const next = error.rolledTo ? `; it was rolled to ${error.rolledTo}, act on that key instead` : '';
+    // The action's past participle reads as the verb, but for an edit.
+    const verb = error.action === 'updated' ? 'changed' : error.action;
+    return new OperatorError(
+      `Key ${keyId} cannot be ${verb}: ${REFUSED_BECAUSE[error.state]}${next}`,
+      'key_not_changeable',
+    );
+  }
+  return error instanceof KeyChangedError ? new OperatorError(error.message, 'conflict') : error;
+};
+
+type KeyChange = KeyOfBranch & { now?: Date };
+
+/** Runs a repository action on a key of the branch, with its refusals as operator errors. */
+const act = async <T>(ctx: OperatorContext, request: KeyChange, run: (ref: KeyRef) => Promise<T>): Promise<T> => {
+  const { branchId, keyId, now = new Date() } = request;
   await requireBranch(ctx, branchId);
   try {
-    const { record, changed, pending } = await run({ keyId, branchId, now, actor: await ctx.actor() });
-    return { key: record, changed, ...pendingOf(ctx, pending) };
+    return await run({ branchId, keyId, now, actor: await ctx.actor() });
   } catch (error) {
-    if (error instanceof KeyNotFoundError) throw unknownKey(branchId, keyId);
-    if (error instanceof KeyActionRefusedError) {
-      const next = error.rolledTo ? `; it was rolled to ${error.rolledTo}, act on that key instead` : '';
-      // The action's past participle reads as the verb, but for an edit.
-      const verb = error.action === 'updated' ? 'changed' : error.action;
-      throw new OperatorError(
-        `Key ${keyId} cannot be ${verb}: ${REFUSED_BECAUSE[error.state]}${next}`,
-        'key_not_changeable',
-      );
-    }
-    if (error instanceof KeyChangedError) throw new OperatorError(error.message, 'conflict');
-    throw error;
+    throw refusal(error, request);
   }
 };
 
-export interface UpdateKeyRequest extends KeyOfBranch, KeySettings {
-  now?: Date;
-}
+/** An action on the key in place: the key afterwards, false when nothing needed changing, its pending entry. */
+const change = async (ctx: OperatorContext, request: KeyChange, run: (ref: KeyRef) => Promise<KeyActionResult>) => {
+  const { record, changed, pending } = await act(ctx, request, run);
+  return { key: record, changed, ...pendingOf(ctx, pending) };
+};
 
 /** Changes a live key's name, scopes, rate limit, allowlist or expiry; the change takes effect on its next call. */
-export const updateKey = async (ctx: OperatorContext, request: UpdateKeyRequest): Promise<KeyActionOutcome> => {
-  const now = request.now ?? new Date();
-  const change = settingsChange(request, now);
-  if (Object.keys(change).length === 0) {
+export const updateKey = async (ctx: OperatorContext, request: KeyChange & KeySettings) => {
+  const settings = settingsChange(request, request.now ?? new Date());
+  if (Object.keys(settings).length === 0) {
     throw new OperatorError(
       'Nothing to change: give a name, scopes, rate limit, allowed IPs or expiry',
       'invalid_input',
       'key',
     );
   }
-  return act(ctx, request, now, (ref) => ctx.keys.update(ref, change));
+  return change(ctx, request, (ref) => ctx.keys.update(ref, settings));
 };
 
 /** Disables a key: 401 disabled_api_key from its next call until it is enabled. Idempotent. */
-export const disableKey = async (ctx: OperatorContext, request: KeyOfBranch & { now?: Date }) =>
-  act(ctx, request, request.now ?? new Date(), (ref) => ctx.keys.disable(ref));
+export const disableKey = async (ctx: OperatorContext, request: KeyChange) =>
+  change(ctx, request, (ref) => ctx.keys.disable(ref));
 
 /** Enables a disabled key again; an enabled key is left as it is. */
-export const enableKey = async (ctx: OperatorContext, request: KeyOfBranch & { now?: Date }) =>
-  act(ctx, request, request.now ?? new Date(), (ref) => ctx.keys.enable(ref));
+export const enableKey = async (ctx: OperatorContext, request: KeyChange) =>
+  change(ctx, request, (ref) => ctx.keys.enable(ref));
 
 export interface RevokedKey extends ApiKeyRecord {
   revoked_at: string;
@@ -346,73 +340,25 @@ export const revokeKey = async (ctx: OperatorContext, { branchId, keyId }: KeyOf
   }
 };
 
-export interface RollKeyRequest extends KeyOfBranch {
-  /** How long the old key keeps working, 0 to MAX_GRACE_MS. @default DEFAULT_GRACE_MS */
-  graceMs?: number;
-  now?: Date;
-}
-
-export interface RollKeyResult {
-  /** The new key's value: shown once, never stored. */
-  key: string;
-  record: ApiKeyRecord;
-  /** The old key: `rolled_to` the new one, `expires_at` at the end of the grace period. */
-  previous: ApiKeyRecord;
-  pending?: PendingActivity[];
-}
-
-const ROLL_REFUSALS: Record<KeyNotRollableError['reason'], string> = {
-  revoked: 'it is revoked',
-  expired: 'it has expired',
-  rolled: 'it was already rolled',
-  disabled: 'it is disabled; enable it first',
-};
-
-/** Rolls a key of the branch: a new key with its settings, the old one ending after the grace period. */
-export const rollKey = async (ctx: OperatorContext, request: RollKeyRequest): Promise<RollKeyResult> => {
+/**
+ * Rolls a key of the branch: a new key with its settings (`key`, its value, shown once and never
+ * stored), the old one (`previous`) ending after the grace period, 0 to MAX_GRACE_MS.
+ */
+export const rollKey = async (ctx: OperatorContext, request: KeyChange & { graceMs?: number }) => {
   const graceMs = request.graceMs ?? DEFAULT_GRACE_MS;
   if (!Number.isInteger(graceMs) || graceMs < 0 || graceMs > MAX_GRACE_MS) {
     throw invalidInput('grace', ` must be from 0 to ${MAX_GRACE_MS / DURATION_UNITS.d} days`);
   }
-  await requireBranch(ctx, request.branchId);
-  try {
-    const { pending, ...rolled } = await ctx.keys.roll({
-      keyId: request.keyId,
-      branchId: request.branchId,
-      graceMs,
-      now: request.now ?? new Date(),
-      actor: await ctx.actor(),
-    });
-    return { ...rolled, ...pendingOf(ctx, pending) };
-  } catch (error) {
-    if (error instanceof KeyNotFoundError) throw unknownKey(request.branchId, request.keyId);
-    if (error instanceof KeyNotRollableError) {
-      const next = error.rolledTo ? ` to ${error.rolledTo}; roll that key instead` : '';
-      throw new OperatorError(
-        `Key ${error.keyId} cannot be rolled: ${ROLL_REFUSALS[error.reason]}${next}`,
-        'key_not_changeable',
-      );
-    }
-    if (error instanceof KeyChangedError) throw new OperatorError(error.message, 'conflict');
-    throw error;
-  }
+  const { pending, ...rolled } = await act(ctx, request, (ref) => ctx.keys.roll({ ...ref, graceMs }));
+  return { ...rolled, ...pendingOf(ctx, pending) };
 };
 
-export interface AuditReport {
-  branch_id: string;
-  generated_at: string;
-  /** Active keys only: revoked and expired keys no longer open anything. */
-  keys: KeyAudit[];
-}
-
 /**
- * Audits every active key of a branch: what could be tightened, retired or renewed. Locally it
- * also sends the "Key Expiring" events the daily function sends deployed (once per key and expiry).
+ * Audits every active key of a branch (revoked and expired keys no longer open anything): what
+ * could be tightened, retired or renewed. Locally it also sends the "Key Expiring" events the
+ * daily function sends deployed (once per key and expiry).
  */
-export const auditKeys = async (
-  ctx: OperatorContext,
-  request: { branchId: string; now?: Date },
-): Promise<AuditReport> => {
+export const auditKeys = async (ctx: OperatorContext, request: { branchId: string; now?: Date }) => {
   const now = request.now ?? new Date();
   const listed = await listKeys(ctx, request.branchId, now);
   if (ctx.keyEvents)
@@ -442,10 +388,7 @@ const ACTIVITY_POSITION = /^\d{4}-\d{2}-\d{2}T[\d:.]+Z#[^\s#]+#\d+$/;
  * never disagrees with the keys (docs/decisions.md "Key activity").
  */
 export const listActivityPage = async (ctx: OperatorContext, request: ActivityRequest): Promise<ActivityPage> => {
-  const limit = request.limit ?? 50;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ACTIVITY_LIMIT) {
-    throw invalidInput('limit', ` must be a whole number from 1 to ${MAX_ACTIVITY_LIMIT}`);
-  }
+  const limit = checkLimit(request.limit ?? 50, MAX_ACTIVITY_LIMIT);
   for (const field of ['before', 'after'] as const) {
     const position = request[field];
     if (position !== undefined && (position.length > 300 || !ACTIVITY_POSITION.test(position)))
@@ -453,16 +396,9 @@ export const listActivityPage = async (ctx: OperatorContext, request: ActivityRe
   }
   if (request.before !== undefined && request.after !== undefined)
     throw invalidInput('position', ' is either before or after, not both');
-  await requireBranch(ctx, request.branchId);
-  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
+  await requireBranch(ctx, request.branchId, request.keyId);
   await ctx.keys.outbox.finishBranch(request.branchId);
-  return ctx.activity.page({
-    branchId: request.branchId,
-    limit,
-    ...(request.keyId !== undefined ? { keyId: request.keyId } : {}),
-    ...(request.before !== undefined ? { before: request.before } : {}),
-    ...(request.after !== undefined ? { after: request.after } : {}),
-  });
+  return ctx.activity.page({ ...request, limit });
 };
 
 /** The newest key actions of a branch (or one of its keys): a page's entries. */

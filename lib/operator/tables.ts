@@ -2,7 +2,7 @@
  * Creates the tables from the shared definitions (shared/data/tables.ts) on the target DynamoDB: the
  * embedded one of `npm start` and the tests, or AWS for `branch-api tables create`.
  */
-import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, waitUntilTableExists, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createTableInput, tableDefinitions, type TableNames } from '../../shared/data/tables';
 
@@ -29,14 +29,7 @@ export const ensureTables = async (
       if ((error as Error).name !== 'ResourceInUseException') throw error;
     }
   }
-  for (const definition of definitions) {
-    const tableName = names[definition.name]!;
-    for (let attempt = 0; ; attempt += 1) {
-      const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
-      if (Table?.TableStatus === 'ACTIVE') break;
-      if (attempt > 600) throw new Error(`Table ${tableName} did not become ACTIVE`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  const waiter = { client, minDelay: 0.1, maxDelay: 0.1, maxWaitTime: 60 };
+  for (const definition of definitions) await waitUntilTableExists(waiter, { TableName: names[definition.name]! });
   return created;
 };

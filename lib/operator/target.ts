@@ -6,6 +6,7 @@
  * wrote (docs/deploy.md "Load a branch and create the first key", "Outputs").
  */
 import { constants, promises as fs } from 'node:fs';
+import { buffer } from 'node:stream/consumers';
 import { z } from 'zod';
 import { ConfigError, readRegion } from '../../shared/config/env';
 import { OPERATOR_TABLES, operatorTableOutput, TABLE_ENV } from '../../shared/data/tables';
@@ -114,13 +115,10 @@ const readSmallRegularFile = async (file: string, fail: (why: string) => ConfigE
     if (stat.size > OUTPUTS_FILE_MAX_BYTES) {
       throw fail(`${stat.size} bytes, more than an outputs file holds (at most ${OUTPUTS_FILE_MAX_BYTES})`);
     }
-    const buffer = Buffer.alloc(OUTPUTS_FILE_MAX_BYTES + 1);
-    let length = 0;
-    for (let read = -1; read !== 0 && length < buffer.length; length += read) {
-      ({ bytesRead: read } = await handle.read(buffer, length, buffer.length - length, length));
-    }
-    if (length > OUTPUTS_FILE_MAX_BYTES) throw fail(`grew past ${OUTPUTS_FILE_MAX_BYTES} bytes while read`);
-    return buffer.toString('utf8', 0, length);
+    // One byte past the bound at most, for a file that grows while it is read.
+    const bytes = await buffer(handle.createReadStream({ start: 0, end: OUTPUTS_FILE_MAX_BYTES, autoClose: false }));
+    if (bytes.length > OUTPUTS_FILE_MAX_BYTES) throw fail(`grew past ${OUTPUTS_FILE_MAX_BYTES} bytes while read`);
+    return bytes.toString('utf8');
   } finally {
     await handle.close();
   }

@@ -6,13 +6,14 @@
  * since the rebuild read it, so the two never count a call twice.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { positiveIntEnv } from '../../shared/config/env';
 import { addCall, HOUR_ITEM_PREFIX, hourItemSk, hourOf, type Counters } from '../../shared/domain/rollups';
 import type { StoredHour } from '../../shared/data/repositories/rollups';
 import type { OperatorContext } from './context';
 import { invalidInput } from './errors';
-import { requireBranch, requireKeyOfBranch } from './keys';
-import { hourRange, parsePeriod, rollupRetentionDays, usageRetentionDays, type Env } from './usage-rollups';
+import { requireBranch } from './keys';
+import { hourAfter, hourRange, parsePeriod, rollupRetentionDays, usageRetentionDays, type Env } from './usage-rollups';
 
 const HOUR_MS = 3_600_000;
 const REBUILD_PAGE = 1000;
@@ -72,23 +73,18 @@ export interface RebuildResult {
   set_aside_cleared: number;
 }
 
-interface Recount {
-  items: Map<string, { keyId: string; counters: Counters }>;
-  records: number;
-}
-
 /** The calls of one hour (of a branch or one key), counted per key, a page at a time. */
-const recountHour = async (ctx: OperatorContext, branchId: string, keyId: string | undefined, hour: string) => {
-  const recount: Recount = { items: new Map(), records: 0 };
+const recountHour = async ({ ctx, branchId, keyId }: Scope, hour: string) => {
+  const recount = { items: new Map<string, { keyId: string; counters: Counters }>(), records: 0 };
   let position: string | undefined;
   do {
     const page = await ctx.usage.query({
       branchId,
+      keyId,
       since: new Date(hour),
-      until: new Date(Date.parse(hour) + HOUR_MS),
+      until: new Date(hourAfter(hour)),
       limit: REBUILD_PAGE,
-      ...(keyId !== undefined ? { keyId } : {}),
-      ...(position ? { position } : {}),
+      position,
     });
     for (const record of page.records) {
       if (hourOf(record.timestamp) !== hour) continue;
@@ -112,13 +108,12 @@ const hoursToRebuild = async (scope: Scope, fromHour: string, toHour: string): P
   // One hour: recounting it finds as fast whether it holds anything.
   if (fromHour === toHour) return new Set([fromHour]);
   const { ctx, branchId, keyId } = scope;
-  const byKey = keyId !== undefined ? { keyId } : {};
-  const stored = await ctx.rollups.storedHours({ branchId, fromHour, toHour, ...byKey });
+  const stored = await ctx.rollups.storedHours({ branchId, keyId, fromHour, toHour });
   const hours = new Set([...stored.keys()].map((sk) => sk.slice(HOUR_ITEM_PREFIX.length).split('#')[0]!));
   const since = new Date(fromHour);
-  let until = new Date(Date.parse(toHour) + HOUR_MS);
+  let until = new Date(hourAfter(toHour));
   for (;;) {
-    const [newest] = (await ctx.usage.query({ branchId, since, until, limit: 1, ...byKey })).records;
+    const [newest] = (await ctx.usage.query({ branchId, keyId, since, until, limit: 1 })).records;
     if (!newest) return hours;
     const hour = hourOf(newest.timestamp);
     hours.add(hour);
@@ -135,12 +130,7 @@ interface Scope {
   rebuild: string;
 }
 
-const hourQuery = ({ branchId, keyId }: Scope, hour: string) => ({
-  branchId,
-  fromHour: hour,
-  toHour: hour,
-  ...(keyId !== undefined ? { keyId } : {}),
-});
+const hourQuery = ({ branchId, keyId }: Scope, hour: string) => ({ branchId, keyId, fromHour: hour, toHour: hour });
 
 /** What the rebuild did, by hour and item; a redone hour overwrites its own entries. */
 interface Tally {
@@ -155,12 +145,12 @@ interface Tally {
  * the version each rewritten item now has, or undefined when the aggregator kept writing.
  */
 const rebuildHour = async (scope: Scope, hour: string, tally: Tally): Promise<Map<string, number> | undefined> => {
-  const { ctx, branchId, keyId } = scope;
+  const { ctx, branchId } = scope;
   const written = new Map<string, number>();
   let pending: Set<string> | undefined;
   for (let attempt = 0; attempt < HOUR_ATTEMPTS; attempt += 1) {
     const stored = await ctx.rollups.storedHours(hourQuery(scope, hour));
-    const recount = await recountHour(ctx, branchId, keyId, hour);
+    const recount = await recountHour(scope, hour);
     tally.records.set(hour, recount.records);
     const all = new Map<string, { keyId: string; counters: Counters; stored: StoredHour | undefined }>();
     for (const [sk, item] of stored) {
@@ -217,18 +207,13 @@ const checkHours = async (
 export const rebuildRollups = async (ctx: OperatorContext, request: RebuildRequest): Promise<RebuildResult> => {
   const env = request.env ?? process.env;
   const now = request.now ?? new Date();
-  const period = parsePeriod(request, {
-    now,
-    maxDays: usageRetentionDays(env),
-    kept: 'how long raw usage records are kept',
-  });
   const keptDays = usageRetentionDays(env);
+  const period = parsePeriod(request, { now, maxDays: keptDays, kept: 'how long raw usage records are kept' });
   if (period.since.getTime() < now.getTime() - keptDays * 24 * HOUR_MS) {
     // Their raw records are gone (or going): a recount would erase what the rollups still hold.
     throw invalidInput('since', ` must be within the last ${keptDays} days: older raw usage records are not kept`);
   }
-  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
-  else await requireBranch(ctx, request.branchId);
+  await requireBranch(ctx, request.branchId, request.keyId);
   const settleMs =
     (request.settleSeconds ?? positiveIntEnv(env, 'ROLLUP_SETTLE_SECONDS', DEFAULT_SETTLE_SECONDS)) * 1000;
   const lagMs = (request.maxLagSeconds ?? maxLagSeconds(env)) * 1000;
@@ -240,16 +225,14 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
     retentionDays: rollupRetentionDays(env),
     rebuild: randomUUID(),
   };
-  const endMs = Date.parse(toHour) + HOUR_MS;
+  const endMs = Date.parse(hourAfter(toHour));
   // Hours that ended less than the settle time ago are left alone: the hours before `settledEnd`.
   const settledEnd = settleMs > 0 ? Math.min(endMs, Date.parse(hourOf(now.getTime() - settleMs))) : endMs;
   const open: string[] = [];
   for (let t = Math.max(Date.parse(fromHour), settledEnd); t < endMs; t += HOUR_MS)
     open.push(new Date(t).toISOString());
-  const hours =
-    settledEnd > Date.parse(fromHour)
-      ? [...(await hoursToRebuild(scope, fromHour, hourOf(settledEnd - HOUR_MS)))].sort()
-      : [];
+  const settled = settledEnd > Date.parse(fromHour);
+  const hours = settled ? [...(await hoursToRebuild(scope, fromHour, hourOf(settledEnd - HOUR_MS)))].sort() : [];
   const tally: Tally = { records: new Map(), before: new Map(), after: new Map() };
   const busy: string[] = [];
   const written = new Map<string, Map<string, number>>();
@@ -259,25 +242,20 @@ export const rebuildRollups = async (ctx: OperatorContext, request: RebuildReque
     else busy.push(hour);
     request.onProgress?.({ hours: done + 1, of: hours.length, records: sum(tally.records) });
   }
-  const wait = () => (request.wait ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(lagMs);
+  const wait = () => (request.wait ?? sleep)(lagMs);
   if (lagMs > 0) busy.push(...(await checkHours(scope, written, wait, tally)));
   for (const [hour, versions] of written) {
     if (!busy.includes(hour)) await ctx.rollups.verified(request.branchId, [...versions.keys()], scope.rebuild);
   }
-  const cleared =
-    settledEnd > Date.parse(fromHour)
-      ? await ctx.rollups.repairs.clearSetAside(
-          request.branchId,
-          fromHour,
-          new Date(settledEnd).toISOString(),
-          request.keyId,
-        )
-      : 0;
+  const settledUntil = new Date(settledEnd).toISOString();
+  const cleared = settled
+    ? await ctx.rollups.repairs.clearSetAside(request.branchId, fromHour, settledUntil, request.keyId)
+    : 0;
   return {
     branch_id: request.branchId,
     key_id: request.keyId ?? null,
     since: fromHour,
-    until: new Date(Date.parse(toHour) + HOUR_MS).toISOString(),
+    until: hourAfter(toHour),
     records: sum(tally.records),
     items: tally.after.size,
     calls_before: sum(tally.before),

@@ -21,29 +21,28 @@ export const USAGE_NOT_STORED_MESSAGE = 'Usage record not stored';
 /** Records checked and written together: one BatchGetItem, four BatchWriteItems. */
 export const REPLAY_BATCH = 100;
 
-export interface ReplaySkip {
-  line: number;
-  reason: string;
-}
-
-export interface ReplayResult extends StoreTally {
+export interface ReplayResult {
   file: string;
   /** Lines read (from `from_line`). */
   lines: number;
   from_line: number;
   /** Usage records found in error-level "Usage record not stored" lines. */
   found: number;
+  /** Records written. */
+  stored: number;
+  /** Stored already: left alone, so the stream carries each call once. */
+  already_stored: number;
   /**
    * Lines reported and skipped: a record that is not valid, or whose key is unknown or of another
    * branch. The first MAX_SKIPS_LISTED are listed; `skipped_count` counts them all.
    */
-  skipped: ReplaySkip[];
+  skipped: { line: number; reason: string }[];
   skipped_count: number;
 }
 
 export const MAX_SKIPS_LISTED = 1000;
 const KEY_CACHE_LIMIT = 10_000;
-const skip = (result: ReplayResult, entry: ReplaySkip) => {
+const skip = (result: ReplayResult, entry: ReplayResult['skipped'][number]) => {
   result.skipped_count += 1;
   if (result.skipped.length < MAX_SKIPS_LISTED) result.skipped.push(entry);
 };
@@ -152,41 +151,29 @@ export const readLogLine = (line: string, now = new Date()): UsageRecord | strin
   return impossible ? `cannot have happened: ${impossible}` : parsed.data;
 };
 
-/** What storing batches did. */
-export interface StoreTally {
-  /** Written (with `dryRun`: would be). */
-  stored: number;
-  /** Stored already: left alone, so the stream carries each call once. */
-  already_stored: number;
-}
-
-export interface StoreBatchOptions<E> {
-  /** Key id → its branch (null: unknown), kept across batches; bounded here. */
-  keyBranches: Map<string, string | null>;
+/** A replay under way: its result so far, the usage retention, key id → its branch (null: unknown). */
+interface Replay {
+  result: ReplayResult;
   retentionDays: number;
-  tally: StoreTally;
-  /** A record not written, and why. */
-  skip: (entry: E, reason: string) => void;
-  /** Check everything, write nothing. */
-  dryRun?: boolean;
+  /** Kept across batches; bounded here. */
+  keyBranches: Map<string, string | null>;
 }
 
 /**
  * Stores one batch, each record in its write shard: only records of keys that exist in the branch
  * they name, within the usage retention, and not stored already.
  */
-export const storeUsageBatch = async <E extends { record: UsageRecord }>(
+const storeBatch = async (
   ctx: OperatorContext,
-  batch: readonly E[],
-  { keyBranches, retentionDays, tally, skip, dryRun = false }: StoreBatchOptions<E>,
-): Promise<UsageRecord[]> => {
+  batch: readonly { line: number; record: UsageRecord }[],
+  { result, retentionDays, keyBranches }: Replay,
+): Promise<void> => {
   const accepted: UsageRecord[] = [];
   const keptSince = new Date(Date.now() - retentionDays * 86_400_000).toISOString();
-  for (const entry of batch) {
-    const { record } = entry;
+  for (const { line, record } of batch) {
     if (record.timestamp < keptSince) {
       // Stored again, it would be a new insert of a call the rollups already counted.
-      skip(entry, `older than usage records are kept (${retentionDays} days)`);
+      skip(result, { line, reason: `older than usage records are kept (${retentionDays} days)` });
       continue;
     }
     if (!keyBranches.has(record.key_id)) {
@@ -196,11 +183,11 @@ export const storeUsageBatch = async <E extends { record: UsageRecord }>(
     }
     const owner = keyBranches.get(record.key_id);
     if (owner === record.branch_id) accepted.push(record);
-    else skip(entry, owner ? 'the key belongs to another branch' : 'unknown key');
+    else skip(result, { line, reason: owner ? 'the key belongs to another branch' : 'unknown key' });
   }
   const stored = await ctx.usage.storedAlready(accepted);
   const fresh = [...new Map(accepted.filter((r) => !stored.has(r.request_id)).map((r) => [r.request_id, r])).values()];
-  const entryOf = new Map(batch.map((entry) => [entry.record, entry]));
+  const lineOf = new Map(batch.map(({ line, record }) => [record, line]));
   let refused = 0;
   // Four BatchWriteItems of 25 in flight at once (each retries its own unprocessed items). One the
   // store refuses is written a record at a time: only the records it refuses are skipped.
@@ -214,18 +201,15 @@ export const storeUsageBatch = async <E extends { record: UsageRecord }>(
       await ctx.usage.put(record, retentionDays).catch((error: unknown) => {
         if (!(error instanceof DataStoreError)) throw error;
         refused += 1;
-        skip(entryOf.get(record)!, `the data store refused it (${error.message})`);
+        skip(result, { line: lineOf.get(record)!, reason: `the data store refused it (${error.message})` });
       });
     }
   };
   await Promise.all(
-    Array.from({ length: dryRun ? 0 : Math.ceil(fresh.length / 25) }, (_, i) =>
-      write(fresh.slice(i * 25, i * 25 + 25)),
-    ),
+    Array.from({ length: Math.ceil(fresh.length / 25) }, (_, i) => write(fresh.slice(i * 25, i * 25 + 25))),
   );
-  tally.stored += fresh.length - refused;
-  tally.already_stored += accepted.length - fresh.length;
-  return accepted;
+  result.stored += fresh.length - refused;
+  result.already_stored += accepted.length - fresh.length;
 };
 
 export const replayUsageLog = async (
@@ -249,16 +233,10 @@ export const replayUsageLog = async (
     skipped: [],
     skipped_count: 0,
   };
-  const retentionDays = usageRetentionDays(env);
-  const keyBranches = new Map<string, string | null>();
+  const replay: Replay = { result, retentionDays: usageRetentionDays(env), keyBranches: new Map() };
   let batch: { line: number; record: UsageRecord }[] = [];
   const flush = async () => {
-    await storeUsageBatch(ctx, batch, {
-      keyBranches,
-      retentionDays,
-      tally: result,
-      skip: ({ line }, reason) => skip(result, { line, reason }),
-    });
+    await storeBatch(ctx, batch, replay);
     batch = [];
     onProgress?.({ lines: result.lines, found: result.found, stored: result.stored });
   };

@@ -13,7 +13,7 @@ import {
 import type { OperatorContext } from './context';
 import { invalidInput, OperatorError } from './errors';
 import { parseIsoDate } from './input';
-import { requireBranch, requireKeyOfBranch } from './keys';
+import { requireBranch } from './keys';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -56,15 +56,18 @@ export const parsePeriod = (
   return { since, until };
 };
 
+/** The start of the hour after `hour`. */
+export const hourAfter = (hour: string): string => new Date(Date.parse(hour) + HOUR_MS).toISOString();
+
 /** The hours a period touches: from the hour of `since` to the hour before `until` (exclusive). */
 export const hourRange = ({ since, until }: Period) => ({
   fromHour: hourOf(since),
   toHour: hourOf(until.getTime() - 1),
 });
 
-export type SummaryGranularity = 'hour' | 'day';
+type SummaryGranularity = 'hour' | 'day';
 
-export interface UsageSummaryRequest {
+interface UsageSummaryRequest {
   branchId: string;
   keyId?: string;
   since?: string;
@@ -76,15 +79,8 @@ export interface UsageSummaryRequest {
   env?: Env;
 }
 
-export interface UsageBucket {
-  /** Start of the hour or UTC day. */
-  start: string;
-  calls: number;
-  by_status_class: Record<string, number>;
-  p50_ms: number | null;
-  p95_ms: number | null;
-  p99_ms: number | null;
-}
+/** One hour or UTC day (`start`) of a summary: the totals of its calls. */
+type UsageBucket = Pick<Totals, 'calls' | 'by_status_class' | 'p50_ms' | 'p95_ms' | 'p99_ms'> & { start: string };
 
 export interface UsageRollupSummary {
   branch_id: string;
@@ -115,27 +111,21 @@ export interface SetAsideReport {
   repair: string;
 }
 
+/** The rebuild of a branch's hours from the hour of `first` to that of `last`, both included. */
+const rebuildCommand = (branchId: string, first: string, last: string): string =>
+  `branch-api usage rebuild --branch ${branchId} --since ${hourOf(first)} --until ${hourAfter(hourOf(last))}`;
+
 /** Set-aside calls of a branch and the rebuild that repairs them; null when there are none. */
 export const setAsideReport = async (ctx: OperatorContext, branchId: string): Promise<SetAsideReport | null> => {
-  const found = await ctx.rollups.repairs.setAsideOf(branchId);
-  if (found.count === 0 || !found.oldest || !found.newest) return null;
-  const since = hourOf(found.oldest);
-  const until = new Date(Date.parse(hourOf(found.newest)) + HOUR_MS).toISOString();
-  return {
-    count: found.count,
-    complete: found.complete,
-    oldest: found.oldest,
-    newest: found.newest,
-    repair: `branch-api usage rebuild --branch ${branchId} --since ${since} --until ${until}`,
-  };
+  const { count, complete, oldest, newest } = await ctx.rollups.repairs.setAsideOf(branchId);
+  if (count === 0 || !oldest || !newest) return null;
+  return { count, complete, oldest, newest, repair: rebuildCommand(branchId, oldest, newest) };
 };
 
 /** The hours of these items a rebuild left unverified, and the rebuild that checks them; null when there are none. */
 const unverifiedReport = (branchId: string, items: readonly HourRollup[]) => {
   const hours = [...new Set(items.filter((item) => item.unverified).map((item) => item.hour))].sort();
-  if (hours.length === 0) return null;
-  const until = new Date(Date.parse(hours.at(-1)!) + HOUR_MS).toISOString();
-  return { hours, repair: `branch-api usage rebuild --branch ${branchId} --since ${hours[0]} --until ${until}` };
+  return hours.length === 0 ? null : { hours, repair: rebuildCommand(branchId, hours[0]!, hours.at(-1)!) };
 };
 
 const bucketStart = (hour: string, by: SummaryGranularity) =>
@@ -152,15 +142,9 @@ export const summarizeUsage = async (
     ...(request.now ? { now: request.now } : {}),
     maxDays: rollupRetentionDays(request.env ?? process.env),
   });
-  await requireBranch(ctx, request.branchId);
-  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
+  await requireBranch(ctx, request.branchId, request.keyId);
   const { fromHour, toHour } = hourRange(period);
-  const hours = await ctx.rollups.hours({
-    branchId: request.branchId,
-    fromHour,
-    toHour,
-    ...(request.keyId !== undefined ? { keyId: request.keyId } : {}),
-  });
+  const hours = await ctx.rollups.hours({ branchId: request.branchId, keyId: request.keyId, fromHour, toHour });
   const grouped = new Map<string, HourRollup[]>();
   const step = by === 'hour' ? HOUR_MS : DAY_MS;
   // Every bucket of the period, empty ones included, so a chart has no gaps.
@@ -172,7 +156,7 @@ export const summarizeUsage = async (
     branch_id: request.branchId,
     key_id: request.keyId ?? null,
     since: fromHour,
-    until: new Date(Date.parse(toHour) + HOUR_MS).toISOString(),
+    until: hourAfter(toHour),
     by,
     totals: totalsOf(hours),
     buckets: [...grouped.entries()].map(([start, items]) => {

@@ -5,9 +5,9 @@
 import { bucketOf, histogramPercentile, RESPONSE_TIME_BOUNDS_MS } from '../../shared/domain/rollups';
 import type { UsageRecord } from '../../shared/domain/usage-record';
 import type { OperatorContext } from './context';
-import { invalidInput } from './errors';
+import { checkLimit } from './errors';
 import { parseIsoDate } from './input';
-import { requireBranch, requireKeyOfBranch } from './keys';
+import { requireBranch } from './keys';
 import { MAX_USAGE_LIMIT } from './limits';
 
 export interface UsageRequest {
@@ -64,25 +64,17 @@ export const readUsage = async (
   request: UsageRequest,
   maxSummaryCalls: number = MAX_SUMMARY_CALLS,
 ) => {
-  const limit = request.limit ?? 50;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_USAGE_LIMIT) {
-    throw invalidInput('limit', ` must be a whole number from 1 to ${MAX_USAGE_LIMIT}`);
-  }
+  const limit = checkLimit(request.limit ?? 50, MAX_USAGE_LIMIT);
   const since = request.since === undefined ? undefined : parseIsoDate(request.since, 'since');
-  await requireBranch(ctx, request.branchId);
-  if (request.keyId !== undefined) await requireKeyOfBranch(ctx, request.branchId, request.keyId);
-  const scope = {
-    branchId: request.branchId,
-    ...(request.keyId ? { keyId: request.keyId } : {}),
-    ...(since ? { since } : {}),
-  };
+  await requireBranch(ctx, request.branchId, request.keyId);
+  const scope = { branchId: request.branchId, keyId: request.keyId, since };
   const records: UsageRecord[] = [];
   let position: string | undefined;
   do {
     const page = await ctx.usage.query({
       ...scope,
       limit: Math.min(1000, limit - records.length),
-      ...(position ? { position } : {}),
+      position,
     });
     records.push(...page.records);
     position = page.nextPosition;
