@@ -1,4 +1,3 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { ActivityEntry } from '../../domain/key-activity';
 import { DynamoRepository } from '../dynamodb';
 import { ACTIVITY_BY_KEY_INDEX } from '../tables';
@@ -44,9 +43,7 @@ const toEntry = (item: Record<string, unknown>): ActivityEntry => {
  */
 export class ActivityRepository extends DynamoRepository {
   async put(entry: ActivityEntry): Promise<void> {
-    await this.run('PutItem', () =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: { ...entry, sk: sortKeyOf(entry) } })),
-    );
+    await this.putItem({ Item: { ...entry, sk: sortKeyOf(entry) } });
   }
 
   /**

@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import type { Page, PageRequest } from './page';
 import type { Branch, Member, PaymentProvider, SeedBranch } from '../../domain/schemas';
@@ -43,8 +43,8 @@ const toPaymentProvider = (item: Item): PaymentProvider => ({
 
 export class BranchDataRepository extends DynamoRepository {
   async getBranch(branchId: string): Promise<Branch | undefined> {
-    const item = await this.getItem(branchId, BRANCH_SK);
-    return item ? toBranch(item) : undefined;
+    const { Item } = await this.getItem({ Key: { branch_id: branchId, sk: BRANCH_SK } });
+    return Item ? toBranch(Item) : undefined;
   }
 
   listMembers(branchId: string, page: PageRequest): Promise<Page<Member>> {
@@ -83,8 +83,8 @@ export class BranchDataRepository extends DynamoRepository {
 
   /** The provider if it exists in this branch and is active; otherwise undefined, whatever the reason. */
   async getActiveProvider(branchId: string, providerId: string): Promise<PaymentProvider | undefined> {
-    const item = await this.getItem(branchId, PROVIDER_PREFIX + providerId);
-    return item?.active === true ? toPaymentProvider(item) : undefined;
+    const { Item } = await this.getItem({ Key: { branch_id: branchId, sk: PROVIDER_PREFIX + providerId } });
+    return Item?.active === true ? toPaymentProvider(Item) : undefined;
   }
 
   /** Writes a branch with its members and providers (idempotent: the same input gives the same items). */
@@ -104,13 +104,6 @@ export class BranchDataRepository extends DynamoRepository {
       })),
     ];
     await this.batchPut(items);
-  }
-
-  private async getItem(branchId: string, sk: string): Promise<Item | undefined> {
-    const { Item } = await this.run('GetItem', () =>
-      this.client.send(new GetCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk } })),
-    );
-    return Item;
   }
 
   /** Asks for one item more than the page holds, so `hasMore` is exact (no empty last page). */

@@ -4,7 +4,6 @@
  * aggregator's progress ("as of"); what could not be applied yet is in ./rollup-repairs.ts.
  */
 import pLimit from 'p-limit';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
 import {
@@ -154,17 +153,11 @@ export class RollupsRepository extends DynamoRepository {
     for (let attempt = 0; attempt < GROUP_ATTEMPTS; attempt += 1) {
       const calls = pastWatermark(group, watermark);
       if (calls.length === 0) return 0;
-      try {
-        await this.addCalls(
-          key,
-          [{ source, calls, ...(known && watermark !== undefined ? { expected: watermark } : {}) }],
-          retentionDays,
-        );
+      const expected = known && watermark !== undefined ? { expected: watermark } : {};
+      if (await this.ifConditionMet(this.addCalls(key, [{ source, calls, ...expected }], retentionDays))) {
         return calls.length;
-      } catch (error) {
-        if (!(error instanceof ConditionNotMetError)) throw error;
       }
-      const item = await this.getItem(key, watermarkName(source));
+      const item = await this.consistentGet(key, watermarkName(source));
       watermark = item?.[watermarkName(source)] as string | undefined;
       known = true;
     }
@@ -215,18 +208,13 @@ export class RollupsRepository extends DynamoRepository {
       values[`:first${i}`] = calls[0]!.sequence;
       return `(attribute_not_exists(#w${i}) OR #w${i} < :first${i})`;
     });
-    await this.run('UpdateItem', () =>
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: key,
-          UpdateExpression: `ADD ${adds.join(', ')} SET key_id = :key, #hour = :hour, expires_at_epoch = :expires, ${sets.join(', ')}`,
-          ConditionExpression: conditions.join(' AND '),
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      ),
-    );
+    await this.updateItem({
+      Key: key,
+      UpdateExpression: `ADD ${adds.join(', ')} SET key_id = :key, #hour = :hour, expires_at_epoch = :expires, ${sets.join(', ')}`,
+      ConditionExpression: conditions.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
   }
 
   /** Keeps the newest accepted and the newest refused call of a key: maxima, so order and repetition don't matter. */
@@ -264,7 +252,7 @@ export class RollupsRepository extends DynamoRepository {
       FilterExpression: 'branch_id = :branch',
       ExpressionAttributeValues: { ':pk': keyId, ':branch': branchId, ...range },
     });
-    const items = await this.batchGet(keys.map(({ sk }) => ({ branch_id: branchId, sk })));
+    const { items } = await this.batchGet(keys.map(({ sk }) => ({ branch_id: branchId, sk })));
     return items.sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
   }
 
@@ -308,53 +296,36 @@ export class RollupsRepository extends DynamoRepository {
     stored: StoredHour | undefined,
     { retentionDays, rebuild }: { retentionDays: number; rebuild: string },
   ): Promise<boolean> {
-    const sk = hourItemSk(item.hour, item.keyId);
-    try {
-      await this.run('PutItem', () =>
-        this.client.send(
-          new PutCommand({
-            TableName: this.tableName,
-            Item: {
-              ...Object.fromEntries(counters),
-              ...stored?.watermarks,
-              branch_id: item.branchId,
-              sk,
-              key_id: item.keyId,
-              hour: item.hour,
-              expires_at_epoch: expiresOf(item.hour, retentionDays),
-              v: (stored?.version ?? 0) + 1,
-              unverified: rebuild,
-            },
-            ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
-            ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionNotMetError) return false;
-      throw error;
-    }
+    return this.ifConditionMet(
+      this.putItem({
+        Item: {
+          ...Object.fromEntries(counters),
+          ...stored?.watermarks,
+          branch_id: item.branchId,
+          sk: hourItemSk(item.hour, item.keyId),
+          key_id: item.keyId,
+          hour: item.hour,
+          expires_at_epoch: expiresOf(item.hour, retentionDays),
+          v: (stored?.version ?? 0) + 1,
+          unverified: rebuild,
+        },
+        ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
+        ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
+      }),
+    );
   }
 
   /** Clears the `unverified` mark a rebuild left on these items (sort keys), unless another rebuild's replaced it. */
   async verified(branchId: string, sks: readonly string[], rebuild: string): Promise<void> {
     for (const sk of sks) {
-      try {
-        await this.run('UpdateItem', () =>
-          this.client.send(
-            new UpdateCommand({
-              TableName: this.tableName,
-              Key: { branch_id: branchId, sk },
-              UpdateExpression: 'REMOVE unverified',
-              ConditionExpression: 'unverified = :rebuild',
-              ExpressionAttributeValues: { ':rebuild': rebuild },
-            }),
-          ),
-        );
-      } catch (error) {
-        if (!(error instanceof ConditionNotMetError)) throw error;
-      }
+      await this.ifConditionMet(
+        this.updateItem({
+          Key: { branch_id: branchId, sk },
+          UpdateExpression: 'REMOVE unverified',
+          ConditionExpression: 'unverified = :rebuild',
+          ExpressionAttributeValues: { ':rebuild': rebuild },
+        }),
+      );
     }
   }
 
@@ -368,45 +339,35 @@ export class RollupsRepository extends DynamoRepository {
     return new Map(items.map(({ key_id, ...use }) => [String(key_id), use as KeyUse]));
   }
 
-  private async getItem(key: Record<string, string>, projection?: string) {
-    const { Item } = await this.run('GetItem', () =>
-      this.client.send(
-        new GetCommand({
-          TableName: this.tableName,
-          Key: key,
-          ConsistentRead: true,
-          ...(projection ? { ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': projection } } : {}),
-        }),
-      ),
-    );
+  /** One attribute of an item, read strongly consistent. */
+  private async consistentGet(key: Record<string, string>, attribute: string) {
+    const { Item } = await this.getItem({
+      Key: key,
+      ConsistentRead: true,
+      ProjectionExpression: '#p',
+      ExpressionAttributeNames: { '#p': attribute },
+    });
     return Item;
   }
 
   /** Sets a time attribute unless it already holds a later one (a maximum: order and repetition don't matter). */
   private async setIfNewer(key: Record<string, string>, name: string, at: string, extra: Record<string, unknown> = {}) {
     const sets = Object.keys(extra).map((_, i) => `#e${i} = :e${i}`);
-    try {
-      await this.run('UpdateItem', () =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: key,
-            UpdateExpression: `SET ${['#n = :at', ...sets].join(', ')}`,
-            ConditionExpression: 'attribute_not_exists(#n) OR #n < :at',
-            ExpressionAttributeNames: {
-              '#n': name,
-              ...Object.fromEntries(Object.keys(extra).map((attribute, i) => [`#e${i}`, attribute])),
-            },
-            ExpressionAttributeValues: {
-              ':at': at,
-              ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
-            },
-          }),
-        ),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionNotMetError)) throw error;
-    }
+    await this.ifConditionMet(
+      this.updateItem({
+        Key: key,
+        UpdateExpression: `SET ${['#n = :at', ...sets].join(', ')}`,
+        ConditionExpression: 'attribute_not_exists(#n) OR #n < :at',
+        ExpressionAttributeNames: {
+          '#n': name,
+          ...Object.fromEntries(Object.keys(extra).map((attribute, i) => [`#e${i}`, attribute])),
+        },
+        ExpressionAttributeValues: {
+          ':at': at,
+          ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
+        },
+      }),
+    );
   }
 
   /** The aggregator's progress: the newest call time of a batch fully applied (a maximum). */
@@ -416,7 +377,7 @@ export class RollupsRepository extends DynamoRepository {
 
   /** The newest call time the aggregator has fully applied; undefined before its first batch. */
   async progress(): Promise<string | undefined> {
-    const item = await this.getItem(PROGRESS_KEY, 'as_of');
+    const item = await this.consistentGet(PROGRESS_KEY, 'as_of');
     return typeof item?.as_of === 'string' ? item.as_of : undefined;
   }
 }

@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import { USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
@@ -95,9 +95,7 @@ const SHARD_QUERIES_IN_FLIGHT = 32;
 export class UsageRecorder extends DynamoRepository {
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
-    await this.run('PutItem', () =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
-    );
+    await this.putItem({ Item: usageItemOf(record, retentionDays) });
   }
 }
 
@@ -160,7 +158,7 @@ export class UsageRepository extends UsageRecorder {
     const keys = new Map(
       records.map((record) => [`${record.branch_id}\u0000${itemKeyOf(record).sk}`, itemKeyOf(record)]),
     );
-    const items = await this.batchGet([...keys.values()], 'pk, sk, request_id');
+    const { items } = await this.batchGet([...keys.values()], { projection: 'pk, sk, request_id' });
     return new Set(items.map((item) => String(item.request_id)));
   }
 
