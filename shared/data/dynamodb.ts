@@ -137,6 +137,10 @@ export const translateDynamoError = (error: unknown, operation: string, table?: 
 
 type Item = Record<string, unknown>;
 
+/** The `expires_at_epoch` DynamoDB TTL reads: `days` after `time`, in epoch seconds. */
+export const expiresAtEpoch = (time: string | number, days: number): number =>
+  Math.floor(new Date(time).getTime() / 1000) + days * 86_400;
+
 /** Sends of one batch request, first included, before what is still unprocessed fails the call. */
 export const BATCH_ATTEMPTS = 8;
 const BATCH_WRITE_LIMIT = 25;

@@ -11,34 +11,20 @@ const MEMBER_PREFIX = 'MEMBER#';
 const PROVIDER_PREFIX = 'PROVIDER#';
 const SEED_TIMESTAMP = '1970-01-01T00:00:00.000Z';
 
-// Mappers pick each field by name, so table attributes (branch_id, sk, ...) never reach a response.
-const toBranch = (item: Item): Branch => ({
-  id: item.id as string,
-  object: 'branch',
-  name: item.name as string,
-  business_name: item.business_name as string,
-  timezone: item.timezone as string,
-  currency: item.currency as string,
-  address: item.address as Branch['address'],
-  created_at: item.created_at as string,
-});
+/** The response's fields of an item, in order, by name: table attributes (branch_id, sk, ...) never reach a response. */
+const pick =
+  <T>(fields: readonly (keyof T & string)[], fixed: Partial<T>) =>
+  (item: Item): T =>
+    ({ ...Object.fromEntries(fields.map((field) => [field, item[field]])), ...fixed }) as T;
 
-const toMember = (item: Item): Member => ({
-  id: item.id as string,
-  object: 'member',
-  name: item.name as string,
-  email: item.email as string,
-  role: item.role as Member['role'],
-  created_at: item.created_at as string,
-});
-
-const toPaymentProvider = (item: Item): PaymentProvider => ({
-  id: item.id as string,
+const toBranch = pick<Branch>(
+  ['id', 'object', 'name', 'business_name', 'timezone', 'currency', 'address', 'created_at'],
+  { object: 'branch' },
+);
+const toMember = pick<Member>(['id', 'object', 'name', 'email', 'role', 'created_at'], { object: 'member' });
+const toPaymentProvider = pick<PaymentProvider>(['id', 'object', 'provider', 'name', 'active', 'created_at'], {
   object: 'payment_provider',
-  provider: item.provider as string,
-  name: item.name as string,
   active: true,
-  created_at: item.created_at as string,
 });
 
 export class BranchDataRepository extends DynamoRepository {
@@ -66,15 +52,9 @@ export class BranchDataRepository extends DynamoRepository {
         IndexName: ACTIVE_PROVIDERS_INDEX,
         KeyConditionExpression: 'branch_id = :branch',
         ExpressionAttributeValues: { ':branch': branchId },
-        ...(page.after
-          ? {
-              ExclusiveStartKey: {
-                branch_id: branchId,
-                sk: PROVIDER_PREFIX + page.after,
-                active_provider_id: page.after,
-              },
-            }
-          : {}),
+        ExclusiveStartKey: page.after
+          ? { branch_id: branchId, sk: PROVIDER_PREFIX + page.after, active_provider_id: page.after }
+          : undefined,
       },
       page.limit,
       toPaymentProvider,

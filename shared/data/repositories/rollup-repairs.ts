@@ -2,10 +2,9 @@
  * What the rollups could not apply yet, kept in the rollups table beside them (docs/usage-rollups.md):
  * calls set aside until a rebuild repairs their period, and the local change feed's crash marks.
  */
-import { DynamoRepository } from '../dynamodb';
+import { DynamoRepository, expiresAtEpoch } from '../dynamodb';
 import type { UsageRecord } from '../../domain/usage-record';
 
-const DAY_SECONDS = 86_400;
 const SET_ASIDE_PREFIX = 'dead#';
 /** The local change feed's crash marks (docs/decisions.md "Local store and change feed"), in a partition of their own. */
 const PENDING_PARTITION = '#local-feed';
@@ -44,7 +43,7 @@ export class RollupRepairsRepository extends DynamoRepository {
         ...(typeof record.key_id === 'string' ? { call_key: record.key_id } : {}),
         reason: reason.slice(0, 500),
         set_aside_at: now,
-        expires_at_epoch: Math.floor(Date.now() / 1000) + retentionDays * DAY_SECONDS,
+        expires_at_epoch: expiresAtEpoch(Date.now(), retentionDays),
       },
     });
   }

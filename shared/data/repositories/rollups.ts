@@ -5,7 +5,7 @@
  */
 import pLimit from 'p-limit';
 import { ConditionNotMetError } from '../data-store-errors';
-import { DynamoRepository } from '../dynamodb';
+import { DynamoRepository, expiresAtEpoch } from '../dynamodb';
 import {
   addCall,
   hourItemOf,
@@ -27,7 +27,6 @@ import { ROLLUPS_BY_KEY_INDEX } from '../tables';
 import { RollupRepairsRepository } from './rollup-repairs';
 import type { UsageRecord } from '../../domain/usage-record';
 
-const DAY_SECONDS = 86_400;
 /** The aggregator's progress item: a partition no branch id can be (ids never start with `#`). */
 const PROGRESS_KEY = { branch_id: '#aggregator', sk: 'progress' };
 
@@ -77,9 +76,6 @@ const APPLY_CONCURRENCY = 16;
 const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> => {
   await pLimit(APPLY_CONCURRENCY).map(items, work);
 };
-
-const expiresOf = (hour: string, retentionDays: number) =>
-  Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS;
 
 export class RollupsRepository extends DynamoRepository {
   /** Calls set aside and the local feed's crash marks, in the same table (./rollup-repairs.ts). */
@@ -189,7 +185,7 @@ export class RollupsRepository extends DynamoRepository {
     const values: Record<string, unknown> = {
       ':key': record.key_id,
       ':hour': hour,
-      ':expires': expiresOf(hour, retentionDays),
+      ':expires': expiresAtEpoch(hour, retentionDays),
     };
     const adds = [...counters.entries()].map(([name, by], i) => {
       names[`#c${i}`] = name;
@@ -229,7 +225,7 @@ export class RollupsRepository extends DynamoRepository {
         newest.timestamp,
         {
           key_id: newest.key_id,
-          expires_at_epoch: Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+          expires_at_epoch: expiresAtEpoch(newest.timestamp, retentionDays),
           ...(refused ? { last_refused_status: newest.status } : {}),
         },
       );
@@ -305,7 +301,7 @@ export class RollupsRepository extends DynamoRepository {
           sk: hourItemSk(item.hour, item.keyId),
           key_id: item.keyId,
           hour: item.hour,
-          expires_at_epoch: expiresOf(item.hour, retentionDays),
+          expires_at_epoch: expiresAtEpoch(item.hour, retentionDays),
           v: (stored?.version ?? 0) + 1,
           unverified: rebuild,
         },

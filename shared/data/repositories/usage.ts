@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoRepository } from '../dynamodb';
+import { DynamoRepository, expiresAtEpoch } from '../dynamodb';
 import { USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
 import { mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
@@ -24,7 +24,6 @@ export interface UsageLogPage {
   nextPosition?: string;
 }
 
-const DAY_SECONDS = 86_400;
 /** The longest sort key a position may carry: `<timestamp>#<request id>` is far shorter. */
 const MAX_POSITION_LENGTH = 512;
 
@@ -70,7 +69,7 @@ const itemKeyOf = (record: UsageRecord) => ({
 export const usageItemOf = (record: UsageRecord, retentionDays: number) => ({
   ...record,
   ...itemKeyOf(record),
-  expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+  expires_at_epoch: expiresAtEpoch(record.timestamp, retentionDays),
 });
 
 /** What one merged read of the usage table asks for. */
