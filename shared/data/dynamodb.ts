@@ -12,7 +12,9 @@ import {
   DynamoDBDocumentClient,
   GetCommand,
   paginateQuery,
+  paginateScan,
   PutCommand,
+  QueryCommand,
   UpdateCommand,
   type BatchGetCommandInput,
   type BatchWriteCommandInput,
@@ -20,6 +22,7 @@ import {
   type GetCommandInput,
   type PutCommandInput,
   type QueryCommandInput,
+  type ScanCommandInput,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -169,21 +172,21 @@ export abstract class DynamoRepository {
     }
   }
 
-  /** One item operation on this table (the input without TableName), its failure translated. */
+  /** One call on this table: the input without TableName, the failure translated (`run`). */
   protected getItem(input: Omit<GetCommandInput, 'TableName'>) {
     return this.run('GetItem', () => this.client.send(new GetCommand({ ...input, TableName: this.tableName })));
   }
-
   protected putItem(input: Omit<PutCommandInput, 'TableName'>) {
     return this.run('PutItem', () => this.client.send(new PutCommand({ ...input, TableName: this.tableName })));
   }
-
   protected updateItem(input: Omit<UpdateCommandInput, 'TableName'>) {
     return this.run('UpdateItem', () => this.client.send(new UpdateCommand({ ...input, TableName: this.tableName })));
   }
-
   protected deleteItem(input: Omit<DeleteCommandInput, 'TableName'>) {
     return this.run('DeleteItem', () => this.client.send(new DeleteCommand({ ...input, TableName: this.tableName })));
+  }
+  protected queryOnce(input: Omit<QueryCommandInput, 'TableName'>) {
+    return this.run('Query', () => this.client.send(new QueryCommand({ ...input, TableName: this.tableName })));
   }
 
   /** True once a conditional write is done; false when its condition was not met. Other failures throw. */
@@ -221,6 +224,17 @@ export abstract class DynamoRepository {
       }
     });
     return { items: items.slice(0, max), complete };
+  }
+
+  /** Every item a Scan of this table finds: its reads grow with the table, so never on a request path. */
+  protected async scanItems<T = Item>(input: Omit<ScanCommandInput, 'TableName'>): Promise<T[]> {
+    const items: T[] = [];
+    await this.run('Scan', async () => {
+      for await (const page of paginateScan({ client: this.client }, { ...input, TableName: this.tableName })) {
+        items.push(...((page.Items ?? []) as T[]));
+      }
+    });
+    return items;
   }
 
   /**

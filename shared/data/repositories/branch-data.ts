@@ -1,4 +1,4 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import type { Page, PageRequest } from './page';
 import type { Branch, Member, PaymentProvider, SeedBranch } from '../../domain/schemas';
@@ -88,13 +88,11 @@ export class BranchDataRepository extends DynamoRepository {
 
   /** Asks for one item more than the page holds, so `hasMore` is exact (no empty last page). */
   private async queryPage<T extends { id: string }>(
-    query: Omit<ConstructorParameters<typeof QueryCommand>[0], 'TableName' | 'Limit'>,
+    query: Omit<QueryCommandInput, 'TableName' | 'Limit'>,
     limit: number,
     map: (item: Item) => T,
   ): Promise<Page<T>> {
-    const { Items = [] } = await this.run('Query', () =>
-      this.client.send(new QueryCommand({ ...query, TableName: this.tableName, Limit: limit + 1 })),
-    );
+    const { Items = [] } = await this.queryOnce({ ...query, Limit: limit + 1 });
     const items = Items.slice(0, limit).map(map);
     const hasMore = Items.length > limit;
     return { items, hasMore, ...(hasMore ? { lastId: items[items.length - 1]?.id } : {}) };

@@ -3,7 +3,6 @@
  * shared by the daily scheduled function and `keys audit` (shared/lambda/key-expiry.ts). A claim
  * is not a key action: no version, no activity entry.
  */
-import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyRecord } from '../../domain/key-record';
 import { DynamoRepository } from '../dynamodb';
 import { KeyReader, toRecord, type StoredKey } from './key-reader';
@@ -17,21 +16,13 @@ export class KeyExpiryClaims extends DynamoRepository {
    * on a request path.
    */
   async listExpiring(now: Date, until: Date): Promise<ApiKeyRecord[]> {
-    const pages = paginateScan(
-      { client: this.client },
-      {
-        TableName: this.tableName,
-        FilterExpression:
-          'expires_at BETWEEN :now AND :until AND attribute_not_exists(revoked_at)' +
-          ' AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> expires_at)',
-        ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
-      },
-    );
-    const records: ApiKeyRecord[] = [];
-    await this.run('Scan', async () => {
-      for await (const page of pages) records.push(...((page.Items ?? []) as StoredKey[]).map(toRecord));
+    const found = await this.scanItems<StoredKey>({
+      FilterExpression:
+        'expires_at BETWEEN :now AND :until AND attribute_not_exists(revoked_at)' +
+        ' AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> expires_at)',
+      ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
     });
-    return records;
+    return found.map(toRecord);
   }
 
   /**

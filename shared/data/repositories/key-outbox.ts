@@ -7,7 +7,7 @@
  * copied and sent, by a write conditional on its id.
  */
 import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import { paginateScan, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { appendPending, type ActivityEntry } from '../../domain/key-activity';
 import { keyEventOfAction } from '../../domain/key-events';
 import { ConditionNotMetError } from '../data-store-errors';
@@ -140,21 +140,14 @@ export class KeyOutbox extends DynamoRepository {
    * @returns how many entries were waiting, and how many of them are still not sent, or not copied
    */
   async finishAll(): Promise<{ pending: number; unsent: number; uncopied: number }> {
-    const pages = paginateScan(
-      { client: this.client },
-      {
-        TableName: this.tableName,
+    const sweep = { pending: 0, unsent: 0, uncopied: 0 };
+    let found: StoredKey[];
+    try {
+      found = await this.scanItems<StoredKey>({
         FilterExpression: 'size(#outbox) > :none',
         ExpressionAttributeNames: { '#outbox': OUTBOX },
         ExpressionAttributeValues: { ':none': 0 },
         ConsistentRead: true,
-      },
-    );
-    const sweep = { pending: 0, unsent: 0, uncopied: 0 };
-    const found: StoredKey[] = [];
-    try {
-      await this.run('Scan', async () => {
-        for await (const page of pages) found.push(...((page.Items ?? []) as StoredKey[]));
       });
     } catch (error) {
       // No keys table yet (a fresh local DynamoDB before `tables create`): nothing is waiting.
