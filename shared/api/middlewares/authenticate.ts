@@ -1,15 +1,11 @@
 import { hashApiKey, isWellFormedApiKey } from '../../domain/api-key';
 import { keyState, type KeyState } from '../../domain/key-state';
 import { type ApiError, disabledApiKey, expiredApiKey, invalidApiKey, missingApiKey, revokedApiKey } from '../errors';
-import type { ApiKeyRecord } from '../../domain/key-record';
+import type { KeyReader } from '../../data/repositories/key-reader';
 import type { ApiMiddleware, ApiRequest } from './types';
 
-export interface KeyLookup {
-  getByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
-}
-
 export interface AuthenticateOptions {
-  keys: KeyLookup;
+  keys: Pick<KeyReader, 'getByHash'>;
 }
 
 const isOws = (char: string | undefined): boolean => char === ' ' || char === '\t';

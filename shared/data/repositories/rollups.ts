@@ -348,20 +348,15 @@ export class RollupsRepository extends DynamoRepository {
 
   /** Sets a time attribute unless it already holds a later one (a maximum: order and repetition don't matter). */
   private async setIfNewer(key: Record<string, string>, name: string, at: string, extra: Record<string, unknown> = {}) {
-    const sets = Object.keys(extra).map((_, i) => `#e${i} = :e${i}`);
+    const fields = Object.entries({ [name]: at, ...extra });
     await this.ifConditionMet(
       this.updateItem({
         Key: key,
-        UpdateExpression: `SET ${['#n = :at', ...sets].join(', ')}`,
-        ConditionExpression: 'attribute_not_exists(#n) OR #n < :at',
-        ExpressionAttributeNames: {
-          '#n': name,
-          ...Object.fromEntries(Object.keys(extra).map((attribute, i) => [`#e${i}`, attribute])),
-        },
-        ExpressionAttributeValues: {
-          ':at': at,
-          ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
-        },
+        UpdateExpression: `SET ${fields.map((_, i) => `#f${i} = :f${i}`).join(', ')}`,
+        // The first field is the time.
+        ConditionExpression: 'attribute_not_exists(#f0) OR #f0 < :f0',
+        ExpressionAttributeNames: Object.fromEntries(fields.map(([field], i) => [`#f${i}`, field])),
+        ExpressionAttributeValues: Object.fromEntries(fields.map(([, value], i) => [`:f${i}`, value])),
       }),
     );
   }
