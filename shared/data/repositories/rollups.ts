@@ -106,13 +106,9 @@ export class RollupsRepository extends DynamoRepository {
       for (const group of sources) await applyGroup(group);
     });
     const failed = new Set(result.failed.map((f) => f.call));
-    const applied = calls.filter((call) => !failed.has(call));
-    await inParallel([...groupBy(applied, ({ record }) => `${record.branch_id}\u0000${record.key_id}`).values()], (c) =>
-      this.touchLastUsed(
-        c.map(({ record }) => record),
-        retentionDays,
-      ),
-    );
+    const applied = calls.filter((call) => !failed.has(call)).map(({ record }) => record);
+    const byKey = groupBy(applied, (record) => `${record.branch_id}\u0000${record.key_id}`);
+    await inParallel([...byKey.values()], (records) => this.touchLastUsed(records, retentionDays));
     return result;
   }
 
@@ -235,20 +231,13 @@ export class RollupsRepository extends DynamoRepository {
   /** A branch's hour items in a period; a key's found through the `by-key` index (its keys only), then read. */
   private async hourItems({ branchId, keyId, fromHour, toHour }: RollupQuery) {
     const range = { ':from': `${HOUR_ITEM_PREFIX}${fromHour}`, ':to': `${HOUR_ITEM_PREFIX}${toHour}\uffff` };
-    if (keyId === undefined) {
-      const { items } = await this.queryItems({
-        KeyConditionExpression: 'branch_id = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':pk': branchId, ...range },
-      });
-      return items;
-    }
-    const { items: keys } = await this.queryItems({
-      IndexName: ROLLUPS_BY_KEY_INDEX,
-      KeyConditionExpression: 'key_id = :pk AND sk BETWEEN :from AND :to',
-      FilterExpression: 'branch_id = :branch',
-      ExpressionAttributeValues: { ':pk': keyId, ':branch': branchId, ...range },
+    const { items: found } = await this.queryItems({
+      ...(keyId === undefined ? {} : { IndexName: ROLLUPS_BY_KEY_INDEX, FilterExpression: 'branch_id = :branch' }),
+      KeyConditionExpression: `${keyId === undefined ? 'branch_id = :branch' : 'key_id = :key'} AND sk BETWEEN :from AND :to`,
+      ExpressionAttributeValues: { ':branch': branchId, ...(keyId === undefined ? {} : { ':key': keyId }), ...range },
     });
-    const { items } = await this.batchGet(keys.map(({ sk }) => ({ branch_id: branchId, sk })));
+    if (keyId === undefined) return found;
+    const { items } = await this.batchGet(found.map(({ sk }) => ({ branch_id: branchId, sk })));
     return items.sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
   }
 
