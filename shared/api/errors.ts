@@ -205,9 +205,3 @@ export const rateLimited = (retryAfterSeconds: number, fields: Record<'RateLimit
   new ApiError('rate_limited', undefined, { 'Retry-After': String(retryAfterSeconds), ...fields });
 export const internalError = () => new ApiError('internal_error');
 export const headersTooLarge = () => new ApiError('headers_too_large');
-
-/**
- * The catalogue code for an exposed HTTP error another Middy middleware threw (a 415 from a body
- * parser, say): a 404 stays `not_found`, any other 4xx is `invalid_request`.
- */
-export const codeForClientStatus = (status: number): ErrorCode => (status === 404 ? 'not_found' : 'invalid_request');

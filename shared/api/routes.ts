@@ -52,44 +52,39 @@ export const ENDPOINT_TIMEOUT_SECONDS = 10;
 /** The stage every route is served under: `{base_url}` ends in `/api`, deployed and locally (docs/decisions.md "HTTP contract"). */
 export const API_STAGE = 'api';
 
-export const routes: readonly RouteDefinition[] = [
-  {
-    id: 'GetBranch',
-    method: 'GET',
-    path: '/v1/branch',
-    scope: 'read',
-    entry: 'functions/get-branch.ts',
-    summary: 'The branch the key belongs to',
-    data: { actions: ['dynamodb:GetItem'] },
-  },
-  {
-    id: 'ListMembers',
-    method: 'GET',
-    path: '/v1/members',
-    scope: 'read',
-    entry: 'functions/list-members.ts',
-    summary: "The branch's team members",
-    data: { actions: ['dynamodb:Query'] },
-  },
-  {
-    id: 'ListPaymentProviders',
-    method: 'GET',
-    path: '/v1/payment-providers',
-    scope: 'read',
-    entry: 'functions/list-payment-providers.ts',
-    summary: "The branch's active payment providers",
-    data: { actions: ['dynamodb:Query'], index: ACTIVE_PROVIDERS_INDEX },
-  },
-  {
-    id: 'GetPaymentProvider',
-    method: 'GET',
-    path: '/v1/payment-providers/{id}',
-    scope: 'read',
-    entry: 'functions/get-payment-provider.ts',
-    summary: 'One active payment provider of the branch',
-    data: { actions: ['dynamodb:GetItem'] },
-  },
-];
+/** Every endpoint is a GET that needs the `read` scope: the API is read-only. */
+export const routes: readonly RouteDefinition[] = (
+  [
+    {
+      id: 'GetBranch',
+      path: '/v1/branch',
+      entry: 'functions/get-branch.ts',
+      summary: 'The branch the key belongs to',
+      data: { actions: ['dynamodb:GetItem'] },
+    },
+    {
+      id: 'ListMembers',
+      path: '/v1/members',
+      entry: 'functions/list-members.ts',
+      summary: "The branch's team members",
+      data: { actions: ['dynamodb:Query'] },
+    },
+    {
+      id: 'ListPaymentProviders',
+      path: '/v1/payment-providers',
+      entry: 'functions/list-payment-providers.ts',
+      summary: "The branch's active payment providers",
+      data: { actions: ['dynamodb:Query'], index: ACTIVE_PROVIDERS_INDEX },
+    },
+    {
+      id: 'GetPaymentProvider',
+      path: '/v1/payment-providers/{id}',
+      entry: 'functions/get-payment-provider.ts',
+      summary: 'One active payment provider of the branch',
+      data: { actions: ['dynamodb:GetItem'] },
+    },
+  ] satisfies Omit<RouteDefinition, 'method' | 'scope'>[]
+).map((route): RouteDefinition => ({ ...route, method: 'GET', scope: 'read' }));
 
 /**
  * The one route that takes no API key: GitHub's secret scanning reports, verified by their own

@@ -26,33 +26,17 @@ import {
   type ReportedToken,
 } from '../domain/secret-scanning';
 import type { ApiKeyRecord } from '../domain/key-record';
-import type { PendingEntry } from '../data/repositories/keys';
+import type { KeyReader } from '../data/repositories/key-reader';
+import type { KeysRepository } from '../data/repositories/keys';
 import { invalidRequest, invalidSignature, payloadTooLarge, serviceUnavailable } from './errors';
 import { jsonResponse, type ApiEvent, type ApiResponse } from './http/response';
 
 export interface SecretScanningDeps {
   publicKeys: { get(identifier: string): Promise<string | undefined> };
-  /**
-   * Revokes a leaked key as the `leaked` action: its activity entry and its `Key Leaked` event
-   * (shared/data/repositories/keys.ts).
-   */
-  keys: {
-    revokeLeaked(
-      keyHash: string,
-      report: Pick<ReportedToken, 'url' | 'source'>,
-      actor: string,
-      now?: Date,
-    ): Promise<
-      | { record: ApiKeyRecord; revoked: boolean; pending?: readonly Pick<PendingEntry, 'copied' | 'copyError'>[] }
-      | undefined
-    >;
-  };
-  /** Which hashes are keys, up to 100 in one read (shared/data/repositories/key-reader.ts). */
-  keyReader: {
-    getStoredBatch(
-      keyHashes: readonly string[],
-    ): Promise<{ found: ReadonlyMap<string, { revoked_at?: string | undefined }>; unprocessed: readonly string[] }>;
-  };
+  /** Revokes a leaked key as the `leaked` action: its activity entry and its `Key Leaked` event. */
+  keys: Pick<KeysRepository, 'revokeLeaked'>;
+  /** Which hashes are keys, up to 100 in one read. */
+  keyReader: Pick<KeyReader, 'getStoredBatch'>;
   logger: Pick<Logger, 'info' | 'error'>;
   now?: () => Date;
   /** Time kept back for the work under way once no more starts. @default REPORT_RESERVE_MS */
@@ -148,7 +132,7 @@ export const createSecretScanningHandler = (deps: SecretScanningDeps) => {
       const found = await deps.keys.revokeLeaked(tokenHash, reportedLocation(reported), SECRET_SCANNING_ACTOR, now());
       if (!found) return { label: 'false_positive' };
       // Revoked, with its activity entry left on the key for the stream's finisher to copy.
-      for (const { copied, copyError } of found.pending ?? []) {
+      for (const { copied, copyError } of found.pending) {
         if (!copied)
           deps.logger.error('Leaked key revoked, its activity entry not copied yet', { index, error: copyError });
       }

@@ -8,13 +8,11 @@ import { API_TABLES, tableDefinitions, type TableNames } from '../data/tables';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../domain/rollups';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../domain/usage-record';
 
-export { API_TABLES, TABLE_ENV, type ApiTableNames, type TableNames } from '../data/tables';
+export { TABLE_ENV } from '../data/tables';
 
 import { callBoundMs, maxBackoffMs, type DynamoDbSettings } from '../data/dynamodb';
 import type { KeyEventSettings } from '../data/key-events';
 import { GITHUB_SECRET_SCANNING_KEYS_URL, keysDocumentUrl } from '../domain/github';
-
-export type { DynamoDbSettings };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -54,14 +52,8 @@ export const readRollupRetentionDays = (env: Env): number =>
 const readEndpoint = (env: Env): string | undefined => {
   const raw = env.DYNAMODB_ENDPOINT?.trim();
   if (!raw) return undefined;
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
-  }
   // The scheme is checked on the text too: URL reads `http:x` as http://x.
-  if (!url || !/^https?:\/\//i.test(raw) || !url.hostname) {
+  if (!URL.canParse(raw) || !/^https?:\/\//i.test(raw) || !new URL(raw).hostname) {
     throw new ConfigError(
       `Environment variable DYNAMODB_ENDPOINT must be an http:// or https:// URL such as http://127.0.0.1:8000, got "${raw}"`,
     );
@@ -139,14 +131,8 @@ export const readKeyEventSettings = (env: Env): KeyEventSettings => {
   return { ...(busName ? { busName } : {}), ...(file ? { file } : {}), ...(region ? { region } : {}) };
 };
 
-export interface SecretScanningSettings {
-  /** The public keys document (SECRET_SCANNING_KEYS_URL): https: or file:. */
-  readonly keysUrl: string;
-  /** Longest one fetch of it may take (SECRET_SCANNING_KEYS_TIMEOUT_MS). */
-  readonly keysTimeoutMs: number;
-}
-
-export const readSecretScanningSettings = (env: Env): SecretScanningSettings => {
+/** The public keys document (SECRET_SCANNING_KEYS_URL, https: or file:) and the longest one fetch of it may take. */
+export const readSecretScanningSettings = (env: Env) => {
   const keysUrl = env.SECRET_SCANNING_KEYS_URL?.trim() || GITHUB_SECRET_SCANNING_KEYS_URL;
   if (!keysDocumentUrl(keysUrl)) {
     throw new ConfigError(

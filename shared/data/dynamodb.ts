@@ -8,11 +8,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BatchGetCommand,
   BatchWriteCommand,
+  DeleteCommand,
   DynamoDBDocumentClient,
+  GetCommand,
   paginateQuery,
+  paginateScan,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
   type BatchGetCommandInput,
   type BatchWriteCommandInput,
+  type DeleteCommandInput,
+  type GetCommandInput,
+  type PutCommandInput,
   type QueryCommandInput,
+  type ScanCommandInput,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { ConditionNotMetError, DataStoreError, DataStoreUnavailableError } from './data-store-errors';
@@ -40,13 +51,10 @@ const THROTTLING_BACKOFF_BASE_MS = 1000;
 const MAXIMUM_RETRY_DELAY_MS = 20_000;
 
 /** Longest total backoff the SDK can wait between `maxAttempts` attempts. */
-export const maxBackoffMs = (maxAttempts: number): number => {
-  let total = 0;
-  for (let retry = 0; retry < maxAttempts - 1; retry += 1) {
-    total += Math.min(THROTTLING_BACKOFF_BASE_MS * 2 ** retry, MAXIMUM_RETRY_DELAY_MS);
-  }
-  return total;
-};
+export const maxBackoffMs = (maxAttempts: number): number =>
+  Array.from({ length: maxAttempts - 1 }, (_, retry) =>
+    Math.min(THROTTLING_BACKOFF_BASE_MS * 2 ** retry, MAXIMUM_RETRY_DELAY_MS),
+  ).reduce((sum, ms) => sum + ms, 0);
 
 /**
  * Worst case of one call: every attempt runs to its request timeout (a wall-clock timer armed when
@@ -132,13 +140,17 @@ export const translateDynamoError = (error: unknown, operation: string, table?: 
 
 type Item = Record<string, unknown>;
 
+/** The `expires_at_epoch` DynamoDB TTL reads: `days` after `time`, in epoch seconds. */
+export const expiresAtEpoch = (time: string | number, days: number): number =>
+  Math.floor(new Date(time).getTime() / 1000) + days * 86_400;
+
 /** Sends of one batch request, first included, before what is still unprocessed fails the call. */
 export const BATCH_ATTEMPTS = 8;
 const BATCH_WRITE_LIMIT = 25;
 const BATCH_GET_LIMIT = 100;
 
 /** A batch output's unprocessed part (UnprocessedItems, UnprocessedKeys), or undefined when it is empty. */
-export const unprocessed = <R extends object>(left: R | undefined): R | undefined =>
+const unprocessed = <R extends object>(left: R | undefined): R | undefined =>
   left && Object.keys(left).length > 0 ? left : undefined;
 
 /** Base of the repositories: every call gets the error translation; the SDK bounds its time. */
@@ -157,6 +169,34 @@ export abstract class DynamoRepository {
       return await call();
     } catch (error) {
       throw translateDynamoError(error, operation, this.tableName);
+    }
+  }
+
+  /** One call on this table: the input without TableName, the failure translated (`run`). */
+  protected getItem(input: Omit<GetCommandInput, 'TableName'>) {
+    return this.run('GetItem', () => this.client.send(new GetCommand({ ...input, TableName: this.tableName })));
+  }
+  protected putItem(input: Omit<PutCommandInput, 'TableName'>) {
+    return this.run('PutItem', () => this.client.send(new PutCommand({ ...input, TableName: this.tableName })));
+  }
+  protected updateItem(input: Omit<UpdateCommandInput, 'TableName'>) {
+    return this.run('UpdateItem', () => this.client.send(new UpdateCommand({ ...input, TableName: this.tableName })));
+  }
+  protected deleteItem(input: Omit<DeleteCommandInput, 'TableName'>) {
+    return this.run('DeleteItem', () => this.client.send(new DeleteCommand({ ...input, TableName: this.tableName })));
+  }
+  protected queryOnce(input: Omit<QueryCommandInput, 'TableName'>) {
+    return this.run('Query', () => this.client.send(new QueryCommand({ ...input, TableName: this.tableName })));
+  }
+
+  /** True once a conditional write is done; false when its condition was not met. Other failures throw. */
+  protected async ifConditionMet(write: Promise<unknown>): Promise<boolean> {
+    try {
+      await write;
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionNotMetError) return false;
+      throw error;
     }
   }
 
@@ -186,6 +226,17 @@ export abstract class DynamoRepository {
     return { items: items.slice(0, max), complete };
   }
 
+  /** Every item a Scan of this table finds: its reads grow with the table, so never on a request path. */
+  protected async scanItems<T = Item>(input: Omit<ScanCommandInput, 'TableName'>): Promise<T[]> {
+    const items: T[] = [];
+    await this.run('Scan', async () => {
+      for await (const page of paginateScan({ client: this.client }, { ...input, TableName: this.tableName })) {
+        items.push(...((page.Items ?? []) as T[]));
+      }
+    });
+    return items;
+  }
+
   /**
    * Sends a batch request, then what DynamoDB left unprocessed, with backoff, until nothing is
    * left; `send` returns the unprocessed part. Still some after BATCH_ATTEMPTS: unavailable.
@@ -206,23 +257,33 @@ export abstract class DynamoRepository {
     }
   }
 
-  /** Items by key, 100 to a BatchGetItem (in no particular order; keys must not repeat). */
-  protected async batchGet(keys: readonly Item[], projection?: string): Promise<Item[]> {
-    const found: Item[] = [];
+  /**
+   * Items by key, 100 to a BatchGetItem (in no particular order; keys must not repeat). What
+   * DynamoDB leaves unprocessed is sent again, or with `once` handed back unread (a caller on a time budget).
+   */
+  protected async batchGet<T = Item>(
+    keys: readonly Item[],
+    options: { projection?: string; consistent?: boolean; once?: boolean } = {},
+  ): Promise<{ items: T[]; unprocessed: Item[] }> {
+    const items: T[] = [];
+    const left: Item[] = [];
     for (let i = 0; i < keys.length; i += BATCH_GET_LIMIT) {
       const request: BatchGetCommandInput['RequestItems'] = {
         [this.tableName]: {
           Keys: keys.slice(i, i + BATCH_GET_LIMIT),
-          ...(projection ? { ProjectionExpression: projection } : {}),
+          ProjectionExpression: options.projection,
+          ConsistentRead: options.consistent,
         },
       };
       await this.untilProcessed('BatchGetItem', request, async (RequestItems) => {
         const output = await this.client.send(new BatchGetCommand({ RequestItems }));
-        found.push(...(output.Responses?.[this.tableName] ?? []));
-        return unprocessed(output.UnprocessedKeys);
+        items.push(...((output.Responses?.[this.tableName] ?? []) as T[]));
+        if (!options.once) return unprocessed(output.UnprocessedKeys);
+        left.push(...(output.UnprocessedKeys?.[this.tableName]?.Keys ?? []));
+        return undefined;
       });
     }
-    return found;
+    return { items, unprocessed: left };
   }
 
   /** Puts items 25 to a BatchWriteItem. */

@@ -95,25 +95,21 @@ const parseDocument = (text: string): Map<string, string> => {
   return new Map(parsed.data.public_keys.map((entry) => [entry.key_identifier, entry.key]));
 };
 
+const defaults = { timeoutMs: 3000, minRefreshMs: 60_000, now: () => Date.now() };
+
 export class PublicKeySource {
   private keys = new Map<string, string>();
   private lastFetch = Number.NEGATIVE_INFINITY;
   private inFlight: Promise<void> | undefined;
   private readonly url: URL;
-  private readonly timeoutMs: number;
-  private readonly minRefreshMs: number;
-  private readonly now: () => number;
-  private readonly logger: PublicKeySourceOptions['logger'];
+  private readonly options: typeof defaults & PublicKeySourceOptions;
 
   /** @throws TypeError when the URL is not one the keys may be read from */
   constructor(options: PublicKeySourceOptions) {
     const url = keysDocumentUrl(options.url, options);
     if (!url) throw new TypeError(`The public keys document must be an https: or file: URL, got "${options.url}"`);
     this.url = url;
-    this.timeoutMs = options.timeoutMs ?? 3000;
-    this.minRefreshMs = options.minRefreshMs ?? 60_000;
-    this.now = options.now ?? (() => Date.now());
-    this.logger = options.logger;
+    this.options = { ...defaults, ...options };
   }
 
   /**
@@ -125,7 +121,7 @@ export class PublicKeySource {
     const cached = this.keys.get(identifier);
     if (cached !== undefined) return cached;
     // A fetch already under way is waited for, whoever started it: concurrent reports share it.
-    if (this.inFlight || this.now() - this.lastFetch >= this.minRefreshMs) await this.refresh();
+    if (this.inFlight || this.options.now() - this.lastFetch >= this.options.minRefreshMs) await this.refresh();
     else if (this.keys.size === 0) throw new PublicKeysUnavailableError('Public keys document not read yet');
     return this.keys.get(identifier);
   }
@@ -138,16 +134,18 @@ export class PublicKeySource {
   }
 
   private async load(): Promise<void> {
-    this.lastFetch = this.now();
+    this.lastFetch = this.options.now();
     try {
-      this.keys = parseDocument(await readDocument(this.url, this.timeoutMs));
+      this.keys = parseDocument(await readDocument(this.url, this.options.timeoutMs));
     } catch (error) {
       const failure =
         error instanceof PublicKeysUnavailableError
           ? error
           : new PublicKeysUnavailableError('Public keys document could not be read', { cause: error });
       if (this.keys.size === 0) throw failure;
-      this.logger?.warn('Public keys document could not be refreshed; the cached keys are kept', { error: failure });
+      this.options.logger?.warn('Public keys document could not be refreshed; the cached keys are kept', {
+        error: failure,
+      });
     }
   }
 }

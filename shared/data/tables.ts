@@ -21,40 +21,17 @@ export interface IndexDefinition {
 }
 
 /** The name of each table in a deployment (a CDK stack output each) or on a local DynamoDB. */
-export interface TableNames {
-  readonly keys: string;
-  readonly usage: string;
-  readonly branchData: string;
-  readonly rollups: string;
-  readonly rateLimits: string;
-  readonly activity: string;
-}
-
-/**
- * The tables the operator tooling (CLI, console, library) names on a deployment: each is a stack
- * output (`operatorTableOutput`) whose value goes in the table's environment variable (`envVar`).
- */
-export const OPERATOR_TABLES = [
-  'keys',
-  'usage',
-  'branchData',
-  'rollups',
-  'rateLimits',
-  'activity',
-] as const satisfies readonly (keyof TableNames)[];
+export type TableNames = {
+  readonly [name in 'keys' | 'usage' | 'branchData' | 'rollups' | 'rateLimits' | 'activity']: string;
+};
 
 /** The stack output of a table the operator tooling names, e.g. `KeysTableName`. */
-export const operatorTableOutput = (name: (typeof OPERATOR_TABLES)[number]): string =>
+export const operatorTableOutput = (name: keyof TableNames): string =>
   `${name.charAt(0).toUpperCase()}${name.slice(1)}TableName`;
 
 /** The tables the API functions use (the rollups and activity tables are not among them). */
-export type ApiTableNames = Pick<TableNames, 'keys' | 'usage' | 'branchData' | 'rateLimits'>;
-export const API_TABLES = [
-  'keys',
-  'usage',
-  'branchData',
-  'rateLimits',
-] as const satisfies readonly (keyof TableNames)[];
+export const API_TABLES = ['keys', 'usage', 'branchData', 'rateLimits'] as const;
+export type ApiTableNames = Pick<TableNames, (typeof API_TABLES)[number]>;
 
 export interface TableDefinition {
   /** Stable id: the CDK construct id. */
@@ -220,6 +197,12 @@ export const tableDefinitions = [
   rateLimitsTable,
   activityTable,
 ] as const;
+
+/**
+ * The tables the operator tooling (CLI, console, library) names on a deployment, every one: each is a
+ * stack output (`operatorTableOutput`) whose value goes in the table's environment variable (`envVar`).
+ */
+export const OPERATOR_TABLES = tableDefinitions.map(({ name }) => name);
 
 type TableNameMap<T> = { readonly [K in keyof TableNames]: T };
 const byName = <T>(pick: (definition: TableDefinition) => T) =>

@@ -9,12 +9,8 @@ export const GITHUB_SECRET_SCANNING_KEYS_URL = 'https://api.github.com/meta/publ
  * stack); `http:` only where a caller allows it explicitly (tests against a local server).
  */
 export const keysDocumentUrl = (raw: string, { allowHttp = false } = {}): URL | undefined => {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return undefined;
-  }
+  if (!URL.canParse(raw)) return undefined;
+  const url = new URL(raw);
   const allowed = url.protocol === 'https:' || url.protocol === 'file:' || (allowHttp && url.protocol === 'http:');
   return allowed ? url : undefined;
 };

@@ -34,7 +34,3 @@ export const STORAGE_OVERHEAD_BYTES = 100;
 
 /** Write request units of writing an item of this size: 1 per KB started. */
 export const writeUnits = (bytes: number): number => Math.max(1, Math.ceil(bytes / 1024));
-
-/** Read request units of reading this many bytes: 1 per 4 KB started, half when eventually consistent. */
-export const readUnits = (bytes: number, consistent: boolean): number =>
-  Math.max(1, Math.ceil(bytes / 4096)) * (consistent ? 1 : 0.5);

@@ -31,21 +31,6 @@ export interface ActivityEntry {
   details?: Record<string, string>;
 }
 
-/** The changed settings between two views of a key: only fields whose value differs. */
-export const diffSettings = (
-  before: Readonly<Record<string, unknown>>,
-  after: Readonly<Record<string, unknown>>,
-  fields: readonly string[],
-): Record<string, ActivityChange> => {
-  const changes: Record<string, ActivityChange> = {};
-  for (const field of fields) {
-    const was = before[field] ?? null;
-    const now = after[field] ?? null;
-    if (JSON.stringify(was) !== JSON.stringify(now)) changes[field] = { before: was, after: now };
-  }
-  return changes;
-};
-
 /** Fields of a key whose before/after an entry records. */
 export const RECORDED_FIELDS = [
   'name',
@@ -58,6 +43,14 @@ export const RECORDED_FIELDS = [
   'rolled_to',
   'rolled_from',
 ] as const;
+
+/** The changed settings between two views of a key: only recorded fields whose value differs. */
+const changesBetween = (before: Record<string, unknown>, after: Record<string, unknown>) =>
+  Object.fromEntries(
+    RECORDED_FIELDS.map((field) => ({ field, before: before[field] ?? null, after: after[field] ?? null }))
+      .filter((change) => JSON.stringify(change.before) !== JSON.stringify(change.after))
+      .map(({ field, ...change }): [string, ActivityChange] => [field, change]),
+  );
 
 /** The entry of an action that took a key from `before` to `after` (whose version it is keyed by). */
 export const actionEntry = (
@@ -75,7 +68,7 @@ export const actionEntry = (
   action,
   actor,
   at: now.toISOString(),
-  changes: diffSettings(before as Record<string, unknown>, after as Record<string, unknown>, RECORDED_FIELDS),
+  changes: changesBetween(before as Record<string, unknown>, after as Record<string, unknown>),
   ...(details ? { details } : {}),
 });
 

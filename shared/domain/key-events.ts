@@ -111,13 +111,10 @@ export class OncePerPeriod {
     const last = this.seen.get(id);
     if (last !== undefined && at - last < this.periodMs) return false;
     this.seen.delete(id);
-    if (this.seen.size >= this.max) {
-      for (const [old, when] of this.seen) if (at - when >= this.periodMs) this.seen.delete(old);
-      // Insertion order is age order: drop the oldest until there is room.
-      for (const old of this.seen.keys()) {
-        if (this.seen.size < this.max) break;
-        this.seen.delete(old);
-      }
+    // Insertion order is age order: drop the oldest (the expired first) until there is room.
+    for (const old of this.seen.keys()) {
+      if (this.seen.size < this.max) break;
+      this.seen.delete(old);
     }
     this.seen.set(id, at);
     return true;

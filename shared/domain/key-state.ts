@@ -17,8 +17,6 @@ export interface KeyStateFields {
   readonly rolled_to?: string;
 }
 
-const epochMs = (now: Date | number): number => (typeof now === 'number' ? now : now.getTime());
-
 /**
  * Milliseconds from `now` until the key expires (0 or less: it has), or undefined when it never
  * does. An expiry that is not a readable time counts as passed (fails closed).
@@ -26,7 +24,7 @@ const epochMs = (now: Date | number): number => (typeof now === 'number' ? now :
 export const msUntilExpiry = (key: KeyStateFields, now: Date | number): number | undefined => {
   if (key.expires_at === undefined) return undefined;
   const expires = Date.parse(key.expires_at);
-  return Number.isNaN(expires) ? Number.NEGATIVE_INFINITY : expires - epochMs(now);
+  return Number.isNaN(expires) ? Number.NEGATIVE_INFINITY : expires - Number(now);
 };
 
 /**

@@ -12,29 +12,22 @@ export type Scope = z.infer<typeof ScopeSchema>;
 
 export { ID_PATTERN };
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, "_" or "-", 1 to 64 characters');
+/** A non-empty string (of at most `max` characters) with its OpenAPI description and examples. */
+const text = (meta: z.GlobalMeta, max?: number) => (max ? z.string().min(1).max(max) : z.string().min(1)).meta(meta);
 const Timestamp = z.iso
   .datetime({ offset: false })
   .meta({ description: 'ISO 8601 UTC timestamp', examples: ['2024-01-15T09:30:00.000Z'] });
 
 export const AddressSchema = z
   .object({
-    line1: z
-      .string()
-      .min(1)
-      .meta({ examples: ['Keizersgracht 123'] }),
+    line1: text({ examples: ['Keizersgracht 123'] }),
     line2: z
       .string()
       .min(1)
       .optional()
       .meta({ description: 'Absent when the address has no second line', examples: ['2nd floor'] }),
-    city: z
-      .string()
-      .min(1)
-      .meta({ examples: ['Amsterdam'] }),
-    postal_code: z
-      .string()
-      .min(1)
-      .meta({ examples: ['1015 CJ'] }),
+    city: text({ examples: ['Amsterdam'] }),
+    postal_code: text({ examples: ['1015 CJ'] }),
     country: z
       .string()
       .regex(/^[A-Z]{2}$/, 'ISO 3166-1 alpha-2 country code')
@@ -44,20 +37,9 @@ export const AddressSchema = z
 
 const BranchFields = {
   id: Id.meta({ description: 'Branch id', examples: ['br_main'] }),
-  name: z
-    .string()
-    .min(1)
-    .max(200)
-    .meta({ description: 'Name of the branch', examples: ['Amsterdam Centrum'] }),
-  business_name: z
-    .string()
-    .min(1)
-    .max(200)
-    .meta({ description: 'Business it belongs to', examples: ['Acme Coffee'] }),
-  timezone: z
-    .string()
-    .min(1)
-    .meta({ description: 'IANA time zone', examples: ['Europe/Amsterdam'] }),
+  name: text({ description: 'Name of the branch', examples: ['Amsterdam Centrum'] }, 200),
+  business_name: text({ description: 'Business it belongs to', examples: ['Acme Coffee'] }, 200),
+  timezone: text({ description: 'IANA time zone', examples: ['Europe/Amsterdam'] }),
   currency: z
     .string()
     .regex(/^[A-Z]{3}$/, 'ISO 4217 currency code')
@@ -69,11 +51,7 @@ const BranchFields = {
 export const MEMBER_ROLES = ['owner', 'manager', 'staff'] as const;
 const MemberFields = {
   id: Id.meta({ description: 'Member id', examples: ['mem_01'] }),
-  name: z
-    .string()
-    .min(1)
-    .max(200)
-    .meta({ description: 'Full name', examples: ['Ada Jansen'] }),
+  name: text({ description: 'Full name', examples: ['Ada Jansen'] }, 200),
   email: z.email().meta({ examples: ['ada@example.com'] }),
   role: z.enum(MEMBER_ROLES).meta({ description: 'Role on the branch team', examples: ['manager'] }),
   created_at: Timestamp,
@@ -85,11 +63,7 @@ const PaymentProviderFields = {
     .string()
     .regex(/^[a-z0-9_]{1,40}$/, 'lower-case provider slug, e.g. stripe')
     .meta({ description: 'Lower-case provider slug', examples: ['stripe'] }),
-  name: z
-    .string()
-    .min(1)
-    .max(200)
-    .meta({ description: 'Display name', examples: ['Stripe'] }),
+  name: text({ description: 'Display name', examples: ['Stripe'] }, 200),
   created_at: Timestamp,
 };
 

@@ -63,12 +63,6 @@ export const callsOf = (event: DynamoDBStreamEvent) => {
   return { calls, unreadable };
 };
 
-const newestTime = (calls: readonly IndexedCall[]) =>
-  calls.reduce<string | undefined>(
-    (t, { record }) => (t === undefined || record.timestamp > t ? record.timestamp : t),
-    undefined,
-  );
-
 /**
  * The handler body. A partial failure reports the first failed record, so Lambda retries from
  * there; calls applied after it are at or below their watermark when redelivered and add nothing.
@@ -106,7 +100,10 @@ export const createUsageAggregator =
       });
     }
     const done = calls.filter((call) => firstFailed === undefined || call.index < firstFailed.index);
-    const asOf = newestTime(done);
+    const asOf = done
+      .map(({ record }) => record.timestamp)
+      .sort()
+      .at(-1);
     if (asOf) {
       // Freshness only: a failure here must not make Lambda redeliver calls already counted.
       await rollups.recordProgress(asOf).catch((error: unknown) => logger.warn('Progress not recorded', { error }));

@@ -1,17 +1,11 @@
 import { hashApiKey, isWellFormedApiKey } from '../../domain/api-key';
 import { keyState, type KeyState } from '../../domain/key-state';
 import { type ApiError, disabledApiKey, expiredApiKey, invalidApiKey, missingApiKey, revokedApiKey } from '../errors';
-import type { ApiKeyRecord } from '../../domain/key-record';
+import type { KeyReader } from '../../data/repositories/key-reader';
 import type { ApiMiddleware, ApiRequest } from './types';
 
-export interface KeyLookup {
-  getByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
-}
-
 export interface AuthenticateOptions {
-  keys: KeyLookup;
-  /** Clock, in epoch milliseconds. @default the request's arrival (requestContext), else Date.now() */
-  now?: () => number;
+  keys: Pick<KeyReader, 'getByHash'>;
 }
 
 const isOws = (char: string | undefined): boolean => char === ' ' || char === '\t';
@@ -52,7 +46,7 @@ const REFUSALS: Partial<Record<KeyState, () => ApiError>> = {
  * with a revoked, expired or disabled key is still counted and recorded against it.
  */
 export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
-  const { keys, now } = opts;
+  const { keys } = opts;
 
   const authenticateBefore = async ({ event, context }: ApiRequest): Promise<void> => {
     const token = readBearerToken(event.headers);
@@ -62,7 +56,7 @@ export const authenticate = (opts: AuthenticateOptions): ApiMiddleware => {
     if (!apiKey) throw invalidApiKey();
     context.apiKey = apiKey;
     // The key's state when the call arrived; its usage record and rate-limit window go by that time too.
-    const refusal = REFUSALS[keyState(apiKey, now ? now() : (context.receivedAt?.getTime() ?? Date.now()))];
+    const refusal = REFUSALS[keyState(apiKey, context.receivedAt?.getTime() ?? Date.now())];
     if (refusal) throw refusal();
   };
 

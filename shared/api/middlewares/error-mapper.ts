@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { createError } from '@middy/util';
 import { DataStoreUnavailableError } from '../../data/data-store-errors';
-import { ApiError, codeForClientStatus, errorBody, internalError, serviceUnavailable } from '../errors';
+import { ApiError, errorBody, internalError, serviceUnavailable } from '../errors';
 import { JSON_CONTENT_TYPE } from '../http/response';
 import type { ApiMiddleware, ApiRequest } from './types';
 
@@ -24,8 +24,11 @@ const isExposedClientError = (error: unknown): error is ExposedHttpError => {
 export const toApiError = (error: unknown): ApiError => {
   if (error instanceof ApiError) return error;
   if (error instanceof DataStoreUnavailableError) return serviceUnavailable(error.retryAfterSeconds);
-  // An exposed 4xx from another Middy middleware keeps its meaning under a documented code.
-  if (isExposedClientError(error)) return new ApiError(codeForClientStatus(error.statusCode), error.message);
+  // An exposed 4xx from another Middy middleware (a 415 from a body parser, say) keeps its meaning
+  // under a documented code: a 404 stays `not_found`, any other 4xx is `invalid_request`.
+  if (isExposedClientError(error)) {
+    return new ApiError(error.statusCode === 404 ? 'not_found' : 'invalid_request', error.message);
+  }
   return internalError();
 };
 

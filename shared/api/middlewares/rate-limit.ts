@@ -6,14 +6,10 @@ import { blockSize, LEASE_ABOVE, rateLimitOf, type RateLimit } from '../../domai
 import { leases, outcomeOfCount, windowMemory, type Outcome } from './rate-limit-lease';
 import type { ApiContext, ApiMiddleware, ApiRequest } from './types';
 import type { ApiKeyRecord } from '../../domain/key-record';
-
-export interface RateCounter {
-  /** Counts `by` (default 1) calls of the key in the window; resolves to the window's count, these included. */
-  increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by?: number): Promise<number>;
-}
+import type { RateLimitsRepository } from '../../data/repositories/rate-limits';
 
 export interface RateLimitOptions {
-  counter: RateCounter;
+  counter: Pick<RateLimitsRepository, 'increment'>;
   /** The limit of keys stored without one (DEFAULT_RATE_LIMIT). */
   defaultLimit: RateLimit;
   logger: Pick<Logger, 'warn'>;

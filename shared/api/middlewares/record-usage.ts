@@ -4,14 +4,11 @@ import { redactApiKeys } from '../../domain/api-key';
 import { USAGE_WRITE_FAILED_METRIC } from '../../domain/telemetry';
 import { DEFAULT_USAGE_RETENTION_DAYS, responseTimeMs } from '../../domain/usage-record';
 import type { UsageRecord } from '../../domain/usage-record';
+import type { UsageRecorder } from '../../data/repositories/usage';
 import type { ApiMiddleware, ApiRequest } from './types';
 
-export interface UsageSink {
-  put(record: UsageRecord, retentionDays: number): Promise<void>;
-}
-
 export interface RecordUsageOptions {
-  usage: UsageSink;
+  usage: Pick<UsageRecorder, 'put'>;
   logger: Pick<Logger, 'debug' | 'info' | 'error'>;
   /** Published after the request by the chain (logMetrics). */
   metrics: Pick<Metrics, 'addMetric'>;

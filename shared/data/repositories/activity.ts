@@ -1,19 +1,15 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { ActivityEntry } from '../../domain/key-activity';
 import { DynamoRepository } from '../dynamodb';
 import { ACTIVITY_BY_KEY_INDEX } from '../tables';
 
 export type { ActivityEntry };
 
-export interface ActivityQuery {
+export interface ActivityPageQuery {
   branchId: string;
   /** Only this key's actions. */
   keyId?: string;
   /** At most this many entries, newest first. */
   limit: number;
-}
-
-export interface ActivityPageQuery extends ActivityQuery {
   /** Entries older than this position. */
   before?: string;
   /** Entries newer than this position. */
@@ -44,9 +40,7 @@ const toEntry = (item: Record<string, unknown>): ActivityEntry => {
  */
 export class ActivityRepository extends DynamoRepository {
   async put(entry: ActivityEntry): Promise<void> {
-    await this.run('PutItem', () =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: { ...entry, sk: sortKeyOf(entry) } })),
-    );
+    await this.putItem({ Item: { ...entry, sk: sortKeyOf(entry) } });
   }
 
   /**
@@ -59,25 +53,14 @@ export class ActivityRepository extends DynamoRepository {
     const boundValue = after ?? before;
     const { items } = await this.queryItems(
       {
-        ...(keyId === undefined
-          ? {
-              KeyConditionExpression: `branch_id = :branch${bound}`,
-              ExpressionAttributeValues: {
-                ':branch': branchId,
-                ...(boundValue === undefined ? {} : { ':bound': boundValue }),
-              },
-            }
-          : {
-              IndexName: ACTIVITY_BY_KEY_INDEX,
-              KeyConditionExpression: `key_id = :key${bound}`,
-              // Key ids are unique across branches; the filter only keeps a mistaken id from leaking.
-              FilterExpression: 'branch_id = :branch',
-              ExpressionAttributeValues: {
-                ':key': keyId,
-                ':branch': branchId,
-                ...(boundValue === undefined ? {} : { ':bound': boundValue }),
-              },
-            }),
+        // Key ids are unique across branches; the filter only keeps a mistaken id from leaking.
+        ...(keyId === undefined ? {} : { IndexName: ACTIVITY_BY_KEY_INDEX, FilterExpression: 'branch_id = :branch' }),
+        KeyConditionExpression: `${keyId === undefined ? 'branch_id = :branch' : 'key_id = :key'}${bound}`,
+        ExpressionAttributeValues: {
+          ':branch': branchId,
+          ...(keyId === undefined ? {} : { ':key': keyId }),
+          ...(boundValue === undefined ? {} : { ':bound': boundValue }),
+        },
         // Newer entries are read oldest first from `after`, then turned around.
         ScanIndexForward: after !== undefined,
       },

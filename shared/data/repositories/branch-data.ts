@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 import type { Page, PageRequest } from './page';
 import type { Branch, Member, PaymentProvider, SeedBranch } from '../../domain/schemas';
@@ -11,40 +11,26 @@ const MEMBER_PREFIX = 'MEMBER#';
 const PROVIDER_PREFIX = 'PROVIDER#';
 const SEED_TIMESTAMP = '1970-01-01T00:00:00.000Z';
 
-// Mappers pick each field by name, so table attributes (branch_id, sk, ...) never reach a response.
-const toBranch = (item: Item): Branch => ({
-  id: item.id as string,
-  object: 'branch',
-  name: item.name as string,
-  business_name: item.business_name as string,
-  timezone: item.timezone as string,
-  currency: item.currency as string,
-  address: item.address as Branch['address'],
-  created_at: item.created_at as string,
-});
+/** The response's fields of an item, in order, by name: table attributes (branch_id, sk, ...) never reach a response. */
+const pick =
+  <T>(fields: readonly (keyof T & string)[], fixed: Partial<T>) =>
+  (item: Item): T =>
+    ({ ...Object.fromEntries(fields.map((field) => [field, item[field]])), ...fixed }) as T;
 
-const toMember = (item: Item): Member => ({
-  id: item.id as string,
-  object: 'member',
-  name: item.name as string,
-  email: item.email as string,
-  role: item.role as Member['role'],
-  created_at: item.created_at as string,
-});
-
-const toPaymentProvider = (item: Item): PaymentProvider => ({
-  id: item.id as string,
+const toBranch = pick<Branch>(
+  ['id', 'object', 'name', 'business_name', 'timezone', 'currency', 'address', 'created_at'],
+  { object: 'branch' },
+);
+const toMember = pick<Member>(['id', 'object', 'name', 'email', 'role', 'created_at'], { object: 'member' });
+const toPaymentProvider = pick<PaymentProvider>(['id', 'object', 'provider', 'name', 'active', 'created_at'], {
   object: 'payment_provider',
-  provider: item.provider as string,
-  name: item.name as string,
   active: true,
-  created_at: item.created_at as string,
 });
 
 export class BranchDataRepository extends DynamoRepository {
   async getBranch(branchId: string): Promise<Branch | undefined> {
-    const item = await this.getItem(branchId, BRANCH_SK);
-    return item ? toBranch(item) : undefined;
+    const { Item } = await this.getItem({ Key: { branch_id: branchId, sk: BRANCH_SK } });
+    return Item ? toBranch(Item) : undefined;
   }
 
   listMembers(branchId: string, page: PageRequest): Promise<Page<Member>> {
@@ -66,15 +52,9 @@ export class BranchDataRepository extends DynamoRepository {
         IndexName: ACTIVE_PROVIDERS_INDEX,
         KeyConditionExpression: 'branch_id = :branch',
         ExpressionAttributeValues: { ':branch': branchId },
-        ...(page.after
-          ? {
-              ExclusiveStartKey: {
-                branch_id: branchId,
-                sk: PROVIDER_PREFIX + page.after,
-                active_provider_id: page.after,
-              },
-            }
-          : {}),
+        ExclusiveStartKey: page.after
+          ? { branch_id: branchId, sk: PROVIDER_PREFIX + page.after, active_provider_id: page.after }
+          : undefined,
       },
       page.limit,
       toPaymentProvider,
@@ -83,8 +63,8 @@ export class BranchDataRepository extends DynamoRepository {
 
   /** The provider if it exists in this branch and is active; otherwise undefined, whatever the reason. */
   async getActiveProvider(branchId: string, providerId: string): Promise<PaymentProvider | undefined> {
-    const item = await this.getItem(branchId, PROVIDER_PREFIX + providerId);
-    return item?.active === true ? toPaymentProvider(item) : undefined;
+    const { Item } = await this.getItem({ Key: { branch_id: branchId, sk: PROVIDER_PREFIX + providerId } });
+    return Item?.active === true ? toPaymentProvider(Item) : undefined;
   }
 
   /** Writes a branch with its members and providers (idempotent: the same input gives the same items). */
@@ -106,22 +86,13 @@ export class BranchDataRepository extends DynamoRepository {
     await this.batchPut(items);
   }
 
-  private async getItem(branchId: string, sk: string): Promise<Item | undefined> {
-    const { Item } = await this.run('GetItem', () =>
-      this.client.send(new GetCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk } })),
-    );
-    return Item;
-  }
-
   /** Asks for one item more than the page holds, so `hasMore` is exact (no empty last page). */
   private async queryPage<T extends { id: string }>(
-    query: Omit<ConstructorParameters<typeof QueryCommand>[0], 'TableName' | 'Limit'>,
+    query: Omit<QueryCommandInput, 'TableName' | 'Limit'>,
     limit: number,
     map: (item: Item) => T,
   ): Promise<Page<T>> {
-    const { Items = [] } = await this.run('Query', () =>
-      this.client.send(new QueryCommand({ ...query, TableName: this.tableName, Limit: limit + 1 })),
-    );
+    const { Items = [] } = await this.queryOnce({ ...query, Limit: limit + 1 });
     const items = Items.slice(0, limit).map(map);
     const hasMore = Items.length > limit;
     return { items, hasMore, ...(hasMore ? { lastId: items[items.length - 1]?.id } : {}) };

@@ -14,19 +14,6 @@ import { RateLimitsRepository } from './rate-limits';
 import { UsageRepository } from './usage';
 import type { KeyEventEmitter } from '../key-events';
 
-export interface Repositories {
-  keys: KeysRepository;
-  /** The hot-path lookup of the same table. */
-  keyReader: KeyReader;
-  /** "Key Expiring" claims on the same table's items. */
-  expiryClaims: KeyExpiryClaims;
-  usage: UsageRepository;
-  branchData: BranchDataRepository;
-  rateLimits: RateLimitsRepository;
-  /** Present when the activity table was named (the operator tooling; no API function has it). */
-  activity?: ActivityRepository;
-}
-
 /**
  * @param keyEvents where the keys repository sends each key action's event
  */
@@ -34,27 +21,21 @@ export const createRepositories = (
   client: DynamoDBDocumentClient,
   tables: ApiTableNames & Partial<Pick<TableNames, 'activity'>>,
   keyEvents?: KeyEventEmitter,
-): Repositories => {
+) => {
   const activity = tables.activity === undefined ? undefined : new ActivityRepository(client, tables.activity);
   return {
     keys: new KeysRepository(client, tables.keys, activity, keyEvents),
+    /** The hot-path lookup of the same table. */
     keyReader: new KeyReader(client, tables.keys),
+    /** "Key Expiring" claims on the same table's items. */
     expiryClaims: new KeyExpiryClaims(client, tables.keys),
     usage: new UsageRepository(client, tables.usage),
     branchData: new BranchDataRepository(client, tables.branchData),
     rateLimits: new RateLimitsRepository(client, tables.rateLimits),
+    /** Present when the activity table was named (the operator tooling; no API function has it). */
     ...(activity ? { activity } : {}),
   };
 };
+export type Repositories = ReturnType<typeof createRepositories>;
 
-export {
-  ActivityRepository,
-  BranchDataRepository,
-  KeyExpiryClaims,
-  KeyOutbox,
-  KeyReader,
-  KeysRepository,
-  RateLimitsRepository,
-  UsageRepository,
-};
-export type { Page, PageRequest } from './page';
+export { ActivityRepository, KeyOutbox, KeysRepository };

@@ -3,19 +3,12 @@
  * shared by the daily scheduled function and `keys audit` (shared/lambda/key-expiry.ts). A claim
  * is not a key action: no version, no activity entry.
  */
-import { paginateScan, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyRecord } from '../../domain/key-record';
-import { ConditionNotMetError } from '../data-store-errors';
 import { DynamoRepository } from '../dynamodb';
 import { KeyReader, toRecord, type StoredKey } from './key-reader';
 
 export class KeyExpiryClaims extends DynamoRepository {
-  private readonly reader: KeyReader;
-
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
-    super(client, tableName);
-    this.reader = new KeyReader(client, tableName);
-  }
+  private readonly reader = new KeyReader(this.client, this.tableName);
 
   /**
    * Keys not revoked whose expiry falls between `now` and `until` and whose `Key Expiring` event
@@ -23,21 +16,13 @@ export class KeyExpiryClaims extends DynamoRepository {
    * on a request path.
    */
   async listExpiring(now: Date, until: Date): Promise<ApiKeyRecord[]> {
-    const pages = paginateScan(
-      { client: this.client },
-      {
-        TableName: this.tableName,
-        FilterExpression:
-          'expires_at BETWEEN :now AND :until AND attribute_not_exists(revoked_at)' +
-          ' AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> expires_at)',
-        ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
-      },
-    );
-    const records: ApiKeyRecord[] = [];
-    await this.run('Scan', async () => {
-      for await (const page of pages) records.push(...((page.Items ?? []) as StoredKey[]).map(toRecord));
+    const found = await this.scanItems<StoredKey>({
+      FilterExpression:
+        'expires_at BETWEEN :now AND :until AND attribute_not_exists(revoked_at)' +
+        ' AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> expires_at)',
+      ExpressionAttributeValues: { ':now': now.toISOString(), ':until': until.toISOString() },
     });
-    return records;
+    return found.map(toRecord);
   }
 
   /**
@@ -47,23 +32,14 @@ export class KeyExpiryClaims extends DynamoRepository {
   async claimExpiringEvent(keyId: string, expiresAt: string): Promise<boolean> {
     const stored = await this.reader.findById(keyId);
     if (!stored || stored.expires_at !== expiresAt || stored.expiring_event_for === expiresAt) return false;
-    try {
-      await this.run('UpdateItem', () =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { key_hash: stored.key_hash },
-            UpdateExpression: 'SET expiring_event_for = :expires',
-            ConditionExpression:
-              'expires_at = :expires AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> :expires)',
-            ExpressionAttributeValues: { ':expires': expiresAt },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionNotMetError) return false;
-      throw error;
-    }
+    return this.ifConditionMet(
+      this.updateItem({
+        Key: { key_hash: stored.key_hash },
+        UpdateExpression: 'SET expiring_event_for = :expires',
+        ConditionExpression:
+          'expires_at = :expires AND (attribute_not_exists(expiring_event_for) OR expiring_event_for <> :expires)',
+        ExpressionAttributeValues: { ':expires': expiresAt },
+      }),
+    );
   }
 }

@@ -7,7 +7,7 @@
  * copied and sent, by a write conditional on its id.
  */
 import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import { paginateScan, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { appendPending, type ActivityEntry } from '../../domain/key-activity';
 import { keyEventOfAction } from '../../domain/key-events';
 import { ConditionNotMetError } from '../data-store-errors';
@@ -71,7 +71,7 @@ export const outboxAppend = (stored: Pick<StoredKey, 'outbox'>, entry: ActivityE
 };
 
 export class KeyOutbox extends DynamoRepository {
-  private readonly reader: KeyReader;
+  private readonly reader = new KeyReader(this.client, this.tableName);
 
   /**
    * @param activity where entries are copied; without it they stay on the item for a finisher that has it.
@@ -84,7 +84,6 @@ export class KeyOutbox extends DynamoRepository {
     private readonly keyEvents: KeyEventEmitter = noKeyEvents,
   ) {
     super(client, tableName);
-    this.reader = new KeyReader(client, tableName);
   }
 
   /**
@@ -141,21 +140,14 @@ export class KeyOutbox extends DynamoRepository {
    * @returns how many entries were waiting, and how many of them are still not sent, or not copied
    */
   async finishAll(): Promise<{ pending: number; unsent: number; uncopied: number }> {
-    const pages = paginateScan(
-      { client: this.client },
-      {
-        TableName: this.tableName,
+    const sweep = { pending: 0, unsent: 0, uncopied: 0 };
+    let found: StoredKey[];
+    try {
+      found = await this.scanItems<StoredKey>({
         FilterExpression: 'size(#outbox) > :none',
         ExpressionAttributeNames: { '#outbox': OUTBOX },
         ExpressionAttributeValues: { ':none': 0 },
         ConsistentRead: true,
-      },
-    );
-    const sweep = { pending: 0, unsent: 0, uncopied: 0 };
-    const found: StoredKey[] = [];
-    try {
-      await this.run('Scan', async () => {
-        for await (const page of pages) found.push(...((page.Items ?? []) as StoredKey[]));
       });
     } catch (error) {
       // No keys table yet (a fresh local DynamoDB before `tables create`): nothing is waiting.
@@ -191,22 +183,16 @@ export class KeyOutbox extends DynamoRepository {
    * then sent again, under the same ids. A head that changed (finished by another, folded) is no failure.
    */
   private async removeHead(entry: ActivityEntry, keyHash: string): Promise<boolean> {
-    try {
-      await this.run('UpdateItem', () =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { key_hash: keyHash },
-            UpdateExpression: 'REMOVE #outbox[0]',
-            ConditionExpression: '#outbox[0].activity_id = :id',
-            ExpressionAttributeNames: { '#outbox': OUTBOX },
-            ExpressionAttributeValues: { ':id': entry.activity_id },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      return error instanceof ConditionNotMetError;
-    }
+    const removal = this.updateItem({
+      Key: { key_hash: keyHash },
+      UpdateExpression: 'REMOVE #outbox[0]',
+      ConditionExpression: '#outbox[0].activity_id = :id',
+      ExpressionAttributeNames: { '#outbox': OUTBOX },
+      ExpressionAttributeValues: { ':id': entry.activity_id },
+    });
+    return removal.then(
+      () => true,
+      (error: unknown) => error instanceof ConditionNotMetError,
+    );
   }
 }

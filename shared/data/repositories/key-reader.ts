@@ -3,7 +3,6 @@
  * hash, so a revocation counts from the next request; the key actions (keys.ts), their outbox
  * (key-outbox.ts) and the expiry claims (key-expiry-claims.ts) also find items through the indexes.
  */
-import { BatchGetCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { ActivityEntry } from '../../domain/key-activity';
 import type { ApiKeyRecord } from '../../domain/key-record';
 import { DynamoRepository } from '../dynamodb';
@@ -25,26 +24,21 @@ export class KeyReader extends DynamoRepository {
 
   /** The key item as stored, hash and outbox included. */
   async getStored(keyHash: string): Promise<StoredKey | undefined> {
-    const { Item } = await this.run('GetItem', () =>
-      this.client.send(new GetCommand({ TableName: this.tableName, Key: { key_hash: keyHash }, ConsistentRead: true })),
-    );
+    const { Item } = await this.getItem({ Key: { key_hash: keyHash }, ConsistentRead: true });
     return Item as StoredKey | undefined;
   }
 
   /** The key item with this id, from the by-id index (eventually consistent: read it again by hash to act). */
   async findById(keyId: string): Promise<StoredKey | undefined> {
-    const { Items } = await this.run('Query', () =>
-      this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: KEYS_BY_ID_INDEX,
-          KeyConditionExpression: 'key_id = :id',
-          ExpressionAttributeValues: { ':id': keyId },
-          Limit: 1,
-        }),
-      ),
+    const { items } = await this.queryItems<StoredKey>(
+      {
+        IndexName: KEYS_BY_ID_INDEX,
+        KeyConditionExpression: 'key_id = :id',
+        ExpressionAttributeValues: { ':id': keyId },
+      },
+      1,
     );
-    return Items?.[0] as StoredKey | undefined;
+    return items[0];
   }
 
   /** Every key item of a branch, newest first. */
@@ -65,23 +59,13 @@ export class KeyReader extends DynamoRepository {
   async getStoredBatch(
     keyHashes: readonly string[],
   ): Promise<{ found: Map<string, Pick<StoredKey, 'key_hash' | 'revoked_at'>>; unprocessed: string[] }> {
-    const { Responses, UnprocessedKeys } = await this.run('BatchGetItem', () =>
-      this.client.send(
-        new BatchGetCommand({
-          RequestItems: {
-            [this.tableName]: {
-              Keys: keyHashes.map((key_hash) => ({ key_hash })),
-              ConsistentRead: true,
-              ProjectionExpression: 'key_hash, revoked_at',
-            },
-          },
-        }),
-      ),
+    const { items, unprocessed } = await this.batchGet<StoredKey>(
+      keyHashes.map((key_hash) => ({ key_hash })),
+      { projection: 'key_hash, revoked_at', consistent: true, once: true },
     );
-    const items = (Responses?.[this.tableName] ?? []) as Pick<StoredKey, 'key_hash' | 'revoked_at'>[];
     return {
       found: new Map(items.map((item) => [item.key_hash, item])),
-      unprocessed: (UnprocessedKeys?.[this.tableName]?.Keys ?? []).map((key) => String(key.key_hash)),
+      unprocessed: unprocessed.map((key) => String(key.key_hash)),
     };
   }
 }

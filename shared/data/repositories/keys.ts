@@ -5,7 +5,7 @@
  * "Key events"). The hot-path lookup is KeyReader (key-reader.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { DeleteCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { apiKeyStart, generateApiKey, hashApiKey } from '../../domain/api-key';
 import { actionEntry, type KeyAction } from '../../domain/key-activity';
 import {
@@ -125,7 +125,7 @@ interface Action {
 }
 
 export class KeysRepository extends DynamoRepository {
-  private readonly reader: KeyReader;
+  private readonly reader = new KeyReader(this.client, this.tableName);
   /** The entries this repository's actions leave; also what the sweep, the stream and activity reads finish. */
   readonly outbox: KeyOutbox;
 
@@ -141,7 +141,6 @@ export class KeysRepository extends DynamoRepository {
     keyEvents: KeyEventEmitter = noKeyEvents,
   ) {
     super(client, tableName);
-    this.reader = new KeyReader(client, tableName);
     this.outbox = new KeyOutbox(client, tableName, activity, keyEvents);
   }
 
@@ -317,7 +316,7 @@ export class KeysRepository extends DynamoRepository {
       const current = await this.reader.getStored(stored.key_hash).catch(() => undefined);
       if (current === undefined) throw error; // outcome unknown: leave the new key for the operator to see
       if (current.rolled_to === newId) return rolled(toRecord(current), await this.outbox.finish(created.item));
-      await this.deleteByHash(created.item.key_hash).catch(() => undefined);
+      await this.deleteItem({ Key: { key_hash: created.item.key_hash } }).catch(() => undefined);
       if (error instanceof ConditionNotMetError) {
         const stateNow = keyState(current, now);
         if (stateNow === 'active') throw new KeyChangedError(`Key ${keyId} changed during the roll; try again`);
@@ -341,15 +340,7 @@ export class KeysRepository extends DynamoRepository {
       key_hash: hashApiKey(key),
       outbox: [actionEntry({}, record, 'created', actor, now, details)],
     };
-    await this.run('PutItem', () =>
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: item,
-          ConditionExpression: 'attribute_not_exists(key_hash)',
-        }),
-      ),
-    );
+    await this.putItem({ Item: item, ConditionExpression: 'attribute_not_exists(key_hash)' });
     return { key, item };
   }
 
@@ -390,25 +381,14 @@ export class KeysRepository extends DynamoRepository {
       stored.version === undefined ? 'attribute_not_exists(#version)' : '#version = :expected',
       ...(append.condition ? [append.condition] : []),
     ];
-    const { Attributes } = await this.run('UpdateItem', () =>
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { key_hash: stored.key_hash },
-          UpdateExpression: `SET ${[...setParts, append.set].join(', ')}${removeParts.length ? ` REMOVE ${removeParts.join(', ')}` : ''}`,
-          ConditionExpression: conditions.join(' AND '),
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
-        }),
-      ),
-    );
+    const { Attributes } = await this.updateItem({
+      Key: { key_hash: stored.key_hash },
+      UpdateExpression: `SET ${[...setParts, append.set].join(', ')}${removeParts.length ? ` REMOVE ${removeParts.join(', ')}` : ''}`,
+      ConditionExpression: conditions.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValues: 'ALL_NEW',
+    });
     return Attributes as StoredKey;
-  }
-
-  private async deleteByHash(keyHash: string): Promise<void> {
-    await this.run('DeleteItem', () =>
-      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { key_hash: keyHash } })),
-    );
   }
 }

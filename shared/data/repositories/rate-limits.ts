@@ -1,4 +1,3 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoRepository } from '../dynamodb';
 
 /**
@@ -12,19 +11,14 @@ export class RateLimitsRepository extends DynamoRepository {
    * and returns the window's count, these included. One UpdateItem.
    */
   async increment(keyId: string, windowStartEpoch: number, windowSeconds: number, by = 1): Promise<number> {
-    const { Attributes } = await this.run('UpdateItem', () =>
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: `${keyId}#${windowStartEpoch}` },
-          UpdateExpression: 'ADD #count :one SET #expires = :expires',
-          ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
-          // TTL deletion runs late (up to days); the window key makes an old item harmless anyway.
-          ExpressionAttributeValues: { ':one': by, ':expires': windowStartEpoch + 2 * windowSeconds },
-          ReturnValues: 'UPDATED_NEW',
-        }),
-      ),
-    );
+    const { Attributes } = await this.updateItem({
+      Key: { pk: `${keyId}#${windowStartEpoch}` },
+      UpdateExpression: 'ADD #count :one SET #expires = :expires',
+      ExpressionAttributeNames: { '#count': 'count', '#expires': 'expires_at_epoch' },
+      // TTL deletion runs late (up to days); the window key makes an old item harmless anyway.
+      ExpressionAttributeValues: { ':one': by, ':expires': windowStartEpoch + 2 * windowSeconds },
+      ReturnValues: 'UPDATED_NEW',
+    });
     return Number(Attributes?.count);
   }
 }

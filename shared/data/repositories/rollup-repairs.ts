@@ -2,11 +2,9 @@
  * What the rollups could not apply yet, kept in the rollups table beside them (docs/usage-rollups.md):
  * calls set aside until a rebuild repairs their period, and the local change feed's crash marks.
  */
-import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoRepository } from '../dynamodb';
+import { DynamoRepository, expiresAtEpoch } from '../dynamodb';
 import type { UsageRecord } from '../../domain/usage-record';
 
-const DAY_SECONDS = 86_400;
 const SET_ASIDE_PREFIX = 'dead#';
 /** The local change feed's crash marks (docs/decisions.md "Local store and change feed"), in a partition of their own. */
 const PENDING_PARTITION = '#local-feed';
@@ -36,23 +34,18 @@ export class RollupRepairsRepository extends DynamoRepository {
   /** Keeps a stream record the aggregator could not apply, under its branch, until a rebuild repairs its period. */
   async setAside({ record, sequence, reason }: SetAsideRecord, retentionDays: number): Promise<void> {
     const now = new Date().toISOString();
-    await this.run('PutItem', () =>
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: {
-            branch_id: record.branch_id,
-            sk: `${SET_ASIDE_PREFIX}${sequence}`,
-            record: JSON.stringify(record),
-            call_time: typeof record.timestamp === 'string' ? record.timestamp : now,
-            ...(typeof record.key_id === 'string' ? { call_key: record.key_id } : {}),
-            reason: reason.slice(0, 500),
-            set_aside_at: now,
-            expires_at_epoch: Math.floor(Date.now() / 1000) + retentionDays * DAY_SECONDS,
-          },
-        }),
-      ),
-    );
+    await this.putItem({
+      Item: {
+        branch_id: record.branch_id,
+        sk: `${SET_ASIDE_PREFIX}${sequence}`,
+        record: JSON.stringify(record),
+        call_time: typeof record.timestamp === 'string' ? record.timestamp : now,
+        ...(typeof record.key_id === 'string' ? { call_key: record.key_id } : {}),
+        reason: reason.slice(0, 500),
+        set_aside_at: now,
+        expires_at_epoch: expiresAtEpoch(Date.now(), retentionDays),
+      },
+    });
   }
 
   /** How many records of a branch are set aside, and the span of their call times. */
@@ -83,27 +76,17 @@ export class RollupRepairsRepository extends DynamoRepository {
       },
       ProjectionExpression: 'sk',
     });
-    for (const item of items) {
-      await this.run('DeleteItem', () =>
-        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { branch_id: branchId, sk: item.sk } })),
-      );
-    }
+    for (const { sk } of items) await this.deleteItem({ Key: { branch_id: branchId, sk } });
     return items.length;
   }
 
   /** Marks a branch's hour as one that may hold calls not applied yet: a start after a crash recounts it. */
   async markPending(branchId: string, hour: string): Promise<void> {
-    await this.run('PutItem', () =>
-      this.client.send(
-        new PutCommand({ TableName: this.tableName, Item: { ...pendingKey(branchId, hour), branchId, hour } }),
-      ),
-    );
+    await this.putItem({ Item: { ...pendingKey(branchId, hour), branchId, hour } });
   }
 
   async clearPending(branchId: string, hour: string): Promise<void> {
-    await this.run('DeleteItem', () =>
-      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: pendingKey(branchId, hour) })),
-    );
+    await this.deleteItem({ Key: pendingKey(branchId, hour) });
   }
 
   /** Every branch hour marked pending, oldest hour first. */

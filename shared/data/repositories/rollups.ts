@@ -4,9 +4,8 @@
  * aggregator's progress ("as of"); what could not be applied yet is in ./rollup-repairs.ts.
  */
 import pLimit from 'p-limit';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionNotMetError } from '../data-store-errors';
-import { DynamoRepository } from '../dynamodb';
+import { DynamoRepository, expiresAtEpoch } from '../dynamodb';
 import {
   addCall,
   hourItemOf,
@@ -28,7 +27,6 @@ import { ROLLUPS_BY_KEY_INDEX } from '../tables';
 import { RollupRepairsRepository } from './rollup-repairs';
 import type { UsageRecord } from '../../domain/usage-record';
 
-const DAY_SECONDS = 86_400;
 /** The aggregator's progress item: a partition no branch id can be (ids never start with `#`). */
 const PROGRESS_KEY = { branch_id: '#aggregator', sk: 'progress' };
 
@@ -79,9 +77,6 @@ const inParallel = async <T>(items: readonly T[], work: (item: T) => Promise<voi
   await pLimit(APPLY_CONCURRENCY).map(items, work);
 };
 
-const expiresOf = (hour: string, retentionDays: number) =>
-  Math.floor(Date.parse(hour) / 1000) + retentionDays * DAY_SECONDS;
-
 export class RollupsRepository extends DynamoRepository {
   /** Calls set aside and the local feed's crash marks, in the same table (./rollup-repairs.ts). */
   readonly repairs = new RollupRepairsRepository(this.client, this.tableName);
@@ -111,13 +106,9 @@ export class RollupsRepository extends DynamoRepository {
       for (const group of sources) await applyGroup(group);
     });
     const failed = new Set(result.failed.map((f) => f.call));
-    const applied = calls.filter((call) => !failed.has(call));
-    await inParallel([...groupBy(applied, ({ record }) => `${record.branch_id}\u0000${record.key_id}`).values()], (c) =>
-      this.touchLastUsed(
-        c.map(({ record }) => record),
-        retentionDays,
-      ),
-    );
+    const applied = calls.filter((call) => !failed.has(call)).map(({ record }) => record);
+    const byKey = groupBy(applied, (record) => `${record.branch_id}\u0000${record.key_id}`);
+    await inParallel([...byKey.values()], (records) => this.touchLastUsed(records, retentionDays));
     return result;
   }
 
@@ -154,17 +145,11 @@ export class RollupsRepository extends DynamoRepository {
     for (let attempt = 0; attempt < GROUP_ATTEMPTS; attempt += 1) {
       const calls = pastWatermark(group, watermark);
       if (calls.length === 0) return 0;
-      try {
-        await this.addCalls(
-          key,
-          [{ source, calls, ...(known && watermark !== undefined ? { expected: watermark } : {}) }],
-          retentionDays,
-        );
+      const expected = known && watermark !== undefined ? { expected: watermark } : {};
+      if (await this.ifConditionMet(this.addCalls(key, [{ source, calls, ...expected }], retentionDays))) {
         return calls.length;
-      } catch (error) {
-        if (!(error instanceof ConditionNotMetError)) throw error;
       }
-      const item = await this.getItem(key, watermarkName(source));
+      const item = await this.consistentGet(key, watermarkName(source));
       watermark = item?.[watermarkName(source)] as string | undefined;
       known = true;
     }
@@ -196,7 +181,7 @@ export class RollupsRepository extends DynamoRepository {
     const values: Record<string, unknown> = {
       ':key': record.key_id,
       ':hour': hour,
-      ':expires': expiresOf(hour, retentionDays),
+      ':expires': expiresAtEpoch(hour, retentionDays),
     };
     const adds = [...counters.entries()].map(([name, by], i) => {
       names[`#c${i}`] = name;
@@ -215,18 +200,13 @@ export class RollupsRepository extends DynamoRepository {
       values[`:first${i}`] = calls[0]!.sequence;
       return `(attribute_not_exists(#w${i}) OR #w${i} < :first${i})`;
     });
-    await this.run('UpdateItem', () =>
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: key,
-          UpdateExpression: `ADD ${adds.join(', ')} SET key_id = :key, #hour = :hour, expires_at_epoch = :expires, ${sets.join(', ')}`,
-          ConditionExpression: conditions.join(' AND '),
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      ),
-    );
+    await this.updateItem({
+      Key: key,
+      UpdateExpression: `ADD ${adds.join(', ')} SET key_id = :key, #hour = :hour, expires_at_epoch = :expires, ${sets.join(', ')}`,
+      ConditionExpression: conditions.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
   }
 
   /** Keeps the newest accepted and the newest refused call of a key: maxima, so order and repetition don't matter. */
@@ -241,7 +221,7 @@ export class RollupsRepository extends DynamoRepository {
         newest.timestamp,
         {
           key_id: newest.key_id,
-          expires_at_epoch: Math.floor(Date.parse(newest.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+          expires_at_epoch: expiresAtEpoch(newest.timestamp, retentionDays),
           ...(refused ? { last_refused_status: newest.status } : {}),
         },
       );
@@ -251,20 +231,13 @@ export class RollupsRepository extends DynamoRepository {
   /** A branch's hour items in a period; a key's found through the `by-key` index (its keys only), then read. */
   private async hourItems({ branchId, keyId, fromHour, toHour }: RollupQuery) {
     const range = { ':from': `${HOUR_ITEM_PREFIX}${fromHour}`, ':to': `${HOUR_ITEM_PREFIX}${toHour}\uffff` };
-    if (keyId === undefined) {
-      const { items } = await this.queryItems({
-        KeyConditionExpression: 'branch_id = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':pk': branchId, ...range },
-      });
-      return items;
-    }
-    const { items: keys } = await this.queryItems({
-      IndexName: ROLLUPS_BY_KEY_INDEX,
-      KeyConditionExpression: 'key_id = :pk AND sk BETWEEN :from AND :to',
-      FilterExpression: 'branch_id = :branch',
-      ExpressionAttributeValues: { ':pk': keyId, ':branch': branchId, ...range },
+    const { items: found } = await this.queryItems({
+      ...(keyId === undefined ? {} : { IndexName: ROLLUPS_BY_KEY_INDEX, FilterExpression: 'branch_id = :branch' }),
+      KeyConditionExpression: `${keyId === undefined ? 'branch_id = :branch' : 'key_id = :key'} AND sk BETWEEN :from AND :to`,
+      ExpressionAttributeValues: { ':branch': branchId, ...(keyId === undefined ? {} : { ':key': keyId }), ...range },
     });
-    const items = await this.batchGet(keys.map(({ sk }) => ({ branch_id: branchId, sk })));
+    if (keyId === undefined) return found;
+    const { items } = await this.batchGet(found.map(({ sk }) => ({ branch_id: branchId, sk })));
     return items.sort((a, b) => String(a.sk).localeCompare(String(b.sk)));
   }
 
@@ -308,53 +281,36 @@ export class RollupsRepository extends DynamoRepository {
     stored: StoredHour | undefined,
     { retentionDays, rebuild }: { retentionDays: number; rebuild: string },
   ): Promise<boolean> {
-    const sk = hourItemSk(item.hour, item.keyId);
-    try {
-      await this.run('PutItem', () =>
-        this.client.send(
-          new PutCommand({
-            TableName: this.tableName,
-            Item: {
-              ...Object.fromEntries(counters),
-              ...stored?.watermarks,
-              branch_id: item.branchId,
-              sk,
-              key_id: item.keyId,
-              hour: item.hour,
-              expires_at_epoch: expiresOf(item.hour, retentionDays),
-              v: (stored?.version ?? 0) + 1,
-              unverified: rebuild,
-            },
-            ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
-            ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionNotMetError) return false;
-      throw error;
-    }
+    return this.ifConditionMet(
+      this.putItem({
+        Item: {
+          ...Object.fromEntries(counters),
+          ...stored?.watermarks,
+          branch_id: item.branchId,
+          sk: hourItemSk(item.hour, item.keyId),
+          key_id: item.keyId,
+          hour: item.hour,
+          expires_at_epoch: expiresAtEpoch(item.hour, retentionDays),
+          v: (stored?.version ?? 0) + 1,
+          unverified: rebuild,
+        },
+        ConditionExpression: stored ? 'v = :v' : 'attribute_not_exists(sk)',
+        ...(stored ? { ExpressionAttributeValues: { ':v': stored.version } } : {}),
+      }),
+    );
   }
 
   /** Clears the `unverified` mark a rebuild left on these items (sort keys), unless another rebuild's replaced it. */
   async verified(branchId: string, sks: readonly string[], rebuild: string): Promise<void> {
     for (const sk of sks) {
-      try {
-        await this.run('UpdateItem', () =>
-          this.client.send(
-            new UpdateCommand({
-              TableName: this.tableName,
-              Key: { branch_id: branchId, sk },
-              UpdateExpression: 'REMOVE unverified',
-              ConditionExpression: 'unverified = :rebuild',
-              ExpressionAttributeValues: { ':rebuild': rebuild },
-            }),
-          ),
-        );
-      } catch (error) {
-        if (!(error instanceof ConditionNotMetError)) throw error;
-      }
+      await this.ifConditionMet(
+        this.updateItem({
+          Key: { branch_id: branchId, sk },
+          UpdateExpression: 'REMOVE unverified',
+          ConditionExpression: 'unverified = :rebuild',
+          ExpressionAttributeValues: { ':rebuild': rebuild },
+        }),
+      );
     }
   }
 
@@ -368,45 +324,30 @@ export class RollupsRepository extends DynamoRepository {
     return new Map(items.map(({ key_id, ...use }) => [String(key_id), use as KeyUse]));
   }
 
-  private async getItem(key: Record<string, string>, projection?: string) {
-    const { Item } = await this.run('GetItem', () =>
-      this.client.send(
-        new GetCommand({
-          TableName: this.tableName,
-          Key: key,
-          ConsistentRead: true,
-          ...(projection ? { ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': projection } } : {}),
-        }),
-      ),
-    );
+  /** One attribute of an item, read strongly consistent. */
+  private async consistentGet(key: Record<string, string>, attribute: string) {
+    const { Item } = await this.getItem({
+      Key: key,
+      ConsistentRead: true,
+      ProjectionExpression: '#p',
+      ExpressionAttributeNames: { '#p': attribute },
+    });
     return Item;
   }
 
   /** Sets a time attribute unless it already holds a later one (a maximum: order and repetition don't matter). */
   private async setIfNewer(key: Record<string, string>, name: string, at: string, extra: Record<string, unknown> = {}) {
-    const sets = Object.keys(extra).map((_, i) => `#e${i} = :e${i}`);
-    try {
-      await this.run('UpdateItem', () =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: key,
-            UpdateExpression: `SET ${['#n = :at', ...sets].join(', ')}`,
-            ConditionExpression: 'attribute_not_exists(#n) OR #n < :at',
-            ExpressionAttributeNames: {
-              '#n': name,
-              ...Object.fromEntries(Object.keys(extra).map((attribute, i) => [`#e${i}`, attribute])),
-            },
-            ExpressionAttributeValues: {
-              ':at': at,
-              ...Object.fromEntries(Object.values(extra).map((value, i) => [`:e${i}`, value])),
-            },
-          }),
-        ),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionNotMetError)) throw error;
-    }
+    const fields = Object.entries({ [name]: at, ...extra });
+    await this.ifConditionMet(
+      this.updateItem({
+        Key: key,
+        UpdateExpression: `SET ${fields.map((_, i) => `#f${i} = :f${i}`).join(', ')}`,
+        // The first field is the time.
+        ConditionExpression: 'attribute_not_exists(#f0) OR #f0 < :f0',
+        ExpressionAttributeNames: Object.fromEntries(fields.map(([field], i) => [`#f${i}`, field])),
+        ExpressionAttributeValues: Object.fromEntries(fields.map(([, value], i) => [`:f${i}`, value])),
+      }),
+    );
   }
 
   /** The aggregator's progress: the newest call time of a batch fully applied (a maximum). */
@@ -416,7 +357,7 @@ export class RollupsRepository extends DynamoRepository {
 
   /** The newest call time the aggregator has fully applied; undefined before its first batch. */
   async progress(): Promise<string | undefined> {
-    const item = await this.getItem(PROGRESS_KEY, 'as_of');
+    const item = await this.consistentGet(PROGRESS_KEY, 'as_of');
     return typeof item?.as_of === 'string' ? item.as_of : undefined;
   }
 }

@@ -1,6 +1,5 @@
 import pLimit from 'p-limit';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoRepository } from '../dynamodb';
+import { DynamoRepository, expiresAtEpoch } from '../dynamodb';
 import { USAGE_WRITE_SHARDS } from '../tables';
 import type { UsageRecord } from '../../domain/usage-record';
 import { mergeNewestFirst, usageShardOf, type ShardReader } from './usage-shards';
@@ -24,7 +23,6 @@ export interface UsageLogPage {
   nextPosition?: string;
 }
 
-const DAY_SECONDS = 86_400;
 /** The longest sort key a position may carry: `<timestamp>#<request id>` is far shorter. */
 const MAX_POSITION_LENGTH = 512;
 
@@ -70,7 +68,7 @@ const itemKeyOf = (record: UsageRecord) => ({
 export const usageItemOf = (record: UsageRecord, retentionDays: number) => ({
   ...record,
   ...itemKeyOf(record),
-  expires_at_epoch: Math.floor(Date.parse(record.timestamp) / 1000) + retentionDays * DAY_SECONDS,
+  expires_at_epoch: expiresAtEpoch(record.timestamp, retentionDays),
 });
 
 /** What one merged read of the usage table asks for. */
@@ -95,9 +93,7 @@ const SHARD_QUERIES_IN_FLIGHT = 32;
 export class UsageRecorder extends DynamoRepository {
   /** Stores one record in its write shard; DynamoDB TTL removes it after `retentionDays`. */
   async put(record: UsageRecord, retentionDays: number): Promise<void> {
-    await this.run('PutItem', () =>
-      this.client.send(new PutCommand({ TableName: this.tableName, Item: usageItemOf(record, retentionDays) })),
-    );
+    await this.putItem({ Item: usageItemOf(record, retentionDays) });
   }
 }
 
@@ -116,13 +112,7 @@ export class UsageRepository extends UsageRecorder {
     // Sort keys are `<timestamp>#<request id>`: `until` (exclusive) is a bound on them too.
     const untilKey = until?.toISOString();
     const before = after !== undefined && untilKey !== undefined && untilKey < after ? untilKey : (after ?? untilKey);
-    const { items, more } = await this.readMerged({
-      branchId,
-      ...(keyId === undefined ? {} : { keyId }),
-      ...(since ? { since } : {}),
-      ...(before === undefined ? {} : { before }),
-      limit,
-    });
+    const { items, more } = await this.readMerged({ branchId, keyId, since, before, limit });
     const last = items.at(-1);
     return {
       records: items.map(toRecord),
@@ -138,13 +128,8 @@ export class UsageRepository extends UsageRecorder {
     { branchId, keyId, since }: Omit<UsageQuery, 'limit' | 'position'>,
     maxRecords: number,
   ): Promise<{ calls: Pick<UsageRecord, 'status' | 'response_time_ms'>[]; complete: boolean }> {
-    const { items } = await this.readMerged({
-      branchId,
-      ...(keyId === undefined ? {} : { keyId }),
-      ...(since ? { since } : {}),
-      limit: maxRecords + 1,
-      attributes: ['status', 'response_time_ms'],
-    });
+    const attributes = ['status', 'response_time_ms'];
+    const { items } = await this.readMerged({ branchId, keyId, since, limit: maxRecords + 1, attributes });
     return {
       calls: items.slice(0, maxRecords) as unknown as Pick<UsageRecord, 'status' | 'response_time_ms'>[],
       complete: items.length <= maxRecords,
@@ -160,7 +145,7 @@ export class UsageRepository extends UsageRecorder {
     const keys = new Map(
       records.map((record) => [`${record.branch_id}\u0000${itemKeyOf(record).sk}`, itemKeyOf(record)]),
     );
-    const items = await this.batchGet([...keys.values()], 'pk, sk, request_id');
+    const { items } = await this.batchGet([...keys.values()], { projection: 'pk, sk, request_id' });
     return new Set(items.map((item) => String(item.request_id)));
   }
 
@@ -186,28 +171,22 @@ export class UsageRepository extends UsageRecorder {
     const names = attributes ? Object.fromEntries(attributes.map((name, i) => [`#a${i}`, name])) : undefined;
     const read: ShardReader = async (shard, startKey) => {
       const page = await this.gate(() =>
-        this.run('Query', () =>
-          this.client.send(
-            new QueryCommand({
-              TableName: this.tableName,
-              KeyConditionExpression: `pk = :pk${range}`,
-              ...(filtered ? { FilterExpression: 'key_id = :key' } : {}),
-              ExpressionAttributeValues: {
-                ':pk': `${branchId}#${shard}`,
-                ...(sinceKey === undefined ? {} : { ':since': sinceKey }),
-                ...(before === undefined ? {} : { ':before': before }),
-                ...(filtered ? { ':key': keyId } : {}),
-              },
-              ...(names
-                ? { ProjectionExpression: ['sk', ...Object.keys(names)].join(', '), ExpressionAttributeNames: names }
-                : {}),
-              ScanIndexForward: false,
-              // An even share and one more: records spread evenly; the merge reads on where they don't.
-              Limit: Math.ceil(limit / USAGE_WRITE_SHARDS) + 1,
-              ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-            }),
-          ),
-        ),
+        this.queryOnce({
+          KeyConditionExpression: `pk = :pk${range}`,
+          FilterExpression: filtered ? 'key_id = :key' : undefined,
+          ExpressionAttributeValues: {
+            ':pk': `${branchId}#${shard}`,
+            ...(sinceKey === undefined ? {} : { ':since': sinceKey }),
+            ...(before === undefined ? {} : { ':before': before }),
+            ...(filtered ? { ':key': keyId } : {}),
+          },
+          ProjectionExpression: names && ['sk', ...Object.keys(names)].join(', '),
+          ExpressionAttributeNames: names,
+          ScanIndexForward: false,
+          // An even share and one more: records spread evenly; the merge reads on where they don't.
+          Limit: Math.ceil(limit / USAGE_WRITE_SHARDS) + 1,
+          ExclusiveStartKey: startKey,
+        }),
       );
       const items = (page.Items ?? []).filter((item) => item.sk !== before);
       return { items, ...(page.LastEvaluatedKey ? { lastKey: page.LastEvaluatedKey } : {}) };
