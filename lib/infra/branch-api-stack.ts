@@ -11,7 +11,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { fallbackEntry, routes, tableAccessOf, type RouteId } from '../../shared/api/routes';
-import { OPERATOR_TABLES, operatorTableOutput, tableDefinitions } from '../../shared/data/tables';
+import { OPERATOR_TABLES, operatorTableOutput } from '../../shared/data/tables';
 import { KEY_EVENT_BUS_OUTPUT, OPERATOR_OUTPUTS } from '../operator/target';
 import { DEFAULT_RATE_LIMIT, parseRateLimit } from '../../shared/domain/rate-limit';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../../shared/domain/usage-record';
@@ -323,24 +323,11 @@ export class BranchApiStack extends Stack {
     );
   }
 
-  /** Alarms on every function, the stage and every table (lib/infra/monitoring.ts). */
+  /** The API's alarms, the failure metrics' and the key expiry run's (lib/infra/monitoring.ts). */
   private monitor(settings: ResolvedStackSettings, alarmTopic: { alarmTopic?: sns.ITopic }): Monitoring {
     return new Monitoring(this, 'Monitoring', {
       stage: this.api.stage,
-      functions: lambdasOf({
-        ...this.functions,
-        Fallback: this.fallback,
-        Aggregator: this.usageAggregation.function,
-        SecretScanning: this.secretScanning.function,
-        KeyExpiry: this.keyEvents.expiry,
-        KeyActions: this.keyActionsStream.function,
-      }),
-      tables: Object.fromEntries(
-        tableDefinitions.map((definition) => [
-          definition.id,
-          { table: this.tables[definition.name], indexNames: definition.indexes.map((index) => index.indexName) },
-        ]),
-      ),
+      unwatchedFunctions: { KeyExpiry: this.keyEvents.expiry.function },
       serverErrorRatePercent: settings.serverErrorRatePercent,
       ...alarmTopic,
     });
