@@ -83,7 +83,7 @@ export class Monitoring extends Construct {
       add(metricName, metric, 0, description);
     }
     for (const [name, fn] of Object.entries(props.unwatchedFunctions)) {
-      const description = `The ${name} function failed past its retries; no other alarm sees it.`;
+      const description = `The ${name} function failed (an unhandled error or a timeout); no other alarm sees it.`;
       add(`${name}Errors`, fn.metricErrors({ period: PERIOD, statistic: 'Sum' }), 0, description);
     }
   }
