@@ -112,21 +112,6 @@ export class InvalidStackPropsError extends Error {
   override name = 'InvalidStackPropsError';
 }
 
-export interface ResolvedStackSettings {
-  readonly throttle: StageThrottle;
-  readonly logRetention: logs.RetentionDays;
-  readonly destroyData: boolean;
-  readonly usageRetentionDays: number;
-  readonly defaultRateLimit: string;
-  readonly logLevel: PowertoolsLogLevel;
-  readonly tracing: boolean;
-  readonly alarmTopicArn?: string;
-  readonly alarmEmail?: string;
-  readonly serverErrorRatePercent: number;
-  readonly reservedConcurrency: ReservedConcurrency;
-  readonly lambdaConcurrencyQuota: number;
-}
-
 export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 1000, burstLimit: 2000 };
 const RETENTION_VALUES = new Set(Object.values(logs.RetentionDays).filter((v) => typeof v === 'number'));
 
@@ -137,7 +122,7 @@ const isPositiveInteger = (value: unknown): value is number => Number.isInteger(
 const show = (value: unknown) => JSON.stringify(value) ?? String(value);
 
 /** Applies the defaults and rejects any value that would not make a working, sensible stack. */
-export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedStackSettings => {
+export const resolveStackSettings = (props: BranchApiStackProps = {}) => {
   const throttle = { ...DEFAULT_THROTTLE, ...props.throttle };
   if (!isPositiveInteger(throttle.rateLimit)) {
     fail(`throttle.rateLimit must be a positive integer (requests per second), got ${show(throttle.rateLimit)}`);
@@ -196,6 +181,8 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
     serverErrorRatePercent,
   };
 };
+
+export type ResolvedStackSettings = ReturnType<typeof resolveStackSettings>;
 
 const lambdasOf = <K extends string>(functions: Readonly<Record<K, ApiFunction>>) =>
   Object.fromEntries(Object.entries<ApiFunction>(functions).map(([name, fn]) => [name, fn.function])) as Record<
