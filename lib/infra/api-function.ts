@@ -24,8 +24,6 @@ import { ENDPOINT_TIMEOUT_SECONDS, type TableAccess } from '../../shared/api/rou
 import { API_TABLES, TABLE_ENV, tableDefinitions, type TableNames } from '../../shared/data/tables';
 import { PROJECT_ROOT } from '../project-paths';
 
-export { PROJECT_ROOT };
-
 /** Lambda runtime of every function; local development runs the same Node major (docs/toolchain.md). */
 export const FUNCTION_RUNTIME = lambda.Runtime.NODEJS_24_X;
 /** Architecture of every function: the bundles and the bench figures are Graviton (arm64). */
@@ -128,11 +126,11 @@ export interface ApiFunctionProps {
 /** The log settings a construct hands on to each of its functions. */
 export type FunctionLogging = Pick<ApiFunctionProps, 'logRetention' | 'logLevel' | 'tracing'>;
 
-/** The log settings given and no others: an absent one keeps ApiFunction's default. */
+/** The log settings of a construct's props, for its functions (an absent one keeps ApiFunction's default). */
 export const loggingOf = ({ logRetention, logLevel, tracing }: FunctionLogging): FunctionLogging => ({
-  ...(logRetention !== undefined ? { logRetention } : {}),
-  ...(logLevel !== undefined ? { logLevel } : {}),
-  ...(tracing !== undefined ? { tracing } : {}),
+  logRetention,
+  logLevel,
+  tracing,
 });
 
 /** A function of the API with its log group and a role that has nothing until it is given something. */

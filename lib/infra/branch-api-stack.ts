@@ -11,7 +11,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { fallbackEntry, routes, tableAccessOf, type RouteId } from '../../shared/api/routes';
-import { OPERATOR_TABLES, operatorTableOutput, tableDefinitions } from '../../shared/data/tables';
+import { OPERATOR_TABLES, operatorTableOutput } from '../../shared/data/tables';
 import { KEY_EVENT_BUS_OUTPUT, OPERATOR_OUTPUTS } from '../operator/target';
 import { DEFAULT_RATE_LIMIT, parseRateLimit } from '../../shared/domain/rate-limit';
 import { DEFAULT_USAGE_RETENTION_DAYS } from '../../shared/domain/usage-record';
@@ -112,21 +112,6 @@ export class InvalidStackPropsError extends Error {
   override name = 'InvalidStackPropsError';
 }
 
-export interface ResolvedStackSettings {
-  readonly throttle: StageThrottle;
-  readonly logRetention: logs.RetentionDays;
-  readonly destroyData: boolean;
-  readonly usageRetentionDays: number;
-  readonly defaultRateLimit: string;
-  readonly logLevel: PowertoolsLogLevel;
-  readonly tracing: boolean;
-  readonly alarmTopicArn?: string;
-  readonly alarmEmail?: string;
-  readonly serverErrorRatePercent: number;
-  readonly reservedConcurrency: ReservedConcurrency;
-  readonly lambdaConcurrencyQuota: number;
-}
-
 export const DEFAULT_THROTTLE: StageThrottle = { rateLimit: 1000, burstLimit: 2000 };
 const RETENTION_VALUES = new Set(Object.values(logs.RetentionDays).filter((v) => typeof v === 'number'));
 
@@ -137,7 +122,7 @@ const isPositiveInteger = (value: unknown): value is number => Number.isInteger(
 const show = (value: unknown) => JSON.stringify(value) ?? String(value);
 
 /** Applies the defaults and rejects any value that would not make a working, sensible stack. */
-export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedStackSettings => {
+export const resolveStackSettings = (props: BranchApiStackProps = {}) => {
   const throttle = { ...DEFAULT_THROTTLE, ...props.throttle };
   if (!isPositiveInteger(throttle.rateLimit)) {
     fail(`throttle.rateLimit must be a positive integer (requests per second), got ${show(throttle.rateLimit)}`);
@@ -196,6 +181,8 @@ export const resolveStackSettings = (props: BranchApiStackProps = {}): ResolvedS
     serverErrorRatePercent,
   };
 };
+
+export type ResolvedStackSettings = ReturnType<typeof resolveStackSettings>;
 
 const lambdasOf = <K extends string>(functions: Readonly<Record<K, ApiFunction>>) =>
   Object.fromEntries(Object.entries<ApiFunction>(functions).map(([name, fn]) => [name, fn.function])) as Record<
@@ -323,24 +310,11 @@ export class BranchApiStack extends Stack {
     );
   }
 
-  /** Alarms on every function, the stage and every table (lib/infra/monitoring.ts). */
+  /** The API's alarms, the failure metrics' and the key expiry run's (lib/infra/monitoring.ts). */
   private monitor(settings: ResolvedStackSettings, alarmTopic: { alarmTopic?: sns.ITopic }): Monitoring {
     return new Monitoring(this, 'Monitoring', {
       stage: this.api.stage,
-      functions: lambdasOf({
-        ...this.functions,
-        Fallback: this.fallback,
-        Aggregator: this.usageAggregation.function,
-        SecretScanning: this.secretScanning.function,
-        KeyExpiry: this.keyEvents.expiry,
-        KeyActions: this.keyActionsStream.function,
-      }),
-      tables: Object.fromEntries(
-        tableDefinitions.map((definition) => [
-          definition.id,
-          { table: this.tables[definition.name], indexNames: definition.indexes.map((index) => index.indexName) },
-        ]),
-      ),
+      unwatchedFunctions: { KeyExpiry: this.keyEvents.expiry.function },
       serverErrorRatePercent: settings.serverErrorRatePercent,
       ...alarmTopic,
     });

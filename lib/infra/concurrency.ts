@@ -8,6 +8,7 @@
 import type { CfnResource } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { markdownTable } from '../markdown';
+import type { Json } from './nag/rule';
 
 /** The function kinds a reservation is asked for, and what each is. */
 export const CONCURRENCY_KINDS = {
@@ -81,22 +82,12 @@ export const concurrencyProblems = (
 };
 
 /** The reservations of a synthesized template per kind, for docs/deploy.md "Concurrency" (`npm run docs:counts`). */
-export const renderConcurrency = (
-  template: {
-    Resources?: Record<
-      string,
-      { Type?: string; Properties?: Record<string, unknown>; Metadata?: Record<string, unknown> }
-    >;
-  },
-  start: string,
-  end: string,
-): string => {
-  const functions = Object.values(template.Resources ?? {}).filter(
+export const renderConcurrency = (template: Json, start: string, end: string): string => {
+  const functions = Object.values<Json>(template.Resources ?? {}).filter(
     (resource) => resource.Type === 'AWS::Lambda::Function',
   );
-  const reservedOf = (fn: (typeof functions)[number]) => Number(fn.Properties?.ReservedConcurrentExecutions ?? 0);
-  const optionOf = (fn: (typeof functions)[number]) =>
-    (fn.Metadata?.BranchApi as { reservedConcurrency?: ConcurrencyRequest } | undefined)?.reservedConcurrency?.option;
+  const reservedOf = (fn: Json) => Number(fn.Properties?.ReservedConcurrentExecutions ?? 0);
+  const optionOf = (fn: Json): string | undefined => fn.Metadata?.BranchApi?.reservedConcurrency?.option;
   const rows = (Object.entries(CONCURRENCY_KINDS) as [ConcurrencyKind, string][]).map(([kind, what]) => {
     const ofKind = functions.filter((fn) => optionOf(fn) === concurrencyOption(kind));
     const reserved = ofKind.reduce((sum, fn) => sum + reservedOf(fn), 0);

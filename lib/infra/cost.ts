@@ -109,27 +109,6 @@ const listed = (units: Units) =>
     .map(([name, n]) => `${name} ${n}`)
     .join(', ');
 
-/** The figures the template gives. */
-export interface TemplateInputs {
-  endpointMemoryMb: number;
-  aggregatorMemoryMb: number;
-  architecture: string;
-  /** Alarms, and the metrics they evaluate (what CloudWatch bills); those a REST API stack would keep. */
-  alarms: number;
-  alarmMetrics: number;
-  apiAlarmMetrics: number;
-  tables: number;
-  pitrTables: number;
-  usageRetentionDays: number;
-  /** Lambda's own START, END and REPORT lines are logged (system log level INFO or unset). */
-  platformLogs: boolean;
-  /** X-Ray active tracing on the endpoint functions. */
-  tracing: boolean;
-  /** The usage stream's mapping: most records a batch, and how long Lambda gathers them. */
-  batchSize: number;
-  batchWindowSeconds: number;
-}
-
 const resources = (template: Json, type: string): Json[] =>
   Object.values<Json>(template.Resources ?? {}).filter((resource) => resource.Type === type);
 
@@ -142,7 +121,8 @@ const alarmMetricsOf = (alarm: Json): Json[] =>
     ? alarm.Properties.Metrics.filter((m: Json) => m.MetricStat).map((m: Json) => m.MetricStat.Metric)
     : [alarm.Properties ?? {}];
 
-export const templateInputs = (template: Json): TemplateInputs => {
+/** The figures the template gives. */
+export const templateInputs = (template: Json) => {
   const endpoint = functionWith(template, 'BRANCH_DATA_TABLE');
   const aggregator = functionWith(template, 'ROLLUP_RETENTION_DAYS');
   const aggregatorId = Object.keys(template.Resources ?? {}).find((id) => template.Resources[id] === aggregator);
@@ -157,6 +137,7 @@ export const templateInputs = (template: Json): TemplateInputs => {
     endpointMemoryMb: Number(endpoint?.Properties?.MemorySize ?? 128),
     aggregatorMemoryMb: Number(aggregator?.Properties?.MemorySize ?? 128),
     architecture: String(endpoint?.Properties?.Architectures?.[0] ?? 'x86_64'),
+    // Alarms, and the metrics they evaluate (what CloudWatch bills); those a REST API stack would keep.
     alarms: alarms.length,
     alarmMetrics: metrics.length,
     apiAlarmMetrics: metrics.filter((metric) => metric.Namespace === 'AWS/ApiGateway').length,
@@ -164,17 +145,17 @@ export const templateInputs = (template: Json): TemplateInputs => {
     pitrTables: tables.filter((table) => table.Properties?.PointInTimeRecoverySpecification?.PointInTimeRecoveryEnabled)
       .length,
     usageRetentionDays: Number(endpoint?.Properties?.Environment?.Variables?.USAGE_RETENTION_DAYS ?? 90),
+    // Lambda's own START, END and REPORT lines are logged (system log level INFO or unset).
     platformLogs: systemLevel === undefined || systemLevel === 'DEBUG' || systemLevel === 'INFO',
     tracing: endpoint?.Properties?.TracingConfig?.Mode === 'Active',
+    // The usage stream's mapping: most records a batch, and how long Lambda gathers them.
     batchSize: Number(mapping?.Properties?.BatchSize ?? 100),
     batchWindowSeconds: Number(mapping?.Properties?.MaximumBatchingWindowInSeconds ?? 0),
   };
 };
 
 /** Everything the cost is computed from. */
-export interface CostInputs extends TemplateInputs {
-  measured: MeasuredInputs;
-}
+export type CostInputs = ReturnType<typeof templateInputs> & { measured: MeasuredInputs };
 
 export const costInputs = (template: Json, measured: MeasuredInputs = MEASURED): CostInputs => ({
   ...templateInputs(template),

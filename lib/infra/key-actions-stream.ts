@@ -4,21 +4,20 @@
  * after its key write or could not send. Only records whose new image has an entry in its outbox
  * invoke it. A failing batch is split, retried a bounded number of times, then its pointer goes to
  * a dead-letter queue (the entries stay on their key items for the next finisher). Alarms on the
- * queue and on the iterator age; the function's errors, throttles and duration by monitoring.ts.
+ * queue and on the iterator age (lib/infra/stream-consumer.ts).
  */
-import { Duration, Validations } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { TABLE_ENV } from '../../shared/data/tables';
 import { ApiFunction, loggingOf, type FunctionLogging } from './api-function';
 import type { KeyEvents } from './key-events';
-import { deadLetterQueue, streamAlarms } from './stream-consumer';
+import { consumeStream } from './stream-consumer';
 
 export const KEY_ACTIONS_ENTRY = 'functions/finish-key-actions.ts';
 /**
@@ -79,38 +78,26 @@ export class KeyActionsStream extends Construct {
     );
     props.keyEvents.emitFrom([this.function]);
 
-    this.deadLetterQueue = deadLetterQueue(
-      this,
-      'its entries stay pending on their key items, finished by the key\u2019s next action or an activity read.',
-    );
-    this.eventSource = new DynamoEventSource(props.keysTable, {
-      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+    ({
+      deadLetterQueue: this.deadLetterQueue,
+      eventSource: this.eventSource,
+      alarms: this.alarms,
+    } = consumeStream(this, this.function, {
+      table: props.keysTable,
+      tableName: 'the keys table',
       batchSize: 10,
       maxBatchingWindow: Duration.seconds(1),
-      bisectBatchOnError: true,
       retryAttempts: 10,
       maxRecordAge: Duration.hours(6),
-      reportBatchItemFailures: true,
-      filters: [lambda.FilterCriteria.filter(PENDING_ENTRY_PATTERN)],
-      onFailure: new SqsDlq(this.deadLetterQueue),
-    });
-    this.function.function.addEventSource(this.eventSource);
-    Validations.of(role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'X-Ray tracing actions, and dynamodb:ListStreams that the stream event source needs, support no ' +
-        'resource-level permissions; the stream read actions name the keys table stream.',
-    });
-
-    this.alarms = streamAlarms(this, {
-      consumer: this.function.function,
-      deadLetterQueue: this.deadLetterQueue,
+      filter: PENDING_ENTRY_PATTERN,
+      recovery:
+        'its entries stay pending on their key items, finished by the key\u2019s next action or an activity read.',
       maxIteratorAge: MAX_ITERATOR_AGE,
       lagDescription: `Key events are more than ${MAX_ITERATOR_AGE.toHumanString()} behind the keys table's stream.`,
       deadLettersDescription:
         'Key actions could not be finished past their retries (their events unsent, see the "Key event not sent" ' +
         'log); the entries stay on their keys: reading the branch\u2019s activity finishes them (docs/decisions.md "Key events").',
       topic: props.alarmTopic,
-    });
+    }));
   }
 }

@@ -1,17 +1,15 @@
 /**
  * The rollups pipeline (docs/usage-rollups.md): the usage table's stream feeds the aggregator
- * function through an event source mapping that only passes inserted usage records (TTL
- * deletions never invoke it), batches, splits a failing batch, retries a bounded number of times
- * for a bounded age and sends what still fails to a dead-letter queue. Alarms fire when the
- * stream falls behind (iterator age) and when anything reaches the queue; the function's own
- * errors, throttles, duration and unreadable records are alarmed by lib/infra/monitoring.ts.
+ * function, only inserted usage records (TTL deletions never invoke it), in batches; what fails
+ * past the retries goes to a dead-letter queue (lib/infra/stream-consumer.ts). Alarms fire when
+ * the stream falls behind (iterator age) and when anything reaches the queue.
  */
-import { Duration, Validations } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -19,7 +17,7 @@ import { TABLE_ENV } from '../../shared/config/env';
 import { DEFAULT_ROLLUP_RETENTION_DAYS } from '../../shared/domain/rollups';
 import { AGGREGATOR_ENTRY } from '../../shared/lambda/usage-stream';
 import { ApiFunction, loggingOf, type FunctionLogging } from './api-function';
-import { deadLetterQueue, streamAlarms } from './stream-consumer';
+import { consumeStream } from './stream-consumer';
 
 /** The stream events the aggregator handles: a usage record is only ever inserted (shared/lambda/usage-stream.ts). */
 export const AGGREGATED_EVENT_NAMES = ['INSERT'] as const;
@@ -84,19 +82,9 @@ const check = (ok: boolean, message: string) => {
 const isIntegerIn = (value: number, min: number, max: number) =>
   Number.isInteger(value) && value >= min && value <= max;
 
-/** The props with their defaults applied. */
-interface AggregationSettings {
-  retentionDays: number;
-  batchSize: number;
-  window: Duration;
-  retryAttempts: number;
-  maxIteratorAge: Duration;
-  maxRecordAge: Duration;
-}
-
 /** Applies the defaults and rejects a setting out of its documented range. */
-const settingsOf = (props: UsageAggregationProps): AggregationSettings => {
-  const settings: AggregationSettings = {
+const settingsOf = (props: UsageAggregationProps) => {
+  const settings = {
     retentionDays: props.rollupRetentionDays ?? DEFAULT_ROLLUP_RETENTION_DAYS,
     batchSize: props.batchSize ?? 100,
     window: props.maxBatchingWindow ?? Duration.seconds(30),
@@ -120,9 +108,7 @@ const settingsOf = (props: UsageAggregationProps): AggregationSettings => {
     maxRecordAge.toSeconds() >= 60 && maxRecordAge.toSeconds() <= 604_800,
     `maxRecordAge must be from 60 s to 7 days, got ${maxRecordAge.toHumanString()}`,
   );
-  if (!props.usageTable.tableStreamArn) {
-    throw new InvalidUsageAggregationPropsError('UsageAggregation: the usage table has no stream');
-  }
+  check(props.usageTable.tableStreamArn !== undefined, 'the usage table has no stream');
   return settings;
 };
 
@@ -130,36 +116,32 @@ export class UsageAggregation extends Construct {
   readonly function: ApiFunction;
   readonly deadLetterQueue: sqs.Queue;
   readonly eventSource: DynamoEventSource;
-  readonly alarms: cloudwatch.Alarm[] = [];
+  readonly alarms: cloudwatch.Alarm[];
 
   constructor(scope: Construct, id: string, props: UsageAggregationProps) {
     super(scope, id);
     const settings = settingsOf(props);
     this.function = this.aggregator(props, settings.retentionDays);
-    this.deadLetterQueue = deadLetterQueue(
-      this,
-      'what it holds (stream batch pointers) is alarmed on and recoverable with `branch-api usage rebuild`.',
-    );
-    this.eventSource = this.streamSource(props.usageTable, settings);
-    this.function.function.addEventSource(this.eventSource);
-    Validations.of(this.function.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'X-Ray tracing actions, and dynamodb:ListStreams that the stream event source needs, support no ' +
-        'resource-level permissions; the stream read actions name the usage table stream.',
-    });
-    this.alarms.push(
-      ...streamAlarms(this, {
-        consumer: this.function.function,
-        deadLetterQueue: this.deadLetterQueue,
-        maxIteratorAge: settings.maxIteratorAge,
-        lagDescription: `The rollups aggregator is more than ${settings.maxIteratorAge.toHumanString()} behind the usage table's stream.`,
-        deadLettersDescription:
-          'Usage stream batches failed past their retries and are in the dead-letter queue; ' +
-          'rebuild the rollups of their period (docs/usage-rollups.md).',
-        topic: props.alarmTopic,
-      }),
-    );
+    ({
+      deadLetterQueue: this.deadLetterQueue,
+      eventSource: this.eventSource,
+      alarms: this.alarms,
+    } = consumeStream(this, this.function, {
+      table: props.usageTable,
+      tableName: 'the usage table',
+      batchSize: settings.batchSize,
+      maxBatchingWindow: settings.window,
+      retryAttempts: settings.retryAttempts,
+      maxRecordAge: settings.maxRecordAge,
+      filter: { eventName: lambda.FilterRule.isEqual(AGGREGATED_EVENT_NAMES[0]) },
+      recovery: 'what it holds (stream batch pointers) is alarmed on and recoverable with `branch-api usage rebuild`.',
+      maxIteratorAge: settings.maxIteratorAge,
+      lagDescription: `The rollups aggregator is more than ${settings.maxIteratorAge.toHumanString()} behind the usage table's stream.`,
+      deadLettersDescription:
+        'Usage stream batches failed past their retries and are in the dead-letter queue; ' +
+        'rebuild the rollups of their period (docs/usage-rollups.md).',
+      topic: props.alarmTopic,
+    }));
   }
 
   /** The aggregator function, allowed the one table call it makes. */
@@ -182,20 +164,5 @@ export class UsageAggregation extends Construct {
       }),
     );
     return fn;
-  }
-
-  /** Inserted usage records only, in batches; a failing batch is split, retried, then dead-lettered. */
-  private streamSource(usageTable: dynamodb.ITable, settings: AggregationSettings): DynamoEventSource {
-    return new DynamoEventSource(usageTable, {
-      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
-      batchSize: settings.batchSize,
-      maxBatchingWindow: settings.window,
-      bisectBatchOnError: true,
-      retryAttempts: settings.retryAttempts,
-      maxRecordAge: settings.maxRecordAge,
-      reportBatchItemFailures: true,
-      filters: [lambda.FilterCriteria.filter({ eventName: lambda.FilterRule.isEqual(AGGREGATED_EVENT_NAMES[0]) })],
-      onFailure: new SqsDlq(this.deadLetterQueue),
-    });
   }
 }

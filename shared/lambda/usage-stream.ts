@@ -12,13 +12,12 @@ import type { ApplyResult, RollupsRepository } from '../data/repositories/rollup
 import { usageTable } from '../data/tables';
 import { padSequence, streamTag, type StreamCall } from '../domain/rollups';
 import { UsageRecordSchema } from '../domain/usage-record-schema';
+import { ROLLUP_UNREADABLE_METRIC } from '../domain/telemetry';
 
 /** The aggregator function's entry, relative to the project root: what the CDK stack bundles and the local change feed invokes. */
 export const AGGREGATOR_ENTRY = 'functions/aggregate-usage.ts';
 
-export const ROLLUP_CALLS_METRIC = 'RollupCallsApplied';
 export const ROLLUP_DUPLICATES_METRIC = 'RollupDuplicatesSkipped';
-export const ROLLUP_UNREADABLE_METRIC = 'RollupRecordsUnreadable';
 export const ROLLUP_FAILED_METRIC = 'RollupRecordsFailed';
 
 export interface UsageAggregatorOptions {
@@ -86,7 +85,6 @@ export const createUsageAggregator =
       return { batchItemFailures: first ? [{ itemIdentifier: first }] : [] };
     }
     const { applied, duplicates, failed } = result;
-    metrics.addMetric(ROLLUP_CALLS_METRIC, MetricUnit.Count, applied);
     if (duplicates > 0) metrics.addMetric(ROLLUP_DUPLICATES_METRIC, MetricUnit.Count, duplicates);
     const firstFailed = failed.length
       ? (failed.map((f) => f.call as IndexedCall).reduce((a, b) => (b.index < a.index ? b : a)) as IndexedCall)

@@ -452,12 +452,10 @@ describe('alarms', () => {
   const findAlarms = (predicate: (metric: any) => boolean) =>
     Object.values(alarms).filter((alarm) => metricsOf(alarm).some(predicate));
 
-  it('cover the API, every function, every table and index, and usage writes, and send nothing without a topic', () => {
-    // API 5xx rate, 4xx rate, 429 rate and p99; errors, throttles and duration near the timeout of every
-    // function (routes, fallback, aggregator, secret scanning, key expiry, key actions); every table and index; usage
-    // writes, rate-limit counters, unreadable and failed stream records; both stream pipelines' iterator age and dead letters.
-    const tablesAndIndexes = tableDefinitions.reduce((n, table) => n + 1 + table.indexes.length, 0);
-    expect(Object.keys(alarms)).toHaveLength(4 + 3 * (routes.length + 5) + tablesAndIndexes + 4 + 2 + 2);
+  it('are the lean set, each failure cause once, and send nothing without a topic', () => {
+    // API 5xx rate and p99; the three failure metrics; both stream pipelines' iterator age and
+    // dead letters; the daily key expiry run's errors.
+    expect(Object.keys(alarms)).toHaveLength(2 + 3 + 2 * 2 + 1);
     for (const alarm of Object.values(alarms)) {
       expect(alarm.Properties).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
@@ -488,76 +486,42 @@ describe('alarms', () => {
     }
   });
 
-  it.each(Object.keys(functionsByName()))('fire on any error or throttle of %s', (name) => {
-    const ref = { Ref: logicalId(functionsByName()[name]!.function) };
-    for (const metricName of ['Errors', 'Throttles']) {
-      const found = findAlarms(
-        (metric) =>
-          metric.MetricName === metricName &&
-          metric.Namespace === 'AWS/Lambda' &&
-          JSON.stringify(metric.Dimensions) === JSON.stringify([{ Name: 'FunctionName', Value: ref }]),
-      );
-      expect(found).toHaveLength(1);
-      expect(found[0]?.Properties.Threshold).toBe(0);
-    }
+  it('fire on the p99 latency of the api stage', () => {
+    const [latency] = findAlarms((metric) => metric.MetricName === 'Latency');
+    expect(latency?.Properties).toMatchObject({ Threshold: 1000, EvaluationPeriods: 2, ExtendedStatistic: 'p99' });
   });
 
-  const dimensionsAre = (metric: any, expected: object[]) =>
-    JSON.stringify(metric.Dimensions) === JSON.stringify(expected);
-
-  const expectThrottleAlarm = (dimensions: object[]) => {
-    const found = findAlarms((metric) => metric.Namespace === 'AWS/DynamoDB' && dimensionsAre(metric, dimensions));
-    expect(found).toHaveLength(1);
-    const [alarm] = found;
-    expect(alarm?.Properties.Threshold).toBe(0);
-    expect(alarm?.Properties.Metrics.find((m: any) => m.Expression).Expression).toBe(
-      'FILL(reads, 0) + FILL(writes, 0)',
-    );
-    expect(metricsOf(alarm!).map((metric) => [metric.MetricName, metric.Dimensions])).toEqual([
-      ['ReadThrottleEvents', dimensions],
-      ['WriteThrottleEvents', dimensions],
-    ]);
-    expect(alarm?.Properties.Metrics.filter((m: any) => m.MetricStat).map((m: any) => m.MetricStat.Stat)).toEqual([
-      'Sum',
-      'Sum',
-    ]);
-  };
-
-  it.each(['keys', 'usage', 'branchData'] as const)('fire on read or write throttling of the %s table', (name) => {
-    expectThrottleAlarm([{ Name: 'TableName', Value: { Ref: logicalId(stack.tables[name]) } }]);
-  });
-
-  it.each([
-    ['keys', 'by-branch'],
-    ['keys', 'by-key-id'],
-    ['branchData', 'active-providers'],
-  ] as const)("fire on read or write throttling of the %s table's %s index", (name, indexName) => {
-    expectThrottleAlarm([
-      { Name: 'GlobalSecondaryIndexName', Value: indexName },
-      { Name: 'TableName', Value: { Ref: logicalId(stack.tables[name]) } },
-    ]);
-  });
-
-  it('watch every index of the shared table definitions, and nothing else of DynamoDB', () => {
-    const watched = Object.values(alarms)
+  it('watch no function behind the API or a stream by itself, and the key expiry run for errors', () => {
+    const lambdaMetrics = Object.values(alarms)
       .flatMap(metricsOf)
-      .filter((metric) => metric.Namespace === 'AWS/DynamoDB')
-      .map((metric) => metric.Dimensions.find((d: any) => d.Name === 'GlobalSecondaryIndexName')?.Value ?? 'table');
-    const indexes = tableDefinitions.flatMap((definition) => definition.indexes.map((index) => index.indexName));
-    expect([...new Set(watched)].sort()).toEqual([...new Set(['table', ...indexes])].sort());
-    expect(watched).toHaveLength(2 * (tableDefinitions.length + indexes.length));
+      .filter((metric) => metric.Namespace === 'AWS/Lambda');
+    expect(lambdaMetrics.map((metric) => [metric.MetricName, metric.Dimensions[0].Value]).sort()).toEqual(
+      [
+        ['Errors', { Ref: logicalId(stack.keyEvents.expiry.function) }],
+        ['IteratorAge', { Ref: logicalId(stack.usageAggregation.function.function) }],
+        ['IteratorAge', { Ref: logicalId(stack.keyActionsStream.function.function) }],
+      ].sort(),
+    );
+    expect(
+      Object.values(alarms)
+        .flatMap(metricsOf)
+        .filter((m) => m.Namespace === 'AWS/DynamoDB'),
+    ).toEqual([]);
   });
 
-  it.each(['UsageRecordWriteFailed', 'RateLimitCounterFailed'])('fire on the %s metric the functions emit', (name) => {
-    const found = findAlarms((metric) => metric.MetricName === name);
-    expect(found).toHaveLength(1);
-    expect(found[0]?.Properties).toMatchObject({
-      Namespace: 'BranchApi',
-      Dimensions: [{ Name: 'service', Value: 'branch-api' }],
-      Statistic: 'Sum',
-      Threshold: 0,
-    });
-  });
+  it.each(['UsageRecordWriteFailed', 'RateLimitCounterFailed', 'RollupRecordsUnreadable'])(
+    'fire on the %s metric the functions emit',
+    (name) => {
+      const found = findAlarms((metric) => metric.MetricName === name);
+      expect(found).toHaveLength(1);
+      expect(found[0]?.Properties).toMatchObject({
+        Namespace: 'BranchApi',
+        Dimensions: [{ Name: 'service', Value: 'branch-api' }],
+        Statistic: 'Sum',
+        Threshold: 0,
+      });
+    },
+  );
 
   it('notify the SNS topic given, on alarm and on recovery', () => {
     const topic = 'arn:aws:sns:eu-west-1:123456789012:branch-api-alarms';

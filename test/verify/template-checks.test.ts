@@ -387,10 +387,10 @@ const KINDS: [string, (r: Resources, t: Template) => void, string, string, RegEx
   ],
   [
     'an alarm on the wrong function',
-    (r) => (props(r, ALARM, 'MonitoringGetBranchErrors').Dimensions[0].Value = { Ref: id(r, FN, 'ListMembers') }),
+    (r) => (props(r, ALARM, 'MonitoringKeyExpiryErrors').Dimensions[0].Value = { Ref: id(r, FN, 'ListMembers') }),
     'alarm-coverage',
-    'GetBranchFunction',
-    /no alarm watches AWS\/Lambda Errors of function GetBranch/,
+    'KeyEventsExpiryFunction',
+    /no alarm watches AWS\/Lambda Errors of function KeyEventsExpiry\w+, which neither the API nor a stream watches/,
   ],
   [
     'a deleted alarm',
@@ -400,10 +400,31 @@ const KINDS: [string, (r: Resources, t: Template) => void, string, string, RegEx
     /no alarm watches AWS\/ApiGateway 5xx/,
   ],
   [
+    'a failure metric with no alarm',
+    (r) => delete r[id(r, ALARM, 'MonitoringRateLimitCounterFailed')],
+    'alarm-coverage',
+    'ApiHttpApi',
+    /no alarm watches BranchApi RateLimitCounterFailed of the service/,
+  ],
+  [
+    'a stream consumer\u2019s dead letters unwatched',
+    (r) => delete r[id(r, ALARM, 'KeyActionsStreamDeadLetters')],
+    'alarm-coverage',
+    'KeyActionsStreamDeadLetterQueue',
+    /no alarm watches AWS\/SQS ApproximateNumberOfMessagesVisible of failure destination/,
+  ],
+  [
+    'a stream consumer falling behind unwatched',
+    (r) => delete r[id(r, ALARM, 'UsageAggregationIteratorAge')],
+    'alarm-coverage',
+    'UsageAggregationAggregatorFunction',
+    /no alarm watches AWS\/Lambda IteratorAge of stream consumer/,
+  ],
+  [
     'an alarm on a resource outside the stack',
-    (r) => (props(r, ALARM, 'MonitoringFallbackThrottles').Dimensions[0].Value = 'someone-elses-function'),
+    (r) => (props(r, ALARM, 'MonitoringKeyExpiryErrors').Dimensions[0].Value = 'someone-elses-function'),
     'alarm-target',
-    'MonitoringFallbackThrottles',
+    'MonitoringKeyExpiryErrors',
     /not a resource of the stack/,
   ],
   [
@@ -414,18 +435,11 @@ const KINDS: [string, (r: Resources, t: Template) => void, string, string, RegEx
     /a percentage above 100/,
   ],
   [
-    'a duration alarm past the timeout',
-    (r) => (props(r, ALARM, 'MonitoringAggregatorDurationNearTimeout').Threshold = 30_000),
-    'alarm-threshold',
-    'MonitoringAggregatorDurationNearTimeout',
-    /stops at its 30000 ms timeout/,
-  ],
-  [
     'an alarm needing more datapoints than it evaluates',
-    (r) => (props(r, ALARM, 'MonitoringKeysTableThrottles').DatapointsToAlarm = 3),
+    (r) => (props(r, ALARM, 'MonitoringApiLatencyP99').DatapointsToAlarm = 3),
     'alarm-threshold',
-    'MonitoringKeysTableThrottles',
-    /3 breaching datapoints out of 1/,
+    'MonitoringApiLatencyP99',
+    /3 breaching datapoints out of 2/,
   ],
   [
     'missing data treated as breaching',
@@ -436,17 +450,10 @@ const KINDS: [string, (r: Resources, t: Template) => void, string, string, RegEx
   ],
   [
     'an AWS metric watched without the dimension AWS publishes it with',
-    (r) => (props(r, ALARM, 'MonitoringGetBranchErrors').Dimensions = [{ Name: 'Function', Value: 'x' }]),
+    (r) => (props(r, ALARM, 'MonitoringKeyExpiryErrors').Dimensions = [{ Name: 'Function', Value: 'x' }]),
     'alarm-dimensions',
-    'MonitoringGetBranchErrors',
+    'MonitoringKeyExpiryErrors',
     /AWS publishes it with dimensions \{FunctionName\}/,
-  ],
-  [
-    'a table\u2019s throttling watched but not its index\u2019s',
-    (r) => delete r[id(r, ALARM, 'MonitoringKeysIndexbybranchThrottles')],
-    'alarm-coverage',
-    'TablesKeys',
-    /ReadThrottleEvents of table TablesKeys\w+ is watched, which does not count index by-branch/,
   ],
   [
     'a log group that keeps its logs forever',
@@ -512,7 +519,7 @@ const KINDS: [string, (r: Resources, t: Template) => void, string, string, RegEx
     'one alarm not wired to the deployer\u2019s topic',
     (r) =>
       Object.keys(r)
-        .filter((k) => r[k]!.Type === ALARM && !k.startsWith('MonitoringGetBranchErrors'))
+        .filter((k) => r[k]!.Type === ALARM && !k.startsWith('MonitoringKeyExpiryErrors'))
         .forEach((k) =>
           Object.assign(r[k]!.Properties, {
             AlarmActions: ['arn:aws:sns:eu-west-1:111111111111:ops'],
@@ -520,7 +527,7 @@ const KINDS: [string, (r: Resources, t: Template) => void, string, string, RegEx
           }),
         ),
     'alarm-actions',
-    'MonitoringGetBranchErrors',
+    'MonitoringKeyExpiryErrors',
     /does not notify/,
   ],
 ];
