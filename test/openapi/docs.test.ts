@@ -111,10 +111,10 @@ describe('the docs paths through the local gateway', () => {
   });
   afterAll(() => gateway.close());
 
-  /** A raw request: the path goes on the wire exactly as given (fetch would normalise it). */
+  /** A raw request on a fresh connection: the path goes on the wire exactly as given (fetch would normalise it). */
   const send = (method: string, path: string) =>
     new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: gateway.port, method, path }, (res) => {
+      const req = httpRequest({ host: '127.0.0.1', port: gateway.port, method, path, agent: false }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (body += chunk));
