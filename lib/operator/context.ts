@@ -43,8 +43,9 @@ export const createOperatorContext = (env: Env = process.env) => {
   const repositories = createRepositories(client, tables, keyEvents);
   return {
     tables,
-    /** The local DynamoDB's; undefined on a deployed stack. */
+    /** The local DynamoDB's endpoint (undefined when deployed) and the region: messages name them. */
     endpoint: settings.endpoint,
+    region: settings.region,
     ...repositories,
     /** Key activity (lib/operator/keys.ts). */
     activity: repositories.activity!,
