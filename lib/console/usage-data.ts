@@ -22,7 +22,9 @@ export type LoggedCall = UsageRecord;
 
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
 export type StatusClass = (typeof STATUS_CLASSES)[number];
-export type Bucket = 'hour' | 'day';
+/** What one bar of the chart counts, with its name in the filters. */
+export const BUCKETS = { hour: 'Hour', day: 'Day' } as const;
+export type Bucket = keyof typeof BUCKETS;
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -185,27 +187,18 @@ export const LOG_PAGE_SIZE = 50;
  */
 export const LOG_SCAN_LIMIT = RAW_COUNT_LIMIT;
 
-export interface UsageLogView {
-  records: LoggedCall[];
-  /** Where the next (older) page starts: after the last call shown, only when an older match exists or is unsearched. */
-  nextPosition?: string;
-  /** Raw records read for this page. */
-  scanned: number;
-  /** The page stopped at LOG_SCAN_LIMIT: older calls are not searched yet. */
-  searchStopped: boolean;
-}
-
 /**
  * One page of the log, newest first: exactly `pageSize` calls the filters select while more
- * remain, and an older page only when one more match was found (or the search stopped at
- * `scanLimit`), so a page never runs over and its older page is never empty for want of matches.
+ * remain, and an older page (`nextPosition`) only when one more match was found (or the search
+ * stopped at `scanLimit`: `searchStopped`), so a page never runs over and its older page is never
+ * empty for want of matches; `scanned` counts the raw records read.
  */
 export const loadUsageLog = async (
   ctx: OperatorContext,
   filters: UsageFilters,
   position?: string,
   { pageSize = LOG_PAGE_SIZE, scanLimit = LOG_SCAN_LIMIT } = {},
-): Promise<UsageLogView> => {
+) => {
   const filtered = filters.status !== undefined || filters.route !== undefined;
   const records: LoggedCall[] = [];
   let scanned = 0;

@@ -21,6 +21,7 @@ import {
 import { callRoute, durationText, percentileText } from '../operator/format';
 import { MAX_QUERY_VALUE_LENGTH } from './refusals';
 import {
+  BUCKETS,
   RAW_COUNT_LIMIT,
   PERIODS,
   ROUTE_CHOICES,
@@ -76,15 +77,7 @@ const filterForm = (input: UsagePageInput): Html => {
     ${select('Status', 'status', [['', 'Any status'], ...STATUS_CLASSES.map((cls) => [cls, cls] as const)], input.status)}
     ${select('Route', 'route', [['', 'Any route'], ...routes], input.route)}
     ${select('Period', 'period', periods, input.period)}
-    ${select(
-      'Calls per',
-      'bucket',
-      [
-        ['hour', 'Hour'],
-        ['day', 'Day'],
-      ],
-      input.bucket,
-    )}
+    ${select('Calls per', 'bucket', Object.entries(BUCKETS), input.bucket)}
     <button type="submit">Apply filters</button>
   </form>`;
 };

@@ -8,6 +8,7 @@ import type { ConsoleContext, ConsoleEnv } from './session';
 import { usagePage } from './usage-page';
 import {
   allUsageRecords,
+  BUCKETS,
   CSV_COLUMNS,
   csvRow,
   DEFAULT_PERIOD,
@@ -32,7 +33,7 @@ const usageFilters = async (c: ConsoleContext) => {
     throw notFound(`Branch ${branchId} has no key ${keyId}.`);
   const status = queryChoice(c, 'status', isStatusFilter);
   const route = queryChoice(c, 'route', ROUTE_CHOICES);
-  const bucket = queryChoice<Bucket>(c, 'bucket', ['hour', 'day'], () => 'Calls are counted per hour or day.');
+  const bucket = queryChoice(c, 'bucket', Object.keys(BUCKETS) as Bucket[], () => 'Calls are counted per hour or day.');
   const filters: UsageFilters = { branchId, period, bucket: bucket ?? PERIODS[period].bucket, now: new Date() };
   return { keys, filters: { ...filters, keyId, status, route } };
 };
