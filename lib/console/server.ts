@@ -250,12 +250,10 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
   const ownsContext = options.ctx === undefined;
   const ctx = options.ctx ?? createOperatorContext(options.env ?? process.env);
   const server = createServer().listen(options.port ?? LOCAL_CONSOLE_PORT, host);
-  try {
-    await once(server, 'listening');
-  } catch (error) {
+  await once(server, 'listening').catch((error: unknown) => {
     if (ownsContext) ctx.close();
     throw error;
-  }
+  });
   const port = (server.address() as AddressInfo).port;
   const sessions = new Sessions(port, options.token, options.sessionTtlMs, options.now);
   const app = consoleApp({
