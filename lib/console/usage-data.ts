@@ -17,9 +17,6 @@ import { percentilesOf } from '../operator/usage';
 import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
 import { showControls } from './layout';
 
-/** A usage record as the log shows it (`source_ip` when the record has one: records before it was kept have none). */
-export type LoggedCall = UsageRecord;
-
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
 export type StatusClass = (typeof STATUS_CLASSES)[number];
 /** What one bar of the chart counts, with its name in the filters. */
@@ -200,7 +197,7 @@ export const loadUsageLog = async (
   { pageSize = LOG_PAGE_SIZE, scanLimit = LOG_SCAN_LIMIT } = {},
 ) => {
   const filtered = filters.status !== undefined || filters.route !== undefined;
-  const records: LoggedCall[] = [];
+  const records: UsageRecord[] = [];
   let scanned = 0;
   let next = position;
   do {
@@ -228,7 +225,7 @@ export const loadUsageLog = async (
 };
 
 /** Every record the filters select, newest first, a page at a time (for the CSV export). */
-export async function* allUsageRecords(ctx: OperatorContext, filters: UsageFilters): AsyncGenerator<LoggedCall[]> {
+export async function* allUsageRecords(ctx: OperatorContext, filters: UsageFilters): AsyncGenerator<UsageRecord[]> {
   let position: string | undefined;
   do {
     const page = await loadUsageLog(ctx, filters, position, { pageSize: 1000, scanLimit: 1000 });
@@ -247,7 +244,7 @@ export const CSV_COLUMNS = [
   'response_time_ms',
   'request_id',
   'source_ip',
-] as const satisfies readonly (keyof LoggedCall)[];
+] as const satisfies readonly (keyof UsageRecord)[];
 
 /**
  * One CSV field (RFC 4180 quoting). A recorded path is whatever a caller sent, so: control

@@ -3,6 +3,7 @@
  * exactly what the page's filters select.
  */
 import { Hono } from 'hono';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import { notFound, queryChoice, queryValue } from './refusals';
 import type { ConsoleContext, ConsoleEnv } from './session';
 import { usagePage } from './usage-page';
@@ -18,7 +19,6 @@ import {
   PERIODS,
   ROUTE_CHOICES,
   type Bucket,
-  type LoggedCall,
   type Period,
   type UsageFilters,
 } from './usage-data';
@@ -43,8 +43,8 @@ const usageFilters = async (c: ConsoleContext) => {
  * before the headers went out). A read failing later can no longer be a 500: `cut` ends the
  * connection, so the download is visibly incomplete rather than a file that looks whole.
  */
-async function* csvRows(first: IteratorResult<LoggedCall[]>, pages: AsyncIterable<LoggedCall[]>, cut: () => void) {
-  const rows = (records: LoggedCall[]) =>
+async function* csvRows(first: IteratorResult<UsageRecord[]>, pages: AsyncIterable<UsageRecord[]>, cut: () => void) {
+  const rows = (records: UsageRecord[]) =>
     records.map((record) => csvRow(CSV_COLUMNS.map((column) => record[column]))).join('');
   yield csvRow(CSV_COLUMNS);
   if (!first.done) yield rows(first.value);
