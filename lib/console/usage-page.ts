@@ -7,14 +7,13 @@ import {
   branchPath,
   cardsTable,
   html,
-  ipText,
   jsonBlock,
   layout,
   pager,
-  pathText,
   select,
   time,
   withQuery,
+  wrapAfter,
   type Html,
   type HtmlValue,
 } from './layout';
@@ -171,11 +170,11 @@ const callDetails = (r: UsageRecord, key: string): Html => {
   const rows: [string, HtmlValue][] = [
     ['Request id', html`<code class="request-id">${r.request_id}</code>`],
     ['Key', html`${key} <code>${r.key_id}</code>`],
-    ['Raw path', html`${r.method} <code class="path">${pathText(r.path)}</code>`],
+    ['Raw path', html`${r.method} <code class="path">${wrapAfter(r.path, '/')}</code>`],
     ['Route', html`<code>${r.route}</code>`],
     ['Status', r.status],
     ['Duration', durationText(r.response_time_ms)],
-    ['Caller IP', r.source_ip ? ipText(r.source_ip) : 'not recorded'], // records from before it was kept have none
+    ['Caller IP', r.source_ip ? wrapAfter(r.source_ip, ':') : 'not recorded'], // records from before it was kept have none
     ['Time', html`${time(r.timestamp, '—', { seconds: true })} <small><code>${r.timestamp}</code></small>`],
   ];
   return html`<details class="call">
