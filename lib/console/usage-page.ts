@@ -174,7 +174,7 @@ const callDetails = (r: UsageRecord, key: string): Html => {
     ['Route', html`<code>${r.route}</code>`],
     ['Status', r.status],
     ['Duration', durationText(r.response_time_ms)],
-    ['Caller IP', r.source_ip ? wrapAfter(r.source_ip, ':') : 'not recorded'], // records from before it was kept have none
+    ['Caller IP', r.source_ip ? wrapAfter(r.source_ip, ':') : 'not recorded'], // records older than the field lack it
     ['Time', html`${time(r.timestamp, '—', { seconds: true })} <small><code>${r.timestamp}</code></small>`],
   ];
   return html`<details class="call">
