@@ -8,7 +8,7 @@ import { formatTable, rollLinks } from '../../lib/operator/format';
 import { lines, terminal, type TerminalText } from '../../lib/operator/terminal';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { KEY_STATES, type KeyState } from '../../shared/domain/key-state';
-import { outputWidth, positiveInt, print, withContext, withKeyAction, type JsonOption } from './kit';
+import { branchCommand, outputWidth, positiveInt, print, withContext, withKeyAction, type JsonOption } from './kit';
 import { activityTable } from './tables';
 
 const SCOPES_HELP = 'comma-separated: read, write, webhooks, team:read, billing:read';
@@ -116,26 +116,20 @@ const STATE_ACTIONS = [
 
 type KeyOptions = { branch: string } & JsonOption;
 
+const OF_KEY = 'branch the key belongs to';
+
 /** `keys <name> <key_id> --branch <id>`: a command that acts on one key. */
-const keyCommand = (keys: Command, name: string, description: string): Command =>
-  keys
-    .command(name)
-    .description(description)
-    .argument('<key_id>', 'the key id (key_...)')
-    .requiredOption('--branch <id>', 'branch the key belongs to');
+const keyCommand = (keys: Command, name: string, description: string, json?: string): Command =>
+  branchCommand(keys, name, description, OF_KEY, json).argument('<key_id>', 'the key id (key_...)');
 
 /** `keys create` and `keys list`. */
 const addCreateAndList = (keys: Command): void => {
-  keys
-    .command('create')
-    .description('Create a key; its value is printed once and never again')
-    .requiredOption('--branch <id>', 'branch the key belongs to')
+  branchCommand(keys, 'create', 'Create a key; its value is printed once and never again', OF_KEY)
     .requiredOption('--scopes <list>', SCOPES_HELP)
     .option('--expires <iso8601>', 'expiry (UTC unless an offset is given); unset: never expires')
     .option('--name <label>', 'a label to tell keys apart (default: API key N)')
     .option('--allow-ip <cidr,...>', ALLOW_IP_HELP)
     .option('--rate-limit <N/unit>', "calls per s, min or h, e.g. 20/s (default: the deployment's)")
-    .option('--json', 'JSON output')
     .action(
       withKeyAction(async (ctx, options: KeyOptions & SettingsOptions) => {
         const { scopes = [], ...settings } = await settingsOf(options);
@@ -148,14 +142,10 @@ const addCreateAndList = (keys: Command): void => {
       }),
     );
 
-  keys
-    .command('list')
-    .description("List a branch's keys, newest first")
-    .requiredOption('--branch <id>', 'branch id')
+  branchCommand(keys, 'list', "List a branch's keys, newest first")
     .addOption(new Option('--status <state>', 'only keys in this state').choices(KEY_STATES))
     .option('--name <text>', 'only keys whose name contains this text (any case)')
     .option('--value-prefix <prefix>', 'only keys whose value starts so (a whole value is hashed, never kept)')
-    .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: KeyOptions & { status?: KeyState; name?: string; valuePrefix?: string }) => {
         const filter = {
@@ -192,7 +182,6 @@ const addKeyActions = (keys: Command): void => {
     .option('--no-allow-ip', 'usable from any address')
     .option('--expires <iso8601>', 'new expiry, in the future')
     .option('--no-expires', 'never expires')
-    .option('--json', 'JSON output')
     .action(
       withKeyAction(async (ctx, keyId: string, options: KeyOptions & SettingsOptions) => {
         const settings = await settingsOf(options);
@@ -218,42 +207,38 @@ const addKeyActions = (keys: Command): void => {
     );
 
   for (const { name, description, action, done, unchanged } of STATE_ACTIONS) {
-    keyCommand(keys, name, description)
-      .option('--json', `JSON output (changed: false when it was ${name}d already)`)
-      .action(
-        withKeyAction(async (ctx, keyId: string, options: KeyOptions) => {
-          const outcome = await (await keyActions())[action](ctx, { branchId: options.branch, keyId });
-          print(outcome, options, () =>
-            outcome.changed
-              ? terminal`${done} key ${outcome.key.key_id} (branch ${outcome.key.branch_id})`
-              : terminal`Key ${outcome.key.key_id} (branch ${outcome.key.branch_id}) ${unchanged}; nothing changed`,
-          );
-          return outcome.pending;
-        }),
-      );
-  }
-
-  keyCommand(keys, 'revoke', 'Revoke a key: refused from the next request on (again: exit 0)')
-    .option('--json', 'JSON output (already_revoked: true when it was revoked before)')
-    .action(
+    keyCommand(keys, name, description, `JSON output (changed: false when it was ${name}d already)`).action(
       withKeyAction(async (ctx, keyId: string, options: KeyOptions) => {
-        const { revokeKey } = await keyActions();
-        const record = await revokeKey(ctx, { branchId: options.branch, keyId });
-        print(record, options, () =>
-          record.already_revoked
-            ? terminal`Key ${record.key_id} (branch ${record.branch_id}) was already revoked at ${record.revoked_at}; nothing changed`
-            : terminal`Revoked key ${record.key_id} (branch ${record.branch_id}) at ${record.revoked_at}`,
+        const outcome = await (await keyActions())[action](ctx, { branchId: options.branch, keyId });
+        print(outcome, options, () =>
+          outcome.changed
+            ? terminal`${done} key ${outcome.key.key_id} (branch ${outcome.key.branch_id})`
+            : terminal`Key ${outcome.key.key_id} (branch ${outcome.key.branch_id}) ${unchanged}; nothing changed`,
         );
-        return record.pending;
+        return outcome.pending;
       }),
     );
+  }
+
+  const revoke = 'Revoke a key: refused from the next request on (again: exit 0)';
+  keyCommand(keys, 'revoke', revoke, 'JSON output (already_revoked: true when it was revoked before)').action(
+    withKeyAction(async (ctx, keyId: string, options: KeyOptions) => {
+      const { revokeKey } = await keyActions();
+      const record = await revokeKey(ctx, { branchId: options.branch, keyId });
+      print(record, options, () =>
+        record.already_revoked
+          ? terminal`Key ${record.key_id} (branch ${record.branch_id}) was already revoked at ${record.revoked_at}; nothing changed`
+          : terminal`Revoked key ${record.key_id} (branch ${record.branch_id}) at ${record.revoked_at}`,
+      );
+      return record.pending;
+    }),
+  );
 };
 
 /** `keys roll`, `keys audit` and `keys activity`. */
 const addRollAndReports = (keys: Command): void => {
   keyCommand(keys, 'roll', 'Replace a key: a new key with its settings; the old one works for a grace period')
     .option('--grace <duration>', 'how long the old key keeps working: 30s, 15m, 24h, 7d, 0', DEFAULT_GRACE)
-    .option('--json', 'JSON output')
     .action(
       withKeyAction(async (ctx, keyId: string, options: KeyOptions & { grace: string }) => {
         const { parseGrace } = await import('../../lib/operator/input');
@@ -274,38 +259,29 @@ const addRollAndReports = (keys: Command): void => {
       }),
     );
 
-  keys
-    .command('audit')
-    .description('Findings per active key: unused, unneeded scopes, expiry, no IP allowlist')
-    .requiredOption('--branch <id>', 'branch id')
-    .option('--json', 'JSON output')
-    .action(
-      withContext(async (ctx, options: KeyOptions) => {
-        const { auditKeys } = await keyActions();
-        const report = await auditKeys(ctx, { branchId: options.branch });
-        print(report, options, () =>
-          report.keys.length === 0
-            ? terminal`No active keys for branch ${options.branch}`
-            : lines(
-                report.keys.flatMap((k, index) => [
-                  ...(index > 0 ? [terminal``] : []),
-                  terminal`${k.name} (${k.key_id}, ${k.start}…) last used ${dash(k.last_used_at)}, last refused ${refusedText(k.last_refused)}`,
-                  ...(k.findings.length === 0
-                    ? [terminal`  no findings`]
-                    : k.findings.map((finding) => terminal`  ${finding.code.padEnd(16)} ${finding.message}`)),
-                ]),
-              ),
-        );
-      }),
-    );
+  branchCommand(keys, 'audit', 'Findings per active key: unused, unneeded scopes, expiry, no IP allowlist').action(
+    withContext(async (ctx, options: KeyOptions) => {
+      const { auditKeys } = await keyActions();
+      const report = await auditKeys(ctx, { branchId: options.branch });
+      print(report, options, () =>
+        report.keys.length === 0
+          ? terminal`No active keys for branch ${options.branch}`
+          : lines(
+              report.keys.flatMap((k, index) => [
+                ...(index > 0 ? [terminal``] : []),
+                terminal`${k.name} (${k.key_id}, ${k.start}…) last used ${dash(k.last_used_at)}, last refused ${refusedText(k.last_refused)}`,
+                ...(k.findings.length === 0
+                  ? [terminal`  no findings`]
+                  : k.findings.map((finding) => terminal`  ${finding.code.padEnd(16)} ${finding.message}`)),
+              ]),
+            ),
+      );
+    }),
+  );
 
-  keys
-    .command('activity')
-    .description('Who did what to which key, and when')
-    .requiredOption('--branch <id>', 'branch id')
+  branchCommand(keys, 'activity', 'Who did what to which key, and when')
     .option('--key <key_id>', "only this key's actions")
     .option('--limit <n>', `how many, newest first (1-${MAX_ACTIVITY_LIMIT})`, positiveInt(MAX_ACTIVITY_LIMIT), 50)
-    .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: KeyOptions & { key?: string; limit: number }) => {
         const { listActivity } = await keyActions();

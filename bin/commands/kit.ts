@@ -3,7 +3,7 @@
  * command runs with, and the option parsers. Human output goes through lib/operator/terminal.ts,
  * so stored values cannot drive the terminal.
  */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import type { OperatorContext } from '../../lib/operator/context';
 import type { PendingActivity } from '../../lib/operator/keys';
 import { terminal, terminalSafeJson, type TerminalText } from '../../lib/operator/terminal';
@@ -20,6 +20,15 @@ export const print = (value: unknown, options: JsonOption, text: () => TerminalT
 /** Columns a table may take: the terminal's width, or unbounded when the output is piped. */
 export const outputWidth = (): number | undefined =>
   process.stdout.isTTY && process.stdout.columns > 0 ? process.stdout.columns : undefined;
+
+/** A command on a branch's data: `--branch <id>` (required, `branch` its help) and `--json` (`json` its help). */
+export const branchCommand = (
+  parent: Command,
+  name: string,
+  description: string,
+  branch = 'branch id',
+  json = 'JSON output',
+) => parent.command(name).description(description).requiredOption('--branch <id>', branch).option('--json', json);
 
 export const positiveInt = (max: number) => (value: string) => {
   if (!/^[1-9][0-9]*$/.test(value) || Number(value) > max) {

@@ -11,7 +11,7 @@ import { lines, terminal, type TerminalText } from '../../lib/operator/terminal'
 import type { RebuildResult } from '../../lib/operator/usage-rebuild';
 import type { ReplayResult } from '../../lib/operator/usage-replay';
 import type { SetAsideReport, UsageRollupSummary } from '../../lib/operator/usage-rollups';
-import { outputWidth, positiveInt, print, withContext, type JsonOption } from './kit';
+import { branchCommand, outputWidth, positiveInt, print, withContext, type JsonOption } from './kit';
 import { usageTable } from './tables';
 
 /** Counts by status or status class, in order: `200: 3, 404: 1`. */
@@ -74,15 +74,12 @@ const formatSummary = (summary: UsageRollupSummary, width?: number): TerminalTex
 type PeriodOptions = { branch: string; key?: string; since?: string; until?: string } & JsonOption;
 
 const addUsageRollupCommands = (usage: Command): void => {
-  usage
-    .command('summary')
-    .description('Totals, status classes, top routes, p50/p95/p99 and one bucket per hour or day, from the rollups')
-    .requiredOption('--branch <id>', 'branch id')
+  const summary = 'Totals, status classes, top routes, p50/p95/p99 and one bucket per hour or day, from the rollups';
+  branchCommand(usage, 'summary', summary)
     .option('--key <key_id>', 'only calls made with this key')
     .option('--since <iso8601>', 'start of the period (default: 7 days before --until)')
     .option('--until <iso8601>', 'end of the period, exclusive (default: now)')
     .addOption(new Option('--by <granularity>', 'one bucket per').choices(['hour', 'day']).default('day'))
-    .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: PeriodOptions & { by: 'hour' | 'day' }) => {
         const { summarizeUsage } = await import('../../lib/operator/usage-rollups');
@@ -92,14 +89,10 @@ const addUsageRollupCommands = (usage: Command): void => {
       }),
     );
 
-  usage
-    .command('rebuild')
-    .description('Recount the rollups of a period from the raw usage records (never double counts)')
-    .requiredOption('--branch <id>', 'branch id')
+  branchCommand(usage, 'rebuild', 'Recount the rollups of a period from the raw usage records (never double counts)')
     .option('--key <key_id>', 'only the rollups of this key')
     .requiredOption('--since <iso8601>', 'start of the period')
     .option('--until <iso8601>', 'end of the period, exclusive (default: now)')
-    .option('--json', 'JSON output')
     .action(
       withContext(async (ctx, options: PeriodOptions & { since: string }) => {
         const { rebuildRollups } = await import('../../lib/operator/usage-rebuild');

@@ -6,14 +6,13 @@
  * with the keys page and its warning (a re-sent form finds the change made and changes nothing).
  */
 import { Hono } from 'hono';
-import pLimit from 'p-limit';
 import { apiKeyStart } from '../../shared/domain/api-key';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { KEY_STATES, keyState } from '../../shared/domain/key-state';
 import type { OperatorContext } from '../operator/context';
 import { OperatorError } from '../operator/errors';
 import { DEFAULT_GRACE, parseGrace } from '../operator/input';
-import { auditOf, lastUseOf, rollupUsageFacts } from '../operator/key-audit';
+import { auditOf, lastUseOf } from '../operator/key-audit';
 import { isWholeValue, keyIdOfValue, matchesKey } from '../operator/key-search';
 import {
   createKey,
@@ -63,12 +62,6 @@ const readFilters = (c: ConsoleContext): KeyFilters => ({
   noValue: queryValue(c, 'value') === 'none',
 });
 
-/**
- * Keys audited at once: a key with calls costs one Query of its rollups, and a page of 100 fired
- * together would be a burst against a real table.
- */
-const AUDIT_CONCURRENCY = 10;
-
 /** The keys page: the keys the filters select, a page of them, with this page's audit findings. */
 const keysView = async (c: ConsoleContext, { done, pending, ...extra }: Extra = {}): Promise<string> => {
   const branchId = c.req.param('branch')!;
@@ -80,8 +73,7 @@ const keysView = async (c: ConsoleContext, { done, pending, ...extra }: Extra = 
   const keys = selected.slice((page - 1) * KEYS_PAGE_SIZE, page * KEYS_PAGE_SIZE);
   // The audit of this page's active keys, from the rollups (docs/console.md "Figures"), never a
   // raw usage record: the rules of `keys audit` (lib/operator/key-audit.ts).
-  const limit = pLimit(AUDIT_CONCURRENCY);
-  const audits = await auditOf(c.var.ctx, keys, now, (key) => limit(() => rollupUsageFacts(c.var.ctx, key, now)));
+  const audits = await auditOf(c.var.ctx, keys, now);
   const findings = new Map(audits.map((audit) => [audit.key_id, audit.findings]));
   // Only a key of this branch is named in a notice: a crafted link cannot make the page say anything else.
   const doneKey = done && all.find((key) => key.key_id === done.keyId);

@@ -84,15 +84,12 @@ const ISO_INSTANT = /(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z)/;
 export const textWithTimes = (text: string): Html =>
   html`${text.split(ISO_INSTANT).map((part, i) => (i % 2 ? time(part) : part))}`;
 
-/** Text that may wrap only after each `separator` (a `<wbr>` there), not in the middle of a word. */
-const wrapAfter = (text: string, separator: string): Html =>
+/**
+ * Text that may wrap only after each `separator` (a `<wbr>` there), not in the middle of a word:
+ * a recorded path after a `/`, an IPv6 address after a `:` (an IPv4 one not at all).
+ */
+export const wrapAfter = (text: string, separator: string): Html =>
   html`${text.split(separator).map((part, i) => (i === 0 ? part : html`${separator}<wbr />${part}`))}`;
-
-/** A recorded path that wraps after a `/`, not in the middle of a word. */
-export const pathText = (path: string): Html => wrapAfter(path, '/');
-
-/** A caller's IP: an IPv6 address wraps after a `:`, an IPv4 one not at all. */
-export const ipText = (ip: string): Html => wrapAfter(ip, ':');
 
 /** The hidden fields of every POST form: the session's CSRF token, and a one-use form id when given. */
 export const hidden = (csrf: string, formId?: string): Html =>

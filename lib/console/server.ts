@@ -57,17 +57,6 @@ export interface ConsoleOptions {
   log?: (line: string) => void;
 }
 
-export interface SettingsConsole {
-  /** The URL to open: it carries the launch token, which works once. */
-  url: string;
-  /** A new launch link (the old one, used or not, opens nothing): for the terminal that started it. */
-  newLink(): string;
-  /** The console's origin, e.g. `http://127.0.0.1:3001`. */
-  origin: string;
-  token: string;
-  close(): Promise<void>;
-}
-
 /** The folder of an installed package's main entry (chart.js exports no package.json). */
 const packageDir = (pkg: string, entry = ''): string =>
   dirname(createRequire(import.meta.filename).resolve(`${pkg}${entry}`));
@@ -245,17 +234,19 @@ const consoleApp = ({ ctx, sessions, branches, hosts, log }: ConsoleSetup): Hono
   return app;
 };
 
-export const startConsole = async (options: ConsoleOptions = {}): Promise<SettingsConsole> => {
+/**
+ * Serves the console: `url` is the link to open (its launch token works once), `newLink()` a new
+ * one for the terminal that started it (the old one, used or not, opens nothing).
+ */
+export const startConsole = async (options: ConsoleOptions = {}) => {
   const host = options.host ?? '127.0.0.1';
   const ownsContext = options.ctx === undefined;
   const ctx = options.ctx ?? createOperatorContext(options.env ?? process.env);
   const server = createServer().listen(options.port ?? LOCAL_CONSOLE_PORT, host);
-  try {
-    await once(server, 'listening');
-  } catch (error) {
+  await once(server, 'listening').catch((error: unknown) => {
     if (ownsContext) ctx.close();
     throw error;
-  }
+  });
   const port = (server.address() as AddressInfo).port;
   const sessions = new Sessions(port, options.token, options.sessionTtlMs, options.now);
   const app = consoleApp({
@@ -277,6 +268,7 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
       sessions.renewToken();
       return link();
     },
+    /** e.g. `http://127.0.0.1:3001`. */
     origin,
     token: sessions.token,
     close: async () => {
@@ -286,3 +278,5 @@ export const startConsole = async (options: ConsoleOptions = {}): Promise<Settin
     },
   };
 };
+
+export type SettingsConsole = Awaited<ReturnType<typeof startConsole>>;

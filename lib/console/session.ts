@@ -113,13 +113,11 @@ export class Sessions {
   fromCookies(header: string | undefined): Session | undefined {
     for (const id of cookieValues(header, this.cookieName)) {
       const session = this.byId.get(id);
-      if (!session) continue;
-      if (session.expiresAt <= this.now()) {
-        this.byId.delete(session.id);
-        continue;
+      if (session && session.expiresAt <= this.now()) this.byId.delete(id);
+      else if (session) {
+        session.expiresAt = this.now() + this.ttlMs;
+        return session;
       }
-      session.expiresAt = this.now() + this.ttlMs;
-      return session;
     }
     return undefined;
   }

@@ -17,12 +17,11 @@ import { percentilesOf } from '../operator/usage';
 import { summarizeUsage, type SetAsideReport } from '../operator/usage-rollups';
 import { showControls } from './layout';
 
-/** A usage record as the log shows it (`source_ip` when the record has one: records before it was kept have none). */
-export type LoggedCall = UsageRecord;
-
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
 export type StatusClass = (typeof STATUS_CLASSES)[number];
-export type Bucket = 'hour' | 'day';
+/** What one bar of the chart counts, with its name in the filters. */
+export const BUCKETS = { hour: 'Hour', day: 'Day' } as const;
+export type Bucket = keyof typeof BUCKETS;
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -185,29 +184,20 @@ export const LOG_PAGE_SIZE = 50;
  */
 export const LOG_SCAN_LIMIT = RAW_COUNT_LIMIT;
 
-export interface UsageLogView {
-  records: LoggedCall[];
-  /** Where the next (older) page starts: after the last call shown, only when an older match exists or is unsearched. */
-  nextPosition?: string;
-  /** Raw records read for this page. */
-  scanned: number;
-  /** The page stopped at LOG_SCAN_LIMIT: older calls are not searched yet. */
-  searchStopped: boolean;
-}
-
 /**
  * One page of the log, newest first: exactly `pageSize` calls the filters select while more
- * remain, and an older page only when one more match was found (or the search stopped at
- * `scanLimit`), so a page never runs over and its older page is never empty for want of matches.
+ * remain, and an older page (`nextPosition`) only when one more match was found (or the search
+ * stopped at `scanLimit`: `searchStopped`), so a page never runs over and its older page is never
+ * empty for want of matches; `scanned` counts the raw records read.
  */
 export const loadUsageLog = async (
   ctx: OperatorContext,
   filters: UsageFilters,
   position?: string,
   { pageSize = LOG_PAGE_SIZE, scanLimit = LOG_SCAN_LIMIT } = {},
-): Promise<UsageLogView> => {
+) => {
   const filtered = filters.status !== undefined || filters.route !== undefined;
-  const records: LoggedCall[] = [];
+  const records: UsageRecord[] = [];
   let scanned = 0;
   let next = position;
   do {
@@ -235,7 +225,7 @@ export const loadUsageLog = async (
 };
 
 /** Every record the filters select, newest first, a page at a time (for the CSV export). */
-export async function* allUsageRecords(ctx: OperatorContext, filters: UsageFilters): AsyncGenerator<LoggedCall[]> {
+export async function* allUsageRecords(ctx: OperatorContext, filters: UsageFilters): AsyncGenerator<UsageRecord[]> {
   let position: string | undefined;
   do {
     const page = await loadUsageLog(ctx, filters, position, { pageSize: 1000, scanLimit: 1000 });
@@ -254,7 +244,7 @@ export const CSV_COLUMNS = [
   'response_time_ms',
   'request_id',
   'source_ip',
-] as const satisfies readonly (keyof LoggedCall)[];
+] as const satisfies readonly (keyof UsageRecord)[];
 
 /**
  * One CSV field (RFC 4180 quoting). A recorded path is whatever a caller sent, so: control

@@ -7,26 +7,26 @@ import {
   branchPath,
   cardsTable,
   html,
-  ipText,
   jsonBlock,
   layout,
   pager,
-  pathText,
   select,
   time,
   withQuery,
+  wrapAfter,
   type Html,
   type HtmlValue,
 } from './layout';
 import { callRoute, durationText, percentileText } from '../operator/format';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import { MAX_QUERY_VALUE_LENGTH } from './refusals';
 import {
+  BUCKETS,
   RAW_COUNT_LIMIT,
   PERIODS,
   ROUTE_CHOICES,
   STATUS_CLASSES,
   type Bucket,
-  type LoggedCall,
   type Period,
   type UsageChart,
 } from './usage-data';
@@ -40,7 +40,7 @@ export interface UsagePageInput {
   period: Period;
   bucket: Bucket;
   chart: UsageChart;
-  log: LoggedCall[];
+  log: UsageRecord[];
   /** Raw records read for this page of the log. */
   scanned: number;
   /** The page's search stopped at LOG_SCAN_LIMIT: its older link searches on. */
@@ -76,15 +76,7 @@ const filterForm = (input: UsagePageInput): Html => {
     ${select('Status', 'status', [['', 'Any status'], ...STATUS_CLASSES.map((cls) => [cls, cls] as const)], input.status)}
     ${select('Route', 'route', [['', 'Any route'], ...routes], input.route)}
     ${select('Period', 'period', periods, input.period)}
-    ${select(
-      'Calls per',
-      'bucket',
-      [
-        ['hour', 'Hour'],
-        ['day', 'Day'],
-      ],
-      input.bucket,
-    )}
+    ${select('Calls per', 'bucket', Object.entries(BUCKETS), input.bucket)}
     <button type="submit">Apply filters</button>
   </form>`;
 };
@@ -174,15 +166,15 @@ const chartSection = (input: UsagePageInput): Html => {
 };
 
 /** A call's whole record, in a panel that opens over the rows below (wide enough for the request id). */
-const callDetails = (r: LoggedCall, key: string): Html => {
+const callDetails = (r: UsageRecord, key: string): Html => {
   const rows: [string, HtmlValue][] = [
     ['Request id', html`<code class="request-id">${r.request_id}</code>`],
     ['Key', html`${key} <code>${r.key_id}</code>`],
-    ['Raw path', html`${r.method} <code class="path">${pathText(r.path)}</code>`],
+    ['Raw path', html`${r.method} <code class="path">${wrapAfter(r.path, '/')}</code>`],
     ['Route', html`<code>${r.route}</code>`],
     ['Status', r.status],
     ['Duration', durationText(r.response_time_ms)],
-    ['Caller IP', r.source_ip ? ipText(r.source_ip) : 'not recorded'],
+    ['Caller IP', r.source_ip ? wrapAfter(r.source_ip, ':') : 'not recorded'], // records older than the field lack it
     ['Time', html`${time(r.timestamp, '—', { seconds: true })} <small><code>${r.timestamp}</code></small>`],
   ];
   return html`<details class="call">
@@ -204,7 +196,7 @@ const callDetails = (r: LoggedCall, key: string): Html => {
 const logTable = (input: UsagePageInput): Html => {
   // Same-named keys told apart by the start of their value.
   const names = new Map(input.keys.map((k) => [k.key_id, `${k.name} ${k.start}…`]));
-  const keyOf = (r: LoggedCall) => names.get(r.key_id) ?? r.key_id;
+  const keyOf = (r: UsageRecord) => names.get(r.key_id) ?? r.key_id;
   return cardsTable(
     'usage-log',
     `Calls, newest first${input.cursor ? ' (older page)' : ''}`,

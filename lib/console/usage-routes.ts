@@ -3,11 +3,13 @@
  * exactly what the page's filters select.
  */
 import { Hono } from 'hono';
+import type { UsageRecord } from '../../shared/domain/usage-record';
 import { notFound, queryChoice, queryValue } from './refusals';
 import type { ConsoleContext, ConsoleEnv } from './session';
 import { usagePage } from './usage-page';
 import {
   allUsageRecords,
+  BUCKETS,
   CSV_COLUMNS,
   csvRow,
   DEFAULT_PERIOD,
@@ -17,7 +19,6 @@ import {
   PERIODS,
   ROUTE_CHOICES,
   type Bucket,
-  type LoggedCall,
   type Period,
   type UsageFilters,
 } from './usage-data';
@@ -32,7 +33,7 @@ const usageFilters = async (c: ConsoleContext) => {
     throw notFound(`Branch ${branchId} has no key ${keyId}.`);
   const status = queryChoice(c, 'status', isStatusFilter);
   const route = queryChoice(c, 'route', ROUTE_CHOICES);
-  const bucket = queryChoice<Bucket>(c, 'bucket', ['hour', 'day'], () => 'Calls are counted per hour or day.');
+  const bucket = queryChoice(c, 'bucket', Object.keys(BUCKETS) as Bucket[], () => 'Calls are counted per hour or day.');
   const filters: UsageFilters = { branchId, period, bucket: bucket ?? PERIODS[period].bucket, now: new Date() };
   return { keys, filters: { ...filters, keyId, status, route } };
 };
@@ -42,8 +43,8 @@ const usageFilters = async (c: ConsoleContext) => {
  * before the headers went out). A read failing later can no longer be a 500: `cut` ends the
  * connection, so the download is visibly incomplete rather than a file that looks whole.
  */
-async function* csvRows(first: IteratorResult<LoggedCall[]>, pages: AsyncIterable<LoggedCall[]>, cut: () => void) {
-  const rows = (records: LoggedCall[]) =>
+async function* csvRows(first: IteratorResult<UsageRecord[]>, pages: AsyncIterable<UsageRecord[]>, cut: () => void) {
+  const rows = (records: UsageRecord[]) =>
     records.map((record) => csvRow(CSV_COLUMNS.map((column) => record[column]))).join('');
   yield csvRow(CSV_COLUMNS);
   if (!first.done) yield rows(first.value);

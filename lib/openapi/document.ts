@@ -109,21 +109,24 @@ const PARAMETERS: Record<string, Json> = {
   },
 };
 
-const pathParameter = (name: string): Json => ({
+/** A required parameter of text in the path or a header. */
+const textParameter = (name: string, where: 'path' | 'header', description: string, extra?: Json): Json => ({
   name,
-  in: 'path',
+  in: where,
   required: true,
-  description: 'Id of the payment provider, e.g. `pp_stripe`. An id no provider could have is a 404.',
+  description,
   schema: { type: 'string', minLength: 1 },
-  example: 'pp_stripe',
+  ...extra,
 });
+
+const PROVIDER_ID = 'Id of the payment provider, e.g. `pp_stripe`. An id no provider could have is a 404.';
 
 const buildOperation = (route: RouteDefinition): Json => {
   const operation = OPERATIONS[route.id];
   const list = operation.schema.endsWith('List');
   const pathNames = [...route.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] ?? '');
   const parameters = [
-    ...pathNames.map(pathParameter),
+    ...pathNames.map((name) => textParameter(name, 'path', PROVIDER_ID, { example: 'pp_stripe' })),
     ...(list ? [ref('parameters', 'Limit'), ref('parameters', 'Cursor')] : []),
   ];
   return {
@@ -149,14 +152,6 @@ const buildOperation = (route: RouteDefinition): Json => {
   };
 };
 
-const signatureHeader = (name: string, description: string): Json => ({
-  name,
-  in: 'header',
-  required: true,
-  description,
-  schema: { type: 'string', minLength: 1 },
-});
-
 /** The secret scanning report (docs/decisions.md "Leaked keys"): no API key, a signature instead. */
 const buildReportOperation = (): Json => ({
   operationId: secretScanningRoute.id,
@@ -173,8 +168,8 @@ const buildReportOperation = (): Json => ({
   tags: ['Security'],
   security: [],
   parameters: [
-    signatureHeader('Github-Public-Key-Identifier', 'Identifier of the public key that signed the report.'),
-    signatureHeader('Github-Public-Key-Signature', 'Base64 ECDSA P-256 / SHA-256 signature of the raw body.'),
+    textParameter('Github-Public-Key-Identifier', 'header', 'Identifier of the public key that signed the report.'),
+    textParameter('Github-Public-Key-Signature', 'header', 'Base64 ECDSA P-256 / SHA-256 signature of the raw body.'),
   ],
   requestBody: { required: true, content: jsonContent('SecretScanningReport') },
   responses: {

@@ -9,41 +9,16 @@
  *   `resolveTarget` sets it from `--region` or the profile) and every stack output the tooling reads
  *   (`OPERATOR_OUTPUTS`: the table names and `KEY_EVENT_BUS_NAME`) set, or nothing runs.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { readDynamoDbSettings, readKeyEventSettings } from '../../shared/config/env';
-import {
-  createKeyEventEmitter,
-  noKeyEvents,
-  type EmitterLogger,
-  type KeyEventEmitter,
-} from '../../shared/data/key-events';
+import { createKeyEventEmitter, noKeyEvents, type EmitterLogger } from '../../shared/data/key-events';
 import { createDocumentClient } from '../../shared/data/dynamodb';
-import { createRepositories, type Repositories } from '../../shared/data/repositories';
+import { createRepositories } from '../../shared/data/repositories';
 import { RollupsRepository } from '../../shared/data/repositories/rollups';
-import type { ActivityRepository } from '../../shared/data/repositories/activity';
 import { actorResolver } from './actor';
 import { assertDeployedTarget } from './target';
 import { LOCAL_TABLE_NAMES, tableDefinitions, type TableNames } from '../../shared/data/tables';
 
 type Env = Record<string, string | undefined>;
-
-export interface OperatorContext extends Repositories {
-  tables: TableNames;
-  /** Usage rollups (lib/operator/usage-rollups.ts). */
-  rollups: RollupsRepository;
-  endpoint?: string;
-  /** The deployed target's region (its messages name it). */
-  region?: string;
-  /** Key activity (lib/operator/keys.ts). */
-  activity: ActivityRepository;
-  /** Where key events go (the keys repository sends the actions' own; `keys audit` the expiring ones). */
-  keyEvents?: KeyEventEmitter;
-  /** Who actions are recorded as: the OS user locally, the IAM principal ARN on AWS (lib/operator/actor.ts). */
-  actor(): Promise<string>;
-  /** The document client (it also sends plain commands such as CreateTable). */
-  client: DynamoDBDocumentClient;
-  close(): void;
-}
 
 export const operatorTableNames = (env: Env = process.env): TableNames =>
   Object.fromEntries(
@@ -58,7 +33,7 @@ const stderrLogger: EmitterLogger = {
 
 const stderrWarning = (message: string) => process.stderr.write(`warning: ${message}\n`);
 
-export const createOperatorContext = (env: Env = process.env): OperatorContext => {
+export const createOperatorContext = (env: Env = process.env) => {
   assertDeployedTarget(env);
   const settings = readDynamoDbSettings(env);
   const tables = operatorTableNames(env);
@@ -68,16 +43,25 @@ export const createOperatorContext = (env: Env = process.env): OperatorContext =
   const repositories = createRepositories(client, tables, keyEvents);
   return {
     tables,
-    ...(settings.endpoint ? { endpoint: settings.endpoint } : { region: settings.region }),
+    /** The local DynamoDB's endpoint (undefined when deployed) and the region: messages name them. */
+    endpoint: settings.endpoint,
+    region: settings.region,
     ...repositories,
+    /** Key activity (lib/operator/keys.ts). */
     activity: repositories.activity!,
+    /** Where key events go (the keys repository sends the actions' own; `keys audit` the expiring ones). */
     keyEvents,
+    /** Who actions are recorded as: the OS user locally, the IAM principal ARN on AWS (lib/operator/actor.ts). */
     actor: actorResolver(env, settings.endpoint !== undefined),
+    /** Usage rollups (lib/operator/usage-rollups.ts). */
     rollups: new RollupsRepository(client, tables.rollups),
+    /** The document client (it also sends plain commands such as CreateTable). */
     client,
     close: () => client.destroy(),
   };
 };
+
+export type OperatorContext = ReturnType<typeof createOperatorContext>;
 
 /**
  * Finishes the entries waiting in key items' outboxes on a local target (docs/decisions.md "Key

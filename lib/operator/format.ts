@@ -102,16 +102,11 @@ export const formatTable = (
  * The keys a key was rolled from and to, in that order (`from key_a`, `to key_b`): the CLI's key
  * list writes them as text, the console's keys page with each id as code.
  */
-export const rollLinks = ({
-  rolled_from,
-  rolled_to,
-}: {
-  rolled_from?: string | undefined;
-  rolled_to?: string | undefined;
-}): (readonly ['from' | 'to', string])[] => [
-  ...(rolled_from ? [['from', rolled_from] as const] : []),
-  ...(rolled_to ? [['to', rolled_to] as const] : []),
-];
+export const rollLinks = (key: Partial<Record<'rolled_from' | 'rolled_to', string>>) =>
+  (['from', 'to'] as const).flatMap((direction) => {
+    const keyId = key[`rolled_${direction}`];
+    return keyId ? [[direction, keyId] as const] : [];
+  });
 
 /**
  * A call as every view spells it (CLI, console, CSV's `route`): its route, `GET /v1/branch`, as

@@ -2,6 +2,7 @@
  * The rules of the key audit (`keys audit`, the console's findings): what a key's usage says it
  * needs, and the findings of an active key at a given time. lib/operator/keys.ts `auditKeys` runs it.
  */
+import pLimit from 'p-limit';
 import type { ApiKeyRecord } from '../../shared/domain/key-record';
 import { routeKey, routes } from '../../shared/api/routes';
 import type { Scope } from '../../shared/domain/schemas';
@@ -75,7 +76,7 @@ const FACTS_BASIS = `its calls of the last ${ROLLUP_FACTS_DAYS} days`;
  * routes of its calls of the last ROLLUP_FACTS_DAYS days needed, from its hour items (its last use
  * is listed already): one Query for a key with calls, none for a key without, never a raw record.
  */
-export const rollupUsageFacts = async (
+const rollupUsageFacts = async (
   ctx: OperatorContext,
   key: Pick<ApiKeyRecord, 'key_id' | 'branch_id' | 'scopes'> & { last_used_at: string | null },
   now: Date,
@@ -148,18 +149,23 @@ export const auditFindings = (key: ApiKeyRecord & LastUse, scopesNeeded: Set<Sco
 };
 
 /**
- * The audit of the given keys that are active at `now` (revoked and expired keys open nothing),
- * with each key's usage facts from `factsOf` (`rollupUsageFacts`).
+ * Keys audited at once: a key with calls costs one Query of its rollups, and a page of 100 fired
+ * together would be a burst against a real table.
  */
-export const auditOf = async <K extends ApiKeyRecord & LastUse>(
+const AUDIT_CONCURRENCY = 10;
+
+/**
+ * The audit of the given keys that are active at `now` (revoked and expired keys open nothing),
+ * with each key's usage facts from the rollups.
+ */
+export const auditOf = (
   ctx: OperatorContext,
-  records: readonly K[],
+  records: readonly (ApiKeyRecord & LastUse)[],
   now: Date,
-  factsOf: (key: K) => Promise<Set<Scope>>,
-): Promise<KeyAudit[]> => {
-  const active = records.filter((key) => isUsable(keyState(key, now)));
-  return Promise.all(
-    active.map(async (key): Promise<KeyAudit> => ({
+): Promise<KeyAudit[]> =>
+  pLimit(AUDIT_CONCURRENCY).map(
+    records.filter((key) => isUsable(keyState(key, now))),
+    async (key): Promise<KeyAudit> => ({
       key_id: key.key_id,
       name: key.name,
       start: key.start,
@@ -168,7 +174,6 @@ export const auditOf = async <K extends ApiKeyRecord & LastUse>(
       expires_at: key.expires_at ?? null,
       last_used_at: key.last_used_at,
       last_refused: key.last_refused,
-      findings: auditFindings(key, await factsOf(key), now),
-    })),
+      findings: auditFindings(key, await rollupUsageFacts(ctx, key, now), now),
+    }),
   );
-};

@@ -25,7 +25,7 @@ import { sendExpiringEvents } from '../../shared/lambda/key-expiry';
 import type { OperatorContext } from './context';
 import { dataStoreFailureMessage } from './data-store-failure';
 import { checkLimit, invalidInput, namingField, OperatorError } from './errors';
-import { auditOf, lastUseOf, rollupUsageFacts, type LastRefused } from './key-audit';
+import { auditOf, lastUseOf, type LastRefused } from './key-audit';
 import { isWholeValue, keyIdOfValue, matchesKey, type KeyFilter } from './key-search';
 import { DEFAULT_GRACE_MS, DURATION_UNITS, MAX_ACTIVITY_LIMIT, MAX_GRACE_MS, MAX_NAME_LENGTH } from './limits';
 
@@ -361,9 +361,8 @@ export const rollKey = async (ctx: OperatorContext, request: KeyChange & { grace
 export const auditKeys = async (ctx: OperatorContext, request: { branchId: string; now?: Date }) => {
   const now = request.now ?? new Date();
   const listed = await listKeys(ctx, request.branchId, now);
-  if (ctx.keyEvents)
-    await sendExpiringEvents({ claims: ctx.expiryClaims, keyEvents: ctx.keyEvents, candidates: listed, now });
-  const keys = await auditOf(ctx, listed, now, (key) => rollupUsageFacts(ctx, key, now));
+  await sendExpiringEvents({ claims: ctx.expiryClaims, keyEvents: ctx.keyEvents, candidates: listed, now });
+  const keys = await auditOf(ctx, listed, now);
   return { branch_id: request.branchId, generated_at: now.toISOString(), keys };
 };
 

@@ -4,13 +4,6 @@
  * so scripts read only the result.
  */
 
-export interface Progress {
-  /** `done` units of work finished, of `total` when it is known. */
-  update(done: number, total?: number): void;
-  /** Erases the line. */
-  finish(): void;
-}
-
 /** The part of a stream progress needs (process.stderr fits). */
 export interface ProgressStream {
   isTTY?: boolean;
@@ -19,7 +12,6 @@ export interface ProgressStream {
 }
 
 const BAR_WIDTH = 24;
-const NONE: Progress = { update: () => undefined, finish: () => undefined };
 
 /** `label [#########---------------]  38% 380/1000` or, without a total, `label 380`. */
 export const progressLine = (label: string, done: number, total?: number): string => {
@@ -31,40 +23,27 @@ export const progressLine = (label: string, done: number, total?: number): strin
 };
 
 /**
- * A progress line for `label` on `stream` (stderr by default), or nothing when it is no terminal.
- * Redrawn only when what it shows changes: at most once per whole percent, or per 100 units
- * without a total.
+ * Runs `work` with a progress line for `label` on `stream` (stderr by default), always erased
+ * afterwards; nothing when it is no terminal. `update` redraws it only when what it shows changes:
+ * at most once per whole percent, or per 100 units without a total.
  */
-export const startProgress = (label: string, stream: ProgressStream = process.stderr): Progress => {
-  if (!stream.isTTY) return NONE;
+export const withProgress = async <T>(
+  label: string,
+  work: (update: (done: number, total?: number) => void) => Promise<T>,
+  stream: ProgressStream = process.stderr,
+): Promise<T> => {
+  if (!stream.isTTY) return work(() => undefined);
   let shown = '';
-  let drawn = false;
-  return {
-    update(done, total) {
+  try {
+    return await work((done, total) => {
       const step =
         total === undefined ? `${Math.floor(done / 100)}` : `${Math.floor((done / Math.max(1, total)) * 100)}`;
       if (step === shown) return;
       shown = step;
-      drawn = true;
       const width = stream.columns && stream.columns > 1 ? stream.columns - 1 : 79;
       stream.write(`\r${progressLine(label, done, total).slice(0, width)}\u001b[K`);
-    },
-    finish() {
-      if (drawn) stream.write('\r\u001b[K');
-    },
-  };
-};
-
-/** Runs `work` with a progress line that is always erased afterwards. */
-export const withProgress = async <T>(
-  label: string,
-  work: (update: Progress['update']) => Promise<T>,
-  stream?: ProgressStream,
-): Promise<T> => {
-  const progress = startProgress(label, stream);
-  try {
-    return await work((done, total) => progress.update(done, total));
+    });
   } finally {
-    progress.finish();
+    if (shown) stream.write('\r\u001b[K');
   }
 };

@@ -7,6 +7,7 @@
  */
 import { constants, promises as fs } from 'node:fs';
 import { buffer } from 'node:stream/consumers';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { ConfigError, readRegion } from '../../shared/config/env';
 import { OPERATOR_TABLES, operatorTableOutput, TABLE_ENV } from '../../shared/data/tables';
@@ -124,14 +125,6 @@ const readSmallRegularFile = async (file: string, fail: (why: string) => ConfigE
   }
 };
 
-const withinTimeout = async <T>(work: Promise<T>, ms: number, error: () => Error): Promise<T> => {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(error()), ms).unref();
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-};
-
 const OutputsFileSchema = z.record(z.string(), z.record(z.string(), z.unknown()));
 
 /**
@@ -140,9 +133,10 @@ const OutputsFileSchema = z.record(z.string(), z.record(z.string(), z.unknown())
  */
 export const readOutputsFile = async (file: string, stack?: string): Promise<Env> => {
   const fail = (why: string) => new ConfigError(`--outputs ${file}: ${why}`);
-  const text = await withinTimeout(readSmallRegularFile(file, fail), OUTPUTS_FILE_TIMEOUT_MS, () =>
-    fail(`not read within ${OUTPUTS_FILE_TIMEOUT_MS / 1000} s`),
-  );
+  const late = sleep(OUTPUTS_FILE_TIMEOUT_MS, undefined, { ref: false }).then(() => {
+    throw fail(`not read within ${OUTPUTS_FILE_TIMEOUT_MS / 1000} s`);
+  });
+  const text = await Promise.race([readSmallRegularFile(file, fail), late]);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -176,9 +170,8 @@ const describeStackOutputs = async (stack: string, region: string): Promise<Reco
       ),
     );
   } catch (error) {
-    throw new ConfigError(
-      `--stack ${stack}: DescribeStacks failed: ${(error as Error).name}: ${(error as Error).message}`,
-    );
+    const { name, message } = error as Error;
+    throw new ConfigError(`--stack ${stack}: DescribeStacks failed: ${name}: ${message}`);
   } finally {
     client.destroy();
   }

@@ -218,11 +218,9 @@ export const replayUsageLog = async (
   { fromLine = 1, env = process.env, onProgress, now = new Date() }: ReplayOptions = {},
 ): Promise<ReplayResult> => {
   if (!Number.isInteger(fromLine) || fromLine < 1) throw invalidInput('from_line', ' must be a whole number from 1');
-  try {
-    await access(file);
-  } catch (error) {
-    throw new OperatorError(`Cannot read log file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
-  }
+  await access(file).catch((error: NodeJS.ErrnoException) => {
+    throw new OperatorError(`Cannot read log file ${file}: ${error.code ?? 'error'}`);
+  });
   const result: ReplayResult = {
     file,
     lines: 0,

@@ -2,7 +2,7 @@
 import { writeFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { progressLine, startProgress, withProgress, type ProgressStream } from '../../lib/operator/progress';
+import { progressLine, withProgress, type ProgressStream } from '../../lib/operator/progress';
 import { runCli } from '../support/cli';
 import { createKey, setUpBranches } from '../support/harness';
 
@@ -28,12 +28,18 @@ it('draws a bar with the share done, at most once per whole percent, and erases 
   expect(writes.at(-1)).toBe('\r\u001b[K');
 });
 
-it('without a total, counts in hundreds', () => {
+it('without a total, counts in hundreds', async () => {
   const { stream, writes } = fakeStream(true);
-  const progress = startProgress('Rebuilding', stream);
-  for (let done = 1; done <= 1000; done += 1) progress.update(done);
-  expect(writes).toHaveLength(11);
-  expect(writes.at(-1)).toContain('Rebuilding 1000');
+  await withProgress(
+    'Rebuilding',
+    async (update) => {
+      for (let done = 1; done <= 1000; done += 1) update(done);
+    },
+    stream,
+  );
+  // One draw per hundred, 0 to 10, then the erase.
+  expect(writes).toHaveLength(12);
+  expect(writes.at(-2)).toContain('Rebuilding 1000');
 });
 
 it('writes nothing when the stream is no terminal, even when the work fails', async () => {
