@@ -213,16 +213,8 @@ export const startChangeCapture = (target: string, watched: Watched): ChangeCapt
     return done.flatMap((item): CapturedChange[] => {
       const [oldImage, newImage] = [before.get(textOf(item)), item.put ?? updated.get(textOf(item))];
       const eventName = eventOf(oldImage, newImage);
-      if (!eventName) return [];
-      return [
-        {
-          table: item.table,
-          eventName,
-          keys: item.keys,
-          ...(oldImage ? { oldImage } : {}),
-          ...(newImage ? { newImage } : {}),
-        },
-      ];
+      const images = { ...(oldImage && { oldImage }), ...(newImage && { newImage }) };
+      return eventName ? [{ table: item.table, eventName, keys: item.keys, ...images }] : [];
     });
   };
 

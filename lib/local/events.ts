@@ -47,35 +47,30 @@ const safeDecode = (value: string): string => {
   }
 };
 
-const toRawQuery = (query: EventInput['query']): string => {
-  if (query === undefined) return '';
-  if (typeof query === 'string') return query;
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) {
-    for (const one of Array.isArray(value) ? value : [value]) params.append(name, one);
-  }
-  return params.toString();
+/** Name → value, a repeated name's values joined with commas (as API Gateway joins them). */
+const joinRepeated = (pairs: Iterable<[string, string]>): Record<string, string> => {
+  const joined: Record<string, string> = {};
+  for (const [name, value] of pairs) joined[name] = Object.hasOwn(joined, name) ? `${joined[name]},${value}` : value;
+  return joined;
 };
+
+const toRawQuery = (query: EventInput['query']): string =>
+  typeof query === 'object'
+    ? new URLSearchParams(
+        Object.entries(query).flatMap(([name, value]) => [value].flat().map((one) => [name, one])),
+      ).toString()
+    : (query ?? '');
 
 export const buildEvent = (input: EventInput): ApiEvent => {
   const method = (input.method ?? 'GET').toUpperCase();
   const stage = input.stage ?? LOCAL_STAGE;
   const rawQueryString = toRawQuery(input.query);
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(input.headers ?? {})) {
-    if (value === undefined) continue;
-    const key = name.toLowerCase();
-    const joined = Array.isArray(value) ? value.join(',') : value;
-    headers[key] = headers[key] === undefined ? joined : `${headers[key]},${joined}`;
-  }
-  let queryStringParameters: Record<string, string> | undefined;
-  if (rawQueryString) {
-    queryStringParameters = {};
-    for (const [name, value] of new URLSearchParams(rawQueryString)) {
-      const previous = queryStringParameters[name];
-      queryStringParameters[name] = previous === undefined ? value : `${previous},${value}`;
-    }
-  }
+  const headers = joinRepeated(
+    Object.entries(input.headers ?? {}).flatMap(([name, value]): [string, string][] =>
+      value === undefined ? [] : [[name.toLowerCase(), [value].flat().join(',')]],
+    ),
+  );
+  const queryStringParameters = rawQueryString ? joinRepeated(new URLSearchParams(rawQueryString)) : undefined;
   const pathParameters = input.pathParameters
     ? Object.fromEntries(Object.entries(input.pathParameters).map(([k, v]) => [k, safeDecode(v)]))
     : undefined;

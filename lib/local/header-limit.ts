@@ -20,19 +20,11 @@ const rawResponse = (status: string, headers: Record<string, string>, body = '')
   [`HTTP/1.1 ${status}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), '', body].join('\r\n');
 
 const tooLarge = (): string => {
-  const error = headersTooLarge();
-  const requestId = randomUUID();
+  const [error, requestId] = [headersTooLarge(), randomUUID()];
   const body = JSON.stringify(errorBody(error, requestId));
-  return rawResponse(
-    `${error.statusCode} Request Header Fields Too Large`,
-    {
-      ...COMMON_HEADERS,
-      'X-Request-Id': requestId,
-      'Content-Length': String(Buffer.byteLength(body)),
-      Connection: 'close',
-    },
-    body,
-  );
+  const length = String(Buffer.byteLength(body));
+  const headers = { ...COMMON_HEADERS, 'X-Request-Id': requestId, 'Content-Length': length, Connection: 'close' };
+  return rawResponse(`${error.statusCode} Request Header Fields Too Large`, headers, body);
 };
 
 /** Sockets whose request went past the bound: answered already, their request is not served. */
@@ -42,13 +34,8 @@ const refused = new WeakSet<Duplex>();
 export const headersRefused = (request: IncomingMessage): boolean => refused.has(request.socket);
 
 /** Where a connection's count stands: counting a header section, or waiting for its answer. */
-interface Count {
-  counting: boolean;
-  bytes: number;
-  lines: number;
-  partial: string;
-}
-const counts = new WeakMap<Duplex, Count>();
+const fresh = () => ({ counting: true, bytes: 0, lines: 0, partial: '' });
+const counts = new WeakMap<Duplex, ReturnType<typeof fresh>>();
 
 /**
  * Counts one connection's header sections, line by line as bytes arrive: the request line whole,
@@ -56,7 +43,7 @@ const counts = new WeakMap<Duplex, Count>();
  * counted (the body); a pipelined request is undercounted, never refused wrongly.
  */
 const countHeaderBytes = (socket: Socket) => {
-  const count: Count = { counting: true, bytes: 0, lines: 0, partial: '' };
+  const count = fresh();
   counts.set(socket, count);
   // Before Node's parser sees the bytes, so a refused request is never served.
   socket.prependListener('data', (chunk: Buffer) => {
@@ -85,7 +72,7 @@ export const answerOversizedHeaders = (server: Server): void => {
   server.on('request', (request: IncomingMessage, response: ServerResponse) =>
     response.once('finish', () => {
       const count = counts.get(request.socket);
-      if (count) Object.assign(count, { counting: true, bytes: 0, lines: 0, partial: '' });
+      if (count) Object.assign(count, fresh());
     }),
   );
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {

@@ -55,8 +55,8 @@ export const DEFAULT_SHARDS = 4;
 
 interface Shard {
   queue: StreamChange[];
-  delivering: boolean;
-  timer: NodeJS.Timeout | undefined;
+  delivering?: boolean;
+  timer?: NodeJS.Timeout;
   /** Failed deliveries of the record at the head of the queue. */
   attempts: number;
 }
@@ -72,8 +72,8 @@ export class ShardedDelivery {
   /** Records that could not be set aside either (they stay queued): said once each. */
   private readonly unkept = new WeakSet<StreamChange>();
   private closed = false;
-  private idle: (() => void)[] = [];
-  private waiting: (() => void)[] = [];
+  private readonly idle: (() => void)[] = [];
+  private readonly waiting: (() => void)[] = [];
 
   constructor(private readonly options: DeliveryOptions) {
     this.batchSize = options.batchSize ?? 100;
@@ -81,12 +81,7 @@ export class ShardedDelivery {
     this.retryDelayMs = options.retryDelayMs ?? 100;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.maxPending = options.maxPending ?? MAX_PENDING;
-    this.shards = Array.from({ length: options.shards ?? DEFAULT_SHARDS }, () => ({
-      queue: [],
-      delivering: false,
-      timer: undefined,
-      attempts: 0,
-    }));
+    this.shards = Array.from({ length: options.shards ?? DEFAULT_SHARDS }, () => ({ queue: [], attempts: 0 }));
   }
 
   /** Queues a numbered change on its partition key's shard. */
@@ -128,9 +123,7 @@ export class ShardedDelivery {
   close(): void {
     this.closed = true;
     for (const shard of this.shards) clearTimeout(shard.timer);
-    for (const resolve of [...this.idle, ...this.waiting]) resolve();
-    this.idle = [];
-    this.waiting = [];
+    for (const resolve of [...this.idle.splice(0), ...this.waiting.splice(0)]) resolve();
   }
 
   private released(count: number): void {
@@ -174,12 +167,6 @@ export class ShardedDelivery {
     }
   }
 
-  private done(shard: Shard, count: number): void {
-    shard.queue.splice(0, count);
-    this.counts.delivered += count;
-    this.released(count);
-  }
-
   /**
    * After a failed delivery: set the head aside once it has failed often enough, else wait to
    * retry. A head that can't be set aside either (the store itself is down) stays first and starts
@@ -217,7 +204,9 @@ export class ShardedDelivery {
         const batch = shard.queue.slice(0, this.batchSize);
         const applied = await this.deliverOnce(batch);
         if (applied > 0) {
-          this.done(shard, applied);
+          shard.queue.splice(0, applied);
+          this.counts.delivered += applied;
+          this.released(applied);
           shard.attempts = 0;
         }
         if (applied < batch.length) await this.afterFailure(shard);
@@ -227,9 +216,6 @@ export class ShardedDelivery {
       shard.delivering = false;
     }
     if (shard.queue.length > 0) this.schedule(shard);
-    else if (!this.busy()) {
-      for (const resolve of this.idle) resolve();
-      this.idle = [];
-    }
+    else if (!this.busy()) for (const resolve of this.idle.splice(0)) resolve();
   }
 }
