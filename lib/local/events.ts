@@ -57,7 +57,7 @@ const joinRepeated = (pairs: Iterable<[string, string]>): Record<string, string>
 const toRawQuery = (query: EventInput['query']): string =>
   typeof query === 'object'
     ? new URLSearchParams(
-        Object.entries(query).flatMap(([name, value]) => [value].flat().map((one) => [name, one])),
+        Object.entries(query).flatMap(([name, value]) => [value].flat().map((one): [string, string] => [name, one])),
       ).toString()
     : (query ?? '');
 
