@@ -12,15 +12,8 @@ export const CHROMIUM_PATH = ((path: string) => (existsSync(path) ? path : undef
   process.env.CHROMIUM_PATH || '/usr/bin/chromium',
 );
 
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
+// Playwright's own switches already turn off the sandbox, background networking, updates and sync.
+const CHROMIUM_ARGS = ['--disable-gpu', '--disable-quic'];
 
 export interface ChromiumSession {
   context: BrowserContext;

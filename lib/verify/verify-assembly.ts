@@ -257,17 +257,14 @@ const observedOf = ({ hosts }: Run, fed: Map<string, string[]> | undefined): Ver
 });
 
 /** Runs one phase; one that throws (a template the scenario can't run on) becomes a defect, not a crash. */
-const phase = async <T>(run: Run, name: string, work: () => Promise<T>): Promise<T | undefined> => {
-  try {
-    return await work();
-  } catch (error) {
+const phase = <T>(run: Run, name: string, work: () => Promise<T>): Promise<T | undefined> =>
+  work().catch((error: unknown) => {
     run.defects.push({
       resource: run.assembly.stack,
       reason: `${name} could not run on this template: ${message(error)}`,
     });
     return undefined;
-  }
-};
+  });
 
 /** The template's tables on the embedded DynamoDB, each with its own key schema and indexes. */
 export const createTemplateTables = async (raw: DynamoDBClient, assembly: Assembly): Promise<void> => {
