@@ -105,20 +105,21 @@ const createKeys = async (repositories: Repositories, branchId: string) => {
     leaked: await make('verify leaked'),
   };
   await repositories.keys.revoke(created.revoked.record.key_id);
-  const disabled = { keyId: created.disabled.record.key_id, branchId, now: new Date(), actor: 'verify' };
-  await repositories.keys.disable(disabled);
+  await repositories.keys.disable({
+    keyId: created.disabled.record.key_id,
+    branchId,
+    now: new Date(),
+    actor: 'verify',
+  });
   // Its counter full in this hour and the next two: a run crossing the hour gets the same answers.
   const hour = 3600;
   const thisHour = Math.floor(Date.now() / 1000 / hour) * hour;
-  for (const window of [thisHour, thisHour + hour, thisHour + 2 * hour]) {
+  for (const window of [thisHour, thisHour + hour, thisHour + 2 * hour])
     await repositories.rateLimits.increment(created.limited.record.key_id, window, hour);
-  }
   // Expires within days: the daily Key Expiring run has one key to tell about.
   await make('verify expiring', { expiresAt: new Date(Date.now() + 3 * 24 * 3600_000) });
-  return Object.fromEntries(Object.entries(created).map(([role, { key }]) => [role, key])) as Record<
-    keyof typeof created,
-    string
-  >;
+  type Role = keyof typeof created;
+  return Object.fromEntries(Object.entries(created).map(([role, { key }]) => [role, key])) as Record<Role, string>;
 };
 type ScenarioKeys = Awaited<ReturnType<typeof createKeys>>;
 
@@ -157,11 +158,7 @@ const routeCases = (
     const report = JSON.stringify([
       { token: keys.leaked, type: 'branch_api_key', url: 'https://verify.local', source: 'content' },
     ]);
-    const signed = (body: string, code?: string) => ({
-      body,
-      headers: context.signed(body),
-      ...(code ? { code } : {}),
-    });
+    const signed = (body: string, code?: string) => ({ body, headers: context.signed(body), ...(code && { code }) });
     at('a signed report of a live key', 200, signed(report));
     at('the same report again', 200, signed(report));
     at('an unsigned report', 401, {
@@ -211,16 +208,10 @@ export const buildScenario = async (
   for (const route of assembly.routes.filter((r) => r.routeKey !== '$default'))
     routeCases(route, keys, { providerId, cases, signed });
   const other = { method: 'GET', path: '/v1/verify-no-such-path', key: keys.read };
+  const known = { ...other, method: 'DELETE', path: cases[0]?.path ?? '/' };
   cases.push(
     { ...other, label: 'an unknown path', expected: 404, code: 'not_found' },
-    {
-      ...other,
-      label: 'a known path with another method',
-      method: 'DELETE',
-      path: cases[0]?.path ?? '/',
-      expected: 405,
-      code: 'method_not_allowed',
-    },
+    { ...known, label: 'a known path with another method', expected: 405, code: 'method_not_allowed' },
   );
   return { cases, limitedKey: keys.limited };
 };
