@@ -94,9 +94,7 @@ export const startGateway = async (options: GatewayOptions = {}): Promise<Gatewa
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const method = request.method ?? 'GET';
     const target = request.url ?? '/';
-    const queryAt = target.indexOf('?');
-    const rawPath = queryAt === -1 ? target : target.slice(0, queryAt);
-    const rawQuery = queryAt === -1 ? '' : target.slice(queryAt + 1);
+    const [, rawPath = '', rawQuery = ''] = /^([^?]*)\??(.*)$/s.exec(target)!;
     const path = pathWithinStage(rawPath, LOCAL_STAGE);
     const inStage = path !== rawPath;
 

@@ -109,8 +109,7 @@ export const routeLogs = async (file: string, verbose: boolean) => {
     (chunk: Uint8Array | string, ...rest: unknown[]) => {
       log.write(chunk);
       if (terminal) return (terminal as (chunk: Uint8Array | string, ...more: unknown[]) => boolean)(chunk, ...rest);
-      const callback = rest.find((arg) => typeof arg === 'function') as (() => void) | undefined;
-      callback?.();
+      (rest.find((arg) => typeof arg === 'function') as (() => void) | undefined)?.();
       return true;
     };
   stdout.write = tee(verbose ? toTerminal : undefined);

@@ -5,6 +5,7 @@
  * counted in are marked in the rollups table, and a mark goes once nothing of its hour is left to
  * apply. A start that finds marks recounts those hours (docs/decisions.md "Local store and change feed").
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { createDocumentClient } from '../../shared/data/dynamodb';
@@ -144,9 +145,8 @@ const recount = async (ctx: OperatorContext, rollups: RollupsRepository): Promis
   if (marks.length === 0) return undefined;
   const recovery: Recovery = { recounted: [], calls: 0, failed: [] };
   const runs: { branchId: string; hours: string[] }[] = [];
-  for (const { branchId, hour } of marks.sort(
-    (a, b) => a.branchId.localeCompare(b.branchId) || a.hour.localeCompare(b.hour),
-  )) {
+  marks.sort((a, b) => a.branchId.localeCompare(b.branchId) || a.hour.localeCompare(b.hour));
+  for (const { branchId, hour } of marks) {
     const last = runs.at(-1);
     if (last?.branchId === branchId && Date.parse(last.hours.at(-1)!) + HOUR_MS === Date.parse(hour))
       last.hours.push(hour);
@@ -214,9 +214,7 @@ export const startUsageChangeFeed = async (options: UsageChangeFeedOptions) => {
     },
     close: async () => {
       clearInterval(timer);
-      let timeout: NodeJS.Timeout | undefined;
-      await Promise.race([feed.drain(), new Promise((resolve) => (timeout = setTimeout(resolve, DRAIN_ON_STOP_MS)))]);
-      clearTimeout(timeout);
+      await Promise.race([feed.drain(), sleep(DRAIN_ON_STOP_MS, undefined, { ref: false })]);
       // What was applied needs no recount; the marks of what was not stay for the next start.
       await marks.sweep(feed.pending());
       await feed.close();

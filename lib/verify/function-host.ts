@@ -55,11 +55,7 @@ const metricsOfLine = (line: string): EmittedMetric[] => {
 export const EMBEDDED_DYNAMODB_DEADLINE_MS = 8000;
 
 /** Exactly what Lambda gives the function: its runtime's variables, then the template's own. */
-const environmentOf = (
-  fn: TemplateFunction,
-  dynamoEndpoint: string,
-  eventsEndpoint?: string,
-): Record<string, string> => ({
+const environmentOf = (fn: TemplateFunction, dynamoEndpoint: string, eventsEndpoint?: string) => ({
   PATH: process.env.PATH ?? '',
   // What the Lambda runtime sets.
   AWS_REGION: LOCAL_REGION,

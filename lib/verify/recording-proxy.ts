@@ -30,12 +30,10 @@ export const arnOf = (operation: DynamoOperation): string =>
 /** The actions IAM is asked to allow for one DynamoDB request, each with its table (and index). */
 const operationsOf = (action: string, body: Json): DynamoOperation[] => {
   const name = `dynamodb:${action}`;
-  if (typeof body.TableName === 'string') {
+  if (typeof body.TableName === 'string')
     return [{ action: name, table: body.TableName, ...(body.IndexName ? { index: String(body.IndexName) } : {}) }];
-  }
-  if (body.RequestItems && typeof body.RequestItems === 'object') {
+  if (body.RequestItems && typeof body.RequestItems === 'object')
     return Object.keys(body.RequestItems).map((table) => ({ action: name, table }));
-  }
   return [{ action: name, table: '*' }];
 };
 
