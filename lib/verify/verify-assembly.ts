@@ -104,19 +104,9 @@ const playScenario = async (run: Run) => {
     if (!host || host.importError) return;
     const requestId = randomUUID();
     if (route.routeKey !== '$default') served.set(requestId, route);
-    const outcome = await host.invoke(
-      buildEvent({
-        method: one.method,
-        path: one.path,
-        query: one.query,
-        body: one.body,
-        pathParameters,
-        stage: assembly.stageName,
-        routeKey: route.routeKey,
-        requestId,
-        headers: { host: 'verify.local', authorization: one.key && `Bearer ${one.key}`, ...one.headers },
-      }),
-    );
+    const headers = { host: 'verify.local', authorization: one.key && `Bearer ${one.key}`, ...one.headers };
+    const event = { ...one, headers, pathParameters, stage: assembly.stageName, routeKey: route.routeKey, requestId };
+    const outcome = await host.invoke(buildEvent(event));
     const result = outcome.result as { statusCode?: number; body?: string } | undefined;
     const [status, code] = [result?.statusCode, scenario.errorCodeOf(result?.body)];
     const reason = outcome.error
