@@ -95,17 +95,11 @@ try {
   const problems = [...loadProblems(report), ...runawayProblems(runaway)];
   if (values.json) {
     const { records, ...rest } = report;
+    const { expected, inTable, logged: onlyLogged } = records;
+    const sizes = (['lost', 'unexpected', 'duplicates', 'mismatched'] as const).map((n) => [n, records[n].length]);
     const summary = {
       ...rest,
-      records: {
-        expected: records.expected,
-        inTable: records.inTable,
-        onlyLogged: records.logged,
-        lost: records.lost.length,
-        unexpected: records.unexpected.length,
-        duplicates: records.duplicates.length,
-        mismatched: records.mismatched.length,
-      },
+      records: { expected, inTable, onlyLogged, ...Object.fromEntries(sizes) },
       runaway,
       problems,
     };

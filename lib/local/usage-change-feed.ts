@@ -205,12 +205,9 @@ export const startUsageChangeFeed = async (options: UsageChangeFeedOptions) => {
      */
     begin: async (ctx: OperatorContext): Promise<Recovery | undefined> => {
       const recovered = recount(ctx, store.rollups);
-      recovering = recovered.catch(() => undefined);
-      try {
-        return await recovered;
-      } finally {
-        recovering = undefined;
-      }
+      const done = () => (recovering = undefined);
+      recovering = recovered.then(done, done);
+      return recovered;
     },
     close: async () => {
       clearInterval(timer);
