@@ -85,10 +85,10 @@ interface Touched {
   entry: unknown;
 }
 
-/** A request's or answer's JSON body; `{}` when it is none. */
-export const parseBody = (body: Buffer): Json => {
+/** A request's or answer's JSON body (or a JSON log line); `{}` when it is none. */
+export const parseBody = (body: Buffer | string): Json => {
   try {
-    const parsed: unknown = JSON.parse(body.toString('utf8'));
+    const parsed: unknown = JSON.parse(body.toString());
     return parsed && typeof parsed === 'object' ? (parsed as Json) : {};
   } catch {
     return {};

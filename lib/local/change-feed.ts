@@ -100,8 +100,7 @@ export const startChangeFeed = async (options: ChangeFeedOptions) => {
       const answer = await write(req, body, operation, input);
       // Past the feed's bound the writer waits for deliveries: what it holds stays bounded.
       await delivery.room();
-      res.writeHead(answer.statusCode, answer.headers);
-      res.end(answer.body);
+      res.writeHead(answer.statusCode, answer.headers).end(answer.body);
     })().catch((error: unknown) => {
       onError(error);
       if (!res.headersSent) res.writeHead(502);

@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import pLimit from 'p-limit';
+import { parseBody } from '../local/change-capture';
 import { buildContext } from '../local/events';
 import { LOCAL_ACCOUNT, LOCAL_REGION, type Json, type TemplateFunction } from './assembly';
 import { startRecordingProxy } from './recording-proxy';
@@ -32,12 +33,7 @@ export type FunctionHost = Awaited<ReturnType<typeof startFunction>>;
 
 /** Metrics declared by one EMF log line (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html). */
 const metricsOfLine = (line: string): EmittedMetric[] => {
-  let entry: Json;
-  try {
-    entry = JSON.parse(line);
-  } catch {
-    return [];
-  }
+  const entry: Json = parseBody(line);
   const directives = entry?._aws?.CloudWatchMetrics;
   if (!Array.isArray(directives)) return [];
   return directives.flatMap((directive: Json) =>

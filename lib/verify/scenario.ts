@@ -22,6 +22,7 @@ import type { CreateKeyInput } from '../../shared/data/repositories/keys';
 import { API_TABLES, TABLE_ENV, type ApiTableNames } from '../../shared/data/tables';
 import { readSeedFile } from '../operator/seed';
 import { LOCAL_SIGNING_KEY_ID, setUpLocalKeyEvents } from '../local/key-events-setup';
+import { parseBody } from '../local/change-capture';
 import { sequenceNumber, streamRecord } from '../local/stream-events';
 import { DEMO_SEED_FILE } from '../project-paths';
 import {
@@ -78,12 +79,8 @@ const LISTS = new Set(routes.filter((route) => route.data.actions.includes('dyna
 
 /** `error.code` of an error body, if it has one. */
 export const errorCodeOf = (body: string | undefined): string | undefined => {
-  try {
-    const code = (JSON.parse(body ?? '') as { error?: { code?: unknown } }).error?.code;
-    return typeof code === 'string' ? code : undefined;
-  } catch {
-    return undefined;
-  }
+  const code = (parseBody(body ?? '') as { error?: { code?: unknown } }).error?.code;
+  return typeof code === 'string' ? code : undefined;
 };
 
 /** The keys the scenario calls with, one per way a key can be refused (and one that is accepted). */
