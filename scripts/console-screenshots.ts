@@ -36,19 +36,14 @@ try {
   const day = 86_400_000;
   // Through the operator library, as the CLI would: each action is recorded with who did it.
   const pos = await createKey(ctx, { branchId, scopes: ['read'], name: 'POS sync' });
-  const reporting = await createKey(ctx, {
-    branchId,
-    scopes: ['read', 'team:read'],
-    name: 'Reporting job',
-    expiresAt: new Date(Date.now() + 180 * day),
-  });
+  const expiresAt = new Date(Date.now() + 180 * day);
+  const reporting = await createKey(ctx, { branchId, scopes: ['read', 'team:read'], name: 'Reporting job', expiresAt });
   const old = await createKey(ctx, { branchId, scopes: ['read'], name: 'Old integration' });
   await revokeKey(ctx, { branchId, keyId: old.record.key_id });
 
   // Real calls through the gateway, then a generated day of traffic for the chart.
-  for (const path of ['/v1/branch', '/v1/members', '/v1/payment-providers', '/v1/payment-providers/pp_nope']) {
+  for (const path of ['/v1/branch', '/v1/members', '/v1/payment-providers', '/v1/payment-providers/pp_nope'])
     await fetch(`${stack.gateway.baseUrl}${path}`, { headers: { authorization: `Bearer ${pos.key}` } });
-  }
   const now = Date.now();
   const routes = ['/v1/branch', '/v1/members', '/v1/payment-providers'];
   const generated: UsageRecord[] = Array.from({ length: 3000 }, (_, i) => {

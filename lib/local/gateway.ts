@@ -83,8 +83,7 @@ const errorResponse = (error: ApiError): ApiResponse => {
 
 const send = (response: ServerResponse, result: StaticResponse | ApiResponse): void => {
   const body = typeof result.body === 'string' ? Buffer.from(result.body) : result.body;
-  response.writeHead(result.statusCode, { ...result.headers, 'Content-Length': String(body.length) });
-  response.end(body);
+  response.writeHead(result.statusCode, { ...result.headers, 'Content-Length': String(body.length) }).end(body);
 };
 
 export const startGateway = async (options: GatewayOptions = {}): Promise<Gateway> => {
