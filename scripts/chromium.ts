@@ -5,7 +5,7 @@
  * user-data-dir) and no background networking, so a run never reaches beyond the pages it opens.
  */
 import { existsSync } from 'node:fs';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 
 /** The Chromium found on this machine, if any: CHROMIUM_PATH when set (and only it), else Debian's. */
 export const CHROMIUM_PATH = ((path: string) => (existsSync(path) ? path : undefined))(
@@ -15,17 +15,14 @@ export const CHROMIUM_PATH = ((path: string) => (existsSync(path) ? path : undef
 // Playwright's own switches already turn off the sandbox, background networking, updates and sync.
 const CHROMIUM_ARGS = ['--disable-gpu', '--disable-quic'];
 
-export interface ChromiumSession {
-  context: BrowserContext;
-  close(): Promise<void>;
-}
+export type ChromiumSession = Awaited<ReturnType<typeof launchChromium>>;
 
 /** Headless Chromium with a fresh profile, and one browser context of this viewport. */
 export const launchChromium = async (
   viewport = { width: 1280, height: 900 },
   /** e.g. `{ timezoneId: 'Asia/Kolkata' }`, to see times as a reader elsewhere does. */
   options: { timezoneId?: string; locale?: string } = {},
-): Promise<ChromiumSession> => {
+) => {
   if (!CHROMIUM_PATH)
     throw new Error('No Chromium: install it with "apt-get install -y chromium" or set CHROMIUM_PATH');
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });

@@ -20,9 +20,8 @@ const outputs = [
 ];
 if (process.argv.includes('--check')) {
   const stale: string[] = [];
-  for (const { file, text } of outputs) {
+  for (const { file, text } of outputs)
     if ((await readFile(file, 'utf8').catch(() => '')) !== text) stale.push(relative(PROJECT_ROOT, file));
-  }
   if (stale.length > 0) {
     console.error(`${stale.join(' and ')} stale: run \`npm run openapi\` and commit.`);
     process.exit(1);

@@ -51,10 +51,7 @@ if (values.json) {
   process.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
 } else {
   const { operatorProof: proof } = report;
-  const counted = (ops: Record<string, number>) =>
-    Object.entries(ops)
-      .map(([op, n]) => `${op} ×${n}`)
-      .join(', ');
+  const counted = (ops: Record<string, number>) => Object.entries(ops).map(([op, n]) => `${op} ×${n}`);
   const lines = [
     ...report.defects.map(
       ({ check, resource, reason }) => `DEFECT ${check ? `[${check}] ` : ''}${resource}: ${reason}`,
@@ -63,7 +60,7 @@ if (values.json) {
     `${report.stack}: ${report.checks} offline checks, ${report.functions} functions, ${report.invocations} invocations, ${report.alarms} alarms checked, ` +
       `${(report.elapsedMs / 1000).toFixed(1)} s`,
     'DynamoDB operations observed per function:',
-    ...Object.entries(report.operations).map(([fn, ops]) => `  ${fn}: ${counted(ops) || 'none'}`),
+    ...Object.entries(report.operations).map(([fn, ops]) => `  ${fn}: ${counted(ops).join(', ') || 'none'}`),
     proof
       ? `Operator proof: ${proof.commands} CLI commands and ${proof.pages} console pages on the stack outputs alone, ` +
         `${proof.requests} requests checked against the operator policy`
