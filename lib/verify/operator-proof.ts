@@ -254,11 +254,8 @@ class OperatorProof {
 
   /** One line per distinct reason, naming every command that met it (a missing output fails them all alike). */
   defects(): Defect[] {
-    return [...this.refusals].map(([reason, labels]) => ({
-      check: 'operator-proof',
-      resource: [...labels].join(', '),
-      reason,
-    }));
+    const check = 'operator-proof';
+    return [...this.refusals].map(([reason, labels]) => ({ check, resource: [...labels].join(', '), reason }));
   }
 }
 
