@@ -503,23 +503,25 @@ describeIfChromium('settings console in Chromium', () => {
       const ids = () =>
         page.locator('#usage-log tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-request-id')));
       const link = (name: string) => page.getByRole('navigation', { name: 'Log pages' }).getByRole('link', { name });
+      // A click returns once the next page starts arriving: read its rows when it has loaded whole.
+      const follow = (name: string) => Promise.all([page.waitForEvent('load'), link(name).click()]);
       const pageOf = (newest: number, count: number) =>
         Array.from({ length: count }, (_, i) => `req-page-${String(newest - i).padStart(3, '0')}`);
       expect(await ids()).toEqual(pageOf(119, 50));
       expect(await link('Newer calls').count()).toBe(0);
-      await link('Older calls').click();
+      await follow('Older calls');
       expect(await ids()).toEqual(pageOf(69, 50));
-      await link('Older calls').click();
+      await follow('Older calls');
       expect(await ids()).toEqual(pageOf(19, 20));
       expect(await link('Older calls').count()).toBe(0);
-      await link('Newer calls').click();
+      await follow('Newer calls');
       expect(await ids()).toEqual(pageOf(69, 50));
-      await link('Newer calls').click();
+      await follow('Newer calls');
       expect(await ids()).toEqual(pageOf(119, 50));
       expect(await link('Newer calls').count()).toBe(0);
-      await link('Older calls').click();
-      await link('Older calls').click();
-      await link('Newest calls').click();
+      await follow('Older calls');
+      await follow('Older calls');
+      await follow('Newest calls');
       expect(await ids()).toEqual(pageOf(119, 50));
     });
 
