@@ -5,7 +5,7 @@
  * keys created, rolled and revoked in the pages take effect on the API; the usage filters select
  * the same calls in the log and the CSV. The reader is in Asia/Kolkata (UTC+5:30).
  */
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { createOperatorContext } from '../../lib/operator/context';
 import { listActivity } from '../../lib/operator/keys';
 import { auditPage, smallTargets } from '../../scripts/console-audit';
@@ -52,6 +52,8 @@ describeIfChromium('settings console in Chromium', () => {
       .click();
     await page.getByRole('link', { name: `${label} key ${name} (${keyId})` }).click();
   };
+  /** Follows a link and waits for the next page to load whole (a click returns as it starts arriving). */
+  const follow = (link: Locator) => Promise.all([page.waitForEvent('load'), link.click()]);
   /** Waits until the page shows `count` elements matching `selector` (a filter applied in place). */
   const countBecomes = (selector: string, count: number) =>
     page.waitForFunction(([s, n]) => (globalThis as any).document.querySelectorAll(s).length === n, [
@@ -503,25 +505,23 @@ describeIfChromium('settings console in Chromium', () => {
       const ids = () =>
         page.locator('#usage-log tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-request-id')));
       const link = (name: string) => page.getByRole('navigation', { name: 'Log pages' }).getByRole('link', { name });
-      // A click returns once the next page starts arriving: read its rows when it has loaded whole.
-      const follow = (name: string) => Promise.all([page.waitForEvent('load'), link(name).click()]);
       const pageOf = (newest: number, count: number) =>
         Array.from({ length: count }, (_, i) => `req-page-${String(newest - i).padStart(3, '0')}`);
       expect(await ids()).toEqual(pageOf(119, 50));
       expect(await link('Newer calls').count()).toBe(0);
-      await follow('Older calls');
+      await follow(link('Older calls'));
       expect(await ids()).toEqual(pageOf(69, 50));
-      await follow('Older calls');
+      await follow(link('Older calls'));
       expect(await ids()).toEqual(pageOf(19, 20));
       expect(await link('Older calls').count()).toBe(0);
-      await follow('Newer calls');
+      await follow(link('Newer calls'));
       expect(await ids()).toEqual(pageOf(69, 50));
-      await follow('Newer calls');
+      await follow(link('Newer calls'));
       expect(await ids()).toEqual(pageOf(119, 50));
       expect(await link('Newer calls').count()).toBe(0);
-      await follow('Older calls');
-      await follow('Older calls');
-      await follow('Newest calls');
+      await follow(link('Older calls'));
+      await follow(link('Older calls'));
+      await follow(link('Newest calls'));
       expect(await ids()).toEqual(pageOf(119, 50));
     });
 
@@ -604,9 +604,9 @@ describeIfChromium('settings console in Chromium', () => {
         page.getByRole('navigation', { name: 'Activity pages' }).getByRole('link', { name });
       expect(await ids()).toEqual(all.slice(0, 50));
       expect(await link('Newer actions').count()).toBe(0);
-      await link('Older actions').click();
+      await follow(link('Older actions'));
       expect(await ids()).toEqual(all.slice(50, 100));
-      await link('Newer actions').click();
+      await follow(link('Newer actions'));
       expect(await ids()).toEqual(all.slice(0, 50));
       expect(await link('Newer actions').count()).toBe(0);
     });
